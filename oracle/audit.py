@@ -1,0 +1,458 @@
+"""Audit where an artifact or a reported number came from.
+
+    python -m oracle.audit PATH_OR_NUMBER_KEY [--run results/<run>] [--configfile FILE]
+                           [--json] [--strict-code]
+    python -m oracle.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]
+
+TARGET is an artifact path, or a key of ``<run>/numbers.json``; a number entry looks like
+``{"value": .., "unit": .., "se": .., "artifact": "<path of the artifact it was read from>"}``
+(entries may be nested under group keys; a nested key is written ``group.key``). The artifact
+path of an entry is resolved against the working directory, then the run folder, then the
+folder of numbers.json. Without ``--run`` the run is the ``results/<run>`` folder above the
+artifact, or the only ``results/*/numbers.json`` below the working directory.
+
+The audit walks the provenance records (`oracle.provenance`) from the target back through
+every input that has a record of its own, down to raw inputs without one (the data root) and
+the oracle checkpoint, and for each artifact prints its rule, inputs with their hashes, the
+recorded config subset and the code version. It FLAGS:
+
+- an artifact whose own hash differs from its record, or which is missing;
+- an input whose hash differs from the hash recorded by its consumer, or which is missing;
+- a recorded config value that differs from the current config (``--configfile`` or
+  ``<run>/config.yaml``). Only the recorded keys are compared: each leaf of the recorded
+  subset, or the whole value at each of the record's ``config_keys``; a key present only
+  in the current config is not a difference;
+- the target itself having no record.
+
+Code versions that differ from the current checkout (commit, dirty flag, or the hash of the
+uncommitted diff) are WARNINGS: the artifact may be stale, but code moves on without changing
+old results. ``--strict-code`` turns them into flags. Exit status: 0 when nothing was flagged,
+1 when something was, 2 for a bad command line or an unreadable file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from oracle.errors import DataError, OracleError
+from oracle.provenance import (
+    _MISSING, code_version, get_config_value, path_sha256, read_record, resolve_recorded_path,
+)
+
+SHORT = 12
+
+
+# --------------------------------------------------------------------------- numbers.json
+def load_numbers(numbers_path: str | os.PathLike) -> dict[str, dict]:
+    """numbers.json flattened to {dotted key: entry}; an entry is a dict with "value" or "artifact"."""
+    path = Path(numbers_path)
+    if not path.is_file():
+        raise DataError(f"numbers file {path} not found: expected results/<run>/numbers.json")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path} holds a {type(data).__name__}: expected an object of number entries")
+    out: dict[str, dict] = {}
+
+    def walk(node: Mapping, prefix: str) -> None:
+        for k, v in node.items():
+            key = f"{prefix}{k}"
+            if isinstance(v, Mapping) and ("value" in v or "artifact" in v):
+                out[key] = dict(v)
+            elif isinstance(v, Mapping):
+                walk(v, key + ".")
+            else:
+                out[key] = {"value": v}  # a bare number: check_numbers reports it names no artifact
+
+    walk(data, "")
+    return out
+
+
+def _number_artifact(entry_path: str, numbers_path: Path, run: Path | None) -> Path:
+    p = Path(entry_path)
+    if p.is_absolute():
+        return p
+    cands = [Path.cwd() / p] + ([run / p] if run else []) + [numbers_path.parent / p]
+    for c in cands:
+        if c.exists():
+            return c
+    return cands[0]
+
+
+def check_numbers(numbers_path: str | os.PathLike, *, run: str | os.PathLike | None = None,
+                  require_record: bool = False) -> list[str]:
+    """Problems with `numbers_path`: entries without a value or an artifact, artifacts that do
+    not exist (and, with `require_record`, artifacts without a provenance record).
+
+    Returns one line per problem; an empty list means every number names an existing artifact.
+    Raises DataError if the file itself is missing or not JSON.
+    """
+    path = Path(numbers_path)
+    run_dir = Path(run) if run is not None else path.parent
+    problems = []
+    for key, entry in load_numbers(path).items():
+        if "value" not in entry:
+            problems.append(f"{key}: entry has no 'value'")
+        art = entry.get("artifact")
+        if not art or not isinstance(art, str):
+            problems.append(f"{key}: entry names no 'artifact'")
+            continue
+        resolved = _number_artifact(art, path, run_dir)
+        if not resolved.exists():
+            problems.append(f"{key}: artifact {art} does not exist")
+        elif require_record and read_record(resolved, missing_ok=True) is None:
+            problems.append(f"{key}: artifact {art} has no provenance record")
+    return problems
+
+
+# --------------------------------------------------------------------------- config helpers
+def load_config(path: str | os.PathLike) -> dict:
+    """A YAML (or JSON) config file as a dict."""
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"config file {p} not found")
+    try:
+        cfg = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise DataError(f"config file {p} is not valid YAML: {' '.join(str(exc).split())}") from None
+    return cfg or {}
+
+
+def _leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(node, Mapping) and node:
+        out = []
+        for k, v in node.items():
+            out.extend(_leaves(v, f"{prefix}{k}."))
+        return out
+    return [(prefix[:-1], node)] if prefix else []
+
+
+def compare_config(record: Mapping, current: Mapping) -> list[dict]:
+    """[{"key", "recorded", "current" (or "<missing>"), "ok"}] for the recorded config keys."""
+    subset = record.get("config") or {}
+    keys = record.get("config_keys")
+    pairs = ([(k, get_config_value(subset, k, None)) for k in keys] if keys is not None else _leaves(subset))
+    out = []
+    for key, recorded in pairs:
+        now = get_config_value(current, key, _MISSING)
+        ok = now is not _MISSING and _plain(now) == recorded
+        out.append({"key": key, "recorded": recorded, "current": "<missing>" if now is _MISSING else _plain(now), "ok": ok})
+    return out
+
+
+def _plain(v: Any) -> Any:
+    from oracle.provenance import _jsonable
+
+    return _jsonable(v)
+
+
+def _code_str(code: Mapping | None) -> str:
+    if not code:
+        return "unknown"
+    commit = str(code.get("commit", "unknown"))
+    short = commit[:SHORT] if commit != "unknown" else commit
+    dirty = code.get("dirty")
+    state = "dirty" if dirty else ("clean" if dirty is False else "?")
+    if dirty and code.get("diff_sha256"):
+        state += f" diff {code['diff_sha256'][:8]}"
+    return f"{short} ({state})"
+
+
+def _code_differs(rec: Mapping | None, cur: Mapping) -> str | None:
+    rec = rec or {}
+    if rec.get("commit", "unknown") == "unknown":
+        return "the record's code version is unknown (built outside git)"
+    if cur.get("commit", "unknown") == "unknown":
+        return "the current code version is unknown (not a git checkout)"
+    if rec.get("commit") != cur.get("commit"):
+        return f"built by commit {str(rec.get('commit'))[:SHORT]}, current checkout is {str(cur.get('commit'))[:SHORT]}"
+    if bool(rec.get("dirty")) != bool(cur.get("dirty")) or (rec.get("dirty") and rec.get("diff_sha256") != cur.get("diff_sha256")):
+        return f"built from {_code_str(rec)}, current checkout is {_code_str(cur)}"
+    return None
+
+
+# --------------------------------------------------------------------------- the audit
+class _Auditor:
+    def __init__(self, current_config: Mapping | None, strict_code: bool):
+        self.config = current_config
+        self.strict_code = strict_code
+        self.code_now = code_version()
+        self.visited: dict[str, str] = {}
+        self.flags: list[dict] = []
+        self.warnings: list[dict] = []
+
+    def _flag(self, node: dict, msg: str) -> None:
+        node["flags"].append(msg)
+        self.flags.append({"artifact": node["artifact"], "message": msg})
+
+    def _warn(self, node: dict, msg: str) -> None:
+        node["warnings"].append(msg)
+        self.warnings.append({"artifact": node["artifact"], "message": msg})
+
+    def visit(self, path: Path, shown: str, *, is_target: bool = False) -> dict:
+        key = os.path.abspath(path)
+        if key in self.visited:
+            return {"artifact": shown, "ref": self.visited[key]}
+        self.visited[key] = shown
+        node: dict[str, Any] = {"artifact": shown, "path": key, "exists": path.exists(),
+                                "record": None, "flags": [], "warnings": [], "inputs": []}
+        try:
+            record = read_record(path, missing_ok=True)
+        except DataError as exc:
+            record = None
+            self._flag(node, str(exc))
+        if record is None:
+            node["raw"] = True
+            if not node["exists"]:
+                self._flag(node, "missing: the file or folder does not exist")
+            elif is_target:
+                self._flag(node, "no provenance record (expected a .prov.json sidecar)")
+            else:
+                node["sha256"] = path_sha256(path)
+            return node
+
+        node["raw"] = False
+        node["record"] = record.get("id")
+        for field in ("rule", "wildcards", "seed", "config", "config_keys", "code", "created_utc", "wall_time_s", "device"):
+            node[field] = record.get(field)
+        recorded_hash = (record.get("artifact") or {}).get("sha256")
+        node["recorded_sha256"] = recorded_hash
+        if not node["exists"]:
+            self._flag(node, "missing: the artifact named by this record does not exist")
+        else:
+            node["sha256"] = path_sha256(path)
+            if recorded_hash and node["sha256"] != recorded_hash:
+                self._flag(node, f"artifact changed since its record was written: recorded "
+                                 f"{recorded_hash[:SHORT]}, now {node['sha256'][:SHORT]}")
+
+        if self.config is not None:
+            node["config_check"] = compare_config(record, self.config)
+            for c in node["config_check"]:
+                if not c["ok"]:
+                    self._flag(node, f"config {c['key']} changed: recorded {json.dumps(c['recorded'])}, "
+                                     f"current {json.dumps(c['current'])}")
+        else:
+            node["config_check"] = None
+
+        diff = _code_differs(record.get("code"), self.code_now)
+        if diff:
+            (self._flag if self.strict_code else self._warn)(node, f"code: {diff}")
+
+        for inp, rec_hash in (record.get("inputs") or {}).items():
+            ipath = resolve_recorded_path(inp, record, path)
+            entry: dict[str, Any] = {"path": inp, "recorded_sha256": rec_hash, "exists": ipath.exists()}
+            if not entry["exists"]:
+                entry["status"] = "missing"
+                self._flag(node, f"input {inp} is missing (expected at {ipath})")
+            else:
+                entry["current_sha256"] = path_sha256(ipath)
+                entry["status"] = "ok" if entry["current_sha256"] == rec_hash else "changed"
+                if entry["status"] == "changed":
+                    self._flag(node, f"input {inp} changed: recorded {str(rec_hash)[:SHORT]}, "
+                                     f"now {entry['current_sha256'][:SHORT]}")
+                entry["node"] = self.visit(ipath, inp)
+            node["inputs"].append(entry)
+        return node
+
+
+def _find_run(target_path: Path | None) -> Path | None:
+    if target_path is not None:
+        for parent in Path(os.path.abspath(target_path)).parents:
+            if parent.parent.name == "results":
+                return parent
+    return None
+
+
+def audit(target: str, *, run: str | os.PathLike | None = None,
+          configfile: str | os.PathLike | None = None, strict_code: bool = False) -> dict[str, Any]:
+    """Audit `target` (an artifact path or a numbers.json key); see the module docstring.
+
+    Returns {"target", "number" (the numbers.json entry or None), "run", "config_source",
+    "code_now", "tree" (nested nodes), "flags": [{"artifact", "message"}], "warnings": [...],
+    "artifacts": count, "ok": bool}. Raises DataError when the target cannot be resolved.
+    """
+    run_dir = Path(run) if run is not None else None
+    number = None
+    if Path(target).exists():
+        art_path, shown = Path(target), target
+    else:
+        if run_dir is None:
+            cands = sorted(Path("results").glob("*/numbers.json")) if Path("results").is_dir() else []
+            if len(cands) != 1:
+                raise DataError(f"{target!r} is neither an existing path nor resolvable as a number key: "
+                                f"pass --run results/<run> ({len(cands)} runs with numbers.json found)")
+            run_dir = cands[0].parent
+        numbers_path = run_dir / "numbers.json"
+        numbers = load_numbers(numbers_path)
+        if target not in numbers:
+            close = difflib.get_close_matches(target, list(numbers), n=3)
+            raise DataError(f"{target!r} is not a path nor a key of {numbers_path}"
+                            + (f"; close keys: {close}" if close else ""))
+        entry = numbers[target]
+        if not isinstance(entry.get("artifact"), str):
+            raise DataError(f"key {target!r} of {numbers_path} names no 'artifact'")
+        art_path = _number_artifact(entry["artifact"], numbers_path, run_dir)
+        shown = entry["artifact"]
+        number = {"key": target, "numbers_file": str(numbers_path), **entry}
+
+    if run_dir is None:
+        run_dir = _find_run(art_path)
+    current_config = None
+    config_source = None
+    if configfile is not None:
+        current_config, config_source = load_config(configfile), str(configfile)
+    elif run_dir is not None and (run_dir / "config.yaml").is_file():
+        current_config, config_source = load_config(run_dir / "config.yaml"), str(run_dir / "config.yaml")
+
+    auditor = _Auditor(current_config, strict_code)
+    tree = auditor.visit(art_path, shown, is_target=True)
+    if current_config is None:
+        auditor.warnings.append({"artifact": shown, "message": "no current config found (--configfile or "
+                                 "<run>/config.yaml): recorded config values were not compared"})
+    if number is not None:
+        _check_number_in_numbers_record(number, art_path, auditor)
+    return {"target": target, "number": number, "run": str(run_dir) if run_dir else None,
+            "config_source": config_source, "code_now": auditor.code_now, "tree": tree,
+            "flags": auditor.flags, "warnings": auditor.warnings,
+            "artifacts": len(auditor.visited), "ok": not auditor.flags}
+
+
+def _check_number_in_numbers_record(number: dict, art_path: Path, auditor: _Auditor) -> None:
+    """If numbers.json has a record listing the artifact as an input, the hashes must agree."""
+    numbers_path = Path(number["numbers_file"])
+    rec = read_record(numbers_path, missing_ok=True)
+    if rec is None or not art_path.exists():
+        return
+    target = os.path.abspath(art_path)
+    for inp, h in (rec.get("inputs") or {}).items():
+        if os.path.abspath(resolve_recorded_path(inp, rec, numbers_path)) == target:
+            if h != path_sha256(art_path):
+                auditor.flags.append({"artifact": str(numbers_path), "message":
+                                      f"numbers.json was computed from another version of {inp}: "
+                                      f"recorded {h[:SHORT]}, now {path_sha256(art_path)[:SHORT]}"})
+            return
+
+
+# --------------------------------------------------------------------------- rendering
+def _fmt(v: Any) -> str:
+    return json.dumps(v) if not isinstance(v, str) else repr(v)
+
+
+def render(report: Mapping[str, Any]) -> str:
+    """The report as an indented, human-readable tree."""
+    lines: list[str] = []
+    num = report.get("number")
+    if num:
+        val = f"{num.get('value')}"
+        if num.get("se") is not None:
+            val += f" ± {num['se']}"
+        if num.get("unit"):
+            val += f" {num['unit']}"
+        lines.append(f"number {num['key']!r} = {val}   (from {num['numbers_file']})")
+    lines.append(f"current config: {report.get('config_source') or 'none (config not compared)'}")
+    lines.append(f"current code:   {_code_str(report.get('code_now'))}")
+    lines.append("")
+
+    def node_lines(node: Mapping, depth: int) -> None:
+        pad = "    " * depth
+        if "ref" in node:
+            lines.append(f"{pad}{node['artifact']}  (audited above)")
+            return
+        status = "FLAGGED" if node["flags"] else "ok"
+        if node.get("raw"):
+            what = "raw input (no provenance record)" if node["exists"] else "missing"
+            h = f"  sha256 {node['sha256'][:SHORT]}" if node.get("sha256") else ""
+            lines.append(f"{pad}{node['artifact']}  {what}{h}  {status}")
+        else:
+            lines.append(f"{pad}{node['artifact']}  [rule {node.get('rule')}]  {status}")
+            sub = pad + "  | "
+            h = node.get("sha256")
+            lines.append(f"{sub}sha256   {str(node.get('recorded_sha256'))[:SHORT]} recorded"
+                         + (f", {h[:SHORT]} now" if h else ""))
+            lines.append(f"{sub}code     {_code_str(node.get('code'))}")
+            extras = []
+            if node.get("seed") is not None:
+                extras.append(f"seed {node['seed']}")
+            if node.get("wildcards"):
+                extras.append("wildcards " + " ".join(f"{k}={v}" for k, v in node["wildcards"].items()))
+            if node.get("created_utc"):
+                extras.append(f"made {node['created_utc']}")
+            if extras:
+                lines.append(f"{sub}{'   '.join(extras)}")
+            checks = node.get("config_check")
+            if checks is None:
+                items = [(k, v, None) for k, v in _leaves(node.get("config") or {})]
+            else:
+                items = [(c["key"], c["recorded"], c) for c in checks]
+            for i, (k, v, c) in enumerate(items):
+                mark = "" if c is None else ("" if c["ok"] else f"   <- current {_fmt(c['current'])}")
+                lines.append(f"{sub}{'config   ' if i == 0 else '         '}{k} = {_fmt(v)}{mark}")
+            for i, inp in enumerate(node["inputs"]):
+                h = str(inp["recorded_sha256"])[:SHORT]
+                lines.append(f"{sub}{'inputs   ' if i == 0 else '         '}{inp['path']}  {h}  {inp['status']}")
+            for msg in node["flags"]:
+                lines.append(f"{sub}FLAG: {msg}")
+            for msg in node["warnings"]:
+                lines.append(f"{sub}warning: {msg}")
+        for inp in node.get("inputs", []):
+            if "node" in inp:
+                node_lines(inp["node"], depth + 1)
+
+    node_lines(report["tree"], 0)
+    lines.append("")
+    lines.append(f"{report['artifacts']} artifacts audited: {len(report['flags'])} flagged, "
+                 f"{len(report['warnings'])} warnings")
+    for f in report["flags"]:
+        lines.append(f"FLAG     {f['artifact']}: {f['message']}")
+    for w in report["warnings"]:
+        lines.append(f"warning  {w['artifact']}: {w['message']}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- CLI
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status (0 ok, 1 flagged, 2 bad input)."""
+    ap = argparse.ArgumentParser(prog="python -m oracle.audit", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("target", nargs="?", help="artifact path or numbers.json key (with --check-numbers: numbers.json path)")
+    ap.add_argument("--run", help="results/<run> folder (numbers.json and config.yaml live there)")
+    ap.add_argument("--configfile", help="current config to compare recorded values with (default <run>/config.yaml)")
+    ap.add_argument("--json", action="store_true", help="machine-readable report on stdout")
+    ap.add_argument("--strict-code", action="store_true", help="flag (not just warn about) code version differences")
+    ap.add_argument("--check-numbers", action="store_true",
+                    help="only check that every entry of numbers.json names an existing artifact")
+    args = ap.parse_args(argv)
+    try:
+        if args.check_numbers:
+            path = Path(args.target) if args.target else (Path(args.run) / "numbers.json" if args.run else None)
+            if path is None:
+                ap.error("--check-numbers needs a numbers.json path or --run")
+            problems = check_numbers(path, run=args.run)
+            if args.json:
+                print(json.dumps({"numbers": str(path), "problems": problems, "ok": not problems}, indent=2))
+            else:
+                print("\n".join(problems) if problems else f"{path}: every number names an existing artifact")
+            return 1 if problems else 0
+        if not args.target:
+            ap.error("TARGET is required")
+        report = audit(args.target, run=args.run, configfile=args.configfile, strict_code=args.strict_code)
+    except OracleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2, default=str) if args.json else render(report))
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

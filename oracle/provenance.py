@@ -1,0 +1,501 @@
+"""Provenance records: one JSON sidecar per artifact, written by one helper.
+
+Every artifact ``A`` of a run gets a record ``A.prov.json`` next to it (for a file *and* for a
+directory: the sidecar of directory ``D`` is the sibling file ``D.prov.json``, so it never
+changes the directory's own hash). A record holds::
+
+    record_version   1
+    id               the artifact's path relative to the working directory (absolute if outside)
+    artifact         {"path", "kind": "file"|"directory", "sha256", "size", ["files"]}
+    rule             the Snakemake rule (or script) that made it
+    wildcards        {name: value}
+    config           the config values the artifact depends on (a projection of the run config)
+    config_keys      dotted key paths whose whole value was recorded, or null (see below)
+    config_sha256    sha256 of the canonical JSON of ``config``
+    inputs           {path: sha256} for every input file or directory
+    code             {"commit", "dirty", "diff_sha256", "oracle_version"}
+    packages         {python, torch, numpy, h5py, ...: version}
+    device, seed, wall_time_s, started_utc, created_utc, hostname, workdir, slurm_job_id
+    extra            anything the caller adds
+
+Paths (``id``, ``artifact.path``, ``inputs`` keys) are relative to ``workdir`` (the process's
+working directory when the record was written, normally the repository root where Snakemake
+runs) when they lie inside it. A reader resolves them against ``workdir`` when it still exists
+and against its own working directory otherwise, so a moved results tree stays auditable.
+
+Config: pass either a projection of the config (``config={"data": cfg["data"]}``) and audit
+compares each recorded *leaf* with the current config, or the full config plus
+``config_keys=["data", "oracle.flow"]`` and the record keeps only those keys; audit then
+compares the *whole value* at each key (a key added under ``data`` is then a change too).
+
+Hashes: sha256 of the file bytes; a directory's hash is the sha256 over the sorted lines
+``<relative posix path>\\0<sha256 of file>\\n`` of every regular file below it, excluding
+``*.prov.json`` sidecars. Hashes are cached per process by (path, size, mtime_ns).
+
+HDF5 artifacts can also carry the record in the root attribute ``provenance`` (``h5_attr=True``).
+That copy lacks the artifact's own hash (a file cannot contain its own hash) and is written
+before the sidecar, whose hash then covers it; the sidecar stays the authority.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import functools
+import hashlib
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from oracle.errors import ConfigError, DataError
+
+RECORD_SUFFIX = ".prov.json"
+RECORD_VERSION = 1
+H5_ATTR = "provenance"
+
+# Distribution names (importlib.metadata), read without importing the packages (torch is slow).
+_PACKAGES = (
+    "torch", "torchvision", "numpy", "scipy", "h5py", "timm", "snakemake", "scikit-learn",
+    "pillow", "pandas", "matplotlib", "PyYAML", "oracle",
+)
+
+_HASH_CACHE: dict[tuple, str] = {}
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+_CODE_CACHE: dict[str, dict] = {}
+
+
+# --------------------------------------------------------------------------- atomic writes
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path in the same folder as `path`; rename it onto `path` on success.
+
+    On an exception the temporary file is removed and `path` is left untouched, so a crash
+    never leaves a partial artifact under the final name. Parent folders are created.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    # mkstemp creates 0600; give the artifact the permissions a plain open() would
+    os.chmod(tmp_path, 0o666 & ~_UMASK)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp_path.unlink()
+        raise
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
+    """Write `obj` as indented, key-sorted JSON to `path` atomically. Returns the path."""
+    text = json.dumps(_jsonable(obj), indent=2, sort_keys=True, allow_nan=True) + "\n"
+    with atomic_output(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+# --------------------------------------------------------------------------- hashing
+def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 hex digest of a file's bytes, streamed; cached by (path, size, mtime_ns)."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise DataError(f"cannot hash {p}: no such file") from None
+    if not p.is_file():
+        raise DataError(f"cannot hash {p}: not a regular file")
+    key = ("f", str(p.resolve()), st.st_size, st.st_mtime_ns)
+    hit = _HASH_CACHE.get(key)
+    if hit is not None:
+        return hit
+    with open(p, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    _HASH_CACHE[key] = digest
+    return digest
+
+
+def _dir_files(root: Path) -> list[Path]:
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in filenames:
+            if name.endswith(RECORD_SUFFIX):
+                continue
+            p = Path(dirpath) / name
+            if p.is_file():
+                files.append(p)
+    return sorted(files, key=lambda q: q.relative_to(root).as_posix())
+
+
+def dir_sha256(path: str | os.PathLike) -> str:
+    """Hash of a directory tree: sha256 over sorted ``relpath\\0sha256\\n`` lines of its files.
+
+    ``*.prov.json`` sidecars inside the tree are skipped so records written later do not change it.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise DataError(f"cannot hash {root}: not a directory")
+    h = hashlib.sha256()
+    for p in _dir_files(root):
+        h.update(f"{p.relative_to(root).as_posix()}\0{file_sha256(p)}\n".encode())
+    return h.hexdigest()
+
+
+def path_sha256(path: str | os.PathLike) -> str:
+    """sha256 of a file, or the tree hash of a directory (see `dir_sha256`)."""
+    p = Path(path)
+    if p.is_dir():
+        return dir_sha256(p)
+    return file_sha256(p)
+
+
+def clear_hash_cache() -> None:
+    """Forget cached hashes (tests; a process that rewrites files within one mtime tick)."""
+    _HASH_CACHE.clear()
+
+
+# --------------------------------------------------------------------------- config
+def _jsonable(obj: Any) -> Any:
+    """Convert numpy scalars/arrays, tuples, sets, Paths and Mappings to plain JSON types."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return float(obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted(_jsonable(v) for v in obj)
+    # numpy / torch scalars and arrays without importing either
+    if hasattr(obj, "tolist") and callable(obj.tolist):
+        return _jsonable(obj.tolist())
+    if hasattr(obj, "item") and callable(obj.item):
+        return _jsonable(obj.item())
+    if hasattr(obj, "items") and callable(obj.items):  # Snakemake Namedlist-like
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    raise ConfigError(f"cannot record value {obj!r} of type {type(obj).__name__}: expected JSON-like data")
+
+
+def canonical_json(obj: Any) -> str:
+    """Canonical JSON (sorted keys, no whitespace, UTF-8) used for config hashes."""
+    return json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def config_hash(cfg: Any) -> str:
+    """sha256 hex digest of the canonical JSON of `cfg`."""
+    return hashlib.sha256(canonical_json(cfg).encode("utf-8")).hexdigest()
+
+
+_MISSING = object()
+
+
+def get_config_value(cfg: Mapping, key: str, default: Any = _MISSING) -> Any:
+    """Value at dotted path `key` ("oracle.flow.channels") in nested mapping `cfg`."""
+    node: Any = cfg
+    for part in key.split("."):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        else:
+            if default is _MISSING:
+                raise ConfigError(f"config key {key!r} not found (missing {part!r})")
+            return default
+    return node
+
+
+def config_subset(cfg: Mapping, keys: Iterable[str]) -> dict:
+    """Projection of `cfg` onto dotted `keys`, keeping the nesting: ["a.b", "c"] -> {"a": {"b":..}, "c":..}."""
+    out: dict = {}
+    for key in keys:
+        value = get_config_value(cfg, key)
+        parts = key.split(".")
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = _jsonable(value)
+    return out
+
+
+# --------------------------------------------------------------------------- environment
+def code_version(path: str | os.PathLike | None = None) -> dict:
+    """Git commit and dirty flag of the repository holding `path` (default: the oracle package).
+
+    Returns {"commit": sha or "unknown", "dirty": bool or None, "diff_sha256": sha256 of
+    ``git diff HEAD`` when dirty (tells two dirty states apart; untracked files count as dirty
+    but are not in the diff), "oracle_version"}. Read-only git calls; cached per process.
+    """
+    where = Path(path) if path is not None else Path(__file__).resolve().parent
+    key = str(where.resolve())
+    if key in _CODE_CACHE:
+        return dict(_CODE_CACHE[key])
+    from oracle import __version__
+
+    info: dict[str, Any] = {"commit": "unknown", "dirty": None, "diff_sha256": None,
+                            "oracle_version": __version__}
+    # GIT_OPTIONAL_LOCKS=0: `git status` must not take index.lock in a tree others commit in.
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")
+    cwd = where if where.is_dir() else where.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            res = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return res.stdout.decode("utf-8", "replace") if res.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit:
+        info["commit"] = commit.strip()
+        status = git("status", "--porcelain", "--untracked-files=normal")
+        if status is not None:
+            info["dirty"] = bool(status.strip())
+            if info["dirty"]:
+                diff = git("diff", "HEAD", "--no-color", "--no-ext-diff")
+                if diff is not None:
+                    info["diff_sha256"] = hashlib.sha256(diff.encode("utf-8")).hexdigest()
+    _CODE_CACHE[key] = info
+    return dict(info)
+
+
+@functools.lru_cache(maxsize=1)
+def _package_versions() -> tuple:
+    out: dict[str, Any] = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return tuple(out.items())
+
+
+def package_versions() -> dict[str, str | None]:
+    """Versions of Python and the packages that shape results (None where not installed)."""
+    return dict(_package_versions())
+
+
+def describe_device() -> str:
+    """The compute device in words, without importing torch if the caller did not."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available():
+                names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+                return "cuda: " + ", ".join(names)
+        except Exception:  # a broken CUDA setup must not break record writing
+            pass
+    return f"cpu: {platform.processor() or platform.machine()} x{os.cpu_count()}"
+
+
+# --------------------------------------------------------------------------- records
+def record_path(artifact: str | os.PathLike) -> Path:
+    """The sidecar of `artifact`: ``<artifact>.prov.json`` (files and directories alike)."""
+    p = Path(artifact)
+    return p.with_name(p.name + RECORD_SUFFIX)
+
+
+def display_path(path: str | os.PathLike, workdir: str | os.PathLike | None = None) -> str:
+    """`path` relative to `workdir` (default cwd) as posix text if inside it, else absolute."""
+    base = Path(workdir) if workdir is not None else Path.cwd()
+    p = Path(os.path.abspath(path))
+    try:
+        return p.relative_to(os.path.abspath(base)).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def _flatten_inputs(inputs: Any) -> list[str]:
+    if inputs is None:
+        return []
+    if isinstance(inputs, (str, os.PathLike)):
+        return [os.fspath(inputs)]
+    if isinstance(inputs, Mapping):
+        inputs = list(inputs.values())
+    out: list[str] = []
+    for item in inputs:
+        out.extend(_flatten_inputs(item))
+    return out
+
+
+def _utc(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _as_epoch(started: Any) -> float | None:
+    if started is None:
+        return None
+    if isinstance(started, _dt.datetime):
+        return started.timestamp()
+    if isinstance(started, (int, float)) and math.isfinite(started):
+        return float(started)
+    raise ConfigError(f"started={started!r}: expected time.time() seconds or a datetime")
+
+
+def build_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = None,
+                 config: Mapping | None = None, config_keys: Iterable[str] | None = None,
+                 inputs: Any = (), seed: int | None = None, started: Any = None,
+                 extra: Mapping | None = None, device: str | None = None,
+                 hash_artifact: bool = True) -> dict:
+    """The record `write_record` writes, as a dict (see the module docstring for the fields)."""
+    art = Path(artifact)
+    if not art.exists():
+        raise DataError(f"cannot record provenance of {art}: the artifact does not exist")
+    if not isinstance(rule, str) or not rule:
+        raise ConfigError(f"rule={rule!r}: expected the non-empty name of the rule that made {art}")
+    workdir = Path.cwd()
+    now = time.time()
+    t0 = _as_epoch(started)
+
+    if config_keys is not None:
+        keys = [str(k) for k in config_keys]
+        subset = config_subset(config or {}, keys)
+    else:
+        keys = None
+        subset = _jsonable(dict(config)) if config is not None else {}
+
+    input_hashes: dict[str, str] = {}
+    for inp in _flatten_inputs(inputs):
+        p = Path(inp)
+        if not p.exists():
+            raise DataError(f"input {p} of {art} does not exist: cannot record its hash")
+        input_hashes[display_path(p, workdir)] = path_sha256(p)
+
+    art_info: dict[str, Any] = {"path": display_path(art, workdir),
+                                "kind": "directory" if art.is_dir() else "file"}
+    if hash_artifact:
+        art_info["sha256"] = path_sha256(art)
+    if art.is_dir():
+        files = _dir_files(art)
+        art_info["files"] = len(files)
+        art_info["size"] = sum(f.stat().st_size for f in files)
+    else:
+        art_info["size"] = art.stat().st_size
+
+    return {
+        "record_version": RECORD_VERSION,
+        "id": art_info["path"],
+        "artifact": art_info,
+        "rule": rule,
+        "wildcards": _jsonable(dict(wildcards.items()) if hasattr(wildcards, "items") else (wildcards or {})),
+        "config": subset,
+        "config_keys": keys,
+        "config_sha256": config_hash(subset),
+        "inputs": input_hashes,
+        "code": code_version(),
+        "packages": package_versions(),
+        "device": device if device is not None else describe_device(),
+        "seed": None if seed is None else int(seed),
+        "started_utc": _utc(t0) if t0 is not None else None,
+        "created_utc": _utc(now),
+        "wall_time_s": (now - t0) if t0 is not None else None,
+        "hostname": socket.gethostname(),
+        "workdir": workdir.as_posix(),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "extra": _jsonable(dict(extra)) if extra else {},
+    }
+
+
+def write_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = None,
+                 config: Mapping | None = None, inputs: Any = (), seed: int | None = None,
+                 started: Any = None, extra: Mapping | None = None,
+                 config_keys: Iterable[str] | None = None, device: str | None = None,
+                 h5_attr: bool = False) -> Path:
+    """Write the provenance record of `artifact` to ``<artifact>.prov.json`` atomically.
+
+    artifact:    the file or directory just written (must exist).
+    rule:        the rule/script name; wildcards: mapping (a Snakemake Wildcards object works).
+    config:      the config values the artifact depends on; with `config_keys` (dotted paths)
+                 the full config, of which only those keys are kept.
+    inputs:      paths (str/Path, lists, or a mapping of name -> path(s), e.g. Snakemake's
+                 ``input``); each must exist and is hashed.
+    started:     ``time.time()`` (or a datetime) taken when the job began -> ``wall_time_s``.
+    h5_attr:     also store the record (without the artifact's own hash) in the HDF5 root
+                 attribute ``provenance`` before hashing the file.
+    Returns the path of the sidecar.
+    """
+    kwargs = dict(rule=rule, wildcards=wildcards, config=config, config_keys=config_keys,
+                  inputs=inputs, seed=seed, started=started, extra=extra, device=device)
+    if h5_attr:
+        import h5py
+
+        pre = build_record(artifact, hash_artifact=False, **kwargs)
+        try:
+            with h5py.File(artifact, "r+") as f:
+                f.attrs[H5_ATTR] = json.dumps(pre, sort_keys=True)
+        except OSError as exc:
+            raise DataError(f"cannot add the provenance attribute to {artifact}: not a writable HDF5 file ({exc})") from None
+    record = build_record(artifact, **kwargs)
+    return write_json_atomic(record_path(artifact), record)
+
+
+def read_record(artifact: str | os.PathLike, *, missing_ok: bool = False) -> dict | None:
+    """The record of `artifact`: its sidecar, else (HDF5) its ``provenance`` root attribute.
+
+    Raises DataError when there is none (or returns None with ``missing_ok=True``) and when
+    the sidecar is not valid JSON.
+    """
+    art = Path(artifact)
+    side = record_path(art)
+    if side.is_file():
+        try:
+            return json.loads(side.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise DataError(f"provenance record {side} is not valid JSON: {exc}") from None
+    if art.is_file() and art.suffix in (".h5", ".hdf5"):
+        try:
+            import h5py
+
+            with h5py.File(art, "r") as f:
+                raw = f.attrs.get(H5_ATTR)
+            if raw is not None:
+                return json.loads(raw)
+        except (OSError, json.JSONDecodeError):
+            pass
+    if missing_ok:
+        return None
+    raise DataError(f"no provenance record for {art}: expected {side}")
+
+
+def record_root(record: Mapping | None, artifact: str | os.PathLike | None = None) -> Path:
+    """The folder that relative paths in `record` are relative to, on this machine.
+
+    Tried in order: the root implied by where `artifact` actually lies (its path minus the
+    recorded relative ``id``: survives moving or copying the whole tree), the recorded
+    ``workdir`` if it exists here, the current working directory.
+    """
+    rec = record or {}
+    rid = rec.get("id")
+    if artifact is not None and rid and not Path(rid).is_absolute():
+        actual = Path(os.path.abspath(artifact))
+        parts = Path(rid).parts
+        if len(actual.parts) > len(parts) and actual.parts[-len(parts):] == parts:
+            return Path(*actual.parts[: -len(parts)])
+    workdir = rec.get("workdir")
+    if workdir and Path(workdir).is_dir():
+        return Path(workdir)
+    return Path.cwd()
+
+
+def resolve_recorded_path(path: str, record: Mapping | None,
+                          artifact: str | os.PathLike | None = None) -> Path:
+    """Turn a path as written in `record` into a path on this machine (see `record_root`)."""
+    p = Path(path)
+    if p.is_absolute():
+        return p
+    return record_root(record, artifact) / p

@@ -1,0 +1,188 @@
+"""Audit: a tiny fake chain raw data -> data -> oracle -> samples -> metrics -> numbers.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from oracle.audit import audit, check_numbers, main
+from oracle.provenance import clear_hash_cache, read_record, record_path, write_record
+
+RUN = "results/demo"
+METRICS = f"{RUN}/classifiers/resnet/N100/seed0/metrics.json"
+CONFIG = {
+    "run": "demo",
+    "data": {"kind": "npz", "root": "raw/digits.npz", "image_size": 8},
+    "oracle": {"epochs": 2, "channels": 16},
+    "classifiers": {"lr": 0.1, "epochs": 5},
+}
+
+
+def _write(path, data: bytes):
+    from pathlib import Path
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(data)
+    return p
+
+
+@pytest.fixture
+def chain(tmp_path, monkeypatch):
+    """Build the chain in tmp_path (the working directory) and return tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    clear_hash_cache()
+    _write("raw/digits.npz", b"raw pixels " * 50)
+    _write(f"{RUN}/config.yaml", yaml.safe_dump(CONFIG).encode())
+    _write(f"{RUN}/data/train.h5", b"train split")
+    write_record(f"{RUN}/data/train.h5", rule="data", config=CONFIG, config_keys=["data"],
+                 inputs=["raw/digits.npz"], seed=0)
+    _write(f"{RUN}/oracle/flow.pt", b"flow weights")
+    write_record(f"{RUN}/oracle/flow.pt", rule="train_oracle", config={"oracle": {"epochs": 2}},
+                 inputs=[f"{RUN}/data/train.h5"], seed=0)
+    _write(f"{RUN}/samples/all.h5", b"samples")
+    write_record(f"{RUN}/samples/all.h5", rule="sample", config={"oracle": {"channels": 16}},
+                 inputs=[f"{RUN}/oracle/flow.pt"], seed=1)
+    _write(METRICS, b'{"acc": 0.9}')
+    write_record(METRICS, rule="train_classifier", wildcards={"arch": "resnet", "N": "100", "seed": "0"},
+                 config={"classifiers": {"lr": 0.1}},
+                 inputs=[f"{RUN}/samples/all.h5", f"{RUN}/data/train.h5"], seed=0)
+    numbers = {"acc": {"resnet": {"N100": {"value": 0.9, "unit": "fraction", "se": 0.01, "artifact": METRICS}}},
+               "bayes_error": {"value": 0.0023, "unit": "fraction", "se": 0.0001, "artifact": f"{RUN}/samples/all.h5"}}
+    _write(f"{RUN}/numbers.json", json.dumps(numbers).encode())
+    write_record(f"{RUN}/numbers.json", rule="report", inputs=[METRICS, f"{RUN}/samples/all.h5"])
+    return tmp_path
+
+
+def _artifacts(node, seen=None):
+    seen = set() if seen is None else seen
+    seen.add(node["artifact"])
+    for inp in node.get("inputs", []):
+        if "node" in inp:
+            _artifacts(inp["node"], seen)
+    return seen
+
+
+def test_untouched_chain_passes_and_reaches_raw_data(chain, capsys):
+    assert main(["acc.resnet.N100", "--run", RUN]) == 0
+    out = capsys.readouterr().out
+    for part in (METRICS, "samples/all.h5", "oracle/flow.pt", "data/train.h5", "raw/digits.npz"):
+        assert part in out
+    assert "raw input (no provenance record)" in out and "0 flagged" in out
+    rep = audit("acc.resnet.N100", run=RUN)
+    assert rep["ok"] and rep["tree"]["artifact"] == METRICS
+    assert _artifacts(rep["tree"]) == {METRICS, f"{RUN}/samples/all.h5", f"{RUN}/oracle/flow.pt",
+                                       f"{RUN}/data/train.h5", "raw/digits.npz"}
+    assert rep["artifacts"] == 5  # train.h5 reached twice, audited once
+    assert rep["number"]["value"] == 0.9 and rep["number"]["unit"] == "fraction"
+
+
+def test_json_output(chain, capsys):
+    assert main(["bayes_error", "--run", RUN, "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["ok"] and rep["tree"]["rule"] == "sample" and rep["flags"] == []
+    flow = rep["tree"]["inputs"][0]
+    assert flow["status"] == "ok" and flow["node"]["rule"] == "train_oracle"
+    assert flow["node"]["config_check"] == [{"key": "oracle.epochs", "recorded": 2, "current": 2, "ok": True}]
+
+
+def test_changed_raw_byte_is_flagged(chain, capsys):
+    raw = chain / "raw" / "digits.npz"
+    data = bytearray(raw.read_bytes())
+    data[7] ^= 1
+    raw.write_bytes(bytes(data))
+    clear_hash_cache()
+    assert main(["acc.resnet.N100", "--run", RUN]) == 1
+    out = capsys.readouterr().out
+    assert "FLAG" in out and "input raw/digits.npz changed" in out
+    rep = audit("acc.resnet.N100", run=RUN)
+    assert [f["artifact"] for f in rep["flags"]] == [f"{RUN}/data/train.h5"]
+
+
+def test_changed_intermediate_is_flagged_twice(chain):
+    (chain / RUN / "oracle" / "flow.pt").write_bytes(b"flow weightz")
+    clear_hash_cache()
+    rep = audit(f"{RUN}/samples/all.h5")
+    msgs = {(f["artifact"], f["message"].split(":")[0]) for f in rep["flags"]}
+    assert (f"{RUN}/samples/all.h5", f"input {RUN}/oracle/flow.pt changed") in msgs
+    assert (f"{RUN}/oracle/flow.pt", "artifact changed since its record was written") in msgs
+    assert not rep["ok"]
+
+
+def test_config_change_is_flagged_only_where_it_matters(chain):
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["oracle"]["epochs"] = 3           # flow.pt recorded oracle.epochs = 2
+    cfg["classifiers"]["epochs"] = 50     # recorded by nobody: not a difference
+    (chain / RUN / "config.yaml").write_text(yaml.safe_dump(cfg))
+    rep = audit("acc.resnet.N100", run=RUN)
+    assert not rep["ok"]
+    assert [(f["artifact"], f["message"]) for f in rep["flags"]] == [
+        (f"{RUN}/oracle/flow.pt", "config oracle.epochs changed: recorded 2, current 3")]
+    # config_keys records the whole section: a key added under data is a change for train.h5
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["data"]["max_per_class"] = 10
+    other = chain / "other.yaml"
+    other.write_text(yaml.safe_dump(cfg))
+    assert main([f"{RUN}/data/train.h5", "--configfile", str(other)]) == 1
+    rep = audit(f"{RUN}/data/train.h5", configfile=other)
+    assert rep["flags"][0]["message"].startswith("config data changed")
+
+
+def test_number_key_errors_and_missing_record(chain, capsys):
+    assert main(["acc.resnet.N1000", "--run", RUN]) == 2
+    assert "acc.resnet.N100" in capsys.readouterr().err  # suggested as a close key
+    (chain / "loose.txt").write_text("no record")
+    rep = audit("loose.txt")
+    assert not rep["ok"] and "no provenance record" in rep["flags"][0]["message"]
+    # without --run, the only results/*/numbers.json is used
+    assert audit("bayes_error")["tree"]["artifact"] == f"{RUN}/samples/all.h5"
+
+
+def test_missing_input_is_flagged(chain):
+    (chain / RUN / "data" / "train.h5").unlink()
+    rep = audit(METRICS)
+    assert any("input results/demo/data/train.h5 is missing" in f["message"] for f in rep["flags"])
+
+
+def test_code_difference_warns_and_strict_fails(chain, capsys):
+    side = record_path(chain / RUN / "oracle" / "flow.pt")
+    rec = json.loads(side.read_text())
+    rec["code"] = {"commit": "0" * 40, "dirty": False}
+    side.write_text(json.dumps(rec))
+    rep = audit(METRICS)
+    assert rep["ok"] and any("commit 000000000000" in w["message"] for w in rep["warnings"])
+    assert main([METRICS]) == 0
+    assert "warning" in capsys.readouterr().out
+    assert main([METRICS, "--strict-code"]) == 1
+
+
+def test_moved_tree_still_audits(chain, monkeypatch):
+    new = chain.parent / (chain.name + "-moved")
+    chain.rename(new)
+    monkeypatch.chdir(new.parent)
+    rep = audit(str(new / METRICS))
+    assert rep["ok"], rep["flags"]
+    assert "raw/digits.npz" in _artifacts(rep["tree"])
+
+
+def test_check_numbers(chain, capsys):
+    numbers = chain / RUN / "numbers.json"
+    assert check_numbers(numbers) == []
+    assert check_numbers(numbers, require_record=True) == []
+    data = json.loads(numbers.read_text())
+    data["ghost"] = {"value": 1.0, "artifact": f"{RUN}/tables/ghost.csv"}
+    data["orphan"] = {"value": 2.0}
+    data["bare"] = 3.0
+    numbers.write_text(json.dumps(data))
+    problems = check_numbers(numbers)
+    assert f"ghost: artifact {RUN}/tables/ghost.csv does not exist" in problems
+    assert "orphan: entry names no 'artifact'" in problems
+    assert "bare: entry names no 'artifact'" in problems
+    assert len(problems) == 3
+    assert main(["--check-numbers", "--run", RUN]) == 1
+    assert "ghost" in capsys.readouterr().out
+    # numbers.json itself changed: its own record flags it when audited as an artifact
+    assert audit(f"{RUN}/numbers.json")["flags"][0]["message"].startswith("artifact changed")
+    assert read_record(numbers)["rule"] == "report"

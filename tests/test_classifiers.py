@@ -1,0 +1,313 @@
+"""Classifier stage: input pipeline, training (hard/soft, determinism, resume), prediction, evaluation."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+import torchvision.transforms.functional as TF
+
+import oracle.classifiers as clf
+from oracle.calibration import expected_calibration_error
+from oracle.classifiers import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    InputPipeline,
+    build_classifier,
+    evaluate_predictions,
+    metrics_row,
+    predict_log_probs,
+    train_classifier,
+)
+from oracle.errors import ConfigError, DataError
+
+HYPER = dict(epochs=2, batch_size=16, lr=3e-3, weight_decay=0.01, seed=7)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    # Tiny models on a shared 2-core machine: one thread avoids oversubscription (20-50x faster).
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Three classes of 8x8 grey images told apart by brightness, in [-1, 1]."""
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(96) % 3
+    x = (torch.randn(96, 1, 8, 8, generator=g) * 0.3 + (y.float() - 1).view(-1, 1, 1, 1) * 0.5).clamp(-1, 1)
+    return x, y
+
+
+def _weights(model):
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _same(a, b):
+    return all(torch.equal(a[k], b[k]) for k in a)
+
+
+# --------------------------------------------------------------------------- input pipeline
+def test_pipeline_maps_minus_one_one_to_imagenet_normalization():
+    x = torch.rand(4, 3, 5, 5) * 2 - 1
+    expected = TF.normalize((x + 1) / 2, mean=list(IMAGENET_MEAN), std=list(IMAGENET_STD))
+    torch.testing.assert_close(InputPipeline(3)(x), expected, rtol=0, atol=1e-6)
+    ends = InputPipeline(3)(torch.stack([torch.full((3, 1, 1), -1.0), torch.full((3, 1, 1), 1.0)]))
+    for c in range(3):
+        assert ends[0, c, 0, 0].item() == pytest.approx(-IMAGENET_MEAN[c] / IMAGENET_STD[c], abs=1e-6)
+        assert ends[1, c, 0, 0].item() == pytest.approx((1 - IMAGENET_MEAN[c]) / IMAGENET_STD[c], abs=1e-6)
+
+
+def test_pipeline_other_channel_counts_use_half_half():
+    x = torch.rand(2, 1, 4, 4) * 2 - 1
+    torch.testing.assert_close(InputPipeline(1)(x), x, rtol=0, atol=1e-7)  # (x+1)/2 then (.-0.5)/0.5
+    x2 = torch.rand(2, 2, 4, 4) * 2 - 1
+    torch.testing.assert_close(InputPipeline(2)(x2), x2, rtol=0, atol=1e-7)
+
+
+def test_pipeline_resizes_bilinearly():
+    x = torch.rand(2, 3, 8, 8) * 2 - 1
+    out = InputPipeline(3, input_size=16)(x)
+    ref = TF.resize(TF.normalize((x + 1) / 2, list(IMAGENET_MEAN), list(IMAGENET_STD)), [16, 16],
+                    interpolation=TF.InterpolationMode.BILINEAR, antialias=False)
+    assert out.shape == (2, 3, 16, 16)
+    torch.testing.assert_close(out, ref, rtol=0, atol=1e-5)
+
+
+def test_classifier_applies_pipeline_first():
+    model = build_classifier("test_vit", 3, 1, 8, input_size=16, seed=0).eval()
+    x = torch.rand(3, 1, 8, 8) * 2 - 1
+    manual = F.interpolate(x, size=(16, 16), mode="bilinear", align_corners=False)  # 1 channel: norm is identity
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), model.backbone(manual), rtol=0, atol=1e-6)
+    assert model.spec["input_size"] == 16 and model.num_classes == 3
+
+
+# --------------------------------------------------------------------------- build errors, pretrained
+def test_missing_pretrained_path_raises_config_error(tmp_path):
+    missing = tmp_path / "nope.pth"
+    with pytest.raises(ConfigError, match="nope.pth"):
+        build_classifier("test_resnet", 3, 1, 8, pretrained_path=missing)
+
+
+def test_unknown_arch_and_bad_sizes_raise():
+    with pytest.raises(ConfigError, match="arch"):
+        build_classifier("no_such_net", 3, 1, 8)
+    with pytest.raises(ConfigError, match="num_classes"):
+        build_classifier("test_resnet", 1, 1, 8)
+
+
+def test_pretrained_weights_load_except_head(tmp_path):
+    # A 5-class, 3-channel "pretrained" model loaded into a 3-class, 1-channel classifier.
+    source = build_classifier("test_resnet", 5, 3, 8, seed=1).backbone
+    path = tmp_path / "weights.pth"
+    torch.save(source.state_dict(), path)
+    model = build_classifier("test_resnet", 3, 1, 8, pretrained_path=path, seed=2)
+    report = model.pretrained_report
+    assert report["dropped_head"] == ["fc.bias", "fc.weight"]
+    assert report["missing"] == [] and report["unexpected"] == []
+    first = source.pretrained_cfg["first_conv"] + ".weight"
+    assert report["adapted"] == [first]
+    got, ref = model.backbone.state_dict(), source.state_dict()
+    for key in ref:
+        if key.startswith("fc.") or key == first:
+            continue
+        assert torch.equal(got[key], ref[key]), key
+    # timm's channel adaptation for one channel sums the RGB filters.
+    torch.testing.assert_close(got[first], ref[first].sum(dim=1, keepdim=True))
+    assert got["fc.weight"].shape == (3, ref["fc.weight"].shape[1])
+
+
+def test_pretrained_from_a_trained_image_classifier(tmp_path):
+    source = build_classifier("test_resnet", 3, 1, 8, seed=1)
+    path = tmp_path / "classifier.pth"
+    torch.save({"model": source.state_dict()}, path)  # keys backbone.* and preprocess.*
+    model = build_classifier("test_resnet", 4, 1, 8, pretrained_path=path, seed=2)
+    assert model.pretrained_report["unexpected"] == [] and model.pretrained_report["missing"] == []
+    assert torch.equal(model.backbone.conv1[0].weight, source.backbone.conv1[0].weight)
+
+
+def test_pretrained_vit_position_embedding_is_resampled(tmp_path):
+    source = build_classifier("test_vit", 3, 1, 16, seed=1).backbone
+    path = tmp_path / "vit.pth"
+    torch.save({"state_dict": source.state_dict()}, path)
+    model = build_classifier("test_vit", 3, 1, 32, pretrained_path=path, seed=2)
+    assert "pos_embed" in model.pretrained_report["adapted"]
+
+
+def test_pretrained_from_other_architecture_is_refused(tmp_path):
+    path = tmp_path / "vit.pth"
+    torch.save(build_classifier("test_vit", 3, 1, 16, seed=1).backbone.state_dict(), path)
+    with pytest.raises(ConfigError, match="vit.pth"):
+        build_classifier("test_resnet", 3, 1, 8, pretrained_path=path)
+
+
+# --------------------------------------------------------------------------- training
+def test_training_reduces_loss(data):
+    x, y = data
+    model = build_classifier("test_resnet", 3, 1, 8, seed=0)
+    model, history = train_classifier(model, x, y, soft=False, **{**HYPER, "epochs": 3}, val_fraction=0.25)
+    assert [h["epoch"] for h in history] == [1, 2, 3]
+    assert history[-1]["train_loss"] < 0.7 * history[0]["train_loss"]
+    assert history[0]["train_loss"] < 2 * math.log(3)  # started near chance, not diverged
+    assert 0.0 <= history[-1]["val_acc"] <= 1.0 and math.isfinite(history[-1]["val_loss"])
+    assert history[-1]["lr"] == pytest.approx(0.0, abs=1e-12)  # cosine reaches 0 at the end
+    assert not model.training
+
+
+def test_soft_one_hot_equals_hard_labels(data):
+    x, y = data
+    hard, _ = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **HYPER)
+    soft, _ = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x,
+                               F.one_hot(y, 3).to(torch.float32), soft=True, **HYPER)
+    a, b = _weights(hard), _weights(soft)
+    for k in a:
+        if a[k].is_floating_point():
+            torch.testing.assert_close(a[k], b[k], rtol=0, atol=1e-6)
+
+
+def test_soft_labels_train_toward_the_distribution(data):
+    x, y = data
+    targets = torch.full((len(y), 3), 0.1)
+    targets[torch.arange(len(y)), y] = 0.8
+    model, history = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, targets, soft=True,
+                                      **{**HYPER, "epochs": 3})
+    entropy = -(targets * targets.log()).sum(1).mean().item()
+    assert history[-1]["train_loss"] < history[0]["train_loss"]
+    assert history[-1]["train_loss"] >= entropy - 1e-6  # cross-entropy cannot beat H(t)
+
+
+def test_training_is_deterministic_and_leaves_global_rng_alone(data):
+    x, y = data
+    rng_before = torch.get_rng_state()
+    runs = []
+    for _ in range(2):
+        model = build_classifier("test_efficientnet", 3, 1, 8, seed=3, model_kwargs={"drop_rate": 0.2})
+        model, history = train_classifier(model, x, y, soft=False, **HYPER)
+        runs.append((_weights(model), history))
+    assert torch.equal(torch.get_rng_state(), rng_before)
+    assert _same(runs[0][0], runs[1][0])
+    assert [h["train_loss"] for h in runs[0][1]] == [h["train_loss"] for h in runs[1][1]]
+    other = build_classifier("test_efficientnet", 3, 1, 8, seed=3, model_kwargs={"drop_rate": 0.2})
+    other, _ = train_classifier(other, x, y, soft=False, **{**HYPER, "seed": 8})
+    assert not _same(runs[0][0], _weights(other))
+
+
+def test_checkpoint_resume_matches_uninterrupted_run(data, tmp_path, monkeypatch):
+    x, y = data
+    hyper = {**HYPER, "epochs": 3}
+    full, full_history = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **hyper)
+
+    real_save = clf._save_checkpoint
+
+    def save_then_die(path, state):
+        real_save(path, state)
+        if state["epoch"] == 1:
+            raise KeyboardInterrupt  # the job is killed right after the first checkpoint
+
+    ckpt, log_path = tmp_path / "train.ckpt", tmp_path / "train.jsonl"
+    monkeypatch.setattr(clf, "_save_checkpoint", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **hyper,
+                         checkpoint_path=ckpt, log_path=log_path)
+    monkeypatch.setattr(clf, "_save_checkpoint", real_save)
+    assert len(log_path.read_text().splitlines()) == 1
+    # A fresh process would build a fresh model: the resumed state must not depend on it.
+    resumed, history = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=99), x, y, soft=False,
+                                        **hyper, checkpoint_path=ckpt, log_path=log_path)
+    assert _same(_weights(full), _weights(resumed))
+    assert [h["train_loss"] for h in history] == [h["train_loss"] for h in full_history]
+    lines = [json.loads(line) for line in log_path.read_text().splitlines()]
+    assert [r["epoch"] for r in lines] == [1, 2, 3]
+    assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporaries
+    with pytest.raises(ConfigError, match="differs in"):
+        train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False,
+                         **{**hyper, "lr": 1e-3}, checkpoint_path=ckpt)
+
+
+@pytest.mark.parametrize(
+    "make, soft, error",
+    [
+        (lambda x, y: (x.to(torch.float64), y), False, DataError),
+        (lambda x, y: (x, y + 3), False, DataError),
+        (lambda x, y: (x, y.float()), False, DataError),
+        (lambda x, y: (x, torch.full((len(y), 3), 0.5)), True, DataError),
+        (lambda x, y: (x, F.one_hot(y, 3).float()[:, :2]), True, DataError),
+    ],
+)
+def test_bad_training_input_raises(data, make, soft, error):
+    x, y = make(*data)
+    with pytest.raises(error):
+        train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=soft, **HYPER)
+
+
+# --------------------------------------------------------------------------- prediction and evaluation
+def test_predict_log_probs_is_normalized_float64(data):
+    x, _ = data
+    model = build_classifier("test_convnext", 3, 1, 8, input_size=32, seed=0)
+    log_q = predict_log_probs(model, x[:20], batch_size=7, device="cpu")
+    assert log_q.dtype == torch.float64 and log_q.shape == (20, 3)
+    torch.testing.assert_close(torch.logsumexp(log_q, dim=1), torch.zeros(20, dtype=torch.float64), rtol=0, atol=1e-12)
+    with torch.no_grad():
+        ref = torch.log_softmax(model.eval()(x[:20]).double(), dim=1)
+    torch.testing.assert_close(log_q, ref, rtol=0, atol=1e-12)
+
+
+def _random_log_probs(g, n, k, scale):
+    return torch.log_softmax(torch.randn(n, k, generator=g, dtype=torch.float64) * scale, dim=1)
+
+
+def test_evaluate_predictions_against_independent_computation():
+    g = torch.Generator().manual_seed(1)
+    n, k = 500, 4
+    log_p = _random_log_probs(g, n, k, 3.0)
+    log_q = _random_log_probs(g, n, k, 2.0)
+    y = torch.multinomial(log_p.exp(), 1, generator=g).squeeze(1)
+    m = evaluate_predictions(log_q, log_p, y)
+    json.dumps(m, allow_nan=False)  # plain floats and ints only
+    assert m["total"]["mean"] == pytest.approx(m["aleatoric"]["mean"] + m["epistemic"]["mean"], abs=1e-12)
+    p, q = log_p.exp().numpy(), log_q.exp().numpy()
+    yn = y.numpy()
+    assert m["total"]["mean"] == pytest.approx(np.mean(-(p * np.log(q)).sum(1)), abs=1e-12)
+    assert m["aleatoric"]["mean"] == pytest.approx(np.mean(-(p * np.log(p)).sum(1)), abs=1e-12)
+    assert m["acc_source"]["mean"] == pytest.approx(np.mean(q.argmax(1) == yn), abs=1e-15)
+    assert m["acc_posterior"]["mean"] == pytest.approx(np.mean(q.argmax(1) == p.argmax(1)), abs=1e-15)
+    assert m["bayes_accuracy"]["mean"] == pytest.approx(np.mean(p.max(1)), abs=1e-12)
+    nll = -np.log(q[np.arange(n), yn])
+    assert m["nll_source"]["mean"] == pytest.approx(nll.mean(), abs=1e-12)
+    assert m["nll_source"]["se"] == pytest.approx(nll.std(ddof=1) / np.sqrt(n), rel=1e-9)
+    assert m["brier_source"]["mean"] == pytest.approx(((q - np.eye(k)[yn]) ** 2).sum(1).mean(), abs=1e-12)
+    assert m["ece_source"] == pytest.approx(expected_calibration_error(q, yn, 10), abs=1e-15)
+    assert m["n"] == n and m["num_classes"] == k
+
+
+def test_evaluate_predictions_of_the_oracle_itself():
+    g = torch.Generator().manual_seed(2)
+    log_p = _random_log_probs(g, 300, 3, 2.0)
+    y = torch.multinomial(log_p.exp(), 1, generator=g).squeeze(1)
+    m = evaluate_predictions(log_p, log_p, y)
+    assert m["epistemic"]["mean"] == pytest.approx(0.0, abs=1e-14)
+    assert m["acc_posterior"]["mean"] == 1.0
+    assert m["ece_posterior"] == pytest.approx(0.0, abs=1e-15)
+    assert m["calibration_pointwise"]["mean"] == pytest.approx(0.0, abs=1e-15)
+    assert m["acc_source"]["mean"] == pytest.approx(m["bayes_accuracy"]["mean"], abs=4 * m["acc_source"]["se"])
+
+
+def test_evaluate_predictions_rejects_bad_labels():
+    log_p = torch.log(torch.full((4, 3), 1 / 3, dtype=torch.float64))
+    with pytest.raises(DataError, match="source_class"):
+        evaluate_predictions(log_p, log_p, torch.tensor([0, 1, 2, 3]))
+
+
+def test_metrics_row_has_the_report_columns():
+    log_p = torch.log(torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]], dtype=torch.float64))
+    row = metrics_row(evaluate_predictions(log_p, log_p, torch.tensor([0, 2])))
+    for col in ["acc_source", "acc_posterior", "total", "total_se", "aleatoric", "aleatoric_se", "epistemic",
+                "epistemic_se", "ece", "nll", "bayes_accuracy", "brier"]:
+        assert col in row
+    assert row["nll"] == pytest.approx(-(math.log(0.7) + math.log(0.8)) / 2)
