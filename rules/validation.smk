@@ -1,0 +1,79 @@
+# Stage `validation`: is the oracle world a faithful stand-in for the real data?
+#   validation/metrics.json          FID/FD, IS, coverage, memorization + NN distances, diversity,
+#                                    texture, split consistency, posterior stability, BPD
+#   validation/feature_net.pt        the domain CNN (only without validation.resnet_weights)
+#   tables/table3.*, tables/table4.*, figures/fig4.*
+# Local weight files (validation.inception_weights / resnet_weights) are inputs when they exist;
+# nothing is downloaded, and a configured but missing file fails with its path.
+
+VALIDATION = config["validation"]
+VALIDATION_METRICS = f"{RUN}/validation/metrics.json"
+VALIDATION_TABLES = [f"{RUN}/tables/table{t}.{ext}" for t in (3, 4) for ext in TABLE_EXT]
+VALIDATION_FIG4 = [f"{RUN}/figures/fig4.{ext}" for ext in FIGURE_EXT]
+
+
+rule validation_metrics:
+    input:
+        train=rules.data.output.train,
+        test=rules.data.output.test,
+        samples=SAMPLES,
+        flow=ORACLE_FLOW,
+        weights=lambda wildcards: oc.existing(
+            [VALIDATION["inception_weights"], VALIDATION["resnet_weights"]]
+        ),
+    output:
+        metrics=VALIDATION_METRICS,
+        **(
+            {}
+            if VALIDATION["resnet_weights"]
+            else {"feature_net": f"{RUN}/validation/feature_net.pt"}
+        ),
+    params:
+        validation=VALIDATION,
+        seed=config["seed"],
+        device=config["device"],
+        dequant_std=config["oracle"]["train"]["noise_std"],
+        dataset_name=config["data"]["kind"],
+    log:
+        f"{RUN}/logs/validation/metrics.log",
+    benchmark:
+        f"{RUN}/benchmarks/validation/metrics.tsv"
+    resources:
+        **oc.rule_resources(config, "validation"),
+    threads: oc.rule_threads(config, "validation")
+    conda:
+        ENV
+    script:
+        "../scripts/validation_metrics.py"
+
+
+rule validation_report:
+    input:
+        metrics=VALIDATION_METRICS,
+    output:
+        table3=[f"{RUN}/tables/table3.{ext}" for ext in TABLE_EXT],
+        table4=[f"{RUN}/tables/table4.{ext}" for ext in TABLE_EXT],
+        fig4=VALIDATION_FIG4,
+    params:
+        dataset_name=config["data"]["kind"],
+    log:
+        f"{RUN}/logs/validation/report.log",
+    benchmark:
+        f"{RUN}/benchmarks/validation/report.tsv"
+    resources:
+        **oc.rule_resources(config, "analysis"),
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/validation_report.py"
+
+
+rule validation:
+    input:
+        VALIDATION_METRICS,
+        VALIDATION_TABLES,
+        VALIDATION_FIG4,
+
+
+VALIDATION_TARGETS.extend([VALIDATION_METRICS, *VALIDATION_TABLES, *VALIDATION_FIG4])

@@ -1,0 +1,213 @@
+"""oracle.features: local-weight Inception/ResNet loading, the domain CNN, naming rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+import torchvision
+from sklearn.datasets import load_digits
+
+from oracle import features
+from oracle.errors import DataError, OracleError
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    # The test machine is shared; two intra-op threads on two busy cores run ~8x slower.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+# ------------------------------------------------------------------ Inception
+
+
+@pytest.fixture(scope="module")
+def tv_inception(tmp_path_factory):
+    """A randomly initialised torchvision inception_v3 (with AuxLogits) saved as a state dict."""
+    torch.manual_seed(0)
+    model = torchvision.models.inception_v3(weights=None, aux_logits=True, init_weights=False).eval()
+    path = tmp_path_factory.mktemp("inc") / "inception_v3_random.pth"
+    # drop num_batches_tracked, as in old checkpoint files
+    torch.save({k: v for k, v in model.state_dict().items() if "num_batches_tracked" not in k}, path)
+    return model, path
+
+
+def test_load_inception_torchvision_layout_matches_torchvision_forward(tv_inception):
+    model, path = tv_inception
+    net = features.load_inception(path)
+    assert net.feature_kind == "inception-torchvision" and net.layout == "torchvision"
+    assert "inception_v3_random.pth" in features.feature_space_name(net)
+    x = torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(1)) * 2 - 1
+    pooled = {}
+    hook = model.avgpool.register_forward_hook(lambda m, i, o: pooled.setdefault("f", o.flatten(1)))
+    with torch.no_grad():
+        ref_logits = model(F.interpolate(x, size=(299, 299), mode="bilinear", align_corners=False))
+    hook.remove()
+    feats, probs = features.features_and_probs(net, x, batch_size=1)
+    assert feats.shape == (2, 2048) and feats.dtype == np.float64
+    np.testing.assert_allclose(feats, pooled["f"].double().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(probs, torch.softmax(ref_logits.double(), 1).numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_fid_layout_blocks_pool_like_tensorflow():
+    torch.manual_seed(2)
+    fid = features._build_inception("fid", 1008).eval()
+    tv = torchvision.models.Inception3(num_classes=1008, aux_logits=False, init_weights=False).eval()
+    tv.load_state_dict(fid.state_dict())
+    with torch.no_grad():
+        # constant input: a pool that ignores padding returns the input itself at the borders too
+        x = torch.full((1, 192, 6, 6), 0.7)
+        out = fid.Mixed_5b(x)
+        np.testing.assert_allclose(out[:, -32:], fid.Mixed_5b.branch_pool(x), rtol=1e-5, atol=1e-6)
+        assert not torch.allclose(tv.Mixed_5b(x)[:, -32:], out[:, -32:])
+        np.testing.assert_allclose(tv.Mixed_5b(x)[:, :-32], out[:, :-32], rtol=1e-5, atol=1e-6)
+        # last block: max pool in the pool branch, other branches unchanged
+        z = torch.randn(1, 2048, 5, 5)
+        out7 = fid.Mixed_7c(z)
+        np.testing.assert_allclose(out7[:, -192:], fid.Mixed_7c.branch_pool(F.max_pool2d(z, 3, 1, 1)),
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(tv.Mixed_7c(z)[:, :-192], out7[:, :-192], rtol=1e-5, atol=1e-6)
+
+
+def test_load_inception_detects_pytorch_fid_layout(tmp_path):
+    torch.manual_seed(3)
+    sd = torchvision.models.Inception3(num_classes=1008, aux_logits=False, init_weights=False).state_dict()
+    path = tmp_path / "pt_inception-2015-12-05-random.pth"
+    torch.save(sd, path)
+    net = features.load_inception(path)
+    assert net.feature_kind == "inception-fid"
+    assert isinstance(net.net.Mixed_7c, features._FIDInceptionE2)
+    assert features.frechet_metric_name(net) == "FID"
+    gray = torch.rand(1, 1, 16, 16) * 2 - 1  # grayscale is repeated to 3 channels
+    f_fid = features.extract_features(net, gray)
+    f_tv = features.extract_features(features.load_inception(path, layout="torchvision"), gray)
+    assert f_fid.shape == (1, 2048) and np.isfinite(f_fid).all()
+    assert not np.allclose(f_fid, f_tv)
+
+
+def test_load_inception_rejects_other_files(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        features.load_inception(tmp_path / "missing.pth")
+    resnet = tmp_path / "resnet.pth"
+    torch.save(torchvision.models.resnet18(weights=None).state_dict(), resnet)
+    with pytest.raises(OracleError, match="pytorch-fid"):
+        features.load_inception(resnet)
+    junk = tmp_path / "junk.pth"
+    junk.write_bytes(b"not a checkpoint")
+    with pytest.raises(DataError, match="not a readable"):
+        features.load_inception(junk)
+
+
+def test_load_resnet_matches_torchvision(tmp_path):
+    torch.manual_seed(4)
+    model = torchvision.models.resnet18(weights=None, num_classes=10).eval()
+    path = tmp_path / "r18.pth"
+    torch.save({"state_dict": {f"module.{k}": v for k, v in model.state_dict().items()}}, path)
+    net = features.load_resnet(path, size=64)
+    assert net.feature_kind == "resnet" and net.feature_dim == 512 and "resnet-18" in net.feature_space
+    x = torch.rand(3, 3, 32, 32) * 2 - 1
+    xin = F.interpolate(x, size=(64, 64), mode="bilinear", align_corners=False)
+    xin = ((xin + 1) / 2 - torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)) / \
+        torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+    with torch.no_grad():
+        ref = torch.softmax(model(xin).double(), 1).numpy()
+    np.testing.assert_allclose(features.class_probs(net, x), ref, rtol=1e-5, atol=1e-7)
+
+
+# ------------------------------------------------------------------ domain CNN on sklearn digits
+
+
+@pytest.fixture(scope="module")
+def digits():
+    d = load_digits()
+    imgs = np.round(d.images * (255.0 / 16.0)).astype(np.uint8)[:, None]  # [1797, 1, 8, 8]
+    return imgs, d.target.astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def digits_net(digits):
+    imgs, y = digits
+    return features.train_domain_feature_net(imgs[:1200], y[:1200], epochs=10, seed=0, feature_dim=32,
+                                             width=16, dataset_name="digits", progress=False)
+
+
+def test_domain_net_beats_chance_on_held_out_digits(digits, digits_net):
+    imgs, y = digits
+    probs = features.class_probs(digits_net, imgs[1200:])
+    assert probs.shape == (597, 10)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-12)
+    acc = float((probs.argmax(1) == y[1200:]).mean())
+    assert acc > 0.8, acc  # chance is 0.1
+    assert digits_net.train_info["train_accuracy"] > 0.8
+    assert digits_net.feature_space == "domain CNN trained on digits train split (32-d penultimate layer)"
+
+
+def test_domain_net_features_shapes_and_input_scales(digits, digits_net):
+    imgs, _ = digits
+    f_u8 = features.extract_features(digits_net, imgs[:10], batch_size=3)
+    f_float = features.extract_features(digits_net, torch.from_numpy(imgs[:10]).float() / 127.5 - 1)
+    assert f_u8.shape == (10, 32) and f_u8.dtype == np.float64
+    np.testing.assert_allclose(f_u8, f_float, rtol=1e-5, atol=1e-5)  # float32, other batching
+    with pytest.raises(OracleError, match="-1, 1"):
+        features.extract_features(digits_net, imgs[:2].astype(np.float32))  # 0..255 floats
+
+
+def test_domain_net_is_deterministic_and_seed_dependent(digits):
+    imgs, y = digits
+    kw = dict(epochs=1, feature_dim=8, width=8, progress=False)
+    a = features.train_domain_feature_net(imgs[:300], y[:300], seed=5, **kw)
+    b = features.train_domain_feature_net(imgs[:300], y[:300], seed=5, **kw)
+    c = features.train_domain_feature_net(imgs[:300], y[:300], seed=6, **kw)
+    for k, v in a.state_dict().items():
+        assert torch.equal(v, b.state_dict()[k]), k
+    assert any(not torch.equal(v, c.state_dict()[k]) for k, v in a.state_dict().items())
+
+
+def test_domain_net_save_load_roundtrip(tmp_path, digits, digits_net):
+    imgs, _ = digits
+    path = tmp_path / "sub" / "feature_net.pt"
+    features.save_feature_net(path, digits_net)
+    assert [p.name for p in path.parent.iterdir()] == ["feature_net.pt"]  # no temp file left
+    loaded = features.load_feature_net(path)
+    np.testing.assert_array_equal(features.extract_features(loaded, imgs[:20]),
+                                  features.extract_features(digits_net, imgs[:20]))
+    assert loaded.train_info == digits_net.train_info
+    assert loaded.feature_space == digits_net.feature_space
+    bad = tmp_path / "bad.pt"
+    torch.save({"kind": "other"}, bad)
+    with pytest.raises(DataError, match="save_feature_net"):
+        features.load_feature_net(bad)
+
+
+@pytest.mark.parametrize("shape", [(3, 32, 32), (3, 96, 80)])
+def test_domain_net_architecture_adapts_to_image_size(shape):
+    net = features.DomainFeatureNet(shape[0], 4, min(shape[1:]), feature_dim=16, width=8)
+    x = torch.rand(2, *shape) * 2 - 1
+    assert features.extract_features(net, x).shape == (2, 16)
+    assert features.class_probs(net, x).shape == (2, 4)
+
+
+def test_train_rejects_bad_labels(digits):
+    imgs, y = digits
+    with pytest.raises(OracleError, match="labels"):
+        features.train_domain_feature_net(imgs[:10], y[:9], epochs=1)
+    with pytest.raises(OracleError, match="labels must lie"):
+        features.train_domain_feature_net(imgs[:10], y[:10], epochs=1, num_classes=2)
+
+
+# ------------------------------------------------------------------ naming
+
+
+def test_metric_names_follow_the_feature_space():
+    assert features.frechet_metric_name("inception-fid") == "FID"
+    assert features.frechet_metric_name("domain") == "FD (domain features)"
+    assert features.frechet_metric_name("resnet") == "FD (ResNet features)"
+    assert "torchvision" in features.frechet_metric_name("inception-torchvision")
+    assert features.inception_score_name("inception-fid") == "IS"
+    assert "domain" in features.inception_score_name("domain")
+    assert features.feature_space_name("domain") == "domain CNN trained on the real train split"
+    with pytest.raises(OracleError, match="feature kind"):
+        features.frechet_metric_name("vgg")
