@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# How many SLURM jobs `snakemake --profile slurm` submits for a config, from a dry run
+# (no SLURM needed): every job minus the local rules, with the classifier jobs bundled
+# into group jobs by the profile's group-components.
+#
+#   scripts/ci/slurm_job_count.sh [CONFIG.yaml] [EXTRA SNAKEMAKE ARGS...]
+#   scripts/ci/slurm_job_count.sh presets/imagenet64.yaml --group-components classifiers=1
+#
+# Prints one line: jobs, local jobs, classifier jobs, group jobs, SLURM submissions, and the
+# time limit of a full classifier group (members run one after another: K x runtime).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SNAKEMAKE=${SNAKEMAKE:-.venv/bin/snakemake}
+
+config=""
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then config=$1; shift; fi
+workdir=$(mktemp -d)
+trap 'rm -rf "$workdir"' EXIT
+verbose=$("$SNAKEMAKE" --cores all --profile slurm --dry-run --directory "$workdir" \
+    ${config:+--configfile "$config"} "$@" 2>&1) || { echo "$verbose" | tail -20 >&2; exit 1; }
+
+# Local rules as the Snakefile declares them (`localrules:` block).
+mapfile -t local_rules < <(awk '/^localrules:/{f=1; next} f && /^[[:space:]]+[A-Za-z_]/{gsub(/[ ,\t]/,""); print; next} f{exit}' Snakefile)
+total=$(awk '/^total[[:space:]]/{print $2; exit}' <<<"$verbose")
+count_rule() { awk -v r="$1" '$1==r && $2 ~ /^[0-9]+$/ {n=$2; exit} END {print n+0}' <<<"$verbose"; }
+n_local=0
+for r in "${local_rules[@]}"; do n_local=$(( n_local + $(count_rule "$r") )); done
+n_clf=$(count_rule classifier)
+n_groups=$(grep -c "Group job classifiers" <<<"$verbose" || true)
+k=$(grep -oE "classifiers=[0-9]+" <<<"$*" | tail -n1 | cut -d= -f2 || true)
+[ -n "$k" ] || k=$(sed -n 's/^[[:space:]]*-[[:space:]]*classifiers=\([0-9]*\).*/\1/p' slurm/config.yaml | head -n1)
+runtime=$(.venv/bin/python - "${config:-config.yaml}" <<'PY'
+import sys, yaml
+print(yaml.safe_load(open(sys.argv[1]))["resources"]["classifiers"]["runtime"])
+PY
+)
+if [ "$n_groups" -gt 0 ]; then grouped=$n_clf; else grouped=0; fi
+submissions=$(( total - n_local - grouped + n_groups ))
+group_limit=$(( (n_clf < k ? n_clf : k) * runtime ))
+echo "${config:-config.yaml}: jobs=$total local=$n_local classifier=$n_clf groups=$n_groups (K=$k) sbatch_submissions=$submissions full_group_time_limit=${group_limit}min ($(( group_limit / 60 ))h)"
