@@ -1,0 +1,47 @@
+# Stage `classifiers`: one job per (experiment, arch, N, seed): train on the first N samples of
+# the seed's nested subset, evaluate on the fixed oracle test set
+# -> classifiers/<experiment>/<arch>/N<N>/seed<seed>/{metrics.json, predictions.h5}.
+# All jobs share the group "classifiers" so a cluster profile can bundle many short jobs into
+# one submission (--group-components classifiers=K).
+
+CLASSIFIER_DIR = f"{RUN}/classifiers/{{experiment}}/{{arch}}/N{{N}}/seed{{seed}}"
+
+
+rule classifier:
+    input:
+        samples=SAMPLES,
+        splits=SPLITS,
+    output:
+        metrics=f"{CLASSIFIER_DIR}/metrics.json",
+        predictions=f"{CLASSIFIER_DIR}/predictions.h5",
+    wildcard_constraints:
+        experiment=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+        arch=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+        N=r"\d+",
+        seed=r"\d+",
+    params:
+        experiment=lambda wildcards: oc.experiment_spec(config, wildcards.experiment),
+        arch=lambda wildcards: oc.arch_spec(config, wildcards.arch),
+        training={
+            k: config["classifiers"][k]
+            for k in ("epochs", "min_steps", "batch_size", "lr", "weight_decay")
+        },
+        device=config["device"],
+    group:
+        "classifiers"
+    log:
+        f"{RUN}/logs/classifiers/{{experiment}}/{{arch}}/N{{N}}/seed{{seed}}.log",
+    benchmark:
+        f"{RUN}/benchmarks/classifiers/{{experiment}}/{{arch}}/N{{N}}/seed{{seed}}.tsv"
+    resources:
+        **oc.rule_resources(config, "classifiers"),
+    threads: oc.rule_threads(config, "classifiers")
+    conda:
+        ENV
+    script:
+        "../scripts/classifier.py"
+
+
+rule classifiers:
+    input:
+        oc.classifier_metrics(config, RUN),

@@ -1,0 +1,68 @@
+# Stage `oracle`: the frozen world -> results/<run>/oracle/flow.pt + train_log.jsonl.
+#
+# oracle.checkpoint null: train the flow here (oracle_train). With resources.oracle.gpus > 1
+# the script relaunches itself under torchrun (one process per GPU; oracle.flow_training does
+# DDP), with nodes > 1 under srun + torchrun (oracle.config.oracle_launcher). Training
+# checkpoints to oracle/ckpt/ (not an output, so Snakemake keeps it when a job dies) and
+# resumes from it.
+#
+# oracle.checkpoint a path: import it (oracle_import), checking its class count against the
+# data. The checkpoint is an input only when it exists, so the DAG builds without it; the
+# script then names the missing file.
+
+ORACLE_FLOW = f"{RUN}/oracle/flow.pt"
+ORACLE_LOG = f"{RUN}/oracle/train_log.jsonl"
+
+if config["oracle"]["checkpoint"] is None:
+
+    rule oracle_train:
+        input:
+            train=rules.data.output.train,
+        output:
+            flow=ORACLE_FLOW,
+            train_log=ORACLE_LOG,
+        params:
+            oracle=config["oracle"],
+            seed=config["seed"],
+            device=config["device"],
+            ckpt_dir=f"{RUN}/oracle/ckpt",
+        log:
+            f"{RUN}/logs/oracle_train.log",
+        benchmark:
+            f"{RUN}/benchmarks/oracle_train.tsv"
+        resources:
+            **oc.rule_resources(config, "oracle"),
+        threads: oc.rule_threads(config, "oracle")
+        conda:
+            ENV
+        script:
+            "../scripts/oracle_train.py"
+
+else:
+
+    rule oracle_import:
+        input:
+            checkpoint=lambda wildcards: oc.existing([config["oracle"]["checkpoint"]]),
+            train=rules.data.output.train,
+        output:
+            flow=ORACLE_FLOW,
+            train_log=ORACLE_LOG,
+        params:
+            oracle=config["oracle"],
+            device=config["device"],
+        log:
+            f"{RUN}/logs/oracle_import.log",
+        benchmark:
+            f"{RUN}/benchmarks/oracle_import.tsv"
+        resources:
+            **oc.rule_resources(config, "oracle"),
+        threads: oc.rule_threads(config, "oracle")
+        conda:
+            ENV
+        script:
+            "../scripts/oracle_import.py"
+
+
+rule oracle:
+    input:
+        ORACLE_FLOW,

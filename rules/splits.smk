@@ -1,0 +1,32 @@
+# Stage `splits`: one fixed oracle test set + nested training subsets per N and seed (indices
+# into samples/all.h5 only) -> splits/splits.h5.
+
+SPLITS = f"{RUN}/splits/splits.h5"
+
+
+rule make_splits:
+    input:
+        samples=SAMPLES,
+    output:
+        SPLITS,
+    params:
+        test_size=config["splits"]["test_size"],
+        sizes=oc.all_sizes(config),
+        seeds=config["splits"]["seeds"],
+        seed=config["seed"],
+    log:
+        f"{RUN}/logs/splits.log",
+    benchmark:
+        f"{RUN}/benchmarks/splits.tsv"
+    resources:
+        **oc.rule_resources(config, "splits"),
+    threads: oc.rule_threads(config, "splits")
+    conda:
+        ENV
+    script:
+        "../scripts/splits.py"
+
+
+rule splits:
+    input:
+        SPLITS,

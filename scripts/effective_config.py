@@ -1,0 +1,15 @@
+"""Rule `effective_config`: the config this run used (after schema defaults) -> results/<run>/config.yaml."""
+
+import yaml
+
+from oracle import experiments as ex
+from oracle.provenance import atomic_output
+
+sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
+
+with ex.script_job(sm.log[0]) as started:
+    cfg = dict(sm.params.config)
+    with atomic_output(sm.output[0]) as tmp:
+        tmp.write_text("# the effective config of this run (written by the workflow)\n"
+                       + yaml.safe_dump(cfg, sort_keys=False, default_flow_style=None))
+    ex.record_outputs(sm.output, rule=sm.rule, config=cfg, seed=cfg.get("seed"), started=started)

@@ -1,0 +1,35 @@
+"""Rule `sample_shard`: draw shard i of the oracle samples -> samples/shard-XXXX.h5.
+
+Each row: x ~ p(x|y), y ~ prior, and log p(x|k) for every class k at the stored float32 x.
+A killed job leaves .shard-XXXX.h5.partial, which the rerun resumes.
+"""
+
+from oracle import config as oc
+from oracle import experiments as ex
+from oracle.devices import pick_device
+from oracle.flows import load_flow
+from oracle.provenance import file_sha256
+from oracle.sampling import write_sample_shard
+from oracle.worlds import FlowWorld
+
+sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
+
+with ex.script_job(sm.log[0], sm.threads) as started:
+    s, o = sm.params.samples, sm.params.oracle
+    shard = int(sm.wildcards.shard)
+    sizes = oc.shard_sizes(s["n_total"], s["n_shards"])
+    device = pick_device(sm.params.device)
+    flow, spec = load_flow(sm.input.flow, map_location=device)
+    world = FlowWorld(flow, prior=oc.resolve_prior(o["prior"], flow.num_classes),
+                      label_temperature=o["label_temperature"], base_temperature=o["base_temperature"])
+    info = write_sample_shard(
+        world, sm.output[0], n=sizes[shard], seed=sm.params.seed, shard=shard, n_shards=s["n_shards"],
+        batch_size=s["batch_size"], class_batch=s["class_batch"],
+        attrs={"oracle_sha256": file_sha256(sm.input.flow)}, generator_device="cpu",
+        index_offset=sum(sizes[:shard]), resume=True,
+    )
+    print({k: v for k, v in info.items() if k != "path"})
+    ex.record_outputs(sm.output, rule=sm.rule, wildcards=sm.wildcards,
+                      config={"samples": s, "oracle": {k: o[k] for k in ("prior", "label_temperature", "base_temperature")},
+                              "seed": sm.params.seed},
+                      inputs=sm.input, seed=sm.params.seed, started=started, extra={"device": str(device)})

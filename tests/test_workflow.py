@@ -1,0 +1,321 @@
+"""End to end: the whole workflow on the tiny config of tests/smoke/, and its error paths.
+
+Runs the snakemake CLI in temporary working directories (`-d`), so nothing lands in the
+repository's results/. Marked slow: `make test-fast` skips it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "tests" / "smoke" / "config.yaml"
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+pytestmark = pytest.mark.slow
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """The snakemake CLI in `workdir`; targets go before --configfile (which takes several files)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def smoke_config(**changes) -> dict:
+    cfg = yaml.safe_load(SMOKE.read_text())
+    for dotted, value in changes.items():
+        node = cfg
+        *parents, last = dotted.split(".")
+        for p in parents:
+            node = node[p]
+        node[last] = value
+    return cfg
+
+
+def write_config(path: Path, cfg: dict) -> Path:
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def log_softmax(a: np.ndarray) -> np.ndarray:
+    m = a.max(axis=1, keepdims=True)
+    return a - m - np.log(np.exp(a - m).sum(axis=1, keepdims=True))
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("smoke")
+    proc = snakemake(work, "--configfile", str(SMOKE))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return work / "results" / "smoke"
+
+
+# ----------------------------------------------------------------------------- the smoke run
+
+
+def test_samples_are_complete_and_merged_virtually(smoke_run):
+    cfg = smoke_config()
+    n_total, n_shards = cfg["samples"]["n_total"], cfg["samples"]["n_shards"]
+    shards = sorted((smoke_run / "samples").glob("shard-*.h5"))
+    assert [p.name for p in shards] == [f"shard-{i:04d}.h5" for i in range(n_shards)]
+    rows = 0
+    for p in shards:
+        with h5py.File(p, "r") as f:
+            assert bool(f.attrs["complete"])
+            rows += f["x"].shape[0]
+            assert np.isfinite(f["loglik"][()]).all()
+    assert rows == n_total
+    assert not list((smoke_run / "samples").glob(".*partial"))
+    with h5py.File(smoke_run / "samples" / "all.h5", "r") as f:
+        for name in ("x", "source_class", "loglik", "index"):
+            assert f[name].is_virtual, name
+        assert f["x"].shape[0] == n_total
+        np.testing.assert_array_equal(np.sort(f["index"][()]), np.arange(n_total))
+        assert f["loglik"].shape == (n_total, 10)
+    assert (smoke_run / "samples" / "all.h5").stat().st_size < 64 * 1024  # no copy of the data
+
+
+def test_tables_are_sane(smoke_run):
+    cfg = smoke_config()
+    t1 = pd.read_csv(smoke_run / "tables" / "table1.csv")
+    assert len(t1) == len(cfg["classifiers"]["archs"])
+    assert set(t1["Architecture"]) == {a["label"] for a in cfg["classifiers"]["archs"].values()}
+    assert (t1["N"] == max(cfg["splits"]["sizes"])).all()
+    assert t1["Accuracy (%)"].between(0, 100).all()
+    assert np.allclose(t1["Gap (%)"], t1["Bayes (%)"] - t1["Accuracy (%)"])
+    t2 = pd.read_csv(smoke_run / "tables" / "table2.csv")
+    assert list(t2["Dataset size N"]) == sorted(cfg["splits"]["sizes"])
+    values = t2.drop(columns="Dataset size N").to_numpy(float)
+    assert np.isfinite(values).all() and (values >= 0).all()
+    for stem in ("table1", "table2"):
+        for ext in ("md", "tex"):
+            assert (smoke_run / "tables" / f"{stem}.{ext}").stat().st_size > 100
+
+
+def test_figures_exist(smoke_run):
+    for stem in ("fig2", "fig5"):
+        pdf = (smoke_run / "figures" / f"{stem}.pdf").read_bytes()
+        png = (smoke_run / "figures" / f"{stem}.png").read_bytes()
+        assert pdf.startswith(b"%PDF") and png.startswith(b"\x89PNG") and len(png) > 10_000
+
+
+def test_numbers_match_an_independent_computation(smoke_run):
+    numbers = json.loads((smoke_run / "numbers.json").read_text())
+    for key in ("aleatoric_floor", "bayes_error", "bayes_accuracy", "mutual_information",
+                "normalized_mutual_information"):
+        assert key in numbers
+    for key, entry in numbers.items():
+        assert {"value", "unit", "artifact", "description"} <= set(entry), key
+        assert (smoke_run.parents[1] / entry["artifact"]).exists(), entry["artifact"]
+    archs = smoke_config()["classifiers"]["archs"]
+    assert {f"alpha.{a}" for a in archs} <= set(numbers)
+    # world constants from the raw log-likelihoods, by numpy: uniform prior, T = 1
+    with h5py.File(smoke_run / "samples" / "all.h5", "r") as f:
+        ll = f["loglik"][()]
+    log_p = log_softmax(ll)
+    p = np.exp(log_p)
+    h = -(p * log_p).sum(axis=1)
+    k = ll.shape[1]
+    assert math.isclose(numbers["aleatoric_floor"]["value"], h.mean(), rel_tol=1e-9)
+    assert math.isclose(numbers["aleatoric_floor"]["se"], h.std(ddof=1) / math.sqrt(len(h)), rel_tol=1e-6)
+    assert math.isclose(numbers["bayes_accuracy"]["value"], p.max(axis=1).mean(), rel_tol=1e-9)
+    assert math.isclose(numbers["bayes_error"]["value"] + numbers["bayes_accuracy"]["value"], 1.0, rel_tol=1e-9)
+    assert math.isclose(numbers["mutual_information"]["value"], math.log2(k) - h.mean() / math.log(2), rel_tol=1e-9)
+    assert 0 <= numbers["normalized_mutual_information"]["value"] <= 1
+    assert "\\newcommand" in (smoke_run / "numbers.tex").read_text()
+
+
+def test_classifier_metrics_match_their_predictions(smoke_run):
+    cfg = smoke_config()
+    with h5py.File(smoke_run / "samples" / "all.h5", "r") as f:
+        ll = f["loglik"][()]
+    df = pd.read_csv(smoke_run / "analysis" / "scaling" / "metrics.csv")
+    assert len(df) == len(cfg["classifiers"]["archs"]) * len(cfg["splits"]["sizes"]) * len(cfg["splits"]["seeds"])
+    assert np.allclose(df["total"], df["aleatoric"] + df["epistemic"], rtol=1e-9)
+    for _, row in df.iterrows():
+        folder = smoke_run / "classifiers" / "scaling" / row["arch"] / f"N{row['N']}" / f"seed{row['seed']}"
+        with h5py.File(folder / "predictions.h5", "r") as f:
+            log_q, index = f["log_q"][()], f["index"][()]
+        assert len(index) == cfg["splits"]["test_size"]
+        log_p = log_softmax(ll[index])
+        kl = (np.exp(log_p) * (log_p - log_q)).sum(axis=1).mean()
+        assert math.isclose(row["epistemic"], kl, rel_tol=1e-9, abs_tol=1e-12)
+        assert not (folder / "train_state.pt").exists()
+
+
+def test_every_artifact_has_provenance_log_and_benchmark(smoke_run):
+    artifacts = [p for p in smoke_run.rglob("*") if p.is_file() and p.suffix in {".h5", ".pt", ".json", ".csv", ".md", ".tex", ".pdf", ".png", ".jsonl", ".yaml"}
+                 and not p.name.endswith(".prov.json") and "logs" not in p.parts and "benchmarks" not in p.parts
+                 and "ckpt" not in p.parts]
+    assert len(artifacts) > 20
+    missing = [str(p.relative_to(smoke_run)) for p in artifacts if not p.with_name(p.name + ".prov.json").exists()]
+    assert not missing, missing
+    assert (smoke_run / "logs" / "oracle_train.log").exists()
+    assert (smoke_run / "benchmarks" / "oracle_train.tsv").exists()
+    record = json.loads((smoke_run / "tables" / "table2.csv.prov.json").read_text())
+    assert record["rule"] == "table2" and any(k.endswith("metrics.csv") for k in record["inputs"])
+
+
+def test_effective_config_is_the_run_config(smoke_run):
+    effective = yaml.safe_load((smoke_run / "config.yaml").read_text())
+    expected = smoke_config()
+    for e in expected["classifiers"]["experiments"]:  # schema defaults are filled in
+        e.setdefault("hard_label", "source")
+    assert effective == expected
+
+
+def test_rerun_is_a_no_op(smoke_run):
+    proc = snakemake(smoke_run.parents[1], "--configfile", str(SMOKE), "-n")
+    assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_second_run_is_bit_identical(smoke_run, tmp_path):
+    """Flow training, sampling, splits and classifier training are deterministic on CPU."""
+    rel = "classifiers/scaling/test_resnet/N50/seed0/predictions.h5"
+    proc = snakemake(tmp_path, f"results/smoke/{rel}", "--configfile", str(SMOKE))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    again = tmp_path / "results" / "smoke"
+
+    import torch
+
+    a = torch.load(smoke_run / "oracle" / "flow.pt", weights_only=True)["state_dict"]
+    b = torch.load(again / "oracle" / "flow.pt", weights_only=True)["state_dict"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    for name in ("samples/shard-0000.h5", "samples/shard-0001.h5"):
+        with h5py.File(smoke_run / name, "r") as f, h5py.File(again / name, "r") as g:
+            for ds in ("x", "source_class", "loglik", "index"):
+                np.testing.assert_array_equal(f[ds][()], g[ds][()])
+    with h5py.File(smoke_run / "splits" / "splits.h5", "r") as f, h5py.File(again / "splits" / "splits.h5", "r") as g:
+        np.testing.assert_array_equal(f["test"][()], g["test"][()])
+        np.testing.assert_array_equal(f["train/seed0/N200"][()], g["train/seed0/N200"][()])
+    with h5py.File(smoke_run / rel, "r") as f, h5py.File(again / rel, "r") as g:
+        np.testing.assert_array_equal(f["log_q"][()], g["log_q"][()])
+
+
+# ----------------------------------------------------------------------------- error paths
+
+
+def _error_lines(proc: subprocess.CompletedProcess, kind: str) -> list[str]:
+    return [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith(f"{kind}:")]
+
+
+def test_missing_data_root_names_the_path(tmp_path):
+    root = tmp_path / "no" / "afhq"
+    cfg = smoke_config(run="missing", **{"data.kind": "image_folder", "data.root": str(root)})
+    proc = snakemake(tmp_path, "results/missing/data/train.h5", "--configfile", str(write_config(tmp_path / "c.yaml", cfg)))
+    assert proc.returncode != 0
+    lines = _error_lines(proc, "DataError")
+    assert lines and str(root) in lines[0] and "<class_name>" in lines[0]
+    data_dir = tmp_path / "results" / "missing" / "data"
+    assert not data_dir.exists() or not [p for p in data_dir.iterdir() if p.suffix != ".log"]
+
+
+def test_size_beyond_the_pool_names_n(tmp_path):
+    cfg = smoke_config(run="big", **{"splits.sizes": [50, 400]})  # pool = 500 - 200 = 300
+    proc = snakemake(tmp_path, "--configfile", str(write_config(tmp_path / "c.yaml", cfg)))
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "N=400" in out and "splits.sizes" in out
+    assert not (tmp_path / "results").exists()
+
+
+def test_checkpoint_with_other_class_count_is_refused(tmp_path):
+    from oracle.flows import build_flow, save_flow
+
+    spec = {"in_channels": 1, "img_size": 8, "patch_size": 2, "channels": 16, "num_blocks": 1,
+            "layers_per_block": 1, "head_dim": 16, "num_classes": 3}
+    ckpt = tmp_path / "three_classes.pt"
+    save_flow(ckpt, build_flow(spec, seed=0), spec)
+    cfg = smoke_config(run="mismatch", **{"oracle.checkpoint": str(ckpt)})
+    proc = snakemake(tmp_path, "results/mismatch/oracle/flow.pt", "--configfile", str(write_config(tmp_path / "c.yaml", cfg)))
+    assert proc.returncode != 0
+    lines = _error_lines(proc, "WorldError")
+    assert lines and str(ckpt) in lines[0] and "3 classes" in lines[0] and "10" in lines[0]
+    oracle_dir = tmp_path / "results" / "mismatch" / "oracle"
+    assert not oracle_dir.exists() or not list(oracle_dir.iterdir())
+
+
+def test_missing_checkpoint_names_the_path(tmp_path):
+    ckpt = tmp_path / "nowhere.pth"
+    cfg = smoke_config(run="nockpt", **{"oracle.checkpoint": str(ckpt), "oracle.checkpoint_format": "public_tarflow"})
+    cfgfile = write_config(tmp_path / "c.yaml", cfg)
+    dry = snakemake(tmp_path, "--configfile", str(cfgfile), "-n")
+    assert dry.returncode == 0, dry.stderr[-2000:]  # the DAG builds without the checkpoint
+    proc = snakemake(tmp_path, "results/nockpt/oracle/flow.pt", "--configfile", str(cfgfile))
+    assert proc.returncode != 0
+    lines = _error_lines(proc, "DataError")
+    assert lines and str(ckpt) in lines[0]
+
+
+def test_killed_flow_training_resumes_to_the_same_flow(tmp_path):
+    """SIGKILL the whole snakemake process group once a checkpoint exists, rerun: the resumed
+    flow equals an uninterrupted one (oracle/ckpt/ survives the failed job)."""
+    import signal
+    import time
+
+    import torch
+
+    cfg = smoke_config(run="resume", **{"oracle.train.steps": 400, "oracle.train.checkpoint_every": 20})
+    target = "results/resume/oracle/flow.pt"
+    ref_dir, kill_dir = tmp_path / "ref", tmp_path / "killed"
+    for d in (ref_dir, kill_dir):
+        d.mkdir()
+        write_config(d / "c.yaml", cfg)
+    ref = snakemake(ref_dir, target, "--configfile", str(ref_dir / "c.yaml"))
+    assert ref.returncode == 0, ref.stderr[-3000:]
+
+    ckpt = kill_dir / "results" / "resume" / "oracle" / "ckpt" / "last.pt"
+    proc = subprocess.Popen([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(kill_dir), "--cores", "2", target,
+                             "--configfile", str(kill_dir / "c.yaml")], cwd=kill_dir, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    flow = kill_dir / target
+    if flow.exists():
+        pytest.skip("training finished before it could be killed")
+    assert ckpt.exists()
+    step_at_kill = torch.load(ckpt, weights_only=True)["step"]
+    assert 0 < step_at_kill < 400
+    unlock = snakemake(kill_dir, "--configfile", str(kill_dir / "c.yaml"), "--unlock")  # the kill left the lock
+    assert unlock.returncode == 0, unlock.stderr[-2000:]
+    again = snakemake(kill_dir, target, "--configfile", str(kill_dir / "c.yaml"), "--rerun-incomplete")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    a = torch.load(ref_dir / target, weights_only=True)["state_dict"]
+    b = torch.load(flow, weights_only=True)["state_dict"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    steps = [json.loads(line)["step"] for line in (flow.parent / "train_log.jsonl").read_text().splitlines()]
+    assert steps == sorted(set(steps)) and steps[-1] == 400
+
+
+def test_multi_gpu_training_relaunches_under_torchrun(smoke_run, tmp_path):
+    """resources.oracle.gpus > 1 starts torchrun (here 2 CPU processes with gloo): DDP over
+    halves of each batch trains the same flow as one process, up to float summation order."""
+    import torch
+
+    cfg = smoke_config(**{"resources.oracle.gpus": 2, "resources.oracle.cpus": 2})
+    proc = snakemake(tmp_path, "results/smoke/oracle/flow.pt", "--configfile", str(write_config(tmp_path / "c.yaml", cfg)))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    log = (tmp_path / "results" / "smoke" / "logs" / "oracle_train.log").read_text()
+    assert "torch.distributed.run" in log and "--nproc_per_node 2" in log and "rank 1:" in log
+    a = torch.load(smoke_run / "oracle" / "flow.pt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "results" / "smoke" / "oracle" / "flow.pt", weights_only=True)["state_dict"]
+    for k in a:  # Adam amplifies float-order differences a little over 60 steps
+        torch.testing.assert_close(a[k], b[k], rtol=1e-2, atol=1e-3)
+    losses = [[json.loads(line)["loss"] for line in (d / "oracle" / "train_log.jsonl").read_text().splitlines()]
+              for d in (smoke_run, tmp_path / "results" / "smoke")]
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4)
