@@ -10,7 +10,7 @@ One dispatcher, `load_split(spec, split)`, reads a ``spec`` dict (the ``data`` s
 config):
 
     kind           "digits" | "image_folder" | "cifar10" | "cifar100" | "mnist" |
-                   "fashion_mnist" | "svhn" | "npz"                       (required)
+                   "fashion_mnist" | "svhn" | "npz" | "imagenet_downsampled"  (required)
     root           folder (or .npz file) holding the data        (required except for digits)
     image_size     int or None: resize the shorter side to it, then center-crop to a square
                    (None keeps the native size; image folders then need equal-sized images)
@@ -42,6 +42,11 @@ torchvision, or the dataset folder itself):
                    ``class_names`` str [K] (a unicode array: files are read with
                    allow_pickle=False)
 
+    imagenet_downsampled
+                   <root>/train_data_batch_*.npz (train), <root>/val_data.npz (test): the
+                   Downsampled ImageNet files as distributed (Imagenet64/32/16_train_npz);
+                   ``data`` uint8 [N, 3*S*S] channel-planar, ``labels`` 1..1000 (-> 0..999)
+
 CIFAR files are Python pickles, read with `pickle`: only load files you trust.
 
 `write_images_h5` / `read_images_h5` store such a triple as ``results/<run>/data/{train,test}.h5``.
@@ -59,13 +64,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import re
+
 import numpy as np
 from tqdm.auto import tqdm
 
 from oracle.errors import ConfigError, DataError
 from oracle.provenance import atomic_output
 
-KINDS = ("digits", "image_folder", "cifar10", "cifar100", "mnist", "fashion_mnist", "svhn", "npz")
+KINDS = ("digits", "image_folder", "cifar10", "cifar100", "mnist", "fashion_mnist", "svhn", "npz",
+         "imagenet_downsampled")
 SPEC_KEYS = frozenset({
     "kind", "root", "image_size", "channels", "max_per_class", "classes", "seed",
     "test_fraction", "split_dirs", "resample", "layout", "workers",
@@ -85,6 +93,8 @@ LAYOUTS = {
     "fashion_mnist": "<root>/FashionMNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]",
     "svhn": "<root>/{train,test,extra}_32x32.mat",
     "npz": "<root>/{train,test}.npz or a single <root>.npz with keys x [N,H,W,C] uint8, y [N], optional class_names",
+    "imagenet_downsampled": "<root>/train_data_batch_*.npz and <root>/val_data.npz (Downsampled ImageNet, "
+                            "Chrabaszcz et al. 2017: keys data uint8 [N, 3*S*S] channel-planar, labels 1..1000)",
 }
 
 
@@ -468,6 +478,45 @@ def load_npz(root: str | os.PathLike, split: str, layout: str | None = None,
     return _take_split(images, labels, names, split, test_fraction, seed, "npz")
 
 
+def load_imagenet_downsampled(root: str | os.PathLike, split: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Downsampled ImageNet (Chrabaszcz et al. 2017) as distributed: `train_data_batch_*.npz`
+    (train) and `val_data.npz` (test, the labelled validation set). Each file holds ``data``
+    uint8 [N, 3*S*S] with the R, G and B planes one after another (so a reshape to [N, 3, S, S]
+    is the image) and ``labels`` 1..1000, mapped here to 0..999. Class names are the indices;
+    the dataset's synset list is not part of these files.
+    """
+    root = Path(root)
+    pattern = "train_data_batch_*.npz" if split == "train" else "val_data.npz"
+    if split not in ("train", "test"):
+        raise ConfigError(f"split={split!r}: imagenet_downsampled data is split into 'train' and 'test'")
+    files = sorted(root.glob(pattern), key=lambda p: [int(t) if t.isdigit() else t
+                                                       for t in re.split(r"(\d+)", p.name)])
+    if not files:
+        raise _missing(root / pattern, "imagenet_downsampled")
+    xs, ys = [], []
+    for path in tqdm(files, desc=f"imagenet {split}", disable=len(files) < 2):
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if not {"data", "labels"} <= set(z.files):
+                    raise DataError(f"{path} has keys {sorted(z.files)}: expected 'data' and 'labels'")
+                data, labels = z["data"], np.asarray(z["labels"]).reshape(-1)
+        except DataError:
+            raise
+        except Exception as exc:
+            raise DataError(f"cannot read {path}: {exc}") from None
+        side = int(round((data.shape[1] / 3) ** 0.5)) if data.ndim == 2 else 0
+        if data.dtype != np.uint8 or data.ndim != 2 or 3 * side * side != data.shape[1]:
+            raise DataError(f"{path}: data has dtype {data.dtype} shape {list(data.shape)}, "
+                            "expected uint8 [N, 3*S*S]")
+        if len(labels) != len(data) or (len(labels) and (labels.min() < 1 or labels.max() > 1000)):
+            raise DataError(f"{path}: labels must be {len(data)} integers in 1..1000")
+        xs.append(data.reshape(-1, 3, side, side))
+        ys.append(labels.astype(np.int64) - 1)
+    if len({x.shape[1:] for x in xs}) != 1:
+        raise DataError(f"{root}: batches have different image sizes {sorted({x.shape[2] for x in xs})}")
+    return np.concatenate(xs), np.concatenate(ys), [str(k) for k in range(1000)]
+
+
 def _take_split(images, labels, names, split, test_fraction, seed, kind):
     train, test = stratified_split(labels, test_fraction, seed)
     if split not in ("train", "test"):
@@ -650,6 +699,8 @@ def load_split(spec: Mapping[str, Any], split: str) -> tuple[np.ndarray, np.ndar
         images, labels, names = load_mnist(root, split, kind)
     elif kind == "svhn":
         images, labels, names = load_svhn(root, split)
+    elif kind == "imagenet_downsampled":
+        images, labels, names = load_imagenet_downsampled(root, split)
     else:
         images, labels, names = load_npz(root, split, spec.get("layout"), test_fraction, seed)
     _check_triple(images, labels, names, where)

@@ -363,3 +363,36 @@ def test_image_folder_imagenet_layout_flat_test_is_skipped(tmp_path):
     explicit = load_split({"kind": "image_folder", "root": str(tmp_path),
                            "split_dirs": {"train": "train", "test": "val"}}, "test")
     assert np.array_equal(explicit[0], test[0])
+
+
+# ------------------------------------------------------------- downsampled ImageNet batches
+def _write_imagenet_batch(path, images_nchw, labels_1based):
+    n = len(images_nchw)
+    np.savez(path, data=images_nchw.reshape(n, -1), labels=list(labels_1based),
+             mean=np.zeros(images_nchw.shape[1] * images_nchw.shape[2] ** 2))
+
+
+def test_imagenet_downsampled_reads_planar_batches(tmp_path):
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, size=(5, 3, 4, 4), dtype=np.uint8)
+    b = rng.integers(0, 256, size=(3, 3, 4, 4), dtype=np.uint8)
+    v = rng.integers(0, 256, size=(2, 3, 4, 4), dtype=np.uint8)
+    # batch 10 sorts after batch 2 numerically, not lexically
+    _write_imagenet_batch(tmp_path / "train_data_batch_10.npz", b, [1000, 2, 3])
+    _write_imagenet_batch(tmp_path / "train_data_batch_2.npz", a, [1, 1, 5, 7, 9])
+    _write_imagenet_batch(tmp_path / "val_data.npz", v, [4, 500])
+    spec = {"kind": "imagenet_downsampled", "root": str(tmp_path)}
+    x, y, names = load_split(spec, "train")
+    assert np.array_equal(x, np.concatenate([a, b]))
+    # R plane first: pixel (c, i, j) of image n is data[n, c*S*S + i*S + j]
+    flat = np.load(tmp_path / "train_data_batch_2.npz")["data"]
+    assert x[1, 2, 3, 1] == flat[1, 2 * 16 + 3 * 4 + 1]
+    assert y.tolist() == [0, 0, 4, 6, 8, 999, 1, 2]
+    assert len(names) == 1000
+    xt, yt, _ = load_split(spec, "test")
+    assert np.array_equal(xt, v) and yt.tolist() == [3, 499]
+
+
+def test_imagenet_downsampled_missing_names_layout(tmp_path):
+    with pytest.raises(DataError, match=r"train_data_batch_\*\.npz.*Chrabaszcz"):
+        load_split({"kind": "imagenet_downsampled", "root": str(tmp_path)}, "train")
