@@ -26,13 +26,6 @@ from oracle.errors import ConfigError, DataError
 HYPER = dict(epochs=2, batch_size=16, lr=3e-3, weight_decay=0.01, seed=7)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny models on a shared 2-core machine: one thread avoids oversubscription (20-50x faster).
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

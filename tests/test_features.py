@@ -13,13 +13,6 @@ from oracle import features
 from oracle.errors import DataError, OracleError
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # The test machine is shared; two intra-op threads on two busy cores run ~8x slower.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 # ------------------------------------------------------------------ Inception
 

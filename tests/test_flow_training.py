@@ -18,13 +18,6 @@ from oracle.errors import ConfigError, DataError
 from oracle.flow_training import FlowTrainConfig, batch_indices, lr_factor, train_flow
 from oracle.flows import PerClassFlows, TarFlow, build_flow
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread is faster than two on a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 SPEC = dict(in_channels=1, img_size=4, patch_size=2, channels=32, num_blocks=2,

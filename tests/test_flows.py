@@ -24,13 +24,6 @@ from oracle.flows import (
     save_flow,
 )
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread is faster than two on a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 TINY = dict(in_channels=1, img_size=4, patch_size=2, channels=32, num_blocks=2,

@@ -12,17 +12,9 @@ import scipy.spatial.distance
 import scipy.stats
 import torch
 from sklearn.neighbors import NearestNeighbors
-from threadpoolctl import threadpool_limits
 
 from oracle import metrics
 from oracle.errors import OracleError
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_blas_thread():
-    # The test machine is shared: two BLAS threads on two busy cores make sqrtm ~50x slower.
-    with threadpool_limits(1):
-        yield
 
 
 def random_spd(rng: np.random.Generator, d: int, cond: float = 10.0) -> np.ndarray:

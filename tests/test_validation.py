@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 from sklearn.datasets import load_digits
-from threadpoolctl import threadpool_limits
 
 from oracle import validation
 from oracle.errors import ConfigError
@@ -21,14 +20,6 @@ PARAMS = {"enabled": True, "n_samples": 300, "inception_weights": None, "resnet_
           "stability_noise_std": 1e-3, "split_consistency_seeds": 3, "is_splits": 5}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # The test machine is shared: two BLAS/torch threads on two busy cores run many times slower.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    with threadpool_limits(1):
-        yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
