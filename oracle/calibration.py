@@ -88,7 +88,6 @@ def _binned_gap(conf: np.ndarray, target: np.ndarray, n_bins: int) -> float:
     """sum_b |B_b|/n * |mean(conf in b) - mean(target in b)|."""
     idx = bin_indices(conf, n_bins)
     n = conf.shape[0]
-    count = np.bincount(idx, minlength=n_bins).astype(np.float64)
     sum_conf = np.bincount(idx, weights=conf, minlength=n_bins)
     sum_target = np.bincount(idx, weights=target, minlength=n_bins)
     # |B|/n * |sum_conf/|B| - sum_target/|B|| = |sum_conf - sum_target| / n; empty bins give 0.

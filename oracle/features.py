@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ import torchvision
 from torch import nn
 from tqdm import tqdm
 
+from oracle.provenance import atomic_output
 from oracle.errors import DataError, OracleError
 
 __all__ = [
@@ -427,25 +427,12 @@ def train_domain_feature_net(images, labels, *, epochs: int = 10, seed: int = 0,
     return net.eval()
 
 
-def _atomic_torch_save(obj, path: str | os.PathLike) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_feature_net(path: str | os.PathLike, net: DomainFeatureNet) -> None:
     """Write a trained domain feature net (config, train_info, CPU state dict) atomically."""
     if not isinstance(net, DomainFeatureNet):
         raise OracleError("save_feature_net: only DomainFeatureNet is saved; pretrained nets are "
                           "referenced by their local weights file")
-    _atomic_torch_save({"format_version": 1, "kind": "domain", "config": dict(net.config),
+    _torch_save_atomic({"format_version": 1, "kind": "domain", "config": dict(net.config),
                         "train_info": dict(net.train_info),
                         "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()}}, path)
 
@@ -567,3 +554,8 @@ def inception_score_name(feature_kind) -> str:
             "inception-torchvision": "IS (torchvision Inception weights)",
             "resnet": "IS-like score (ResNet classifier)",
             "domain": "IS-like score (domain classifier)"}[_kind(feature_kind)]
+
+
+def _torch_save_atomic(obj: dict, path) -> None:
+    with atomic_output(path) as tmp:
+        torch.save(obj, tmp)

@@ -30,6 +30,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from oracle.devices import autocast, pick_device
+from oracle.provenance import atomic_output
 from oracle.errors import ConfigError, DataError
 from oracle.flows import PerClassFlows, TarFlow
 
@@ -220,19 +221,6 @@ def _setup_distributed(device: torch.device) -> tuple[_Dist, torch.device]:
 # --------------------------------------------------------------------------------------------
 
 
-def _atomic_save(obj: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _trim_log(log_path: Path, class_index: int | None, keep_through: int) -> None:
     """Drop this run's lines after the resumed step (and torn lines), so the log of a resumed
     run lists each step once, as an uninterrupted run would."""
@@ -413,7 +401,7 @@ def _train_single(
 
     def checkpoint(step: int) -> None:
         if dist.rank == 0:
-            _atomic_save({
+            _torch_save_atomic({
                 "format": _CKPT_FORMAT, "step": step, "class": class_index, "config": cfg.as_dict(),
                 "data": fingerprint, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(), "ema": ema,
@@ -476,3 +464,8 @@ def _train_single(
     if ema is not None:
         model.load_state_dict(ema, strict=True)
     model.eval()
+
+
+def _torch_save_atomic(obj: Any, path) -> None:
+    with atomic_output(path) as tmp:
+        torch.save(obj, tmp)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from oracle.provenance import atomic_output
 from oracle.errors import ConfigError, DataError, OracleError
 
 __all__ = [
@@ -734,19 +734,6 @@ def _state_mismatch(expected: dict[str, Tensor], got: dict[str, Tensor], limit: 
     return "; ".join(parts)
 
 
-def _atomic_torch_save(obj: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def save_flow(path: str | os.PathLike, model: nn.Module, spec: dict, extra: dict | None = None) -> None:
     """Write {format, spec, state_dict, extra} to `path` atomically (temp file + rename).
 
@@ -759,7 +746,7 @@ def save_flow(path: str | os.PathLike, model: nn.Module, spec: dict, extra: dict
     bad = _state_mismatch(ref.state_dict(), sd)
     if bad:
         raise ConfigError(f"save_flow {path}: spec does not describe the model ({bad})")
-    _atomic_torch_save({"format": FLOW_FORMAT, "format_version": FLOW_FORMAT_VERSION,
+    _torch_save_atomic({"format": FLOW_FORMAT, "format_version": FLOW_FORMAT_VERSION,
                         "spec": s, "state_dict": sd, "extra": extra or {}}, Path(path))
 
 
@@ -817,3 +804,8 @@ def load_public_tarflow(path: str | os.PathLike, spec: dict) -> TarFlow:
                           f"patch_size={s['patch_size']}, channels={s['channels']}): {bad}")
     model.load_state_dict(sd, strict=True)
     return model.float().eval()
+
+
+def _torch_save_atomic(obj: Any, path) -> None:
+    with atomic_output(path) as tmp:
+        torch.save(obj, tmp)
