@@ -127,12 +127,72 @@ def all_sizes(config: Mapping) -> list[int]:
     return sorted(sizes)
 
 
+#: Values of `oracle.world`; an absent key means the first (the flow of the paper).
+WORLD_KINDS = ("flow", "gaussian")
+
+
+def world_kind(config: Mapping) -> str:
+    """`oracle.world` of a config: "flow" (trained or imported TarFlow) or "gaussian" (the
+    analytic world of DESIGN rule 7). Absent means "flow", so configs without the key keep
+    their meaning."""
+    kind = config["oracle"].get("world") or WORLD_KINDS[0]
+    if kind not in WORLD_KINDS:
+        raise ConfigError(f"config key 'oracle.world': {kind!r} is not one of {', '.join(WORLD_KINDS)}")
+    return kind
+
+
+def world_file(run_dir: str, config: Mapping) -> str:
+    """The frozen world written by the oracle stage: `oracle/flow.pt` for a flow world,
+    `oracle/gaussian_world.pt` for a Gaussian one (both load with
+    `oracle.worlds.world_from_checkpoint`)."""
+    name = "gaussian_world.pt" if world_kind(config) == "gaussian" else "flow.pt"
+    return f"{run_dir}/oracle/{name}"
+
+
+def gaussian_spec(config: Mapping) -> dict:
+    """The `oracle.gaussian` section as the spec of `oracle.worlds.gaussian_world_from_spec`:
+    {num_classes, channels, image_size, separation, std, seed}."""
+    g = config["oracle"].get("gaussian")
+    if g is None:
+        raise ConfigError("config key 'oracle.gaussian': oracle.world=gaussian needs this section "
+                          "(num_classes, channels, image_size, separation, std, seed)")
+    return {"num_classes": int(g["num_classes"]), "channels": int(g["channels"]),
+            "image_size": int(g["image_size"]), "separation": float(g["separation"]),
+            "std": float(g["std"]), "seed": int(g["seed"])}
+
+
+def _check_gaussian_world(config: Mapping) -> None:
+    o = config["oracle"]
+    g = gaussian_spec(config)
+    if o["checkpoint"] is not None:
+        raise ConfigError(
+            f"config key 'oracle.checkpoint': {o['checkpoint']!r} is set but oracle.world=gaussian builds "
+            "its world from oracle.gaussian; set checkpoint: null or world: flow"
+        )
+    dim = g["channels"] * g["image_size"] ** 2
+    if g["num_classes"] > dim:
+        raise ConfigError(
+            f"config key 'oracle.gaussian.num_classes': {g['num_classes']} equidistant class means need "
+            f"at most channels*image_size^2={dim} dimensions"
+        )
+    if o["prior"] is not None:
+        resolve_prior(o["prior"], g["num_classes"])
+    if config["validation"]["enabled"]:
+        raise ConfigError(
+            "config key 'validation.enabled': the validation stage compares the world with real images "
+            "(FID, coverage, memorization, ...), which means nothing for oracle.world=gaussian; set it to false"
+        )
+
+
 def check_config(config: Mapping) -> None:
     """Checks that span several keys (the schema checks each key alone). Raises ConfigError.
 
     The data-dependent checks (class count of a checkpoint, K of the prior against the data)
-    happen when the rules run, since the data are not read at DAG time.
+    happen when the rules run, since the data are not read at DAG time. A Gaussian world
+    (`oracle.world: gaussian`) fixes K in the config, so its checks all happen here.
     """
+    if world_kind(config) == "gaussian":
+        _check_gaussian_world(config)
     tr = config["oracle"]["train"]
     if (tr["steps"] is None) == (tr["epochs"] is None):
         raise ConfigError(
@@ -318,7 +378,7 @@ def resolve_prior(prior: list[float] | None, num_classes: int) -> list[float]:
         return [1.0 / num_classes] * num_classes
     if len(prior) != num_classes:
         raise ConfigError(
-            f"config key 'oracle.prior': has {len(prior)} entries but the data have {num_classes} classes"
+            f"config key 'oracle.prior': has {len(prior)} entries but the world has {num_classes} classes"
         )
     return [float(p) for p in prior]
 

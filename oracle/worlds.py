@@ -23,7 +23,7 @@ Every world exposes the same small interface, used by :mod:`oracle.posterior` an
     world.prior: Tensor[K] float64          # sums to 1
     world.label_temperature: float
     world.base_temperature: float
-    world.event_shape: tuple                # (D,) for Gaussian worlds, (C, H, W) for flows
+    world.event_shape: tuple                # (C, H, W) for flows; (D,) or (C, H, W) for Gaussians
     world.log_likelihood(x, y) -> Tensor[n] float64                 # log p(x_i | y_i), nats
     world.log_likelihood_classes(x, classes) -> Tensor[n, k] float64   # log p(x_i | classes_j)
     world.sample(n, generator) -> (x, y)    # y ~ prior, x ~ p(x | y)
@@ -32,6 +32,10 @@ Every world exposes the same small interface, used by :mod:`oracle.posterior` an
 
 Log-likelihoods are full densities in nats per example (rule 3) and are returned as float64
 on the device of the input ``x``. A non-finite value raises :class:`WorldError`.
+
+On disk a world's densities are a flow file (``oracle.flows.save_flow``) or a Gaussian world
+file (:func:`save_gaussian_world`); :func:`world_from_checkpoint` loads either and applies a
+prior and temperatures, so the workflow samples both through one code path (DESIGN rule 7).
 """
 
 from __future__ import annotations
@@ -55,6 +59,11 @@ __all__ = [
     "AffineWorld",
     "validate_prior",
     "world_from_checkpoint",
+    "GAUSSIAN_WORLD_FORMAT",
+    "simplex_means",
+    "gaussian_world_from_spec",
+    "save_gaussian_world",
+    "load_gaussian_world",
 ]
 
 
@@ -251,13 +260,16 @@ class GaussianWorld(World):
         prior: [K] class prior (None = uniform).
         label_temperature: T in ``p(y|x) ∝ pi_y p(x|y)^(1/T)``.
         base_temperature: tau; samples use std*tau and so does the density.
+        event_shape: the shape of one sample, e.g. ``(C, H, W)`` with ``C*H*W = D`` so that
+            samples are images that classifiers read like flow samples (the density is that
+            of the flattened vector, row-major); default ``(D,)``.
 
     Samples are float64; :mod:`oracle.sampling` stores them as float32 and recomputes the
     log-likelihoods at the stored values (DESIGN rule 2).
     """
 
     def __init__(self, means, std: float, prior=None, label_temperature: float = 1.0,
-                 base_temperature: float = 1.0):
+                 base_temperature: float = 1.0, event_shape: tuple[int, ...] | None = None):
         m = torch.as_tensor(np.asarray(means.detach().cpu() if isinstance(means, Tensor) else means,
                                         dtype=np.float64))
         if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 1:
@@ -267,11 +279,16 @@ class GaussianWorld(World):
         super().__init__(m.shape[0], prior, label_temperature, base_temperature)
         self.means = m
         self.std = _positive_float(std, "std")
-        self.event_shape = (int(m.shape[1]),)
+        D = int(m.shape[1])
+        shape = (D,) if event_shape is None else tuple(int(v) for v in event_shape)
+        if not shape or min(shape) < 1 or math.prod(shape) != D:
+            raise WorldError(f"event_shape={shape} does not hold D={D} dimensions; expected positive sizes with product {D}")
+        self.event_shape = shape
 
     @property
     def dim(self) -> int:
-        return self.event_shape[0]
+        """D: the number of dimensions (the product of event_shape)."""
+        return int(self.means.shape[1])
 
     @property
     def sigma(self) -> float:
@@ -279,7 +296,7 @@ class GaussianWorld(World):
         return self.std * self.base_temperature
 
     def _log_likelihood_classes(self, x: Tensor, classes: Tensor) -> Tensor:
-        x64 = x.to(torch.float64)
+        x64 = x.to(torch.float64).reshape(x.shape[0], self.dim)
         mu = self.means[classes].to(x64.device)                      # [k, D]
         # the direct difference (not ||x||^2 - 2 x.mu + ||mu||^2) avoids cancellation
         sq = ((x64[:, None, :] - mu[None, :, :]) ** 2).sum(-1)     # [n, k]
@@ -289,12 +306,14 @@ class GaussianWorld(World):
     def _sample_class(self, y: Tensor, generator: torch.Generator | None) -> Tensor:
         device = generator.device if generator is not None else torch.device("cpu")
         eps = torch.randn(y.numel(), self.dim, generator=generator, dtype=torch.float64, device=device)
-        return self.means[y] + self.sigma * eps.to("cpu")
+        return (self.means[y] + self.sigma * eps.to("cpu")).reshape(y.numel(), *self.event_shape)
 
     def fingerprint(self) -> str:
         h = hashlib.sha256(b"GaussianWorld/v1")
         h.update(self.means.numpy().tobytes())
         h.update(np.float64(self.std).tobytes())
+        if self.event_shape != (self.dim,):  # the flat default keeps its historical digest
+            h.update(str(self.event_shape).encode())
         return h.hexdigest()
 
     # -- the closed form --------------------------------------------------------------------------
@@ -533,14 +552,134 @@ class AffineWorld(World):
         return self.base.bayes_error()
 
 
-def world_from_checkpoint(path, prior=None, label_temperature: float = 1.0,
-                          base_temperature: float = 1.0, map_location="cpu") -> FlowWorld:
-    """A :class:`FlowWorld` over the flow saved at ``path`` by ``oracle.flows.save_flow``.
+# --------------------------------------------------------------------------------------------
+# Gaussian worlds as workflow artifacts (the analytic world of DESIGN rule 7)
 
-    Raises WorldError when ``prior`` does not have one entry per class of the checkpoint.
+#: ``format`` entry of a file written by :func:`save_gaussian_world`.
+GAUSSIAN_WORLD_FORMAT = "oracle-gaussian-world"
+GAUSSIAN_WORLD_FORMAT_VERSION = 1
+
+
+def simplex_means(num_classes: int, dim: int, distance: float, seed: int) -> Tensor:
+    """K class means at equal pairwise distance ``distance``, centred at 0: Tensor[K, D] float64.
+
+    The means are the vertices of a regular simplex, ``distance / sqrt(2) * q_k`` minus their
+    centroid, for K orthonormal directions ``q_k`` drawn at random (QR of a standard normal
+    [D, K] matrix from ``numpy.random.default_rng(seed)``, column signs fixed by ``diag(R) > 0``
+    so the result does not depend on the LAPACK build). Needs ``K <= D``.
+
+    With two classes and a uniform prior, the Bayes error is ``Phi(-distance / (2 std))``.
     """
-    from oracle.flows import load_flow
+    K, D = int(num_classes), int(dim)
+    if K < 1 or D < 1 or K > D:
+        raise WorldError(f"simplex_means: num_classes={K} equidistant means need 1 <= K <= dim={D}")
+    d = float(distance)
+    if not math.isfinite(d) or d < 0:
+        raise WorldError(f"simplex_means: distance={distance!r}; expected a finite number >= 0")
+    g = np.random.default_rng(int(seed)).standard_normal((D, K))
+    q, r = np.linalg.qr(g)
+    q = q * np.where(np.diag(r) < 0, -1.0, 1.0)
+    means = d / math.sqrt(2.0) * q.T
+    return torch.from_numpy(means - means.mean(axis=0, keepdims=True))
 
+
+def gaussian_world_from_spec(spec, prior=None, label_temperature: float = 1.0,
+                             base_temperature: float = 1.0) -> GaussianWorld:
+    """The image-shaped :class:`GaussianWorld` of a config's ``oracle.gaussian`` section.
+
+    ``spec``: ``{num_classes, channels, image_size, separation, std, seed}``; samples are
+    ``[channels, image_size, image_size]``, the means are :func:`simplex_means` at pairwise
+    distance ``separation * std`` (separation in units of the per-dimension std).
+    """
+    missing = [k for k in ("num_classes", "channels", "image_size", "separation", "std", "seed") if k not in spec]
+    if missing:
+        raise WorldError(f"Gaussian world spec lacks {missing}; expected num_classes, channels, image_size, separation, std, seed")
+    shape = (int(spec["channels"]), int(spec["image_size"]), int(spec["image_size"]))
+    std = _positive_float(spec["std"], "std")
+    means = simplex_means(spec["num_classes"], math.prod(shape), float(spec["separation"]) * std, spec["seed"])
+    return GaussianWorld(means, std, prior=prior, label_temperature=label_temperature,
+                         base_temperature=base_temperature, event_shape=shape)
+
+
+def save_gaussian_world(path, world: GaussianWorld, extra: dict | None = None) -> None:
+    """Write the density of ``world`` (means, std, event_shape) to ``path`` atomically.
+
+    Prior and temperatures are not stored: like a flow file, the file is the set of
+    class-conditional densities, and a run applies its own (pi, T, tau) when loading it.
+    The file is a ``torch.save`` dict readable with ``torch.load(..., weights_only=True)``:
+    ``{format, format_version, means [K, D] float64, std, event_shape, fingerprint, extra}``.
+    """
+    from oracle.provenance import atomic_output
+
+    if not isinstance(world, GaussianWorld):
+        raise WorldError(f"save_gaussian_world: expected a GaussianWorld, got {type(world).__name__}")
+    blob = {"format": GAUSSIAN_WORLD_FORMAT, "format_version": GAUSSIAN_WORLD_FORMAT_VERSION,
+            "means": world.means.clone(), "std": float(world.std), "event_shape": list(world.event_shape),
+            "fingerprint": world.fingerprint(), "extra": dict(extra or {})}
+    with atomic_output(path) as tmp:
+        torch.save(blob, tmp)
+
+
+def _load_blob(path):
+    from pathlib import Path
+
+    from oracle.errors import DataError
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"world file {p} does not exist")
+    try:
+        # mmap: peeking at the format of a large flow file costs no memory
+        return torch.load(p, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad file
+        raise DataError(f"world file {p} is unreadable: {type(exc).__name__}: {exc}") from None
+
+
+def load_gaussian_world(path, prior=None, label_temperature: float = 1.0,
+                        base_temperature: float = 1.0) -> GaussianWorld:
+    """The :class:`GaussianWorld` saved at ``path`` by :func:`save_gaussian_world`, with this
+    prior and these temperatures. Raises DataError for a file of another format and WorldError
+    when the stored fingerprint does not match the stored parameters."""
+    from oracle.errors import DataError
+
+    blob = _load_blob(path)
+    if not isinstance(blob, dict) or blob.get("format") != GAUSSIAN_WORLD_FORMAT:
+        got = blob.get("format") if isinstance(blob, dict) else type(blob).__name__
+        raise DataError(f"{path} is not a Gaussian world file (format={got!r}; expected {GAUSSIAN_WORLD_FORMAT!r})")
+    if int(blob.get("format_version", 0)) > GAUSSIAN_WORLD_FORMAT_VERSION:
+        raise DataError(f"{path}: Gaussian world format_version={blob['format_version']} is newer than "
+                        f"this code's {GAUSSIAN_WORLD_FORMAT_VERSION}")
+    world = GaussianWorld(blob["means"].clone(), blob["std"], prior=prior, label_temperature=label_temperature,
+                          base_temperature=base_temperature, event_shape=tuple(blob["event_shape"]))
+    if blob.get("fingerprint") not in (None, world.fingerprint()):
+        raise WorldError(f"{path}: stored fingerprint {blob['fingerprint'][:12]} does not match its parameters "
+                         f"({world.fingerprint()[:12]}); the file is corrupt")
+    return world
+
+
+def world_from_checkpoint(path, prior=None, label_temperature: float = 1.0,
+                          base_temperature: float = 1.0, map_location="cpu") -> FlowWorld | GaussianWorld:
+    """The world saved at ``path``, with this prior and these temperatures.
+
+    A file of ``oracle.flows.save_flow`` gives a :class:`FlowWorld` (on ``map_location``); one
+    of :func:`save_gaussian_world` a :class:`GaussianWorld` (computed on CPU in float64). The
+    workflow's oracle stage writes either, and everything downstream loads it here.
+
+    Raises WorldError when ``prior`` does not have one entry per class of the file, DataError
+    for a missing, unreadable or unknown file.
+    """
+    from oracle.errors import DataError
+    from oracle.flows import FLOW_FORMAT, load_flow
+
+    blob = _load_blob(path)
+    fmt = blob.get("format") if isinstance(blob, dict) else None
+    del blob
+    if fmt == GAUSSIAN_WORLD_FORMAT:
+        return load_gaussian_world(path, prior=prior, label_temperature=label_temperature,
+                                   base_temperature=base_temperature)
+    if fmt != FLOW_FORMAT:
+        raise DataError(f"{path} is neither an oracle flow file ({FLOW_FORMAT!r}) nor a Gaussian world file "
+                        f"({GAUSSIAN_WORLD_FORMAT!r}); got format={fmt!r}")
     flow, _spec = load_flow(path, map_location=map_location)
     return FlowWorld(flow, prior=prior, label_temperature=label_temperature,
                      base_temperature=base_temperature)

@@ -1,4 +1,6 @@
-# Stage `oracle`: the frozen world -> results/<run>/oracle/flow.pt + train_log.jsonl.
+# Stage `oracle`: the frozen world -> results/<run>/oracle/flow.pt + train_log.jsonl
+# (oracle.world: gaussian -> oracle/gaussian_world.pt). Downstream rules take it as ORACLE_FLOW
+# and load either kind with oracle.worlds.world_from_checkpoint.
 #
 # oracle.checkpoint null: train the flow here (oracle_train). With resources.oracle.gpus > 1
 # the script relaunches itself under torchrun (one process per GPU; oracle.flow_training does
@@ -9,11 +11,34 @@
 # oracle.checkpoint a path: import it (oracle_import), checking its class count against the
 # data. The checkpoint is an input only when it exists, so the DAG builds without it; the
 # script then names the missing file.
+#
+# oracle.world gaussian: the analytic world of oracle.gaussian (oracle_gaussian; DESIGN rule 7).
+# It reads no real data, so the data stage drops out of the DAG; samples, splits, classifiers
+# and analysis run exactly as for a flow, and analysis/world.json gains the closed form.
 
-ORACLE_FLOW = f"{RUN}/oracle/flow.pt"
+ORACLE_FLOW = oc.world_file(RUN, config)
 ORACLE_LOG = f"{RUN}/oracle/train_log.jsonl"
 
-if config["oracle"]["checkpoint"] is None:
+if oc.world_kind(config) == "gaussian":
+
+    rule oracle_gaussian:
+        output:
+            world=ORACLE_FLOW,
+        params:
+            gaussian=oc.gaussian_spec(config),
+        log:
+            f"{RUN}/logs/oracle_gaussian.log",
+        benchmark:
+            f"{RUN}/benchmarks/oracle_gaussian.tsv"
+        resources:
+            **oc.rule_resources(config, "oracle"),
+        threads: 1
+        conda:
+            ENV
+        script:
+            "../scripts/oracle_gaussian.py"
+
+elif config["oracle"]["checkpoint"] is None:
 
     rule oracle_train:
         input:

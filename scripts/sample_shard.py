@@ -1,5 +1,8 @@
 """Rule `sample_shard`: draw shard i of the oracle samples -> samples/shard-XXXX.h5.
 
+The world is the oracle stage's file (a flow or a Gaussian world), loaded by
+oracle.worlds.world_from_checkpoint with the run's prior and temperatures.
+
 Each row: x ~ p(x|y), y ~ prior, and log p(x|k) for every class k at the stored float32 x.
 A killed job leaves .shard-XXXX.h5.partial, which the rerun resumes.
 """
@@ -7,10 +10,9 @@ A killed job leaves .shard-XXXX.h5.partial, which the rerun resumes.
 from oracle import config as oc
 from oracle import experiments as ex
 from oracle.devices import pick_device
-from oracle.flows import load_flow
 from oracle.provenance import file_sha256
 from oracle.sampling import write_sample_shard
-from oracle.worlds import FlowWorld
+from oracle.worlds import world_from_checkpoint
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
@@ -19,9 +21,9 @@ with ex.script_job(sm.log[0], sm.threads) as started:
     shard = int(sm.wildcards.shard)
     sizes = oc.shard_sizes(s["n_total"], s["n_shards"])
     device = pick_device(sm.params.device)
-    flow, spec = load_flow(sm.input.flow, map_location=device)
-    world = FlowWorld(flow, prior=oc.resolve_prior(o["prior"], flow.num_classes),
-                      label_temperature=o["label_temperature"], base_temperature=o["base_temperature"])
+    # a flow file or a Gaussian world file (oracle.world): one sampling path for both
+    world = world_from_checkpoint(sm.input.flow, prior=o["prior"], label_temperature=o["label_temperature"],
+                                  base_temperature=o["base_temperature"], map_location=device)
     info = write_sample_shard(
         world, sm.output[0], n=sizes[shard], seed=sm.params.seed, shard=shard, n_shards=s["n_shards"],
         batch_size=s["batch_size"], class_batch=s["class_batch"],

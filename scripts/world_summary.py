@@ -3,13 +3,53 @@
 Aleatoric floor E[H(p(y|x))], Bayes accuracy and error, I(X;Y) in bits: Monte Carlo means
 with standard errors over the fixed test set ("test", paired with the classifiers) and over
 all samples ("all", the world constants of numbers.json).
+
+A Gaussian world with two classes (oracle.world: gaussian) also has its Bayes error in closed
+form (DESIGN rule 7): "bayes_error_closed_form" holds it next to the Monte Carlo estimate over
+all samples and whether the two agree within 3 standard errors. The world file is the one the
+samples were drawn from (its sha256 is checked against the samples' oracle_sha256).
 """
 
+from pathlib import Path
+
+from oracle import config as oc
 from oracle import experiments as ex
-from oracle.provenance import write_json_atomic
+from oracle.errors import DataError, WorldError
+from oracle.provenance import file_sha256, write_json_atomic
 from oracle.splits import read_splits_h5
 
+#: |closed form - Monte Carlo| <= AGREE_SE * SE counts as agreement.
+AGREE_SE = 3.0
+
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
+
+
+def closed_form_entry(world_path: str, attrs: dict, mc: dict) -> dict | None:
+    """{"value", "method", "monte_carlo": {mean, se, n}, "z", "agrees_within_3se"}, or None
+    when the world has no closed-form Bayes error (K != 2)."""
+    from oracle.worlds import world_from_checkpoint
+
+    if file_sha256(world_path) != attrs.get("oracle_sha256"):
+        raise DataError(f"{world_path} is not the world of {sm.input.samples} (sha256 differs from its "
+                        "oracle_sha256); rerun the samples stage")
+    world = world_from_checkpoint(world_path, prior=attrs["prior"], label_temperature=float(attrs["label_temperature"]),
+                                  base_temperature=float(attrs["base_temperature"]))
+    try:
+        value = float(world.bayes_error())
+    except WorldError as exc:
+        print(f"no closed-form Bayes error: {exc}")
+        return None
+    mean, se = float(mc["bayes_error"]["mean"]), float(mc["bayes_error"]["se"])
+    diff = mean - value
+    return {
+        "value": value,
+        # T = 1: Phi-formula; T != 1: 1-D quadrature of E[1 - max p(y|x)] (GaussianWorld.bayes_error)
+        "method": "closed_form" if world.label_temperature == 1.0 else "quadrature",
+        "monte_carlo": {"mean": mean, "se": se, "n": int(mc["n"])},
+        "z": diff / se if se > 0 else (0.0 if diff == 0 else float("inf")),
+        "agrees_within_3se": bool(abs(diff) <= AGREE_SE * se),
+    }
+
 
 with ex.script_job(sm.log[0], sm.threads) as started:
     rows = ex.read_rows(sm.input.samples, None, fields=("loglik",))
@@ -24,8 +64,22 @@ with ex.script_job(sm.log[0], sm.threads) as started:
         "all": ex.world_constants(log_p, prior),
         "test": ex.world_constants(log_p[test], prior),
     }
+    inputs = dict(sm.input.items())
+    kind = oc.world_kind({"oracle": sm.params.oracle})
+    if kind == "gaussian":  # flows have no closed form: do not load them here
+        # the world file is upstream of the samples; a rule may also name it as input `world`
+        world_path = getattr(sm.input, "world", None) or oc.world_file(
+            str(Path(sm.input.samples).parents[1]), {"oracle": sm.params.oracle})
+        inputs["world"] = world_path
+        entry = closed_form_entry(world_path, attrs, out["all"])
+        if entry is not None:
+            out["bayes_error_closed_form"] = entry
+            print(f"Bayes error: closed form {entry['value']:.6f} ({entry['method']}), Monte Carlo "
+                  f"{entry['monte_carlo']['mean']:.6f} ± {entry['monte_carlo']['se']:.6f} (z = {entry['z']:.2f}, "
+                  f"agree within 3 SE: {entry['agrees_within_3se']})")
     write_json_atomic(sm.output[0], out)
     print(out["all"])
-    ex.record_outputs(sm.output, rule=sm.rule,
-                      config={"oracle": {k: sm.params.oracle[k] for k in ("prior", "label_temperature")}},
-                      inputs=sm.input, started=started)
+    recorded = {k: sm.params.oracle[k] for k in ("prior", "label_temperature")}
+    if kind == "gaussian":
+        recorded.update(world=kind, gaussian=sm.params.oracle["gaussian"])
+    ex.record_outputs(sm.output, rule=sm.rule, config={"oracle": recorded}, inputs=inputs, started=started)

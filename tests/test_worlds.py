@@ -336,3 +336,103 @@ def test_world_from_checkpoint(tmp_path):
     assert world.fingerprint() == FlowWorld(flow).fingerprint()
     with pytest.raises(WorldError, match="prior has 2 entries but the flow has num_classes=3"):
         world_from_checkpoint(tmp_path / "flow.pt", prior=[0.5, 0.5])
+
+
+# ------------------------------------------------------------------------ image-shaped Gaussian worlds as files
+
+
+def test_image_shaped_gaussian_world_matches_scipy_on_flattened_pixels():
+    rng = np.random.default_rng(4)
+    means = rng.normal(size=(3, 2 * 3 * 3))
+    world = GaussianWorld(means, std=0.6, event_shape=(2, 3, 3), base_temperature=1.5)
+    x, y = world.sample(200, torch.Generator().manual_seed(0))
+    assert tuple(x.shape) == (200, 2, 3, 3) and world.dim == 18
+    flat = x.numpy().reshape(200, -1)  # row-major, as the world defines it
+    want = np.stack([stats.multivariate_normal.logpdf(flat, means[k], (0.6 * 1.5) ** 2 * np.eye(18))
+                     for k in range(3)], 1)
+    np.testing.assert_allclose(world.log_likelihood_classes(x, torch.arange(3)).numpy(), want, rtol=1e-12, atol=1e-10)
+    # same law as the flat world, sample for sample
+    flat_world = GaussianWorld(means, std=0.6, base_temperature=1.5)
+    xf, yf = flat_world.sample(200, torch.Generator().manual_seed(0))
+    assert torch.equal(xf.reshape(200, 2, 3, 3), x) and torch.equal(yf, y)
+    assert flat_world.fingerprint() != world.fingerprint()
+    with pytest.raises(WorldError, match="event_shape"):
+        GaussianWorld(means, std=0.6, event_shape=(1, 4, 4))
+
+
+@pytest.mark.parametrize("k,dim", [(2, 64), (3, 5), (7, 7)])
+def test_simplex_means_are_equidistant_and_centred(k, dim):
+    from oracle.worlds import simplex_means
+
+    m = simplex_means(k, dim, 2.5, seed=3).numpy()
+    assert m.shape == (k, dim) and m.dtype == np.float64
+    d = np.linalg.norm(m[:, None] - m[None], axis=-1)
+    np.testing.assert_allclose(d[~np.eye(k, dtype=bool)], 2.5, rtol=1e-12)
+    np.testing.assert_allclose(m.mean(0), 0.0, atol=1e-14)
+    np.testing.assert_array_equal(m, simplex_means(k, dim, 2.5, seed=3).numpy())
+    assert not np.array_equal(m, simplex_means(k, dim, 2.5, seed=4).numpy())
+    with pytest.raises(WorldError, match="K <= dim"):
+        simplex_means(dim + 1, dim, 1.0, seed=0)
+
+
+def test_gaussian_world_from_spec_has_the_closed_form_of_its_separation():
+    from oracle.worlds import gaussian_world_from_spec
+
+    spec = {"num_classes": 2, "channels": 1, "image_size": 8, "separation": 3.0, "std": 0.5, "seed": 0}
+    world = gaussian_world_from_spec(spec)
+    assert world.event_shape == (1, 8, 8)
+    assert world.bayes_error() == pytest.approx(stats.norm.cdf(-1.5), abs=1e-14)
+    with pytest.raises(WorldError, match="lacks"):
+        gaussian_world_from_spec({k: v for k, v in spec.items() if k != "std"})
+
+
+def test_gaussian_world_file_round_trip_and_dispatch(tmp_path):
+    from oracle.errors import DataError
+    from oracle.flows import save_flow
+    from oracle.worlds import gaussian_world_from_spec, load_gaussian_world, save_gaussian_world, world_from_checkpoint
+
+    spec = {"num_classes": 3, "channels": 2, "image_size": 4, "separation": 2.0, "std": 0.3, "seed": 1}
+    world = gaussian_world_from_spec(spec)
+    path = tmp_path / "oracle" / "gaussian_world.pt"
+    save_gaussian_world(path, world, extra={"spec": spec})
+    assert [p.name for p in path.parent.iterdir()] == ["gaussian_world.pt"]  # no temp leftovers
+    blob = torch.load(path, weights_only=True)  # a plain file: readable without this code
+    assert torch.equal(blob["means"], world.means) and blob["std"] == 0.3 and blob["event_shape"] == [2, 4, 4]
+    back = world_from_checkpoint(path, prior=[0.2, 0.3, 0.5], label_temperature=2.0, base_temperature=0.8)
+    assert isinstance(back, GaussianWorld) and back.event_shape == (2, 4, 4)
+    assert back.fingerprint() == world.fingerprint()
+    assert back.prior.tolist() == pytest.approx([0.2, 0.3, 0.5]) and back.label_temperature == 2.0
+    assert back.base_temperature == 0.8
+    x, _ = back.sample(10, torch.Generator().manual_seed(0))
+    np.testing.assert_array_equal(back.log_likelihood_classes(x, torch.arange(3)).numpy(),
+                                  GaussianWorld(world.means, 0.3, base_temperature=0.8, event_shape=(2, 4, 4))
+                                  .log_likelihood_classes(x, torch.arange(3)).numpy())
+    with pytest.raises(WorldError, match="K=3"):
+        world_from_checkpoint(path, prior=[0.5, 0.5])
+
+    flow_spec = dict(in_channels=1, img_size=4, patch_size=2, channels=16, head_dim=8,
+                     num_blocks=1, layers_per_block=1, num_classes=2)
+    save_flow(tmp_path / "flow.pt", build_flow(flow_spec, seed=0), flow_spec)
+    assert isinstance(world_from_checkpoint(tmp_path / "flow.pt"), FlowWorld)
+    with pytest.raises(DataError, match="not a Gaussian world file"):
+        load_gaussian_world(tmp_path / "flow.pt")
+    torch.save({"format": "something-else"}, tmp_path / "other.pt")
+    with pytest.raises(DataError, match="format='something-else'"):
+        world_from_checkpoint(tmp_path / "other.pt")
+    with pytest.raises(DataError, match="does not exist"):
+        world_from_checkpoint(tmp_path / "missing.pt")
+    (tmp_path / "junk.pt").write_bytes(b"not a torch file")
+    with pytest.raises(DataError, match="unreadable"):
+        world_from_checkpoint(tmp_path / "junk.pt")
+
+
+def test_tampered_gaussian_world_file_is_refused(tmp_path):
+    from oracle.worlds import save_gaussian_world, world_from_checkpoint
+
+    path = tmp_path / "w.pt"
+    save_gaussian_world(path, GaussianWorld(np.eye(2), std=1.0))
+    blob = torch.load(path, weights_only=True)
+    blob["std"] = 2.0
+    torch.save(blob, path)
+    with pytest.raises(WorldError, match="fingerprint"):
+        world_from_checkpoint(path)
