@@ -35,6 +35,13 @@ validate(config, SCHEMA)
 oc.check_config(config)
 
 RUN = f"results/{config['run']}"
+
+
+# `snakemake --report report.html`: this text heads the report; tables and figures are marked
+# with the helpers of rules/report.smk (captions report/<name>.rst) in the stage files.
+report: "report/workflow.rst"
+
+
 REPO = workflow.basedir
 # Every job imports the `oracle` package of this checkout, whichever environment runs it
 # (the venv, a --use-conda environment, a cluster node re-reading this file).
@@ -46,6 +53,7 @@ ANALYSIS_TARGETS = []
 VALIDATION_TARGETS = []
 
 
+include: "rules/report.smk"
 include: "rules/data.smk"
 include: "rules/oracle.smk"
 include: "rules/samples.smk"

@@ -22,12 +22,19 @@ recorded config subset and the code version. It FLAGS:
   ``<run>/config.yaml``). Only the recorded keys are compared: each leaf of the recorded
   subset, or the whole value at each of the record's ``config_keys``; a key present only
   in the current config is not a difference;
-- the target itself having no record.
+- the target itself having no record;
+- for a number key, numbers.json itself when it changed since its record was written, was
+  made under other config values, or was computed from another version of the number's
+  artifact.
 
-Code versions that differ from the current checkout (commit, dirty flag, or the hash of the
-uncommitted diff) are WARNINGS: the artifact may be stale, but code moves on without changing
-old results. ``--strict-code`` turns them into flags. Exit status: 0 when nothing was flagged,
-1 when something was, 2 for a bad command line or an unreadable file.
+Code that differs from what made an artifact is a WARNING: the repository files the job
+imported (its record's ``code.files``) whose hash differs on disk now, or, for records
+without file hashes, a different commit / dirty state. The artifact may be stale, but code
+moves on without changing old results; ``--strict-code`` turns these into flags. The report
+ends with where the chain ends: the raw data (inputs without a record) and the oracle
+checkpoint (``results/<run>/oracle/*.pt``: flow.pt, or gaussian_world.pt for an analytic
+world). Exit status: 0 when nothing was flagged, 1 when something was, 2 for a bad command
+line or an unreadable file.
 """
 
 from __future__ import annotations
@@ -43,10 +50,12 @@ from typing import Any
 
 from oracle.errors import DataError, OracleError
 from oracle.provenance import (
-    _MISSING, code_version, get_config_value, path_sha256, read_record, resolve_recorded_path,
+    REPO_ROOT, code_version, file_sha256, get_config_value, path_sha256, read_record,
+    resolve_recorded_path,
 )
 
 SHORT = 12
+_ABSENT = object()  # a config key the current config lacks (not provenance._MISSING: that means "raise")
 
 
 # --------------------------------------------------------------------------- numbers.json
@@ -145,9 +154,9 @@ def compare_config(record: Mapping, current: Mapping) -> list[dict]:
     pairs = ([(k, get_config_value(subset, k, None)) for k in keys] if keys is not None else _leaves(subset))
     out = []
     for key, recorded in pairs:
-        now = get_config_value(current, key, _MISSING)
-        ok = now is not _MISSING and _plain(now) == recorded
-        out.append({"key": key, "recorded": recorded, "current": "<missing>" if now is _MISSING else _plain(now), "ok": ok})
+        now = get_config_value(current, key, _ABSENT)
+        ok = now is not _ABSENT and _plain(now) == recorded
+        out.append({"key": key, "recorded": recorded, "current": "<missing>" if now is _ABSENT else _plain(now), "ok": ok})
     return out
 
 
@@ -169,8 +178,33 @@ def _code_str(code: Mapping | None) -> str:
     return f"{short} ({state})"
 
 
+def changed_code_files(rec: Mapping | None, root: Path = REPO_ROOT) -> list[str]:
+    """The repository files of a record's ``code.files`` whose sha256 differs from the file
+    under `root` now ("path changed" / "path removed"); [] when none or nothing was recorded."""
+    out = []
+    for rel, h in sorted(((rec or {}).get("files") or {}).items()):
+        p = root / rel
+        if not p.is_file():
+            out.append(f"{rel} removed")
+        elif file_sha256(p) != h:
+            out.append(f"{rel} changed")
+    return out
+
+
 def _code_differs(rec: Mapping | None, cur: Mapping) -> str | None:
+    """Why the code that made an artifact may differ from the checkout now, or None.
+
+    With per-file hashes in the record (``code.files``) only those files count: a commit
+    that touched other files leaves the artifact reproducible by the code on disk. Older
+    records fall back to commit, dirty flag and the hash of the uncommitted diff.
+    """
     rec = rec or {}
+    if rec.get("files"):
+        changed = changed_code_files(rec)
+        if not changed:
+            return None
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        return f"code on disk differs from what made it ({_code_str(rec)}): {shown}"
     if rec.get("commit", "unknown") == "unknown":
         return "the record's code version is unknown (built outside git)"
     if cur.get("commit", "unknown") == "unknown":
@@ -183,6 +217,12 @@ def _code_differs(rec: Mapping | None, cur: Mapping) -> str | None:
 
 
 # --------------------------------------------------------------------------- the audit
+def _is_oracle_checkpoint(path: Path) -> bool:
+    """A frozen world of a run: ``results/<run>/oracle/<name>.pt`` (flow.pt, gaussian_world.pt)."""
+    p = Path(os.path.abspath(path))
+    return p.parent.name == "oracle" and p.suffix == ".pt" and p.parent.parent.parent.name == "results"
+
+
 class _Auditor:
     def __init__(self, current_config: Mapping | None, strict_code: bool):
         self.config = current_config
@@ -191,6 +231,8 @@ class _Auditor:
         self.visited: dict[str, str] = {}
         self.flags: list[dict] = []
         self.warnings: list[dict] = []
+        self.raw: list[str] = []          # inputs without a record: where the chain ends
+        self.checkpoints: list[str] = []  # frozen worlds (results/<run>/oracle/*.pt)
 
     def _flag(self, node: dict, msg: str) -> None:
         node["flags"].append(msg)
@@ -200,12 +242,9 @@ class _Auditor:
         node["warnings"].append(msg)
         self.warnings.append({"artifact": node["artifact"], "message": msg})
 
-    def visit(self, path: Path, shown: str, *, is_target: bool = False) -> dict:
-        key = os.path.abspath(path)
-        if key in self.visited:
-            return {"artifact": shown, "ref": self.visited[key]}
-        self.visited[key] = shown
-        node: dict[str, Any] = {"artifact": shown, "path": key, "exists": path.exists(),
+    def check(self, path: Path, shown: str, *, is_target: bool = False) -> tuple[dict, dict | None]:
+        """The node of one artifact with its own checks (hash, config, code), inputs not followed."""
+        node: dict[str, Any] = {"artifact": shown, "path": os.path.abspath(path), "exists": path.exists(),
                                 "record": None, "flags": [], "warnings": [], "inputs": []}
         try:
             record = read_record(path, missing_ok=True)
@@ -220,12 +259,15 @@ class _Auditor:
                 self._flag(node, "no provenance record (expected a .prov.json sidecar)")
             else:
                 node["sha256"] = path_sha256(path)
-            return node
+                self.raw.append(shown)
+            return node, None
 
         node["raw"] = False
         node["record"] = record.get("id")
         for field in ("rule", "wildcards", "seed", "config", "config_keys", "code", "created_utc", "wall_time_s", "device"):
             node[field] = record.get(field)
+        if _is_oracle_checkpoint(path):
+            self.checkpoints.append(shown)
         recorded_hash = (record.get("artifact") or {}).get("sha256")
         node["recorded_sha256"] = recorded_hash
         if not node["exists"]:
@@ -248,7 +290,17 @@ class _Auditor:
         diff = _code_differs(record.get("code"), self.code_now)
         if diff:
             (self._flag if self.strict_code else self._warn)(node, f"code: {diff}")
+        return node, record
 
+    def visit(self, path: Path, shown: str, *, is_target: bool = False) -> dict:
+        """`check` the artifact, then its recorded inputs, recursively (each artifact once)."""
+        key = os.path.abspath(path)
+        if key in self.visited:
+            return {"artifact": shown, "ref": self.visited[key]}
+        self.visited[key] = shown
+        node, record = self.check(path, shown, is_target=is_target)
+        if record is None:
+            return node
         for inp, rec_hash in (record.get("inputs") or {}).items():
             ipath = resolve_recorded_path(inp, record, path)
             entry: dict[str, Any] = {"path": inp, "recorded_sha256": rec_hash, "exists": ipath.exists()}
@@ -316,32 +368,43 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
         current_config, config_source = load_config(run_dir / "config.yaml"), str(run_dir / "config.yaml")
 
     auditor = _Auditor(current_config, strict_code)
+    numbers_node = None
+    if number is not None:
+        # numbers.json itself: edited by hand, made under another config or by other code?
+        # (its other inputs are not followed: only the number's own artifact matters)
+        numbers_path = Path(number["numbers_file"])
+        numbers_node, _ = auditor.check(numbers_path, number["numbers_file"], is_target=True)
+        _check_number_in_numbers_record(number, art_path, auditor, numbers_node)
     tree = auditor.visit(art_path, shown, is_target=True)
     if current_config is None:
         auditor.warnings.append({"artifact": shown, "message": "no current config found (--configfile or "
                                  "<run>/config.yaml): recorded config values were not compared"})
-    if number is not None:
-        _check_number_in_numbers_record(number, art_path, auditor)
-    return {"target": target, "number": number, "run": str(run_dir) if run_dir else None,
+    return {"target": target, "number": number, "numbers_node": numbers_node,
+            "run": str(run_dir) if run_dir else None,
             "config_source": config_source, "code_now": auditor.code_now, "tree": tree,
+            "raw_inputs": auditor.raw, "oracle_checkpoints": auditor.checkpoints,
             "flags": auditor.flags, "warnings": auditor.warnings,
             "artifacts": len(auditor.visited), "ok": not auditor.flags}
 
 
-def _check_number_in_numbers_record(number: dict, art_path: Path, auditor: _Auditor) -> None:
+def _check_number_in_numbers_record(number: dict, art_path: Path, auditor: _Auditor,
+                                    node: dict) -> None:
     """If numbers.json has a record listing the artifact as an input, the hashes must agree."""
     numbers_path = Path(number["numbers_file"])
-    rec = read_record(numbers_path, missing_ok=True)
+    try:
+        rec = read_record(numbers_path, missing_ok=True)
+    except DataError:
+        return  # already flagged by the check of numbers.json
     if rec is None or not art_path.exists():
         return
     target = os.path.abspath(art_path)
     for inp, h in (rec.get("inputs") or {}).items():
         if os.path.abspath(resolve_recorded_path(inp, rec, numbers_path)) == target:
             if h != path_sha256(art_path):
-                auditor.flags.append({"artifact": str(numbers_path), "message":
-                                      f"numbers.json was computed from another version of {inp}: "
-                                      f"recorded {h[:SHORT]}, now {path_sha256(art_path)[:SHORT]}"})
+                auditor._flag(node, f"numbers.json was computed from another version of {inp}: "
+                                    f"recorded {h[:SHORT]}, now {path_sha256(art_path)[:SHORT]}")
             return
+    auditor._warn(node, f"the record of numbers.json does not list {number['artifact']} among its inputs")
 
 
 # --------------------------------------------------------------------------- rendering
@@ -355,11 +418,14 @@ def render(report: Mapping[str, Any]) -> str:
     num = report.get("number")
     if num:
         val = f"{num.get('value')}"
-        if num.get("se") is not None:
-            val += f" ± {num['se']}"
         if num.get("unit"):
             val += f" {num['unit']}"
+        spread = [f"{k} {num[k]}" for k in ("se", "std", "ci95") if num.get(k) is not None]
+        if spread:
+            val += f" ({', '.join(spread)})"
         lines.append(f"number {num['key']!r} = {val}   (from {num['numbers_file']})")
+        if num.get("description"):
+            lines.append(f"  {num['description']}")
     lines.append(f"current config: {report.get('config_source') or 'none (config not compared)'}")
     lines.append(f"current code:   {_code_str(report.get('code_now'))}")
     lines.append("")
@@ -409,8 +475,15 @@ def render(report: Mapping[str, Any]) -> str:
             if "node" in inp:
                 node_lines(inp["node"], depth + 1)
 
-    node_lines(report["tree"], 0)
+    depth = 0
+    if report.get("numbers_node"):
+        node_lines(report["numbers_node"], 0)
+        depth = 1
+    node_lines(report["tree"], depth)
     lines.append("")
+    raw, ckpt = report.get("raw_inputs") or [], report.get("oracle_checkpoints") or []
+    lines.append("chain ends at raw data: " + (", ".join(raw) if raw else "none reached"))
+    lines.append("oracle checkpoint:      " + (", ".join(ckpt) if ckpt else "none reached"))
     lines.append(f"{report['artifacts']} artifacts audited: {len(report['flags'])} flagged, "
                  f"{len(report['warnings'])} warnings")
     for f in report["flags"]:

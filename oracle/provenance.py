@@ -13,7 +13,9 @@ changes the directory's own hash). A record holds::
     config_keys      dotted key paths whose whole value was recorded, or null (see below)
     config_sha256    sha256 of the canonical JSON of ``config``
     inputs           {path: sha256} for every input file or directory
-    code             {"commit", "dirty", "diff_sha256", "oracle_version"}
+    code             {"commit", "dirty", "diff_sha256", "oracle_version",
+                      "files": {repo-relative path: sha256} of the repository's Python files the
+                      job imported, and its script}
     packages         {python, torch, numpy, h5py, ...: version}
     device, seed, wall_time_s, started_utc, created_utc, hostname, workdir, slurm_job_id
     extra            anything the caller adds
@@ -27,6 +29,8 @@ Config: pass either a projection of the config (``config={"data": cfg["data"]}``
 compares each recorded *leaf* with the current config, or the full config plus
 ``config_keys=["data", "oracle.flow"]`` and the record keeps only those keys; audit then
 compares the *whole value* at each key (a key added under ``data`` is then a change too).
+Keys are dotted names; ``[name]`` quotes a name holding dots (``classifiers.archs[vit.b16]``)
+and ``[field=value]`` selects a list element (``classifiers.experiments[name=scaling]``).
 
 Hashes: sha256 of the file bytes; a directory's hash is the sha256 over the sorted lines
 ``<relative posix path>\\0<sha256 of file>\\n`` of every regular file below it, excluding
@@ -48,6 +52,7 @@ import json
 import math
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -70,28 +75,48 @@ _PACKAGES = (
 )
 
 _HASH_CACHE: dict[tuple, str] = {}
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
 _CODE_CACHE: dict[str, dict] = {}
 
 
 # --------------------------------------------------------------------------- atomic writes
+def current_umask() -> int:
+    """The process umask now (it can change after import), without changing it where possible.
+
+    Reads ``Umask:`` of /proc/self/status (Linux >= 4.7); elsewhere sets and restores it, which
+    is not thread-safe but is the only portable way to read it.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path in the same folder as `path`; rename it onto `path` on success.
 
     On an exception the temporary file is removed and `path` is left untouched, so a crash
     never leaves a partial artifact under the final name. Parent folders are created.
+    The artifact gets the permissions a plain ``open(path, "w")`` would give it
+    (0666 minus the process umask at rename time), not mkstemp's private 0600.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
-    # mkstemp creates 0600; give the artifact the permissions a plain open() would
-    os.chmod(tmp_path, 0o666 & ~_UMASK)
     try:
         yield tmp_path
+        # after the caller wrote (a writer may have replaced the file) and just before the
+        # rename, so the umask in force when the artifact appears is the one applied
+        if tmp_path.is_file() and not tmp_path.is_symlink():
+            os.chmod(tmp_path, 0o666 & ~current_umask())
         os.replace(tmp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -206,29 +231,91 @@ def config_hash(cfg: Any) -> str:
 
 _MISSING = object()
 
+# One part of a config key: a name (".name" or "[name]", the bracket form for names with dots),
+# or a list selector "[field=value]" picking the list element whose `field` equals `value`
+# ("classifiers.experiments[name=scaling]"). The bracket text has no "]".
+_KEY_PART = re.compile(r"\.?([^.\[\]]+)|\[([^\]=]+)=([^\]]*)\]|\[([^\]]+)\]")
+
+
+def parse_config_key(key: str) -> list[str | tuple[str, str]]:
+    """Split a config key into parts: a str per mapping key, ``(field, value)`` per list selector.
+
+    ``"oracle.flow.channels"`` -> ["oracle", "flow", "channels"];
+    ``"classifiers.archs[resnet.a1]"`` -> ["classifiers", "archs", "resnet.a1"];
+    ``"classifiers.experiments[name=scaling].labels"`` -> ["classifiers", "experiments",
+    ("name", "scaling"), "labels"]. Raises ConfigError for an empty or malformed key.
+    """
+    if not isinstance(key, str) or not key or key.startswith("."):
+        raise ConfigError(f"config key {key!r}: expected dotted names like 'oracle.flow.channels'")
+    parts: list[str | tuple[str, str]] = []
+    pos = 0
+    while pos < len(key):
+        m = _KEY_PART.match(key, pos)
+        if m is None or m.end() == pos or (pos == 0 and m.group(0).startswith(".")):
+            raise ConfigError(f"config key {key!r}: cannot parse it at position {pos} "
+                              "(expected name, .name, [name] or [field=value])")
+        if m.group(1) is not None:
+            parts.append(m.group(1))
+        elif m.group(2) is not None:
+            parts.append((m.group(2), m.group(3)))
+        else:
+            parts.append(m.group(4))
+        pos = m.end()
+    return parts
+
+
+def _selector_text(part: tuple[str, str]) -> str:
+    return f"[{part[0]}={part[1]}]"
+
 
 def get_config_value(cfg: Mapping, key: str, default: Any = _MISSING) -> Any:
-    """Value at dotted path `key` ("oracle.flow.channels") in nested mapping `cfg`."""
+    """Value at `key` in nested mapping `cfg` (syntax: `parse_config_key`).
+
+    A list selector ``[field=value]`` matches a list element (a mapping whose `field`, as
+    text, equals `value`) or, in a recorded subset (`config_subset`), the literal key
+    ``"[field=value]"``. Without `default` a missing key raises ConfigError.
+    """
     node: Any = cfg
-    for part in key.split("."):
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        else:
+    for part in parse_config_key(key):
+        found = _MISSING
+        if isinstance(part, str):
+            if isinstance(node, Mapping) and part in node:
+                found = node[part]
+        elif isinstance(node, Mapping) and _selector_text(part) in node:
+            found = node[_selector_text(part)]
+        elif isinstance(node, (list, tuple)):
+            hits = [e for e in node if isinstance(e, Mapping) and part[0] in e and str(e[part[0]]) == part[1]]
+            if len(hits) > 1:
+                raise ConfigError(f"config key {key!r}: {len(hits)} list elements have {part[0]}={part[1]!r}")
+            if hits:
+                found = hits[0]
+        if found is _MISSING:
             if default is _MISSING:
-                raise ConfigError(f"config key {key!r} not found (missing {part!r})")
+                shown = part if isinstance(part, str) else _selector_text(part)
+                raise ConfigError(f"config key {key!r} not found (missing {shown!r})")
             return default
+        node = found
     return node
 
 
 def config_subset(cfg: Mapping, keys: Iterable[str]) -> dict:
-    """Projection of `cfg` onto dotted `keys`, keeping the nesting: ["a.b", "c"] -> {"a": {"b":..}, "c":..}."""
+    """Projection of `cfg` onto `keys`, keeping the nesting: ["a.b", "c"] -> {"a": {"b":..}, "c":..}.
+
+    A list selector becomes the literal key ``"[field=value]"``, so `get_config_value` finds it
+    again in the subset. Raises ConfigError for a missing key or two keys that overlap as a
+    value and a path below it.
+    """
     out: dict = {}
-    for key in keys:
+    for key in dict.fromkeys(keys):  # a key listed twice is recorded once
         value = get_config_value(cfg, key)
-        parts = key.split(".")
+        parts = [p if isinstance(p, str) else _selector_text(p) for p in parse_config_key(key)]
         node = out
         for part in parts[:-1]:
             node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"config keys overlap: {key!r} lies below another recorded key")
+        if parts[-1] in node:
+            raise ConfigError(f"config keys overlap: {key!r} lies above another recorded key")
         node[parts[-1]] = _jsonable(value)
     return out
 
@@ -272,6 +359,37 @@ def code_version(path: str | os.PathLike | None = None) -> dict:
                     info["diff_sha256"] = hashlib.sha256(diff.encode("utf-8")).hexdigest()
     _CODE_CACHE[key] = info
     return dict(info)
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# Folders under the repository whose Python files are not the project's code.
+_NOT_CODE = {".venv", "venv", ".snakemake", "site-packages", "__pycache__", ".git", "results"}
+
+
+def code_files(extra: Iterable[str | os.PathLike] = ()) -> dict[str, str]:
+    """sha256 of every Python file of this repository that the process has imported, plus `extra`.
+
+    Keys are paths relative to `REPO_ROOT` (posix); files outside it (installed packages:
+    their versions are in ``packages``) and under `_NOT_CODE` folders are skipped. A record
+    keeps these so an audit can name the module that changed since an artifact was made,
+    rather than only "the commit differs".
+    """
+    paths = set()
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if f and f.endswith(".py"):
+            paths.add(Path(f))
+    paths.update(Path(p) for p in extra)
+    out: dict[str, str] = {}
+    for p in paths:
+        try:
+            rel = p.resolve().relative_to(REPO_ROOT)
+        except (ValueError, OSError):
+            continue
+        if _NOT_CODE.intersection(rel.parts[:-1]) or not p.is_file():
+            continue
+        out[rel.as_posix()] = file_sha256(p)
+    return dict(sorted(out.items()))
 
 
 @functools.lru_cache(maxsize=1)
@@ -351,15 +469,21 @@ def build_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = Non
                  config: Mapping | None = None, config_keys: Iterable[str] | None = None,
                  inputs: Any = (), seed: int | None = None, started: Any = None,
                  extra: Mapping | None = None, device: str | None = None,
-                 hash_artifact: bool = True) -> dict:
-    """The record `write_record` writes, as a dict (see the module docstring for the fields)."""
+                 hash_artifact: bool = True, code_extra: Iterable[str | os.PathLike] = (),
+                 finished: Any = None) -> dict:
+    """The record `write_record` writes, as a dict (see the module docstring for the fields).
+
+    `code_extra`: source files besides the imported modules that made the artifact (the
+    rule's script), hashed into ``code.files``. `finished`: when the job ended (default now),
+    so the outputs of one job share one ``wall_time_s``.
+    """
     art = Path(artifact)
     if not art.exists():
         raise DataError(f"cannot record provenance of {art}: the artifact does not exist")
     if not isinstance(rule, str) or not rule:
         raise ConfigError(f"rule={rule!r}: expected the non-empty name of the rule that made {art}")
     workdir = Path.cwd()
-    now = time.time()
+    now = _as_epoch(finished) if finished is not None else time.time()
     t0 = _as_epoch(started)
 
     if config_keys is not None:
@@ -397,7 +521,7 @@ def build_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = Non
         "config_keys": keys,
         "config_sha256": config_hash(subset),
         "inputs": input_hashes,
-        "code": code_version(),
+        "code": {**code_version(), "files": code_files(code_extra)},
         "packages": package_versions(),
         "device": device if device is not None else describe_device(),
         "seed": None if seed is None else int(seed),
@@ -415,7 +539,8 @@ def write_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = Non
                  config: Mapping | None = None, inputs: Any = (), seed: int | None = None,
                  started: Any = None, extra: Mapping | None = None,
                  config_keys: Iterable[str] | None = None, device: str | None = None,
-                 h5_attr: bool = False) -> Path:
+                 h5_attr: bool = False, code_extra: Iterable[str | os.PathLike] = (),
+                 finished: Any = None) -> Path:
     """Write the provenance record of `artifact` to ``<artifact>.prov.json`` atomically.
 
     artifact:    the file or directory just written (must exist).
@@ -427,10 +552,13 @@ def write_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = Non
     started:     ``time.time()`` (or a datetime) taken when the job began -> ``wall_time_s``.
     h5_attr:     also store the record (without the artifact's own hash) in the HDF5 root
                  attribute ``provenance`` before hashing the file.
+    code_extra:  source files that made the artifact besides the imported modules (a script).
+    finished:    when the job ended (default now): one ``wall_time_s`` for all its outputs.
     Returns the path of the sidecar.
     """
     kwargs = dict(rule=rule, wildcards=wildcards, config=config, config_keys=config_keys,
-                  inputs=inputs, seed=seed, started=started, extra=extra, device=device)
+                  inputs=inputs, seed=seed, started=started, extra=extra, device=device,
+                  code_extra=list(code_extra), finished=finished)
     if h5_attr:
         import h5py
 

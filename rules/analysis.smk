@@ -5,6 +5,8 @@
 #   tables/table1.*, tables/table2.*, figures/fig2.*, figures/fig5.*, numbers.json, numbers.tex
 # Tables and figures of the main experiment (analysis.experiment) are named targets:
 # `snakemake table1`, `table2`, `fig2`, `fig5`, `numbers`; `analysis` builds them all.
+# Tables (CSV) and figures (PNG) are marked for `snakemake --report report.html`, with the
+# captions of report/*.rst.
 
 MAIN = config["analysis"]["experiment"]
 WORLD = f"{RUN}/analysis/world.json"
@@ -14,6 +16,10 @@ MAIN_METRICS = METRICS.format(experiment=MAIN)
 MAIN_FITS = FITS.format(experiment=MAIN)
 TABLE_EXT = ["csv", "md", "tex"]
 FIGURE_EXT = ["pdf", "png"]
+# validation/metrics.json (rules/validation.smk) feeds numbers.json when validation is on
+VALIDATION_METRICS = f"{RUN}/validation/metrics.json"
+# what every table and figure of the main experiment depends on (labels and order of the archs)
+MAIN_KEYS = ex.analysis_config_keys(config, MAIN)
 
 
 rule world_summary:
@@ -46,6 +52,7 @@ rule collect_metrics:
         experiment=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     params:
         experiment=lambda wildcards: oc.experiment_spec(config, wildcards.experiment),
+        config_keys=lambda wildcards: ex.experiment_config_keys(config, wildcards.experiment),
     log:
         f"{RUN}/logs/analysis/{{experiment}}/metrics.log",
     benchmark:
@@ -66,6 +73,8 @@ rule scaling_fits:
         FITS,
     wildcard_constraints:
         experiment=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    params:
+        config_keys=[],  # a function of metrics.csv alone
     log:
         f"{RUN}/logs/analysis/{{experiment}}/fits.log",
     benchmark:
@@ -83,8 +92,9 @@ rule table1:
     input:
         metrics=MAIN_METRICS,
     output:
-        expand(f"{RUN}/tables/table1.{{ext}}", ext=TABLE_EXT),
+        table_outputs(f"{RUN}/tables/table1", "../report/table1.rst"),
     params:
+        config_keys=MAIN_KEYS + ["analysis.table1_size"],
         size=config["analysis"]["table1_size"],
         archs=lambda wildcards: [oc.arch_spec(config, a) | {"name": a} for a in oc.experiment_spec(config, MAIN)["archs"]],
     log:
@@ -104,8 +114,11 @@ rule table2:
     input:
         metrics=MAIN_METRICS,
     output:
-        expand(f"{RUN}/tables/table2.{{ext}}", ext=TABLE_EXT),
+        table_outputs(f"{RUN}/tables/table2", "../report/table2.rst"),
     params:
+        config_keys=MAIN_KEYS
+        + ["analysis.table2_archs", "analysis.table2_sizes"]
+        + [ex.arch_key(a) for a in config["analysis"]["table2_archs"] or []],
         archs=lambda wildcards: [
             oc.arch_spec(config, a) | {"name": a}
             for a in (config["analysis"]["table2_archs"] or oc.experiment_spec(config, MAIN)["archs"])
@@ -128,8 +141,9 @@ rule fig2:
     input:
         metrics=MAIN_METRICS,
     output:
-        expand(f"{RUN}/figures/fig2.{{ext}}", ext=FIGURE_EXT),
+        figure_outputs(f"{RUN}/figures/fig2", "../report/fig2.rst"),
     params:
+        config_keys=MAIN_KEYS,
         archs=lambda wildcards: [oc.arch_spec(config, a) | {"name": a} for a in oc.experiment_spec(config, MAIN)["archs"]],
     log:
         f"{RUN}/logs/analysis/fig2.log",
@@ -148,8 +162,9 @@ rule fig5:
     input:
         metrics=MAIN_METRICS,
     output:
-        expand(f"{RUN}/figures/fig5.{{ext}}", ext=FIGURE_EXT),
+        figure_outputs(f"{RUN}/figures/fig5", "../report/fig5.rst"),
     params:
+        config_keys=MAIN_KEYS,
         archs=lambda wildcards: [oc.arch_spec(config, a) | {"name": a} for a in oc.experiment_spec(config, MAIN)["archs"]],
     log:
         f"{RUN}/logs/analysis/fig5.log",
@@ -169,10 +184,15 @@ rule numbers:
         world=WORLD,
         metrics=MAIN_METRICS,
         fits=MAIN_FITS,
+        table1=f"{RUN}/tables/table1.csv",
+        validation=VALIDATION_METRICS if config["validation"]["enabled"] else [],
     output:
-        json=f"{RUN}/numbers.json",
+        json=report(
+            f"{RUN}/numbers.json", caption="../report/numbers.rst", category="Numbers"
+        ),
         tex=f"{RUN}/numbers.tex",
     params:
+        config_keys=MAIN_KEYS + ["analysis.table1_size", "validation.enabled"],
         archs=lambda wildcards: [oc.arch_spec(config, a) | {"name": a} for a in oc.experiment_spec(config, MAIN)["archs"]],
         size=config["analysis"]["table1_size"],
     log:

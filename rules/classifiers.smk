@@ -27,6 +27,9 @@ rule classifier:
             for k in ("epochs", "min_steps", "batch_size", "lr", "weight_decay")
         },
         device=config["device"],
+        config_keys=lambda wildcards: ex.classifier_config_keys(
+            config, wildcards.experiment, wildcards.arch
+        ),
     group:
         "classifiers"
     log:

@@ -1,6 +1,15 @@
 # Stage `data`: real images -> results/<run>/data/{train,test}.h5 (uint8 [n, C, H, W] + labels,
 # class names, a fixed split). The raw data root is a parameter, not an input: the DAG builds
 # without the data present, and scripts/data.py fails with the path and the expected layout.
+# The records of both files hash the raw files read (oracle.experiments.raw_data_inputs): the
+# audit chain of every number ends there.
+#
+# `params: config_keys` (rules of the data, splits, classifiers, analysis and validation stages):
+# the config keys the rule's artifacts depend on, declared once here. Their provenance records
+# keep the run config at those keys and `python -m oracle.audit` compares them with the run's
+# config (syntax: oracle.provenance.parse_config_key).
+
+from oracle import experiments as ex
 
 
 rule data:
@@ -10,6 +19,7 @@ rule data:
     params:
         data=config["data"],
         seed=config["seed"],
+        config_keys=["data", "seed"],
     log:
         f"{RUN}/logs/data.log",
     benchmark:

@@ -14,6 +14,13 @@ rule make_splits:
         sizes=oc.all_sizes(config),
         seeds=config["splits"]["seeds"],
         seed=config["seed"],
+        # every N of any experiment is in the file (oc.all_sizes)
+        config_keys=["splits.test_size", "splits.sizes", "splits.seeds", "seed"]
+        + [
+            f"{ex.experiment_key(e['name'])}.sizes"
+            for e in config["classifiers"]["experiments"]
+            if "sizes" in e
+        ],
     log:
         f"{RUN}/logs/splits.log",
     benchmark:

@@ -5,11 +5,16 @@
 #   tables/table3.*, tables/table4.*, figures/fig4.*
 # Local weight files (validation.inception_weights / resnet_weights) are inputs when they exist;
 # nothing is downloaded, and a configured but missing file fails with its path.
+# Tables 3-4 (CSV) and Figure 4 (PNG) are marked for the report (captions in report/*.rst).
 
 VALIDATION = config["validation"]
 VALIDATION_METRICS = f"{RUN}/validation/metrics.json"
-VALIDATION_TABLES = [f"{RUN}/tables/table{t}.{ext}" for t in (3, 4) for ext in TABLE_EXT]
-VALIDATION_FIG4 = [f"{RUN}/figures/fig4.{ext}" for ext in FIGURE_EXT]
+VALIDATION_TABLE3 = table_outputs(f"{RUN}/tables/table3", "../report/table3.rst", "Validation")
+VALIDATION_TABLE4 = table_outputs(f"{RUN}/tables/table4", "../report/table4.rst", "Validation")
+VALIDATION_TABLES = VALIDATION_TABLE3 + VALIDATION_TABLE4
+VALIDATION_FIG4 = figure_outputs(f"{RUN}/figures/fig4", "../report/fig4.rst", "Validation")
+# what the validation metrics depend on besides their inputs (`enabled` only asks for them)
+VALIDATION_KEYS = [f"validation.{k}" for k in VALIDATION if k != "enabled"]
 
 
 rule validation_metrics:
@@ -34,6 +39,7 @@ rule validation_metrics:
         device=config["device"],
         dequant_std=config["oracle"]["train"]["noise_std"],
         dataset_name=config["data"]["kind"],
+        config_keys=VALIDATION_KEYS + ["oracle.train.noise_std", "seed", "data.kind"],
     log:
         f"{RUN}/logs/validation/metrics.log",
     benchmark:
@@ -51,11 +57,12 @@ rule validation_report:
     input:
         metrics=VALIDATION_METRICS,
     output:
-        table3=[f"{RUN}/tables/table3.{ext}" for ext in TABLE_EXT],
-        table4=[f"{RUN}/tables/table4.{ext}" for ext in TABLE_EXT],
+        table3=VALIDATION_TABLE3,
+        table4=VALIDATION_TABLE4,
         fig4=VALIDATION_FIG4,
     params:
         dataset_name=config["data"]["kind"],
+        config_keys=["data.kind"],
     log:
         f"{RUN}/logs/validation/report.log",
     benchmark:

@@ -2,6 +2,9 @@
 
 The raw data root is a parameter (not a Snakemake input, so the DAG builds without it);
 oracle.data raises a one-line DataError naming the missing path and the expected layout.
+The records hash the raw files read (for digits scikit-learn's bundled file) as inputs, and
+name their identity (kind, root, scikit-learn version for digits) in ``extra.raw_data``: the
+end of every audit chain.
 """
 
 from oracle import experiments as ex
@@ -16,5 +19,5 @@ with ex.script_job(sm.log[0], sm.threads) as started:
         images, labels, names = load_split(spec, split)
         print(f"{split}: {images.shape[0]} images {list(images.shape[1:])}, {len(names)} classes")
         write_images_h5(sm.output[split], images, labels, names, attrs={"split": split, "data": spec})
-    ex.record_outputs(sm.output, rule=sm.rule, config={"data": sm.params.data, "seed": sm.params.seed},
-                      seed=sm.params.seed, started=started)
+    raw, identity = ex.raw_data_inputs(spec)
+    ex.record_job(sm, started, inputs=raw, extra={"raw_data": identity})

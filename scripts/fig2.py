@@ -13,4 +13,4 @@ sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 with ex.script_job(sm.log[0], sm.threads) as started:
     runs = ex.select_runs(pd.read_csv(sm.input.metrics), sm.params.archs)
     figure2(runs, Path(sm.output[0]).with_suffix(""))
-    ex.record_outputs(sm.output, rule=sm.rule, config={"archs": sm.params.archs}, inputs=sm.input, started=started)
+    ex.record_job(sm, started)

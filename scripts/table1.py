@@ -20,5 +20,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
         "at the largest N, error, and gap to the Bayes-optimal accuracy E[max_y p(y|x)] of the oracle test set."),
         float_format=".2f")
     print(frame.to_string())
-    ex.record_outputs(sm.output, rule=sm.rule, config={"analysis": {"table1_size": size}, "archs": sm.params.archs},
-                      inputs=sm.input, started=started)
+    ex.record_job(sm, started)

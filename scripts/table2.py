@@ -16,6 +16,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
         "Epistemic error E[KL(p(y|x) || q(y|x))] (nats, mean over seeds) against dataset size N."),
         float_format=".3f")
     print(frame.to_string())
-    ex.record_outputs(sm.output, rule=sm.rule,
-                      config={"analysis": {"table2_sizes": sm.params.sizes}, "archs": sm.params.archs},
-                      inputs=sm.input, started=started)
+    ex.record_job(sm, started)

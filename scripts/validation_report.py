@@ -23,5 +23,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
     figure4(metrics, Path(sm.output.fig4[0]).with_suffix(""))
     print(t3.to_string())
     print(t4.to_string())
-    ex.record_outputs(sm.output, rule=sm.rule, config={"dataset_name": sm.params.dataset_name},
-                      inputs=sm.input, started=started)
+    ex.record_job(sm, started)

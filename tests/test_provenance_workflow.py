@@ -1,0 +1,495 @@
+"""Provenance you can audit (issue 5), end to end on the smoke workflow and in small pieces.
+
+The slow tests share ONE smoke run (tests/smoke/config.yaml with validation on, so Tables 3-4,
+Figure 4 and the validation numbers exist); tampering tests work on copies of its results.
+The fast tests cover the record helpers, config keys, numbers.tex and atomic_output alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+import yaml
+
+from oracle import experiments as ex
+from oracle.audit import audit, check_numbers, compare_config, load_numbers
+from oracle.errors import ConfigError, DataError
+from oracle.provenance import (
+    atomic_output, clear_hash_cache, config_hash, config_subset, file_sha256, get_config_value,
+    parse_config_key, path_sha256, read_record,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "tests" / "smoke" / "config.yaml"
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+RUN = "results/smoke"
+NEWCOMMAND = re.compile(r"\\newcommand\{\\([A-Za-z]+)\}\{([^{}]*)\}")
+
+
+def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _audit_cli(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "oracle.audit", *args], cwd=workdir,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _flip_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _digits_file() -> str:
+    return str(ex.raw_data_inputs({"kind": "digits"})[0][0])
+
+
+# ============================================================================= the smoke run
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """One smoke run with validation on: (workdir, configfile)."""
+    work = tmp_path_factory.mktemp("prov-smoke")
+    cfg = yaml.safe_load(SMOKE.read_text())
+    cfg["validation"]["enabled"] = True
+    configfile = work / "config.yaml"
+    configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    proc = _snakemake(work, "--configfile", str(configfile))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return work, configfile
+
+
+@pytest.fixture
+def tamper(smoke, tmp_path):
+    """A copy of the run's results folder to change; returns the copy's working directory."""
+    work, _ = smoke
+    shutil.copytree(work / "results", tmp_path / "results", symlinks=True)
+    clear_hash_cache()
+    return tmp_path
+
+
+def _artifacts(run: Path) -> list[Path]:
+    skip = {"logs", "benchmarks", "ckpt"}
+    return sorted(p for p in run.rglob("*") if p.is_file() and not p.name.endswith(".prov.json")
+                  and not skip.intersection(p.relative_to(run).parts))
+
+
+@pytest.mark.slow
+def test_every_artifact_has_a_complete_record(smoke, monkeypatch):
+    work, _ = smoke
+    monkeypatch.chdir(work)
+    run = work / RUN
+    effective = yaml.safe_load((run / "config.yaml").read_text())
+    artifacts = _artifacts(run)
+    assert len(artifacts) >= 40
+    for art in artifacts:
+        rec = read_record(art)
+        shown = art.relative_to(work).as_posix()
+        assert rec["id"] == shown and rec["artifact"]["sha256"] == file_sha256(art), shown
+        assert rec["config_sha256"] == config_hash(rec["config"]), shown
+        # every recorded config key is a real key of the run's config, with the run's value
+        assert all(c["ok"] for c in compare_config(rec, effective)), (shown, compare_config(rec, effective))
+        for inp, h in rec["inputs"].items():
+            assert path_sha256(Path(inp)) == h, (shown, inp)
+        code = rec["code"]
+        assert {"commit", "dirty", "files"} <= set(code) and "oracle/provenance.py" in code["files"], shown
+        assert any(f.startswith("scripts/") for f in code["files"]), shown  # the rule's script
+        assert rec["packages"]["torch"] and rec["packages"]["numpy"] and rec["device"]
+        assert rec["wall_time_s"] is not None and rec["wall_time_s"] >= 0 and rec["started_utc"]
+        if "seed" in rec["wildcards"]:
+            assert rec["seed"] == int(rec["wildcards"]["seed"])
+    # outputs of one job share one wall time
+    walls = {read_record(run / "tables" / f"table1.{e}")["wall_time_s"] for e in ("csv", "md", "tex")}
+    assert len(walls) == 1
+    # the data records name the raw data: scikit-learn's digits file and version
+    import sklearn
+
+    data = read_record(run / "data" / "train.h5")
+    assert list(data["inputs"]) == [_digits_file()]
+    assert data["extra"]["raw_data"]["scikit-learn"] == sklearn.__version__
+    assert data["config"]["data"] == effective["data"]
+    # a classifier keeps the config keys of its own experiment and architecture
+    clf = read_record(run / "classifiers" / "scaling" / "test_vit" / "N50" / "seed0" / "metrics.json")
+    assert "classifiers.lr" in clf["config_keys"] and "classifiers.archs[test_vit].input_size" in clf["config_keys"]
+    assert not any("test_resnet" in k for k in clf["config_keys"])
+
+
+@pytest.mark.slow
+def test_untouched_run_audits_clean_to_data_and_checkpoint(smoke, monkeypatch):
+    work, _ = smoke
+    proc = _audit_cli(work, "accuracy.test_resnet", "--run", RUN)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    out = proc.stdout
+    for part in ("number 'accuracy.test_resnet'", f"{RUN}/numbers.json  [rule numbers]",
+                 f"{RUN}/analysis/scaling/metrics.csv  [rule collect_metrics]", "[rule classifier]",
+                 f"{RUN}/splits/splits.h5  [rule make_splits]", f"{RUN}/samples/all.h5  [rule merge_samples]",
+                 f"{RUN}/oracle/flow.pt  [rule oracle_train]", f"{RUN}/data/train.h5  [rule data]",
+                 "raw input (no provenance record)", "0 flagged"):
+        assert part in out, part
+    assert f"chain ends at raw data: {_digits_file()}" in out
+    assert f"oracle checkpoint:      {RUN}/oracle/flow.pt" in out
+    # every number's chain is clean and reaches both ends
+    monkeypatch.chdir(work)
+    keys = list(load_numbers(work / RUN / "numbers.json"))
+    assert len(keys) > 30
+    for key in keys:
+        rep = audit(key, run=RUN)
+        assert rep["ok"], (key, rep["flags"])
+        assert rep["raw_inputs"] == [_digits_file()], key
+        assert rep["oracle_checkpoints"] == [f"{RUN}/oracle/flow.pt"], key
+    # figures and tables too
+    for art in ("figures/fig2.png", "figures/fig5.pdf", "figures/fig4.png", "tables/table2.csv", "tables/table4.tex"):
+        rep = audit(f"{RUN}/{art}")
+        assert rep["ok"] and rep["raw_inputs"] and rep["oracle_checkpoints"], (art, rep["flags"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("victim", ["data/train.h5", "samples/shard-0001.h5"])
+def test_one_flipped_input_byte_is_flagged(tamper, victim):
+    _flip_byte(tamper / RUN / victim)
+    proc = _audit_cli(tamper, "aleatoric_floor", "--run", RUN)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    flags = [line for line in proc.stdout.splitlines() if line.startswith("FLAG")]
+    assert any(f"{RUN}/{victim}: artifact changed since its record was written" in f for f in flags), flags
+    assert any(f"input {RUN}/{victim} changed" in f for f in flags), flags
+    rep = json.loads(_audit_cli(tamper, "aleatoric_floor", "--run", RUN, "--json").stdout)
+    assert not rep["ok"] and {f["artifact"] for f in rep["flags"]} <= {
+        f"{RUN}/{victim}", f"{RUN}/oracle/flow.pt", f"{RUN}/samples/all.h5"}
+
+
+@pytest.mark.slow
+def test_edited_numbers_json_is_flagged(tamper):
+    path = tamper / RUN / "numbers.json"
+    numbers = json.loads(path.read_text())
+    numbers["aleatoric_floor"]["value"] *= 0.5
+    path.write_text(json.dumps(numbers, indent=2))
+    proc = _audit_cli(tamper, "aleatoric_floor", "--run", RUN)
+    assert proc.returncode == 1
+    assert f"FLAG     {RUN}/numbers.json: artifact changed since its record was written" in proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key,value,where", [
+    ("splits.sizes", [50, 100, 200], "splits/splits.h5"),
+    ("classifiers.lr", 0.01, "classifiers/scaling/test_vit/N200/seed0/metrics.json"),
+    ("classifiers.archs.test_vit.label", "ViT-B", "figures/fig2.png"),
+])
+def test_changed_parameter_of_a_figure_is_flagged(tamper, key, value, where):
+    cfg_path = tamper / RUN / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    node = cfg
+    *parents, last = key.split(".")
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    proc = _audit_cli(tamper, f"{RUN}/figures/fig2.png")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    flags = [line for line in proc.stdout.splitlines() if line.startswith("FLAG")]
+    assert any(line.startswith(f"FLAG     {RUN}/{where}: config ") for line in flags), flags
+
+
+@pytest.mark.slow
+def test_parameter_outside_the_chain_is_not_flagged(tamper):
+    cfg_path = tamper / RUN / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["validation"]["n_samples"] = 7  # Figure 4 depends on it, Figure 2 does not
+    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    assert _audit_cli(tamper, f"{RUN}/figures/fig2.png").returncode == 0
+    proc = _audit_cli(tamper, f"{RUN}/figures/fig4.png")
+    assert proc.returncode == 1
+    assert f"FLAG     {RUN}/validation/metrics.json: config validation.n_samples changed" in proc.stdout
+
+
+@pytest.mark.slow
+def test_every_number_names_an_existing_artifact(smoke, monkeypatch):
+    work, _ = smoke
+    monkeypatch.chdir(work)
+    run = work / RUN
+    path = run / "numbers.json"
+    assert check_numbers(path, require_record=True) == []
+    assert _audit_cli(work, "--check-numbers", str(path)).returncode == 0
+    numbers = json.loads(path.read_text())
+    for key, entry in numbers.items():
+        assert {"value", "unit", "artifact", "description"} <= set(entry), key
+        assert entry["artifact"].startswith(f"{RUN}/") and (work / entry["artifact"]).is_file(), key
+    archs = ("test_resnet", "test_vit")
+    expected = {"aleatoric_floor", "bayes_error", "bayes_accuracy", "mutual_information",
+                "normalized_mutual_information", "table1_gap_min", "table1_gap_max", "validation.fd_domain",
+                "validation.coverage", "validation.memorization_rate", "validation.stability_kl", "validation.bpd"}
+    expected |= {f"{k}.{a}" for a in archs for k in ("alpha", "epistemic_min_n", "epistemic_max_n", "table1_gap")}
+    assert expected <= set(numbers), expected - set(numbers)
+    assert "validation.fid" not in numbers  # no Inception weights: the distance is an FD
+    for key in ("aleatoric_floor", "bayes_error", "mutual_information", "validation.stability_kl", "validation.bpd"):
+        assert numbers[key]["se"] > 0, key
+    assert numbers["aleatoric_floor"]["unit"] == "nats" and numbers["mutual_information"]["unit"] == "bits"
+    # the numbers agree with the artifacts they name, recomputed here from the classifier level
+    metrics = pd.read_csv(run / "analysis" / "scaling" / "metrics.csv")
+    for arch in archs:
+        sub = metrics[metrics["arch"] == arch]
+        at_max = sub[sub["N"] == sub["N"].max()]
+        gap = 100 * (at_max["bayes_accuracy"].mean() - at_max["acc_source"].mean())
+        assert math.isclose(numbers[f"table1_gap.{arch}"]["value"], gap, rel_tol=1e-9), arch
+        leaf = json.loads((run / "classifiers" / "scaling" / arch / "N50" / "seed0" / "metrics.json").read_text())
+        assert math.isclose(numbers[f"epistemic_min_n.{arch}"]["value"], leaf["metrics"]["epistemic"]["mean"],
+                            rel_tol=1e-12)
+        assert numbers[f"epistemic_min_n.{arch}"]["se"] == leaf["metrics"]["epistemic"]["se"]
+    val = json.loads((run / "validation" / "metrics.json").read_text())
+    assert numbers["validation.fd_domain"]["value"] == val["feature_spaces"]["domain"]["frechet_samples_train"]
+    assert numbers["validation.stability_kl"]["value"] == val["posterior_stability"]["mean_kl"]
+
+
+@pytest.mark.slow
+def test_numbers_tex_is_one_wellformed_macro_per_number(smoke):
+    work, _ = smoke
+    numbers = json.loads((work / RUN / "numbers.json").read_text())
+    lines = [ln for ln in (work / RUN / "numbers.tex").read_text().splitlines() if ln and not ln.startswith("%")]
+    matches = [NEWCOMMAND.fullmatch(ln) for ln in lines]
+    assert all(matches), [ln for ln, m in zip(lines, matches) if not m]
+    names = [m.group(1) for m in matches]
+    assert len(names) == len(set(names)) == len(numbers)
+    by_name = {ex.tex_macro_name(k): v["value"] for k, v in numbers.items()}
+    for m in matches:
+        value = by_name[m.group(1)]
+        assert math.isclose(float(m.group(2)), value, rel_tol=5e-4, abs_tol=1e-300), m.group(0)
+
+
+@pytest.mark.slow
+def test_report_builds_with_every_table_and_figure(smoke):
+    work, configfile = smoke
+    proc = _snakemake(work, "--configfile", str(configfile), "--report", "report.html")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    html = (work / "report.html").read_text(encoding="utf-8")
+    assert html.lstrip().lower().startswith("<!doctype html") and not (work / "report.zip").exists()
+    for name in ("fig2.png", "fig5.png", "fig4.png", "table1.csv", "table2.csv", "table3.csv", "table4.csv",
+                 "numbers.json"):
+        assert name in html, name
+    for caption in ("Table 1: classifiers against the Bayes-optimal bound", "Table 2: epistemic error",
+                    "Figure 2: epistemic error follows a power law", "Figure 5: epistemic KL against N",
+                    "Table 3: oracle validation", "Table 4: oracle samples against real data",
+                    "Figure 4: oracle samples are not memorized", "In-text numbers"):
+        assert caption in html, caption
+    assert not re.search(r"""src=["']https?://""", html)  # self-contained
+
+
+# ============================================================================= fast pieces
+
+
+def test_config_keys_with_selectors():
+    cfg = {"classifiers": {"archs": {"vit.b16": {"model": "vit", "label": "ViT"}, "r": {}},
+                           "experiments": [{"name": "scaling", "labels": "hard"}, {"name": "soft", "labels": "soft"}]},
+           "seed": 0}
+    assert parse_config_key("classifiers.experiments[name=soft].labels") == [
+        "classifiers", "experiments", ("name", "soft"), "labels"]
+    assert get_config_value(cfg, "classifiers.experiments[name=soft].labels") == "soft"
+    assert get_config_value(cfg, "classifiers.archs[vit.b16].model") == "vit"
+    keys = ["classifiers.experiments[name=soft]", "classifiers.archs[vit.b16].label", "seed", "seed"]
+    sub = config_subset(cfg, keys)
+    for k in keys:  # the subset answers the same keys with the same values
+        assert get_config_value(sub, k) == get_config_value(cfg, k)
+    rec = {"config": sub, "config_keys": keys}
+    assert all(c["ok"] for c in compare_config(rec, cfg))
+    cfg["classifiers"]["experiments"][1]["labels"] = "hard"
+    bad = [c["key"] for c in compare_config(rec, cfg) if not c["ok"]]
+    assert bad == ["classifiers.experiments[name=soft]"]
+    with pytest.raises(ConfigError, match="not found"):
+        get_config_value(cfg, "classifiers.experiments[name=nope]")
+    with pytest.raises(ConfigError, match="overlap"):
+        config_subset(cfg, ["classifiers.archs", "classifiers.archs[r]"])
+    for bad_key in ("", ".a", "a..b", "a[b"):
+        with pytest.raises(ConfigError):
+            parse_config_key(bad_key)
+
+
+def test_rule_config_keys_resolve_in_the_smoke_config():
+    cfg = yaml.safe_load(SMOKE.read_text())
+    cfg["classifiers"]["experiments"][0].setdefault("hard_label", "source")
+    keys = ex.classifier_config_keys(cfg, "scaling", "test_vit")
+    assert "classifiers.archs[test_vit].label" not in keys and "classifiers.archs[test_vit].input_size" in keys
+    for ks in (keys, ex.analysis_config_keys(cfg, "scaling", ["analysis.table1_size"]),
+               ex.experiment_config_keys(cfg, "scaling")):
+        config_subset(cfg, ks)  # every key exists
+    assert "splits.sizes" in ex.analysis_config_keys(cfg, "scaling")  # the experiment's default N
+    with pytest.raises(ConfigError, match="no experiment named 'nope'"):
+        ex.classifier_config_keys(cfg, "nope", "test_vit")
+
+
+def _fake_job(tmp_path, **over):
+    scripts = tmp_path / "scripts"
+    scripts.mkdir(exist_ok=True)
+    (scripts / "make.py").write_text("print('the script')\n")
+    inp = tmp_path / "in.txt"
+    inp.write_text("input")
+    out = tmp_path / "out.txt"
+    out.write_text("output")
+    job = SimpleNamespace(rule="make", wildcards=SimpleNamespace(seed="3", items=lambda: [("seed", "3")]),
+                          input=[str(inp)], output=[str(out)],
+                          params=SimpleNamespace(config_keys=["a.b", "seed"]),
+                          config={"a": {"b": 1, "c": 2}, "seed": 0}, scriptdir=str(scripts))
+    for k, v in over.items():
+        setattr(job, k, v)
+    return job
+
+
+def test_record_job_takes_everything_from_the_job(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    job = _fake_job(tmp_path)
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / ".snakemake" / "scripts" / "tmpab12cd34.make.py")])
+    assert ex.job_script(job) == tmp_path / "scripts" / "make.py"
+    [side] = ex.record_job(job, started=1.0, extra={"note": 1})
+    rec = json.loads(side.read_text())
+    assert rec["rule"] == "make" and rec["seed"] == 3 and rec["wildcards"] == {"seed": "3"}
+    assert rec["config"] == {"a": {"b": 1}, "seed": 0} and rec["config_keys"] == ["a.b", "seed"]
+    assert rec["inputs"] == {"in.txt": file_sha256(tmp_path / "in.txt")} and rec["extra"] == {"note": 1}
+    # the script lies outside this repository (tmp_path): only repository files are kept
+    assert all(not f.endswith("make.py") for f in rec["code"]["files"])
+    with pytest.raises(ConfigError, match="declares no params.config_keys"):
+        ex.record_job(_fake_job(tmp_path, params=SimpleNamespace()), started=None)
+
+
+def test_record_outputs_defers_to_the_rules_config_keys(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    job = _fake_job(tmp_path)
+    monkeypatch.setattr(sys.modules["__main__"], "snakemake", job, raising=False)
+    [side] = ex.record_outputs(job.output, rule="make", config={"training": {"lr": 0.1}}, inputs=job.input)
+    assert json.loads(side.read_text())["config"] == {"a": {"b": 1}, "seed": 0}
+    monkeypatch.setattr(sys.modules["__main__"], "snakemake", None)
+    [side] = ex.record_outputs(job.output, rule="make", config={"training": {"lr": 0.1}}, inputs=job.input)
+    assert json.loads(side.read_text())["config"] == {"training": {"lr": 0.1}}
+
+
+def test_raw_data_inputs_pick_the_files_read(tmp_path):
+    root = tmp_path / "afhq"
+    for split in ("train", "val"):
+        (root / split / "cat").mkdir(parents=True)
+        (root / split / "cat" / "a.png").write_bytes(b"png")
+    (root / "unrelated").mkdir()
+    paths, ident = ex.raw_data_inputs({"kind": "image_folder", "root": str(root)})
+    assert paths == [root / "train", root / "val"] and ident == {"kind": "image_folder", "root": str(root)}
+    cifar = tmp_path / "torchvision"
+    (cifar / "cifar-10-batches-py").mkdir(parents=True)
+    assert ex.raw_data_inputs({"kind": "cifar10", "root": str(cifar)})[0] == [cifar / "cifar-10-batches-py"]
+    npz = tmp_path / "d.npz"
+    npz.write_bytes(b"npz")
+    assert ex.raw_data_inputs({"kind": "npz", "root": str(npz)})[0] == [npz]
+    assert ex.raw_data_inputs({"kind": "svhn", "root": str(tmp_path / "none")})[0] == []
+    digits, ident = ex.raw_data_inputs({"kind": "digits"})
+    assert digits[0].name == "digits.csv.gz" and digits[0].is_file() and ident["scikit-learn"]
+
+
+def test_numbers_tex_names_and_collisions():
+    nums = {"alpha.resnet_18": {"value": 0.0391234}, "n_max": {"value": 40000}, "x": {"value": None},
+            "validation.stability_kl": {"value": 1.51e-9}}
+    tex = ex.numbers_tex(nums)
+    got = dict(NEWCOMMAND.findall(tex))
+    assert got == {"numAlphaResnetOneEight": "0.03912", "numNMax": "40000", "numX": "--",
+                   "numValidationStabilityKl": "1.51e-09"}
+    with pytest.raises(DataError, match="'alpha.resnet18' and 'alpha.resnet_18'"):
+        ex.numbers_tex({"alpha.resnet_18": {"value": 1.0}, "alpha.resnet18": {"value": 2.0}})
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_atomic_output_applies_the_umask_at_rename(tmp_path, mask):
+    old = os.umask(0o022)  # the umask in force when the module was imported, say
+    try:
+        os.umask(mask)  # ... changed later by the process
+        with atomic_output(tmp_path / "a.txt") as tmp:
+            tmp.write_text("x")
+        assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o666 & ~mask
+        with atomic_output(tmp_path / "b.txt") as tmp:  # a writer that replaces the file
+            tmp.unlink()
+            tmp.write_text("y")
+        assert (tmp_path / "b.txt").stat().st_mode & 0o777 == 0o666 & ~mask
+    finally:
+        os.umask(old)
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt"]  # no temporary left behind
+
+
+def test_build_numbers_spreads_table1_gaps_and_closed_form():
+    import numpy as np
+
+    from oracle.reporting import table1
+
+    rng = np.random.default_rng(0)
+    log_p = np.log(rng.dirichlet(np.ones(2), size=400))
+    world = {"all": ex.world_constants(log_p, np.full(2, 0.5)), "test": ex.world_constants(log_p[:100], np.full(2, 0.5)),
+             "bayes_error_closed_form": {"value": 0.0668, "method": "closed_form"}}
+    rows = [{"arch": arch, "N": n, "seed": seed, "acc_source": 0.6 + 0.01 * seed + (0.1 if n == 100 else 0),
+             "acc_source_se": 0.02, "ece": 0.05, "epistemic": 0.3 / n ** 0.2 + 0.001 * seed, "epistemic_se": 0.004,
+             "bayes_accuracy": 0.8}
+            for arch in ("r18", "vit") for n in (10, 100) for seed in ((0, 1) if arch == "r18" else (0,))]
+    df = pd.DataFrame(rows)
+    archs = [{"name": "r18", "label": "ResNet-18"}, {"name": "vit", "label": "ViT"}]
+    t1 = table1(ex.select_runs(df, archs))
+    nums = ex.build_numbers(world, "w.json", df, "m.csv", pd.DataFrame(), "f.csv", archs,
+                            table1=t1, table1_path="t1.csv")
+    assert nums["bayes_error_closed_form"]["value"] == 0.0668
+    two = df[(df["arch"] == "r18") & (df["N"] == 100)]["acc_source"].to_numpy()
+    acc = nums["accuracy.r18"]
+    assert acc["se_over"] == "seeds" and acc["n_seeds"] == 2
+    assert math.isclose(acc["std"], np.std(two, ddof=1)) and math.isclose(acc["se"], np.std(two, ddof=1) / math.sqrt(2))
+    assert nums["accuracy.vit"]["se_over"] == "test set" and nums["accuracy.vit"]["se"] == 0.02
+    assert nums["accuracy.vit"]["std"] is None
+    # the gap is read from Table 1 under the architecture's name, not its label
+    assert math.isclose(nums["table1_gap.r18"]["value"], 100 * (0.8 - two.mean()), rel_tol=1e-12)
+    assert nums["table1_gap.r18"]["artifact"] == "t1.csv"
+    gaps = [nums["table1_gap.r18"]["value"], nums["table1_gap.vit"]["value"]]
+    assert nums["table1_gap_min"]["value"] == min(gaps) and nums["table1_gap_max"]["value"] == max(gaps)
+    assert nums["epistemic_min_n.vit"]["value"] == 0.3 / 10 ** 0.2 and nums["n_min"]["value"] == 10
+    assert "alpha.r18" not in nums  # no fits: no exponent rather than a made-up one
+    ex.numbers_tex(nums)  # every key has a distinct macro
+
+
+def test_validation_numbers_name_fid_only_in_inception_features():
+    spaces = {
+        "inception": {"feature_kind": "inception", "frechet_name": "FID", "frechet_samples_train": 28.44,
+                      "feature_space": "Inception-v3 pool3 (2048-d)", "is_name": "IS",
+                      "inception_score_samples": {"mean": 6.24, "std": 3.57}},
+        "resnet": {"feature_kind": "resnet", "frechet_name": "FD (ResNet-50 features)", "frechet_samples_train": 3.1,
+                   "feature_space": "ResNet-50 avgpool (2048-d)", "is_name": "IS-like score (ResNet-50)",
+                   "inception_score_samples": {"mean": 2.0, "std": 0.1}},
+    }
+    nums = ex.validation_numbers({"feature_spaces": spaces, "primary_space": "resnet",
+                                  "posterior_stability": {"mean_kl": 1.5e-9, "se": 1e-10, "n": 100, "noise_std": 1e-3}},
+                                 "v.json")
+    assert nums["validation.fid"]["value"] == 28.44 and "Inception" in nums["validation.fid"]["description"]
+    assert nums["validation.is"]["value"] == 6.24 and nums["validation.is"]["std"] == 3.57
+    assert nums["validation.fd_resnet"]["value"] == 3.1 and "validation.fid_resnet" not in nums
+    assert nums["validation.stability_kl"] == {
+        "value": 1.5e-9, "unit": "nats", "artifact": "v.json", "se": 1e-10, "se_over": "samples",
+        "description": nums["validation.stability_kl"]["description"]}
+    only_domain = ex.validation_numbers({"feature_spaces": {"domain": {**spaces["resnet"], "feature_kind": "domain"}},
+                                         "primary_space": "domain"}, "v.json")
+    assert "validation.fid" not in only_domain and "validation.fd_domain" in only_domain
+
+
+def test_code_check_names_the_changed_module(tmp_path):
+    from oracle.audit import changed_code_files
+    from oracle.provenance import REPO_ROOT, code_files
+
+    recorded = code_files()  # this process imported oracle.provenance from the repository
+    assert recorded["oracle/provenance.py"] == file_sha256(REPO_ROOT / "oracle" / "provenance.py")
+    assert all(not k.startswith(("/", ".venv/")) and "site-packages" not in k for k in recorded)
+    (tmp_path / "oracle").mkdir()
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / "oracle" / name).write_text(f"# {name}\n")
+    rec = {"files": {f"oracle/{n}": file_sha256(tmp_path / "oracle" / n) for n in ("a.py", "b.py", "c.py")}}
+    assert changed_code_files(rec, root=tmp_path) == []
+    (tmp_path / "oracle" / "a.py").write_text("# a, edited\n")
+    (tmp_path / "oracle" / "c.py").unlink()
+    clear_hash_cache()
+    assert changed_code_files(rec, root=tmp_path) == ["oracle/a.py changed", "oracle/c.py removed"]
