@@ -85,6 +85,23 @@ def test_profile_bundles_classifiers(tmp_path: Path) -> None:
     assert n_groups == math.ceil(n_classifier / k), (n_classifier, n_groups, k)
 
 
+@pytest.mark.parametrize("preset", sorted((REPO / "presets").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_preset_dry_runs_with_the_profile(preset: Path, tmp_path: Path) -> None:
+    """Each paper preset builds its whole DAG through the SLURM profile without data present,
+    and its classifier jobs are bundled into group jobs."""
+    proc = subprocess.run(
+        [*SNAKEMAKE, "--cores", "all", "--profile", "slurm", "--configfile", str(preset),
+         "--directory", str(tmp_path), "--dry-run"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    n_classifier = len(re.findall(r"^\s*rule classifier:", out, re.M))
+    n_groups = len(re.findall(r"Group job classifiers\b", out))
+    assert n_classifier > 0 and n_groups == math.ceil(n_classifier / _group_size("classifiers"))
+    assert not (tmp_path / "results").exists()
+
+
 # ----------------------------------------------------------------------------- SLURM fixture
 
 
