@@ -94,6 +94,7 @@ rule effective_config:
         f"{RUN}/config.yaml",
     params:
         config=config,
+        config_keys=list(config),  # the whole config
     log:
         f"{RUN}/logs/effective_config.log",
     benchmark:

@@ -4,9 +4,8 @@ Scripts in ``scripts/`` read their inputs and parameters from Snakemake and call
 functions; nothing here knows of Snakemake. Groups:
 
 * running a job: :func:`script_job` (log redirection, threads, one-line errors),
-  :func:`record_job` (provenance of every artifact; :func:`record_outputs` is the older
-  per-script form), the config keys rules declare (:func:`classifier_config_keys`,
-  :func:`analysis_config_keys`, ...), :func:`raw_data_inputs`;
+  :func:`record_job` (provenance of every artifact), the config keys rules declare
+  (:func:`classifier_config_keys`, :func:`analysis_config_keys`, ...), :func:`raw_data_inputs`;
 * reading oracle samples: :func:`read_rows`, :func:`posterior_rows`;
 * flows: :func:`checkpoint_num_classes`, :func:`check_checkpoint_classes`;
 * classifiers: :func:`training_targets`, :func:`write_predictions`, :func:`read_predictions`;
@@ -77,22 +76,9 @@ def script_job(log_path: str | os.PathLike | None, threads: int | None = None) -
 # One helper writes every record of a workflow job: `record_job`, fed by the `snakemake` object
 # of the rule's script. What an artifact depends on in the config is declared once, by its rule
 # (``params: config_keys=[...]``, see `oracle.provenance.parse_config_key` for the syntax),
-# not by each script. `record_outputs` is the older per-script call; inside a job whose rule
-# declares config_keys it defers to that declaration.
+# not by each script.
 
 _SCRIPT_COPY = re.compile(r"^tmp[A-Za-z0-9_]+\.(.+\.py)$")  # Snakemake's copy: tmpXXXXXXXX.<name>.py
-
-
-def current_job() -> Any | None:
-    """The ``snakemake`` object of the Snakemake script running in this process, or None.
-
-    Snakemake's ``script:`` directive runs a copy of the script whose preamble defines the
-    global ``snakemake`` in ``__main__``; nothing here imports Snakemake.
-    """
-    job = getattr(sys.modules.get("__main__"), "snakemake", None)
-    if job is None or not all(hasattr(job, a) for a in ("rule", "input", "output", "params", "config")):
-        return None
-    return job
 
 
 def job_config_keys(job: Any) -> list[str] | None:
@@ -159,35 +145,6 @@ def record_job(job: Any, started: float | None, *, outputs: Iterable[str | os.Pa
                      inputs=ins, seed=_job_seed(job) if seed is None else seed, started=started,
                      finished=finished, extra=extra, device=device, code_extra=[script] if script else ())
         for a in (job.output if outputs is None else outputs)
-    ]
-
-
-def record_outputs(artifacts: Iterable[str | os.PathLike], *, rule: str, wildcards: Any = None,
-                   config: Mapping | None = None, inputs: Any = (), seed: int | None = None,
-                   started: float | None = None, extra: Mapping | None = None) -> list[Path]:
-    """``oracle.provenance.write_record`` for each artifact of one job (same inputs and config).
-
-    Inside a Snakemake job whose rule declares ``params.config_keys`` the record keeps the
-    run config at those keys and `config` is ignored: a script's hand-made projection (keys
-    such as ``training.lr`` that are not config paths) would make the audit flag every
-    artifact. New scripts call `record_job` instead.
-    """
-    from oracle.provenance import write_record
-
-    job = current_job()
-    keys = job_config_keys(job) if job is not None else None
-    script = job_script(job) if job is not None else None
-    code_extra = [script] if script else ()
-    if keys is not None:
-        config_arg: dict[str, Any] = {"config": job.config, "config_keys": keys}
-    else:
-        config_arg = {"config": config}
-    finished = time.time()
-    return [
-        write_record(a, rule=rule, wildcards=dict(wildcards.items()) if hasattr(wildcards, "items") else wildcards,
-                     inputs=inputs, seed=seed, started=started, finished=finished, extra=extra,
-                     code_extra=code_extra, **config_arg)
-        for a in artifacts
     ]
 
 

@@ -35,7 +35,7 @@ import torchvision
 from torch import nn
 from tqdm import tqdm
 
-from oracle.provenance import atomic_output
+from oracle.provenance import torch_save_atomic
 from oracle.errors import DataError, OracleError
 
 __all__ = [
@@ -432,9 +432,9 @@ def save_feature_net(path: str | os.PathLike, net: DomainFeatureNet) -> None:
     if not isinstance(net, DomainFeatureNet):
         raise OracleError("save_feature_net: only DomainFeatureNet is saved; pretrained nets are "
                           "referenced by their local weights file")
-    _torch_save_atomic({"format_version": 1, "kind": "domain", "config": dict(net.config),
-                        "train_info": dict(net.train_info),
-                        "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()}}, path)
+    torch_save_atomic({"format_version": 1, "kind": "domain", "config": dict(net.config),
+                       "train_info": dict(net.train_info),
+                       "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()}}, path)
 
 
 def load_feature_net(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> DomainFeatureNet:
@@ -554,8 +554,3 @@ def inception_score_name(feature_kind) -> str:
             "inception-torchvision": "IS (torchvision Inception weights)",
             "resnet": "IS-like score (ResNet classifier)",
             "domain": "IS-like score (domain classifier)"}[_kind(feature_kind)]
-
-
-def _torch_save_atomic(obj: dict, path) -> None:
-    with atomic_output(path) as tmp:
-        torch.save(obj, tmp)

@@ -18,7 +18,6 @@ import dataclasses
 import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +29,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from oracle.devices import autocast, pick_device
-from oracle.provenance import atomic_output
+from oracle.provenance import atomic_output, torch_save_atomic
 from oracle.errors import ConfigError, DataError
 from oracle.flows import PerClassFlows, TarFlow
 
@@ -235,10 +234,8 @@ def _trim_log(log_path: Path, class_index: int | None, keep_through: int) -> Non
         if rec.get("class") == class_index and rec.get("step", 0) > keep_through:
             continue
         kept.append(line)
-    fd, tmp = tempfile.mkstemp(prefix=f".{log_path.name}.", suffix=".tmp", dir=log_path.parent)
-    with os.fdopen(fd, "w") as f:
-        f.write("".join(k + "\n" for k in kept))
-    os.replace(tmp, log_path)
+    with atomic_output(log_path) as tmp:
+        tmp.write_text("".join(k + "\n" for k in kept))
 
 
 def _append_log(log_path: Path, record: dict) -> None:
@@ -401,7 +398,7 @@ def _train_single(
 
     def checkpoint(step: int) -> None:
         if dist.rank == 0:
-            _torch_save_atomic({
+            torch_save_atomic({
                 "format": _CKPT_FORMAT, "step": step, "class": class_index, "config": cfg.as_dict(),
                 "data": fingerprint, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(), "ema": ema,
@@ -464,8 +461,3 @@ def _train_single(
     if ema is not None:
         model.load_state_dict(ema, strict=True)
     model.eval()
-
-
-def _torch_save_atomic(obj: Any, path) -> None:
-    with atomic_output(path) as tmp:
-        torch.save(obj, tmp)

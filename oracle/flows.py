@@ -34,13 +34,12 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from oracle.provenance import atomic_output
+from oracle.provenance import torch_save_atomic
 from oracle.errors import ConfigError, DataError, OracleError
 
 __all__ = [
@@ -746,8 +745,8 @@ def save_flow(path: str | os.PathLike, model: nn.Module, spec: dict, extra: dict
     bad = _state_mismatch(ref.state_dict(), sd)
     if bad:
         raise ConfigError(f"save_flow {path}: spec does not describe the model ({bad})")
-    _torch_save_atomic({"format": FLOW_FORMAT, "format_version": FLOW_FORMAT_VERSION,
-                        "spec": s, "state_dict": sd, "extra": extra or {}}, Path(path))
+    torch_save_atomic({"format": FLOW_FORMAT, "format_version": FLOW_FORMAT_VERSION,
+                       "spec": s, "state_dict": sd, "extra": extra or {}}, Path(path))
 
 
 def load_flow(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
@@ -804,8 +803,3 @@ def load_public_tarflow(path: str | os.PathLike, spec: dict) -> TarFlow:
                           f"patch_size={s['patch_size']}, channels={s['channels']}): {bad}")
     model.load_state_dict(sd, strict=True)
     return model.float().eval()
-
-
-def _torch_save_atomic(obj: Any, path) -> None:
-    with atomic_output(path) as tmp:
-        torch.save(obj, tmp)

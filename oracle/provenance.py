@@ -132,6 +132,18 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
     return Path(path)
 
 
+def torch_save_atomic(obj: Any, path: str | os.PathLike) -> Path:
+    """``torch.save(obj, path)`` atomically (see `atomic_output`). Returns the path.
+
+    torch is imported on call: writing records and JSON must not cost a torch import.
+    """
+    import torch
+
+    with atomic_output(path) as tmp:
+        torch.save(obj, tmp)
+    return Path(path)
+
+
 # --------------------------------------------------------------------------- hashing
 def file_sha256(path: str | os.PathLike) -> str:
     """sha256 hex digest of a file's bytes, streamed; cached by (path, size, mtime_ns)."""

@@ -26,10 +26,15 @@ rule world_summary:
     input:
         samples=SAMPLES,
         splits=SPLITS,
+        # the world the samples were drawn from: a Gaussian world's closed-form Bayes error
+        world=ORACLE_FLOW,
     output:
         WORLD,
     params:
-        oracle=config["oracle"],
+        world_kind=oc.world_kind(config),
+        # the constants are functions of the inputs; oracle.world (absent = flow) decides
+        # whether the closed form is computed
+        config_keys=["oracle.world"] if "world" in config["oracle"] else [],
     log:
         f"{RUN}/logs/analysis/world.log",
     benchmark:

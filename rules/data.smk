@@ -4,10 +4,10 @@
 # The records of both files hash the raw files read (oracle.experiments.raw_data_inputs): the
 # audit chain of every number ends there.
 #
-# `params: config_keys` (rules of the data, splits, classifiers, analysis and validation stages):
-# the config keys the rule's artifacts depend on, declared once here. Their provenance records
-# keep the run config at those keys and `python -m oracle.audit` compares them with the run's
-# config (syntax: oracle.provenance.parse_config_key).
+# `params: config_keys` (every rule that writes an artifact, in every stage): the config keys
+# the rule's artifacts depend on, declared once, by the rule. Their provenance records keep the
+# run config at those keys and `python -m oracle.audit` compares them with the run's config
+# (syntax: oracle.provenance.parse_config_key).
 
 from oracle import experiments as ex
 

@@ -26,6 +26,7 @@ if oc.world_kind(config) == "gaussian":
             world=ORACLE_FLOW,
         params:
             gaussian=oc.gaussian_spec(config),
+            config_keys=["oracle.gaussian"],
         log:
             f"{RUN}/logs/oracle_gaussian.log",
         benchmark:
@@ -51,6 +52,7 @@ elif config["oracle"]["checkpoint"] is None:
             seed=config["seed"],
             device=config["device"],
             ckpt_dir=f"{RUN}/oracle/ckpt",
+            config_keys=["oracle.flow", "oracle.per_class", "oracle.train", "seed"],
         log:
             f"{RUN}/logs/oracle_train.log",
         benchmark:
@@ -75,6 +77,13 @@ else:
         params:
             oracle=config["oracle"],
             device=config["device"],
+            # a native checkpoint brings its own spec; a public_tarflow one takes oracle.flow
+            config_keys=["oracle.checkpoint", "oracle.checkpoint_format"]
+            + (
+                ["oracle.flow", "oracle.per_class"]
+                if config["oracle"]["checkpoint_format"] == "public_tarflow"
+                else []
+            ),
         log:
             f"{RUN}/logs/oracle_import.log",
         benchmark:

@@ -18,6 +18,13 @@ rule sample_shard:
         oracle=config["oracle"],
         seed=config["seed"],
         device=config["device"],
+        config_keys=[
+            "samples",
+            "oracle.prior",
+            "oracle.label_temperature",
+            "oracle.base_temperature",
+            "seed",
+        ],
     log:
         f"{RUN}/logs/samples/shard-{{shard}}.log",
     benchmark:
@@ -37,7 +44,7 @@ rule merge_samples:
     output:
         SAMPLES,
     params:
-        samples=config["samples"],
+        config_keys=[],  # a function of the shards alone
     log:
         f"{RUN}/logs/samples/merge.log",
     benchmark:

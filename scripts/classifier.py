@@ -57,6 +57,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
     state.unlink(missing_ok=True)
     print(f"{exp['name']}/{sm.wildcards.arch}/N{n}/seed{seed}: acc {metrics['acc_source']['mean']:.4f} "
           f"epistemic {metrics['epistemic']['mean']:.4f} nats")
-    ex.record_outputs(sm.output, rule=sm.rule, wildcards=sm.wildcards,
-                      config={"experiment": exp, "arch": arch, "training": tr}, inputs=sm.input, seed=seed,
-                      started=started, extra={"device": str(device)})
+    ex.record_job(sm, started, extra={"device": str(device)})

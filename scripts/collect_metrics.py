@@ -10,5 +10,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
     with atomic_output(sm.output[0]) as tmp:
         df.to_csv(tmp, index=False)
     print(f"{len(df)} classifier runs")
-    ex.record_outputs(sm.output, rule=sm.rule, wildcards=sm.wildcards, config={"experiment": sm.params.experiment},
-                      inputs=sm.input, started=started)
+    ex.record_job(sm, started)

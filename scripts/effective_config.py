@@ -12,4 +12,4 @@ with ex.script_job(sm.log[0]) as started:
     with atomic_output(sm.output[0]) as tmp:
         tmp.write_text("# the effective config of this run (written by the workflow)\n"
                        + yaml.safe_dump(cfg, sort_keys=False, default_flow_style=None))
-    ex.record_outputs(sm.output, rule=sm.rule, config=cfg, seed=cfg.get("seed"), started=started)
+    ex.record_job(sm, started, seed=cfg.get("seed"))

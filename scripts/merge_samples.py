@@ -9,5 +9,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
     merge_shards(sm.input.shards, sm.output[0])
     verify_shard(sm.output[0])
     print(f"merged {len(sm.input.shards)} shards into {sm.output[0]}")
-    ex.record_outputs(sm.output, rule=sm.rule, config={"samples": sm.params.samples}, inputs=sm.input,
-                      started=started)
+    ex.record_job(sm, started)

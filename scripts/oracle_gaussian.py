@@ -25,5 +25,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
     if world.num_classes == 2:
         print(f"uniform prior, T=1: Bayes error Phi(-separation/2) = "
               f"{0.5 * math.erfc(spec['separation'] / 2 / math.sqrt(2)):.6g}")
-    ex.record_outputs(sm.output, rule=sm.rule, config={"oracle": {"world": "gaussian", "gaussian": spec}},
-                      seed=spec["seed"], started=started)
+    ex.record_job(sm, started, seed=spec["seed"])

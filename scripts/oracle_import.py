@@ -35,5 +35,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
     with atomic_output(sm.output.train_log) as tmp:
         tmp.write_text(json.dumps({"imported_from": str(path), "checkpoint_format": fmt, "sha256": sha}) + "\n")
     print(f"imported {path} ({fmt}, sha256 {sha[:12]}) as {sm.output.flow}")
-    ex.record_outputs(sm.output, rule=sm.rule, config={"oracle": cfg}, inputs=[sm.input.train, path],
-                      started=started)
+    ex.record_job(sm, started)

@@ -69,7 +69,6 @@ with ex.script_job(None if under_torchrun else sm.log[0]) as started:
             shutil.copyfile(running_log, tmp)
         last = json.loads(running_log.read_text().splitlines()[-1])
         print(f"done: step {last.get('step')}, loss {last.get('loss')} nats/dim")
-        ex.record_outputs(sm.output, rule=sm.rule, config={"oracle": cfg, "seed": seed}, inputs=sm.input,
-                          seed=seed, started=started, extra={"steps": steps, "gpus": gpus, "nodes": nodes})
+        ex.record_job(sm, started, extra={"steps": steps, "gpus": gpus, "nodes": nodes})
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()

@@ -31,7 +31,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
         index_offset=sum(sizes[:shard]), resume=True,
     )
     print({k: v for k, v in info.items() if k != "path"})
-    ex.record_outputs(sm.output, rule=sm.rule, wildcards=sm.wildcards,
-                      config={"samples": s, "oracle": {k: o[k] for k in ("prior", "label_temperature", "base_temperature")},
-                              "seed": sm.params.seed},
-                      inputs=sm.input, seed=sm.params.seed, started=started, extra={"device": str(device)})
+    ex.record_job(sm, started, extra={"device": str(device)})

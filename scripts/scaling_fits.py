@@ -12,4 +12,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
     with atomic_output(sm.output[0]) as tmp:
         fits.to_csv(tmp, index=False)
     print(fits[fits["kind"] == "arch"].to_string())
-    ex.record_outputs(sm.output, rule=sm.rule, wildcards=sm.wildcards, inputs=sm.input, started=started)
+    ex.record_job(sm, started)

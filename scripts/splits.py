@@ -12,7 +12,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
     splits = make_splits(len(labels), p.test_size, p.sizes, p.seeds, labels=labels, test_seed=p.seed)
     write_splits_h5(sm.output[0], splits)
     print(f"test {p.test_size}, sizes {p.sizes}, seeds {p.seeds}, pool {len(labels)}")
-    ex.record_outputs(sm.output, rule=sm.rule,
-                      config={"splits": {"test_size": p.test_size, "sizes": list(p.sizes), "seeds": list(p.seeds)},
-                              "seed": p.seed},
-                      inputs=sm.input, seed=p.seed, started=started)
+    ex.record_job(sm, started)

@@ -41,6 +41,4 @@ with ex.script_job(sm.log[0], sm.threads) as started, threadpool_limits(sm.threa
                        "base_temperature": float(attrs["base_temperature"])}
     write_json_atomic(sm.output.metrics, result)
     print({k: result[k] for k in ("counts", "primary_space", "memorization", "timings_s")})
-    ex.record_outputs(sm.output, rule=sm.rule,
-                      config={"validation": v, "dequant_std": sm.params.dequant_std, "seed": sm.params.seed},
-                      inputs=sm.input, seed=sm.params.seed, started=started, extra={"device": str(device)})
+    ex.record_job(sm, started, extra={"device": str(device)})

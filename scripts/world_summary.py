@@ -10,9 +10,6 @@ all samples and whether the two agree within 3 standard errors. The world file i
 samples were drawn from (its sha256 is checked against the samples' oracle_sha256).
 """
 
-from pathlib import Path
-
-from oracle import config as oc
 from oracle import experiments as ex
 from oracle.errors import DataError, WorldError
 from oracle.provenance import file_sha256, write_json_atomic
@@ -64,14 +61,8 @@ with ex.script_job(sm.log[0], sm.threads) as started:
         "all": ex.world_constants(log_p, prior),
         "test": ex.world_constants(log_p[test], prior),
     }
-    inputs = dict(sm.input.items())
-    kind = oc.world_kind({"oracle": sm.params.oracle})
-    if kind == "gaussian":  # flows have no closed form: do not load them here
-        # the world file is upstream of the samples; a rule may also name it as input `world`
-        world_path = getattr(sm.input, "world", None) or oc.world_file(
-            str(Path(sm.input.samples).parents[1]), {"oracle": sm.params.oracle})
-        inputs["world"] = world_path
-        entry = closed_form_entry(world_path, attrs, out["all"])
+    if sm.params.world_kind == "gaussian":  # flows have no closed form: do not load them here
+        entry = closed_form_entry(sm.input.world, attrs, out["all"])
         if entry is not None:
             out["bayes_error_closed_form"] = entry
             print(f"Bayes error: closed form {entry['value']:.6f} ({entry['method']}), Monte Carlo "
@@ -79,7 +70,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
                   f"agree within 3 SE: {entry['agrees_within_3se']})")
     write_json_atomic(sm.output[0], out)
     print(out["all"])
-    recorded = {k: sm.params.oracle[k] for k in ("prior", "label_temperature")}
-    if kind == "gaussian":
-        recorded.update(world=kind, gaussian=sm.params.oracle["gaussian"])
-    ex.record_outputs(sm.output, rule=sm.rule, config={"oracle": recorded}, inputs=inputs, started=started)
+    ex.record_job(sm, started)
