@@ -68,7 +68,7 @@ from oracle import calibration as cal
 from oracle.decomposition import accuracy, bayes_accuracy, decompose, mean_se
 from oracle.devices import autocast, pick_device
 from oracle.errors import ConfigError, DataError, OracleError
-from oracle.provenance import atomic_output
+from oracle.provenance import atomic_output, torch_save_atomic
 
 __all__ = [
     "IMAGENET_MEAN",
@@ -521,22 +521,17 @@ def train_classifier(
             if log_path is not None:
                 _write_log(Path(log_path), history)
             if ckpt is not None:
-                _save_checkpoint(ckpt, {
+                torch_save_atomic({
                     "format": CHECKPOINT_FORMAT, "epoch": epoch + 1, "fingerprint": fingerprint,
                     "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                     "scheduler": scheduler.state_dict(), "shuffle_rng": shuffle.get_state(),
                     "torch_rng": torch.get_rng_state(),
                     "cuda_rng": torch.cuda.get_rng_state(device) if cuda_devices else None,
                     "history": history,
-                })
+                }, ckpt)
         bar.close()
     model.eval()
     return model, history
-
-
-def _save_checkpoint(path: Path, state: dict) -> None:
-    with atomic_output(path) as tmp:
-        torch.save(state, tmp)
 
 
 # --------------------------------------------------------------------------- prediction

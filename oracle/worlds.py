@@ -609,15 +609,14 @@ def save_gaussian_world(path, world: GaussianWorld, extra: dict | None = None) -
     The file is a ``torch.save`` dict readable with ``torch.load(..., weights_only=True)``:
     ``{format, format_version, means [K, D] float64, std, event_shape, fingerprint, extra}``.
     """
-    from oracle.provenance import atomic_output
+    from oracle.provenance import torch_save_atomic
 
     if not isinstance(world, GaussianWorld):
         raise WorldError(f"save_gaussian_world: expected a GaussianWorld, got {type(world).__name__}")
     blob = {"format": GAUSSIAN_WORLD_FORMAT, "format_version": GAUSSIAN_WORLD_FORMAT_VERSION,
             "means": world.means.clone(), "std": float(world.std), "event_shape": list(world.event_shape),
             "fingerprint": world.fingerprint(), "extra": dict(extra or {})}
-    with atomic_output(path) as tmp:
-        torch.save(blob, tmp)
+    torch_save_atomic(blob, path)
 
 
 def _load_blob(path):

@@ -196,19 +196,19 @@ def test_checkpoint_resume_matches_uninterrupted_run(data, tmp_path, monkeypatch
     hyper = {**HYPER, "epochs": 3}
     full, full_history = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **hyper)
 
-    real_save = clf._save_checkpoint
+    real_save = clf.torch_save_atomic
 
-    def save_then_die(path, state):
-        real_save(path, state)
+    def save_then_die(state, path):
+        real_save(state, path)
         if state["epoch"] == 1:
             raise KeyboardInterrupt  # the job is killed right after the first checkpoint
 
     ckpt, log_path = tmp_path / "train.ckpt", tmp_path / "train.jsonl"
-    monkeypatch.setattr(clf, "_save_checkpoint", save_then_die)
+    monkeypatch.setattr(clf, "torch_save_atomic", save_then_die)
     with pytest.raises(KeyboardInterrupt):
         train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **hyper,
                          checkpoint_path=ckpt, log_path=log_path)
-    monkeypatch.setattr(clf, "_save_checkpoint", real_save)
+    monkeypatch.setattr(clf, "torch_save_atomic", real_save)
     assert len(log_path.read_text().splitlines()) == 1
     # A fresh process would build a fresh model: the resumed state must not depend on it.
     resumed, history = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=99), x, y, soft=False,
