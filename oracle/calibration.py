@@ -84,6 +84,15 @@ def bin_indices(confidence: np.ndarray, n_bins: int = 10) -> np.ndarray:
     return np.searchsorted(edges[1:-1], np.asarray(confidence, dtype=np.float64), side="left")
 
 
+def _top_label(probs, labels, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validated inputs -> (confidence of the predicted class [n], 1.0 where it is correct [n])."""
+    p = _as_probs(probs)
+    y = _as_labels(labels, p.shape[0], p.shape[1])
+    _check_bins(n_bins)
+    pred = p.argmax(axis=1)
+    return p[np.arange(p.shape[0]), pred], (pred == y).astype(np.float64)
+
+
 def _binned_gap(conf: np.ndarray, target: np.ndarray, n_bins: int) -> float:
     """sum_b |B_b|/n * |mean(conf in b) - mean(target in b)|."""
     idx = bin_indices(conf, n_bins)
@@ -106,12 +115,7 @@ def expected_calibration_error(probs, labels, n_bins: int = 10) -> float:
     Returns:
         ECE as a float in [0, 1] (a probability, not a percentage).
     """
-    p = _as_probs(probs)
-    y = _as_labels(labels, p.shape[0], p.shape[1])
-    _check_bins(n_bins)
-    pred = p.argmax(axis=1)
-    conf = p[np.arange(p.shape[0]), pred]
-    correct = (pred == y).astype(np.float64)
+    conf, correct = _top_label(probs, labels, n_bins)
     return _binned_gap(conf, correct, n_bins)
 
 
@@ -184,12 +188,7 @@ def reliability_curve(probs, labels, n_bins: int = 10) -> dict[str, np.ndarray]:
     ``count`` (samples per bin, int64), ``confidence`` (mean confidence per bin) and
     ``accuracy`` (fraction correct per bin); the last two are NaN for empty bins.
     """
-    p = _as_probs(probs)
-    y = _as_labels(labels, p.shape[0], p.shape[1])
-    _check_bins(n_bins)
-    pred = p.argmax(axis=1)
-    conf = p[np.arange(p.shape[0]), pred]
-    correct = (pred == y).astype(np.float64)
+    conf, correct = _top_label(probs, labels, n_bins)
     idx = bin_indices(conf, n_bins)
     count = np.bincount(idx, minlength=n_bins)
     with np.errstate(invalid="ignore", divide="ignore"):
