@@ -758,6 +758,22 @@ def write_images_h5(path: str | os.PathLike, images: np.ndarray, labels: np.ndar
             f.attrs["complete"] = True
 
 
+def read_class_names(path: str | os.PathLike) -> list[str]:
+    """The class names of a file written by `write_images_h5`, without reading its images."""
+    import h5py
+
+    path = Path(path)
+    try:
+        with h5py.File(path, "r") as f:
+            if not f.attrs.get("complete", False):
+                raise DataError(f"{path} is incomplete (no 'complete' attribute): rerun the data stage")
+            return [n.decode() if isinstance(n, bytes) else str(n) for n in f.attrs["class_names"]]
+    except DataError:
+        raise
+    except Exception as exc:
+        raise DataError(f"cannot read class names from {path}: {exc}") from None
+
+
 def read_images_h5(path: str | os.PathLike) -> dict[str, Any]:
     """Read a file written by `write_images_h5`.
 

@@ -256,6 +256,44 @@ def save_figure(fig: Figure, stem: str | os.PathLike, dpi: int = 200) -> dict[st
     return {p.suffix[1:]: p for p in rendered}
 
 
+def image_grid(images: np.ndarray, labels: np.ndarray, num_classes: int, per_class: int) -> np.ndarray:
+    """Tile images into one picture: row k holds the first `per_class` images of class k.
+
+    images: [n, C, H, W] in [-1, 1] (model space); labels: int [n]. Returns float [K*H, M*W, C]
+    in [0, 1] (values outside [-1, 1], e.g. from dequantization noise, are clipped for display
+    only). Cells of a class with fewer than `per_class` images stay white.
+    """
+    images = np.asarray(images, dtype=np.float64)
+    labels = np.asarray(labels)
+    if images.ndim != 4 or len(images) != len(labels):
+        raise OracleError(f"image_grid: expected images [n, C, H, W] and labels [n], got "
+                          f"{list(images.shape)} and {list(labels.shape)}")
+    _, c, h, w = images.shape
+    grid = np.ones((num_classes * h, per_class * w, c))
+    for k in range(num_classes):
+        for j, i in enumerate(np.flatnonzero(labels == k)[:per_class]):
+            cell = (np.clip(images[i], -1.0, 1.0) + 1.0) / 2.0
+            grid[k * h:(k + 1) * h, j * w:(j + 1) * w] = cell.transpose(1, 2, 0)
+    return grid
+
+
+def sample_grid_figure(images: np.ndarray, labels: np.ndarray, class_names: Sequence[str],
+                       stem: str | os.PathLike, per_class: int = 8,
+                       title: str = "oracle samples, one row per class") -> dict[str, Path]:
+    """Per-class sample grid as ``<stem>.pdf`` / ``<stem>.png`` (rows labelled by class name)."""
+    k = len(class_names)
+    grid = image_grid(images, labels, k, per_class)
+    h = grid.shape[0] / k
+    fig = Figure(figsize=(1.0 + 0.9 * per_class, 0.3 + 0.9 * k))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.imshow(grid[..., 0] if grid.shape[2] == 1 else grid, cmap="gray", vmin=0.0, vmax=1.0,
+              interpolation="nearest")
+    ax.set_yticks([(r + 0.5) * h for r in range(k)], [str(n) for n in class_names])
+    ax.set_xticks([])
+    ax.set_title(title, fontsize=9)
+    return save_figure(fig, stem)
+
+
 def _errorbar(ax, agg: pd.DataFrame, col: str, color, label: str, scale: float = 1.0):
     std = agg[f"{col}_std"].fillna(0.0) * scale
     ax.errorbar(agg["N"], agg[f"{col}_mean"] * scale, yerr=std, color=color, marker="o", ms=3,

@@ -118,3 +118,29 @@ def test_reliability_diagram(tmp_path):
     probs = rng.dirichlet(np.ones(3), size=200)
     labels = rng.integers(0, 3, size=200)
     _check_image_pair(reliability_diagram({"model": reliability_curve(probs, labels)}, tmp_path / "rel"))
+
+
+def test_image_grid_places_each_class_in_its_row():
+    from oracle.reporting import image_grid
+
+    rng = np.random.default_rng(0)
+    images = rng.uniform(-1, 1, size=(7, 3, 2, 2))
+    labels = np.array([1, 0, 1, 1, 0, 2, 1])
+    grid = image_grid(images, labels, num_classes=3, per_class=2)
+    assert grid.shape == (3 * 2, 2 * 2, 3)
+    # row 1, column 1 is the second image of class 1 (index 2), mapped from [-1, 1] to [0, 1]
+    assert np.allclose(grid[2:4, 2:4], (images[2].transpose(1, 2, 0) + 1) / 2)
+    assert np.allclose(grid[0:2, 0:2], (images[1].transpose(1, 2, 0) + 1) / 2)
+    # class 2 has one image: its second cell stays white
+    assert np.all(grid[4:6, 2:4] == 1.0)
+
+
+def test_sample_grid_figure_writes_pdf_and_png(tmp_path):
+    from oracle.reporting import sample_grid_figure
+
+    rng = np.random.default_rng(1)
+    out = sample_grid_figure(rng.uniform(-1.2, 1.2, size=(12, 1, 4, 4)), np.arange(12) % 3,
+                             ["a", "b", "c"], tmp_path / "grid", per_class=4)
+    assert out["pdf"].read_bytes()[:4] == b"%PDF"
+    with Image.open(out["png"]) as im:
+        assert im.size[0] > 0
