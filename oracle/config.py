@@ -417,6 +417,28 @@ def rule_resources(config: Mapping, stage: str) -> dict:
     return out
 
 
+CLASSIFIER_GROUP = "classifiers"
+LARGE_CLASSIFIER_GROUP = "classifiers_large"
+
+
+def classifier_group(config: Mapping, n: int) -> str:
+    """The Snakemake group of a classifier job of size `n`: "classifiers" (bundled by the
+    profile's group-components) unless resources.classifiers.bundle_max_n is set and n exceeds
+    it, then "classifiers_large" (one SLURM job each: the profile does not bundle it)."""
+    limit = config["resources"]["classifiers"].get("bundle_max_n")
+    return LARGE_CLASSIFIER_GROUP if limit is not None and n > limit else CLASSIFIER_GROUP
+
+
+def classifier_runtime(config: Mapping, n: int) -> int:
+    """Minutes a classifier job of size `n` asks for (see `runtime_scales_with_n`)."""
+    r = config["resources"]["classifiers"]
+    runtime = int(r["runtime"])
+    if not r.get("runtime_scales_with_n", False):
+        return runtime
+    n_max = max(all_sizes(config))
+    return max(math.ceil(runtime * n / n_max), min(runtime, 10))
+
+
 def gpus_from_resources(resources: Mapping) -> tuple[int, int]:
     """(GPUs in total, nodes) of a job from its Snakemake resources (see `rule_resources`)."""
     nodes = int(resources.get("nodes", 1) or 1)

@@ -1,8 +1,10 @@
 # Stage `classifiers`: one job per (experiment, arch, N, seed): train on the first N samples of
 # the seed's nested subset, evaluate on the fixed oracle test set
 # -> classifiers/<experiment>/<arch>/N<N>/seed<seed>/{metrics.json, predictions.h5}.
-# All jobs share the group "classifiers" so a cluster profile can bundle many short jobs into
-# one submission (--group-components classifiers=K).
+# Jobs share the group "classifiers" so a cluster profile can bundle many short jobs into one
+# submission (--group-components classifiers=K); with resources.classifiers.bundle_max_n, jobs
+# of larger N go to "classifiers_large" and are submitted alone. With runtime_scales_with_n a
+# job's time limit grows with its N.
 
 CLASSIFIER_DIR = f"{RUN}/classifiers/{{experiment}}/{{arch}}/N{{N}}/seed{{seed}}"
 
@@ -31,13 +33,14 @@ rule classifier:
             config, wildcards.experiment, wildcards.arch
         ),
     group:
-        "classifiers"
+        lambda wildcards: oc.classifier_group(config, int(wildcards.N))
     log:
         f"{RUN}/logs/classifiers/{{experiment}}/{{arch}}/N{{N}}/seed{{seed}}.log",
     benchmark:
         f"{RUN}/benchmarks/classifiers/{{experiment}}/{{arch}}/N{{N}}/seed{{seed}}.tsv"
     resources:
-        **oc.rule_resources(config, "classifiers"),
+        **oc.rule_resources(config, "classifiers")
+        | {"runtime": lambda wildcards: oc.classifier_runtime(config, int(wildcards.N))},
     threads: oc.rule_threads(config, "classifiers")
     conda:
         ENV

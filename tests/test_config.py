@@ -334,3 +334,20 @@ def test_lint_is_clean(tmp_path):
     proc = snakemake("--lint", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Congratulations" in proc.stdout + proc.stderr
+
+
+def test_classifier_bundling_and_runtime_scale_with_n():
+    cfg = load(DEFAULT)
+    sizes = sorted(oc.all_sizes(cfg))
+    r = cfg["resources"]["classifiers"]
+    r.update(runtime=480, bundle_max_n=sizes[1], runtime_scales_with_n=False)
+    assert [oc.classifier_group(cfg, n) for n in sizes[:3]] == [
+        oc.CLASSIFIER_GROUP, oc.CLASSIFIER_GROUP, oc.LARGE_CLASSIFIER_GROUP]
+    assert {oc.classifier_runtime(cfg, n) for n in sizes} == {480}
+    r["runtime_scales_with_n"] = True
+    n_max = sizes[-1]
+    for n in sizes:
+        assert oc.classifier_runtime(cfg, n) == max(-(-480 * n // n_max), 10)
+    assert oc.classifier_runtime(cfg, n_max) == 480
+    r["bundle_max_n"] = None
+    assert {oc.classifier_group(cfg, n) for n in sizes} == {oc.CLASSIFIER_GROUP}

@@ -96,9 +96,16 @@ def test_every_preset_dry_runs_with_the_profile(preset: Path, tmp_path: Path) ->
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
-    n_classifier = len(re.findall(r"^\s*rule classifier:", out, re.M))
-    n_groups = len(re.findall(r"Group job classifiers\b", out))
-    assert n_classifier > 0 and n_groups == math.ceil(n_classifier / _group_size("classifiers"))
+    cfg = yaml.safe_load(preset.read_text())
+    sys.path.insert(0, str(REPO))
+    from oracle import config as oc
+
+    groups = [oc.classifier_group(cfg, job["N"]) for job in oc.classifier_jobs(cfg)]
+    n_small, n_large = groups.count(oc.CLASSIFIER_GROUP), groups.count(oc.LARGE_CLASSIFIER_GROUP)
+    assert len(re.findall(r"^\s*rule classifier:", out, re.M)) == n_small + n_large > 0
+    # small-N jobs bundled K per SLURM job; large-N jobs (bundle_max_n) one SLURM job each
+    assert len(re.findall(r"Group job classifiers\b", out)) == math.ceil(n_small / _group_size("classifiers"))
+    assert len(re.findall(r"Group job classifiers_large\b", out)) == n_large
     assert not (tmp_path / "results").exists()
 
 

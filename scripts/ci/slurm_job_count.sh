@@ -26,15 +26,18 @@ count_rule() { awk -v r="$1" '$1==r && $2 ~ /^[0-9]+$/ {n=$2; exit} END {print n
 n_local=0
 for r in "${local_rules[@]}"; do n_local=$(( n_local + $(count_rule "$r") )); done
 n_clf=$(count_rule classifier)
-n_groups=$(grep -c "Group job classifiers" <<<"$verbose" || true)
+n_bundles=$(grep -c "Group job classifiers " <<<"$verbose" || true)
+n_alone=$(grep -c "Group job classifiers_large " <<<"$verbose" || true)
+submissions=$(( total - n_local - n_clf + n_bundles + n_alone ))
 k=$(grep -oE "classifiers=[0-9]+" <<<"$*" | tail -n1 | cut -d= -f2 || true)
 [ -n "$k" ] || k=$(sed -n 's/^[[:space:]]*-[[:space:]]*classifiers=\([0-9]*\).*/\1/p' slurm/config.yaml | head -n1)
-runtime=$(.venv/bin/python - "${config:-config.yaml}" <<'PY'
+# Members of a bundle run one after another: the worst case is the K longest bundled jobs.
+worst=$(.venv/bin/python - "${config:-config.yaml}" "$k" <<'PY'
 import sys, yaml
-print(yaml.safe_load(open(sys.argv[1]))["resources"]["classifiers"]["runtime"])
+from oracle import config as oc
+cfg, k = yaml.safe_load(open(sys.argv[1])), int(sys.argv[2])
+jobs = [j for j in oc.classifier_jobs(cfg) if oc.classifier_group(cfg, j["N"]) == oc.CLASSIFIER_GROUP]
+print(sum(sorted((oc.classifier_runtime(cfg, j["N"]) for j in jobs), reverse=True)[:k]))
 PY
 )
-if [ "$n_groups" -gt 0 ]; then grouped=$n_clf; else grouped=0; fi
-submissions=$(( total - n_local - grouped + n_groups ))
-group_limit=$(( (n_clf < k ? n_clf : k) * runtime ))
-echo "${config:-config.yaml}: jobs=$total local=$n_local classifier=$n_clf groups=$n_groups (K=$k) sbatch_submissions=$submissions full_group_time_limit=${group_limit}min ($(( group_limit / 60 ))h)"
+echo "${config:-config.yaml}: jobs=$total local=$n_local classifier=$n_clf bundles=$n_bundles (K=$k) unbundled=$n_alone sbatch_submissions=$submissions worst_bundle_time_limit=${worst}min ($(( worst / 60 ))h)"
