@@ -119,15 +119,21 @@ def expected_calibration_error(probs, labels, n_bins: int = 10) -> float:
     return _binned_gap(conf, correct, n_bins)
 
 
-def pointwise_calibration_errors(probs_q, probs_p) -> np.ndarray:
-    """Per-sample ``|max_k q_k(x) - p(argmax_k q_k(x) | x)|`` [n] (needs the true posterior p)."""
+def _confidence_and_truth(probs_q, probs_p) -> tuple[np.ndarray, np.ndarray]:
+    """(max_k q_k(x), p(argmax_k q_k(x) | x)), each [n], from validated q and p."""
     q = _as_probs(probs_q, "probs_q")
     p = _as_probs(probs_p, "probs_p")
     if p.shape != q.shape:
         raise OracleError(f"probs_p: shape {p.shape} does not match probs_q {q.shape}")
     pred = q.argmax(axis=1)
     rows = np.arange(q.shape[0])
-    return np.abs(q[rows, pred] - p[rows, pred])
+    return q[rows, pred], p[rows, pred]
+
+
+def pointwise_calibration_errors(probs_q, probs_p) -> np.ndarray:
+    """Per-sample ``|max_k q_k(x) - p(argmax_k q_k(x) | x)|`` [n] (needs the true posterior p)."""
+    conf, truth = _confidence_and_truth(probs_q, probs_p)
+    return np.abs(conf - truth)
 
 
 def true_calibration_error(probs_q, probs_p, n_bins: int | None = 10) -> float:
@@ -145,13 +151,7 @@ def true_calibration_error(probs_q, probs_p, n_bins: int | None = 10) -> float:
     if n_bins is None:
         return float(pointwise_calibration_errors(probs_q, probs_p).mean())
     _check_bins(n_bins)
-    q = _as_probs(probs_q, "probs_q")
-    p = _as_probs(probs_p, "probs_p")
-    if p.shape != q.shape:
-        raise OracleError(f"probs_p: shape {p.shape} does not match probs_q {q.shape}")
-    pred = q.argmax(axis=1)
-    rows = np.arange(q.shape[0])
-    return _binned_gap(q[rows, pred], p[rows, pred], n_bins)
+    return _binned_gap(*_confidence_and_truth(probs_q, probs_p), n_bins)
 
 
 def brier_per_sample(probs, labels) -> np.ndarray:
