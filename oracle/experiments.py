@@ -416,6 +416,34 @@ def read_predictions(path: str | os.PathLike) -> dict[str, Any]:
 # --------------------------------------------------------------------------- analysis
 
 
+#: |closed form - Monte Carlo| <= AGREE_SE * SE counts as agreement.
+AGREE_SE = 3.0
+
+
+def closed_form_comparison(world: Any, monte_carlo: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The world's closed-form Bayes error beside its Monte Carlo estimate.
+
+    `monte_carlo` is a `world_constants` result (its ``bayes_error`` {mean, se} and ``n``).
+    Returns {"value", "method", "monte_carlo": {mean, se, n}, "z", "agrees_within_3se"}, or
+    None when the world has no closed form (`world.bayes_error()` raises WorldError, e.g. K != 2).
+    """
+    try:
+        value = float(world.bayes_error())
+    except WorldError as exc:
+        print(f"no closed-form Bayes error: {exc}")
+        return None
+    mean, se = float(monte_carlo["bayes_error"]["mean"]), float(monte_carlo["bayes_error"]["se"])
+    diff = mean - value
+    return {
+        "value": value,
+        # T = 1: Phi-formula; T != 1: 1-D quadrature of E[1 - max p(y|x)] (GaussianWorld.bayes_error)
+        "method": "closed_form" if world.label_temperature == 1.0 else "quadrature",
+        "monte_carlo": {"mean": mean, "se": se, "n": int(monte_carlo["n"])},
+        "z": diff / se if se > 0 else (0.0 if diff == 0 else float("inf")),
+        "agrees_within_3se": bool(abs(diff) <= AGREE_SE * se),
+    }
+
+
 def world_constants(log_p: np.ndarray, prior: np.ndarray) -> dict[str, Any]:
     """The oracle world's exact constants, Monte Carlo over the rows of ``log_p`` [n, K]:
 

@@ -11,41 +11,22 @@ samples were drawn from (its sha256 is checked against the samples' oracle_sha25
 """
 
 from oracle import experiments as ex
-from oracle.errors import DataError, WorldError
+from oracle.errors import DataError
 from oracle.provenance import file_sha256, write_json_atomic
 from oracle.splits import read_splits_h5
-
-#: |closed form - Monte Carlo| <= AGREE_SE * SE counts as agreement.
-AGREE_SE = 3.0
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
 
-def closed_form_entry(world_path: str, attrs: dict, mc: dict) -> dict | None:
-    """{"value", "method", "monte_carlo": {mean, se, n}, "z", "agrees_within_3se"}, or None
-    when the world has no closed-form Bayes error (K != 2)."""
+def load_world(world_path: str, attrs: dict):
+    """The world file the samples were drawn from (refused if its hash differs)."""
     from oracle.worlds import world_from_checkpoint
 
     if file_sha256(world_path) != attrs.get("oracle_sha256"):
         raise DataError(f"{world_path} is not the world of {sm.input.samples} (sha256 differs from its "
                         "oracle_sha256); rerun the samples stage")
-    world = world_from_checkpoint(world_path, prior=attrs["prior"], label_temperature=float(attrs["label_temperature"]),
-                                  base_temperature=float(attrs["base_temperature"]))
-    try:
-        value = float(world.bayes_error())
-    except WorldError as exc:
-        print(f"no closed-form Bayes error: {exc}")
-        return None
-    mean, se = float(mc["bayes_error"]["mean"]), float(mc["bayes_error"]["se"])
-    diff = mean - value
-    return {
-        "value": value,
-        # T = 1: Phi-formula; T != 1: 1-D quadrature of E[1 - max p(y|x)] (GaussianWorld.bayes_error)
-        "method": "closed_form" if world.label_temperature == 1.0 else "quadrature",
-        "monte_carlo": {"mean": mean, "se": se, "n": int(mc["n"])},
-        "z": diff / se if se > 0 else (0.0 if diff == 0 else float("inf")),
-        "agrees_within_3se": bool(abs(diff) <= AGREE_SE * se),
-    }
+    return world_from_checkpoint(world_path, prior=attrs["prior"], label_temperature=float(attrs["label_temperature"]),
+                                 base_temperature=float(attrs["base_temperature"]))
 
 
 with ex.script_job(sm.log[0], sm.threads) as started:
@@ -62,7 +43,7 @@ with ex.script_job(sm.log[0], sm.threads) as started:
         "test": ex.world_constants(log_p[test], prior),
     }
     if sm.params.world_kind == "gaussian":  # flows have no closed form: do not load them here
-        entry = closed_form_entry(sm.input.world, attrs, out["all"])
+        entry = ex.closed_form_comparison(load_world(sm.input.world, attrs), out["all"])
         if entry is not None:
             out["bayes_error_closed_form"] = entry
             print(f"Bayes error: closed form {entry['value']:.6f} ({entry['method']}), Monte Carlo "

@@ -230,3 +230,21 @@ def test_script_job_turns_oracle_errors_into_one_line(tmp_path, capsys):
         with ex.script_job(tmp_path / "other.log"):
             raise KeyError("bug")
     assert issubclass(DataError, OracleError)
+
+
+def test_closed_form_comparison_against_scipy():
+    import scipy.stats
+    import torch
+
+    from oracle.experiments import closed_form_comparison
+    from oracle.worlds import GaussianWorld
+
+    world = GaussianWorld(torch.tensor([[0.0, 0.0], [3.0, 0.0]], dtype=torch.float64), std=1.0)
+    exact = scipy.stats.norm.cdf(-1.5)
+    near = closed_form_comparison(world, {"bayes_error": {"mean": exact + 0.002, "se": 0.001}, "n": 100})
+    assert near["value"] == pytest.approx(exact, abs=1e-12)
+    assert near["z"] == pytest.approx(2.0) and near["agrees_within_3se"]
+    far = closed_form_comparison(world, {"bayes_error": {"mean": exact + 0.004, "se": 0.001}, "n": 100})
+    assert not far["agrees_within_3se"]
+    three = GaussianWorld(torch.eye(3, dtype=torch.float64), std=1.0)
+    assert closed_form_comparison(three, {"bayes_error": {"mean": 0.1, "se": 0.01}, "n": 10}) is None

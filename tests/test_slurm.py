@@ -33,6 +33,8 @@ import numpy as np
 import pytest
 import yaml
 
+from oracle import config as oc
+
 REPO = Path(__file__).resolve().parents[1]
 CI = REPO / "scripts" / "ci"
 PROFILE = REPO / "slurm" / "config.yaml"
@@ -68,15 +70,20 @@ def _smoke_config() -> dict:
 # ----------------------------------------------------------------------------- fast: dry run
 
 
-def test_profile_bundles_classifiers(tmp_path: Path) -> None:
-    """The profile parses and bundles the smoke run's classifier jobs into ceil(n/K) groups."""
+def _profile_dry_run(configfile: Path, workdir: Path) -> str:
+    """`snakemake --profile slurm --dry-run` of `configfile` in `workdir`; its whole output."""
     proc = subprocess.run(
-        [*SNAKEMAKE, "--cores", "all", "--profile", "slurm", "--configfile", str(SMOKE),
-         "--directory", str(tmp_path), "--dry-run"],
+        [*SNAKEMAKE, "--cores", "all", "--profile", "slurm", "--configfile", str(configfile),
+         "--directory", str(workdir), "--dry-run"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    out = proc.stdout + proc.stderr
+    return proc.stdout + proc.stderr
+
+
+def test_profile_bundles_classifiers(tmp_path: Path) -> None:
+    """The profile parses and bundles the smoke run's classifier jobs into ceil(n/K) groups."""
+    out = _profile_dry_run(SMOKE, tmp_path)
     n_classifier = len(re.findall(r"^\s*rule classifier:", out, re.M))
     n_groups = len(re.findall(r"Group job classifiers\b", out))
     k = _group_size("classifiers")
@@ -89,17 +96,8 @@ def test_profile_bundles_classifiers(tmp_path: Path) -> None:
 def test_every_preset_dry_runs_with_the_profile(preset: Path, tmp_path: Path) -> None:
     """Each paper preset builds its whole DAG through the SLURM profile without data present,
     and its classifier jobs are bundled into group jobs."""
-    proc = subprocess.run(
-        [*SNAKEMAKE, "--cores", "all", "--profile", "slurm", "--configfile", str(preset),
-         "--directory", str(tmp_path), "--dry-run"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    out = proc.stdout + proc.stderr
+    out = _profile_dry_run(preset, tmp_path)
     cfg = yaml.safe_load(preset.read_text())
-    sys.path.insert(0, str(REPO))
-    from oracle import config as oc
-
     groups = [oc.classifier_group(cfg, job["N"]) for job in oc.classifier_jobs(cfg)]
     n_small, n_large = groups.count(oc.CLASSIFIER_GROUP), groups.count(oc.LARGE_CLASSIFIER_GROUP)
     assert len(re.findall(r"^\s*rule classifier:", out, re.M)) == n_small + n_large > 0
