@@ -13,7 +13,7 @@ import os
 
 from snakemake.utils import min_version, validate
 
-from oracle import config as oc
+from oracle.workflow import config as oc
 
 min_version("9.0")
 

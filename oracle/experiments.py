@@ -75,7 +75,7 @@ def script_job(log_path: str | os.PathLike | None, threads: int | None = None) -
 #
 # One helper writes every record of a workflow job: `record_job`, fed by the `snakemake` object
 # of the rule's script. What an artifact depends on in the config is declared once, by its rule
-# (``params: config_keys=[...]``, see `oracle.provenance.parse_config_key` for the syntax),
+# (``params: config_keys=[...]``, see `oracle.workflow.provenance.parse_config_key` for the syntax),
 # not by each script.
 
 _SCRIPT_COPY = re.compile(r"^tmp[A-Za-z0-9_]+\.(.+\.py)$")  # Snakemake's copy: tmpXXXXXXXX.<name>.py
@@ -130,7 +130,7 @@ def record_job(job: Any, started: float | None, *, outputs: Iterable[str | os.Pa
     seed:         default the ``seed`` wildcard, else ``params.seed``.
     The record's ``code.files`` also covers the rule's script file.
     """
-    from oracle.provenance import write_record
+    from oracle.workflow.provenance import write_record
 
     keys = list(config_keys) if config_keys is not None else job_config_keys(job)
     if keys is None:
@@ -273,7 +273,7 @@ def read_rows(samples_path: str | os.PathLike, indices: np.ndarray | None,
     base_temperature, num_classes, event_shape, ...). ``indices=None`` reads every row.
     Reads in sorted order (HDF5 fancy indexing needs it) and restores the requested order.
     """
-    from oracle.shards import _attrs_dict, open_samples
+    from oracle.io.shards import _attrs_dict, open_samples
 
     with open_samples(samples_path) as f:
         attrs = _attrs_dict(f)
@@ -306,55 +306,6 @@ def posterior_rows(loglik: np.ndarray, attrs: Mapping) -> np.ndarray:
     return log_posterior(loglik, prior=prior, temperature=float(attrs["label_temperature"])).numpy()
 
 
-# --------------------------------------------------------------------------- flows
-
-
-def checkpoint_num_classes(path: str | os.PathLike, fmt: str) -> int:
-    """The class count K of a flow checkpoint, without building the model.
-
-    ``native``: the spec stored by ``oracle.flows.save_flow``. ``public_tarflow``: the first
-    axis of ``blocks.0.class_embed`` ([K, 1, C]); 0 for an unconditional checkpoint.
-    """
-    import torch
-
-    p = Path(path)
-    if not p.is_file():
-        raise DataError(f"flow checkpoint {p} does not exist (config key oracle.checkpoint)")
-    try:
-        blob = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad file
-        raise DataError(f"flow checkpoint {p} is unreadable: {type(exc).__name__}: {exc}") from None
-    if fmt == "native":
-        if not isinstance(blob, dict) or "spec" not in blob:
-            raise DataError(f"flow checkpoint {p} is not an oracle flow file; set oracle.checkpoint_format: public_tarflow for a public TarFlow state dict")
-        return int(blob["spec"].get("num_classes", 0))
-    if fmt == "public_tarflow":
-        sd = blob
-        for key in ("model", "state_dict", "ema"):
-            if isinstance(sd, dict) and isinstance(sd.get(key), dict):
-                sd = sd[key]
-                break
-        if not isinstance(sd, dict):
-            raise DataError(f"public TarFlow checkpoint {p} does not hold a state dict")
-        for key, value in sd.items():
-            if re.fullmatch(r"(module\.|_orig_mod\.)?blocks\.0\.class_embed", key):
-                return int(value.shape[0])
-        return 0
-    raise ConfigError(f"config key 'oracle.checkpoint_format': {fmt!r} is not native or public_tarflow")
-
-
-def check_checkpoint_classes(path: str | os.PathLike, fmt: str, data_path: str | os.PathLike,
-                             data_classes: Sequence[str]) -> None:
-    """Raise WorldError when the checkpoint's class count differs from the data's."""
-    k = checkpoint_num_classes(path, fmt)
-    if k != len(data_classes):
-        shown = ", ".join(list(data_classes)[:5]) + (", ..." if len(data_classes) > 5 else "")
-        raise WorldError(
-            f"flow checkpoint {path} has {k} classes but the data {data_path} have {len(data_classes)} "
-            f"({shown}); use a checkpoint trained on these classes or data.classes to select them"
-        )
-
-
 # --------------------------------------------------------------------------- classifiers
 
 
@@ -382,7 +333,7 @@ def write_predictions(path: str | os.PathLike, log_q: np.ndarray, index: np.ndar
     samples/all.h5, the test set), ``source_class`` int64 [n]; attributes as JSON text."""
     import h5py
 
-    from oracle.provenance import atomic_output
+    from oracle.io.atomic import atomic_output
 
     log_q = np.asarray(log_q, dtype=np.float64)
     index = np.asarray(index, dtype=np.int64)
@@ -495,7 +446,7 @@ def collect_metrics(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  # no
 
 
 def scaling_fits(df: "pd.DataFrame", value: str = "epistemic") -> "pd.DataFrame":  # noqa: F821
-    """Power laws ``value ~ c N^-alpha`` per architecture (oracle.scaling), one long table:
+    """Power laws ``value ~ c N^-alpha`` per architecture (oracle.measures.power_laws), one long table:
 
     ``kind="seed"``: one fit per (arch, seed); ``kind="arch"``: alpha = mean ± std over those
     (the paper's "alpha ± std over seeds"); ``kind="curve"``: one fit to the seed-mean curve
@@ -504,7 +455,7 @@ def scaling_fits(df: "pd.DataFrame", value: str = "epistemic") -> "pd.DataFrame"
     """
     import pandas as pd
 
-    from oracle.scaling import fit_each_seed, fit_per_seed, fit_seed_mean
+    from oracle.measures.power_laws import fit_each_seed, fit_per_seed, fit_seed_mean
 
     out = []
     for arch, sub in df.groupby("arch", sort=True):
@@ -700,7 +651,7 @@ def _table1_numbers(table1: "pd.DataFrame", path: str, archs: Sequence[Mapping])
 
 
 def validation_numbers(metrics: Mapping, path: str) -> dict[str, dict]:
-    """The in-text validation numbers of validation/metrics.json (``oracle.validation.run_validation``).
+    """The in-text validation numbers of validation/metrics.json (``oracle.validation.run.run_validation``).
 
     The Frechet distance is named by its feature space: ``validation.fid`` only for Inception
     features (with weights), ``validation.fd_<kind>`` otherwise; likewise ``validation.is`` vs

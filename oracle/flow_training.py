@@ -29,7 +29,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from oracle.devices import autocast, pick_device
-from oracle.provenance import atomic_output, torch_save_atomic
+from oracle.io.atomic import atomic_output, torch_save_atomic
 from oracle.errors import ConfigError, DataError
 from oracle.flows import PerClassFlows, TarFlow
 

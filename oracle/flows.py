@@ -33,14 +33,16 @@ from __future__ import annotations
 
 import math
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from oracle.provenance import torch_save_atomic
-from oracle.errors import ConfigError, DataError, OracleError
+from oracle.io.atomic import torch_save_atomic
+from oracle.errors import ConfigError, DataError, OracleError, WorldError
 
 __all__ = [
     "TarFlow",
@@ -803,3 +805,50 @@ def load_public_tarflow(path: str | os.PathLike, spec: dict) -> TarFlow:
                           f"patch_size={s['patch_size']}, channels={s['channels']}): {bad}")
     model.load_state_dict(sd, strict=True)
     return model.float().eval()
+
+
+# --------------------------------------------------------------------------- checkpoint checks
+
+
+def checkpoint_num_classes(path: str | os.PathLike, fmt: str) -> int:
+    """The class count K of a flow checkpoint, without building the model.
+
+    ``native``: the spec stored by ``oracle.flows.save_flow``. ``public_tarflow``: the first
+    axis of ``blocks.0.class_embed`` ([K, 1, C]); 0 for an unconditional checkpoint.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"flow checkpoint {p} does not exist (config key oracle.checkpoint)")
+    try:
+        blob = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad file
+        raise DataError(f"flow checkpoint {p} is unreadable: {type(exc).__name__}: {exc}") from None
+    if fmt == "native":
+        if not isinstance(blob, dict) or "spec" not in blob:
+            raise DataError(f"flow checkpoint {p} is not an oracle flow file; set oracle.checkpoint_format: public_tarflow for a public TarFlow state dict")
+        return int(blob["spec"].get("num_classes", 0))
+    if fmt == "public_tarflow":
+        sd = blob
+        for key in ("model", "state_dict", "ema"):
+            if isinstance(sd, dict) and isinstance(sd.get(key), dict):
+                sd = sd[key]
+                break
+        if not isinstance(sd, dict):
+            raise DataError(f"public TarFlow checkpoint {p} does not hold a state dict")
+        for key, value in sd.items():
+            if re.fullmatch(r"(module\.|_orig_mod\.)?blocks\.0\.class_embed", key):
+                return int(value.shape[0])
+        return 0
+    raise ConfigError(f"config key 'oracle.checkpoint_format': {fmt!r} is not native or public_tarflow")
+
+
+def check_checkpoint_classes(path: str | os.PathLike, fmt: str, data_path: str | os.PathLike,
+                             data_classes: Sequence[str]) -> None:
+    """Raise WorldError when the checkpoint's class count differs from the data's."""
+    k = checkpoint_num_classes(path, fmt)
+    if k != len(data_classes):
+        shown = ", ".join(list(data_classes)[:5]) + (", ..." if len(data_classes) > 5 else "")
+        raise WorldError(
+            f"flow checkpoint {path} has {k} classes but the data {data_path} have {len(data_classes)} "
+            f"({shown}); use a checkpoint trained on these classes or data.classes to select them"
+        )

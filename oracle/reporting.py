@@ -29,8 +29,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from oracle.errors import OracleError
-from oracle.provenance import atomic_output
-from oracle.scaling import aggregate_over_seeds, fit_per_seed, fit_seed_mean, power_law
+from oracle.io.atomic import atomic_output
+from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed, fit_seed_mean, power_law
 
 __all__ = [
     "ARCH_LABELS",
@@ -385,7 +385,7 @@ def figure5(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Path]:
 
 
 def reliability_diagram(curves: Mapping[str, Mapping[str, np.ndarray]], stem: str | os.PathLike) -> dict[str, Path]:
-    """Reliability diagrams, one panel per entry of ``curves`` (``oracle.calibration.reliability_curve``).
+    """Reliability diagrams, one panel per entry of ``curves`` (``oracle.measures.calibration.reliability_curve``).
 
     Bars: accuracy per confidence bin; diagonal: perfect calibration; the bin's mean
     confidence is marked. Empty bins are left blank.

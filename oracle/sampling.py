@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from oracle.errors import ShardError
 from oracle.posterior import log_likelihoods
-from oracle.shards import ShardWriter
+from oracle.io.shards import ShardWriter
 
 __all__ = ["batch_seed", "write_sample_shard"]
 
@@ -46,7 +46,7 @@ def batch_seed(seed: int, shard: int, batch: int) -> int:
 
 def _default_code_version() -> str:
     try:
-        from oracle.provenance import code_version
+        from oracle.workflow.provenance import code_version
 
         info = code_version()
         return f"{info.get('commit', 'unknown')}{'-dirty' if info.get('dirty') else ''}"

@@ -609,7 +609,7 @@ def save_gaussian_world(path, world: GaussianWorld, extra: dict | None = None) -
     The file is a ``torch.save`` dict readable with ``torch.load(..., weights_only=True)``:
     ``{format, format_version, means [K, D] float64, std, event_shape, fingerprint, extra}``.
     """
-    from oracle.provenance import torch_save_atomic
+    from oracle.io.atomic import torch_save_atomic
 
     if not isinstance(world, GaussianWorld):
         raise WorldError(f"save_gaussian_world: expected a GaussianWorld, got {type(world).__name__}")

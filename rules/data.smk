@@ -6,8 +6,8 @@
 #
 # `params: config_keys` (every rule that writes an artifact, in every stage): the config keys
 # the rule's artifacts depend on, declared once, by the rule. Their provenance records keep the
-# run config at those keys and `python -m oracle.audit` compares them with the run's config
-# (syntax: oracle.provenance.parse_config_key).
+# run config at those keys and `python -m oracle.workflow.audit` compares them with the run's config
+# (syntax: oracle.workflow.provenance.parse_config_key).
 
 from oracle import experiments as ex
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import torch
 
-from oracle import config as oc
+from oracle.workflow import config as oc
 from oracle import experiments as ex
 from oracle.classifiers import build_classifier, evaluate_predictions, predict_log_probs, train_classifier
 from oracle.devices import pick_device
 from oracle.errors import DataError
-from oracle.provenance import write_json_atomic
-from oracle.splits import read_splits_h5
+from oracle.io.atomic import write_json_atomic
+from oracle.io.splits import read_splits_h5
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 

@@ -1,7 +1,7 @@
 """Rule `collect_metrics`: every classifier metrics.json of an experiment -> one CSV row each."""
 
 from oracle import experiments as ex
-from oracle.provenance import atomic_output
+from oracle.io.atomic import atomic_output
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 

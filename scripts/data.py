@@ -1,14 +1,14 @@
 """Rule `data`: real images -> data/train.h5 and data/test.h5 (uint8 [n, C, H, W] + labels).
 
 The raw data root is a parameter (not a Snakemake input, so the DAG builds without it);
-oracle.data raises a one-line DataError naming the missing path and the expected layout.
+oracle.io.real_data raises a one-line DataError naming the missing path and the expected layout.
 The records hash the raw files read (for digits scikit-learn's bundled file) as inputs, and
 name their identity (kind, root, scikit-learn version for digits) in ``extra.raw_data``: the
 end of every audit chain.
 """
 
 from oracle import experiments as ex
-from oracle.data import load_split, write_images_h5
+from oracle.io.real_data import load_split, write_images_h5
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 

@@ -1,7 +1,7 @@
 """Rule `merge_samples`: the shards -> samples/all.h5, HDF5 virtual datasets (no copy)."""
 
 from oracle import experiments as ex
-from oracle.shards import merge_shards, verify_shard
+from oracle.io.shards import merge_shards, verify_shard
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 

@@ -5,12 +5,13 @@ Checks the checkpoint's class count against data/train.h5 before loading it.
 
 import json
 
-from oracle import config as oc
+from oracle.workflow import config as oc
 from oracle import experiments as ex
-from oracle.data import read_images_h5
+from oracle.io.real_data import read_images_h5
 from oracle.flows import load_flow, load_public_tarflow, save_flow
 from oracle.errors import WorldError
-from oracle.provenance import atomic_output, file_sha256
+from oracle.io.atomic import atomic_output
+from oracle.workflow.provenance import file_sha256
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import torch
 
-from oracle import config as oc
+from oracle.workflow import config as oc
 from oracle import experiments as ex
-from oracle.data import read_images_h5
+from oracle.io.real_data import read_images_h5
 from oracle.errors import OracleError
 from oracle.flow_training import FlowTrainConfig, train_flow
 from oracle.flows import build_flow, save_flow
-from oracle.provenance import atomic_output
+from oracle.io.atomic import atomic_output
 
 TRAIN_KEYS = ("batch_size", "lr", "weight_decay", "warmup_steps", "grad_clip", "ema_decay", "noise_std",
               "label_dropout", "checkpoint_every")

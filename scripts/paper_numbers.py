@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from oracle import experiments as ex
-from oracle.provenance import atomic_output, write_json_atomic
+from oracle.io.atomic import atomic_output, write_json_atomic
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 

@@ -7,10 +7,10 @@ Each row: x ~ p(x|y), y ~ prior, and log p(x|k) for every class k at the stored 
 A killed job leaves .shard-XXXX.h5.partial, which the rerun resumes.
 """
 
-from oracle import config as oc
+from oracle.workflow import config as oc
 from oracle import experiments as ex
 from oracle.devices import pick_device
-from oracle.provenance import file_sha256
+from oracle.workflow.provenance import file_sha256
 from oracle.sampling import write_sample_shard
 from oracle.worlds import world_from_checkpoint
 

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from oracle import experiments as ex
-from oracle.provenance import atomic_output
+from oracle.io.atomic import atomic_output
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 

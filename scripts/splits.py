@@ -2,7 +2,7 @@
 stratified by source class -> splits/splits.h5 (row indices into samples/all.h5)."""
 
 from oracle import experiments as ex
-from oracle.splits import make_splits, write_splits_h5
+from oracle.io.splits import make_splits, write_splits_h5
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 

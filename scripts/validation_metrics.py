@@ -2,19 +2,19 @@
 
 Oracle samples vs real train/test images in the feature spaces the config provides (Inception
 for FID/IS, ResNet or a domain CNN trained here for the rest), posterior stability and BPD under
-the frozen flow. The logic is oracle.validation.run_validation; see its docstring for choices.
+the frozen flow. The logic is oracle.validation.run.run_validation; see its docstring for choices.
 """
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from oracle import experiments as ex
-from oracle.data import read_images_h5
+from oracle.io.real_data import read_images_h5
 from oracle.devices import pick_device
 from oracle.flows import load_flow
-from oracle.provenance import write_json_atomic
-from oracle.shards import open_samples
-from oracle.validation import run_validation
+from oracle.io.atomic import write_json_atomic
+from oracle.io.shards import open_samples
+from oracle.validation.run import run_validation
 from oracle.worlds import FlowWorld
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive

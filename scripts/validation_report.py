@@ -6,7 +6,7 @@ from pathlib import Path
 
 from oracle import experiments as ex
 from oracle.reporting import write_table
-from oracle.validation import figure4, table3, table4
+from oracle.validation.run import figure4, table3, table4
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 

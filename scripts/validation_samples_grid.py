@@ -4,9 +4,9 @@ oracle samples of each class, one row per class (a look at the world before trus
 import numpy as np
 
 from oracle import experiments as ex
-from oracle.data import read_class_names
+from oracle.io.real_data import read_class_names
 from oracle.reporting import sample_grid_figure
-from oracle.shards import open_samples
+from oracle.io.shards import open_samples
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 

@@ -12,8 +12,9 @@ samples were drawn from (its sha256 is checked against the samples' oracle_sha25
 
 from oracle import experiments as ex
 from oracle.errors import DataError
-from oracle.provenance import file_sha256, write_json_atomic
-from oracle.splits import read_splits_h5
+from oracle.io.atomic import write_json_atomic
+from oracle.workflow.provenance import file_sha256
+from oracle.io.splits import read_splits_h5
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 

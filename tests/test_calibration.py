@@ -6,7 +6,7 @@ import torch
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss
 
-from oracle.calibration import (
+from oracle.measures.calibration import (
     bin_indices,
     brier_per_sample,
     brier_score,

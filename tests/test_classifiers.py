@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import torchvision.transforms.functional as TF
 
 import oracle.classifiers as clf
-from oracle.calibration import expected_calibration_error
+from oracle.measures.calibration import expected_calibration_error
 from oracle.classifiers import (
     IMAGENET_MEAN,
     IMAGENET_STD,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from oracle import config as oc
+from oracle.workflow import config as oc
 from oracle.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]

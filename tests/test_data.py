@@ -12,7 +12,7 @@ import pytest
 import scipy.io
 from PIL import Image
 
-from oracle.data import (
+from oracle.io.real_data import (
     load_digits_dataset, load_split, read_idx, read_images_h5, stratified_split,
     subsample_per_class, to_grayscale, write_images_h5,
 )

@@ -22,7 +22,7 @@ def log_softmax_np(a: np.ndarray) -> np.ndarray:
 
 @pytest.fixture
 def shard(tmp_path):
-    from oracle.shards import ShardWriter
+    from oracle.io.shards import ShardWriter
 
     rng = np.random.default_rng(0)
     n, k = 37, 3
@@ -70,29 +70,6 @@ def test_training_targets():
     np.testing.assert_allclose(soft, np.exp(log_p), rtol=1e-6)
     with pytest.raises(ConfigError):
         ex.training_targets("fuzzy", "source", src, log_p)
-
-
-def test_checkpoint_num_classes(tmp_path):
-    from oracle.flows import build_flow, save_flow
-
-    spec = {"in_channels": 1, "img_size": 4, "patch_size": 2, "channels": 8, "num_blocks": 1,
-            "layers_per_block": 1, "head_dim": 8, "num_classes": 4}
-    native = tmp_path / "flow.pt"
-    save_flow(native, build_flow(spec, seed=0), spec)
-    assert ex.checkpoint_num_classes(native, "native") == 4
-    public = tmp_path / "public.pth"
-    torch.save({"blocks.0.class_embed": torch.zeros(3, 1, 8), "blocks.0.proj_in.weight": torch.zeros(8, 4)}, public)
-    assert ex.checkpoint_num_classes(public, "public_tarflow") == 3
-    wrapped = tmp_path / "wrapped.pth"
-    torch.save({"model": {"module.blocks.0.class_embed": torch.zeros(5, 1, 8)}}, wrapped)
-    assert ex.checkpoint_num_classes(wrapped, "public_tarflow") == 5
-    with pytest.raises(WorldError, match=r"has 3 classes but the data .* have 10"):
-        ex.check_checkpoint_classes(public, "public_tarflow", "train.h5", [str(i) for i in range(10)])
-    ex.check_checkpoint_classes(native, "native", "train.h5", ["a", "b", "c", "d"])
-    with pytest.raises(DataError, match="does not exist"):
-        ex.checkpoint_num_classes(tmp_path / "nope.pth", "native")
-    with pytest.raises(DataError, match="public_tarflow"):
-        ex.checkpoint_num_classes(public, "native")
 
 
 def test_predictions_roundtrip_and_atomicity(tmp_path):

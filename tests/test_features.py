@@ -1,4 +1,4 @@
-"""oracle.features: local-weight Inception/ResNet loading, the domain CNN, naming rules."""
+"""oracle.validation.features: local-weight Inception/ResNet loading, the domain CNN, naming rules."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch.nn.functional as F
 import torchvision
 from sklearn.datasets import load_digits
 
-from oracle import features
+from oracle.validation.run import features
 from oracle.errors import DataError, OracleError
 
 

@@ -14,11 +14,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from oracle.errors import ConfigError, DataError, OracleError
+from oracle.errors import ConfigError, DataError, OracleError, WorldError
 from oracle.flows import (
     PerClassFlows,
     TarFlow,
     build_flow,
+    check_checkpoint_classes,
+    checkpoint_num_classes,
     load_flow,
     load_public_tarflow,
     save_flow,
@@ -441,3 +443,24 @@ def test_rectangular_images():
     s = m.sample(None, n=2, generator=torch.Generator().manual_seed(0))
     assert s.shape == (2, 2, 4, 6)
     assert torch.isfinite(m.log_prob(s)).all()
+
+
+def test_checkpoint_num_classes(tmp_path):
+    spec = {"in_channels": 1, "img_size": 4, "patch_size": 2, "channels": 8, "num_blocks": 1,
+            "layers_per_block": 1, "head_dim": 8, "num_classes": 4}
+    native = tmp_path / "flow.pt"
+    save_flow(native, build_flow(spec, seed=0), spec)
+    assert checkpoint_num_classes(native, "native") == 4
+    public = tmp_path / "public.pth"
+    torch.save({"blocks.0.class_embed": torch.zeros(3, 1, 8), "blocks.0.proj_in.weight": torch.zeros(8, 4)}, public)
+    assert checkpoint_num_classes(public, "public_tarflow") == 3
+    wrapped = tmp_path / "wrapped.pth"
+    torch.save({"model": {"module.blocks.0.class_embed": torch.zeros(5, 1, 8)}}, wrapped)
+    assert checkpoint_num_classes(wrapped, "public_tarflow") == 5
+    with pytest.raises(WorldError, match=r"has 3 classes but the data .* have 10"):
+        check_checkpoint_classes(public, "public_tarflow", "train.h5", [str(i) for i in range(10)])
+    check_checkpoint_classes(native, "native", "train.h5", ["a", "b", "c", "d"])
+    with pytest.raises(DataError, match="does not exist"):
+        checkpoint_num_classes(tmp_path / "nope.pth", "native")
+    with pytest.raises(DataError, match="public_tarflow"):
+        checkpoint_num_classes(public, "native")

@@ -24,7 +24,7 @@ import yaml
 from scipy import stats
 from scipy.special import log_softmax
 
-from oracle import config as oc
+from oracle.workflow import config as oc
 from oracle.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""oracle.metrics against closed forms and independent computations (scipy, sklearn, loops)."""
+"""oracle.validation.metrics against closed forms and independent computations (scipy, sklearn, loops)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import scipy.stats
 import torch
 from sklearn.neighbors import NearestNeighbors
 
-from oracle import metrics
+from oracle.validation.run import metrics
 from oracle.errors import OracleError
 
 

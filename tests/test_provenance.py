@@ -13,10 +13,7 @@ import numpy as np
 import pytest
 
 from oracle.errors import ConfigError, DataError
-from oracle.provenance import (
-    code_version, config_hash, config_subset, dir_sha256, file_sha256, read_record, record_path,
-    resolve_recorded_path, write_record,
-)
+from oracle.workflow.provenance import code_version, config_hash, config_subset, dir_sha256, file_sha256, read_record, record_path, resolve_recorded_path, write_record
 
 
 def _sha(b: bytes) -> str:
@@ -190,7 +187,7 @@ def test_inputs_as_mapping_of_lists(tmp_path):
 
 
 def test_atomic_output_permissions_and_cleanup(tmp_path):
-    from oracle.provenance import atomic_output
+    from oracle.io.atomic import atomic_output
 
     target = tmp_path / "sub" / "a.txt"
     with atomic_output(target) as tmp:

@@ -22,12 +22,10 @@ import pytest
 import yaml
 
 from oracle import experiments as ex
-from oracle.audit import audit, check_numbers, compare_config, load_numbers
+from oracle.workflow.audit import audit, check_numbers, compare_config, load_numbers
 from oracle.errors import ConfigError, DataError
-from oracle.provenance import (
-    atomic_output, clear_hash_cache, config_hash, config_subset, file_sha256, get_config_value,
-    parse_config_key, path_sha256, read_record,
-)
+from oracle.io.atomic import atomic_output
+from oracle.workflow.provenance import clear_hash_cache, config_hash, config_subset, file_sha256, get_config_value, parse_config_key, path_sha256, read_record
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "tests" / "smoke" / "config.yaml"
@@ -43,7 +41,7 @@ def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _audit_cli(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "oracle.audit", *args], cwd=workdir,
+    return subprocess.run([sys.executable, "-m", "oracle.workflow.audit", *args], cwd=workdir,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -106,7 +104,7 @@ def test_every_artifact_has_a_complete_record(smoke, monkeypatch):
         for inp, h in rec["inputs"].items():
             assert path_sha256(Path(inp)) == h, (shown, inp)
         code = rec["code"]
-        assert {"commit", "dirty", "files"} <= set(code) and "oracle/provenance.py" in code["files"], shown
+        assert {"commit", "dirty", "files"} <= set(code) and "oracle/workflow/provenance.py" in code["files"], shown
         assert any(f.startswith("scripts/") for f in code["files"]), shown  # the rule's script
         assert rec["packages"]["torch"] and rec["packages"]["numpy"] and rec["device"]
         assert rec["wall_time_s"] is not None and rec["wall_time_s"] >= 0 and rec["started_utc"]
@@ -412,7 +410,7 @@ def test_atomic_output_applies_the_umask_at_rename(tmp_path, mask):
 def test_torch_save_atomic_round_trip_and_no_partial_file(tmp_path):
     import torch
 
-    from oracle.provenance import torch_save_atomic
+    from oracle.io.atomic import torch_save_atomic
 
     obj = {"w": torch.arange(6, dtype=torch.float64).reshape(2, 3), "step": 7}
     assert torch_save_atomic(obj, tmp_path / "sub" / "a.pt") == tmp_path / "sub" / "a.pt"
@@ -483,11 +481,11 @@ def test_validation_numbers_name_fid_only_in_inception_features():
 
 
 def test_code_check_names_the_changed_module(tmp_path):
-    from oracle.audit import changed_code_files
-    from oracle.provenance import REPO_ROOT, code_files
+    from oracle.workflow.audit import changed_code_files
+    from oracle.workflow.provenance import REPO_ROOT, code_files
 
-    recorded = code_files()  # this process imported oracle.provenance from the repository
-    assert recorded["oracle/provenance.py"] == file_sha256(REPO_ROOT / "oracle" / "provenance.py")
+    recorded = code_files()  # this process imported oracle.workflow.provenance from the repository
+    assert recorded["oracle/workflow/provenance.py"] == file_sha256(REPO_ROOT / "oracle" / "provenance.py")
     assert all(not k.startswith(("/", ".venv/")) and "site-packages" not in k for k in recorded)
     (tmp_path / "oracle").mkdir()
     for name in ("a.py", "b.py", "c.py"):

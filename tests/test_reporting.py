@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from oracle.calibration import reliability_curve
+from oracle.measures.calibration import reliability_curve
 from oracle.errors import OracleError
 from oracle.reporting import arch_label, figure2, figure5, reliability_diagram, table1, table2, write_table
 

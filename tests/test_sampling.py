@@ -17,7 +17,7 @@ from oracle.errors import ShardError
 from oracle.flows import build_flow
 from oracle.posterior import log_posterior
 from oracle.sampling import batch_seed, write_sample_shard
-from oracle.shards import merge_shards, partial_path, read_shard, verify_shard
+from oracle.io.shards import merge_shards, partial_path, read_shard, verify_shard
 from oracle.worlds import FlowWorld, GaussianWorld
 
 

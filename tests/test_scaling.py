@@ -6,7 +6,7 @@ import pytest
 from scipy import optimize, stats
 
 from oracle.errors import OracleError
-from oracle.scaling import aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law, fit_seed_mean, power_law
+from oracle.measures.power_laws import aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law, fit_seed_mean, power_law
 
 N_GRID = np.array([100, 300, 1000, 3000, 10000, 40000], dtype=float)
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from oracle.errors import ShardError
-from oracle.shards import (REQUIRED_ATTRS, ShardWriter, merge_shards, open_samples, partial_path,
+from oracle.io.shards import (REQUIRED_ATTRS, ShardWriter, merge_shards, open_samples, partial_path,
                            read_shard, verify_shard)
 
 K = 4
@@ -110,7 +110,7 @@ def test_exception_inside_context_leaves_nothing(tmp_path):
 KILL_SCRIPT = textwrap.dedent("""
     import os, signal, sys
     import numpy as np
-    from oracle.shards import ShardWriter
+    from oracle.io.shards import ShardWriter
     path = sys.argv[1]
     attrs = {"oracle_sha256": "x", "prior": [0.25] * 4, "label_temperature": 1.0,
              "base_temperature": 1.0, "seed": 0, "shard": 0, "n_shards": 1, "code_version": "t"}

@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 import yaml
 
-from oracle import config as oc
+from oracle.workflow import config as oc
 
 REPO = Path(__file__).resolve().parents[1]
 CI = REPO / "scripts" / "ci"

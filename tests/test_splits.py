@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from oracle.errors import ConfigError, DataError
-from oracle.splits import make_splits, read_splits_h5, write_splits_h5
+from oracle.io.splits import make_splits, read_splits_h5, write_splits_h5
 
 SIZES = [10, 100, 1000]
 SEEDS = [0, 1, 2]

@@ -1,4 +1,4 @@
-"""oracle.validation.run_validation end to end on sklearn digits with a tiny flow world."""
+"""oracle.validation.run.run_validation end to end on sklearn digits with a tiny flow world."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
-from oracle import validation
+from oracle.validation.run import run as validation
 from oracle.errors import ConfigError
 from oracle.flows import build_flow
 from oracle.worlds import FlowWorld

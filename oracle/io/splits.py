@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from oracle.errors import ConfigError, DataError
-from oracle.provenance import atomic_output
+from oracle.io.atomic import atomic_output
 
 FORMAT_VERSION = 1
 # distinct stream tags so test seed 0 and training seed 0 never share random numbers

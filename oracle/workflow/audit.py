@@ -1,8 +1,8 @@
 """Audit where an artifact or a reported number came from.
 
-    python -m oracle.audit PATH_OR_NUMBER_KEY [--run results/<run>] [--configfile FILE]
+    python -m oracle.workflow.audit PATH_OR_NUMBER_KEY [--run results/<run>] [--configfile FILE]
                            [--json] [--strict-code]
-    python -m oracle.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]
+    python -m oracle.workflow.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]
 
 TARGET is an artifact path, or a key of ``<run>/numbers.json``; a number entry looks like
 ``{"value": .., "unit": .., "se": .., "artifact": "<path of the artifact it was read from>"}``
@@ -11,7 +11,7 @@ path of an entry is resolved against the working directory, then the run folder,
 folder of numbers.json. Without ``--run`` the run is the ``results/<run>`` folder above the
 artifact, or the only ``results/*/numbers.json`` below the working directory.
 
-The audit walks the provenance records (`oracle.provenance`) from the target back through
+The audit walks the provenance records (`oracle.workflow.provenance`) from the target back through
 every input that has a record of its own, down to raw inputs without one (the data root) and
 the oracle checkpoint, and for each artifact prints its rule, inputs with their hashes, the
 recorded config subset and the code version. It FLAGS:
@@ -49,10 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from oracle.errors import DataError, OracleError
-from oracle.provenance import (
-    REPO_ROOT, code_version, file_sha256, get_config_value, path_sha256, read_record,
-    resolve_recorded_path,
-)
+from oracle.workflow.provenance import REPO_ROOT, code_version, file_sha256, get_config_value, path_sha256, read_record, resolve_recorded_path
 
 SHORT = 12
 _ABSENT = object()  # a config key the current config lacks (not provenance._MISSING: that means "raise")
@@ -161,7 +158,7 @@ def compare_config(record: Mapping, current: Mapping) -> list[dict]:
 
 
 def _plain(v: Any) -> Any:
-    from oracle.provenance import _jsonable
+    from oracle.io.atomic import to_jsonable as _jsonable
 
     return _jsonable(v)
 
@@ -496,7 +493,7 @@ def render(report: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- CLI
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0 ok, 1 flagged, 2 bad input)."""
-    ap = argparse.ArgumentParser(prog="python -m oracle.audit", description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.audit", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("target", nargs="?", help="artifact path or numbers.json key (with --check-numbers: numbers.json path)")
     ap.add_argument("--run", help="results/<run> folder (numbers.json and config.yaml live there)")

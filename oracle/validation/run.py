@@ -17,7 +17,7 @@ Conventions (the choices the paper leaves open, made explicit):
 - The "primary" feature space (coverage, memorization, diversity, split consistency, Figure 4)
   is ResNet when ``resnet_weights`` is given (as in appendix B), else a domain CNN trained on
   the real training split. Inception (``inception_weights``) adds FID and IS. Every block says
-  which space it lives in; "FID" appears only for Inception (``oracle.features``).
+  which space it lives in; "FID" appears only for Inception (``oracle.validation.features``).
 - Coverage uses held-out (test) real images; memorization measures generated->train nearest
   neighbours, with held-out test->train distances as the baseline a non-memorizing generator
   should match.
@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from oracle import features as ft
-from oracle import metrics as mt
+from oracle.validation import features as ft
+from oracle.validation import metrics as mt
 from oracle.errors import ConfigError, OracleError
 
 __all__ = ["VALIDATION_KEYS", "run_validation", "table3", "table4", "figure4"]

@@ -70,7 +70,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from oracle.errors import ConfigError, DataError
-from oracle.provenance import atomic_output
+from oracle.io.atomic import atomic_output
 
 KINDS = ("digits", "image_folder", "cifar10", "cifar100", "mnist", "fashion_mnist", "svhn", "npz",
          "imagenet_downsampled")

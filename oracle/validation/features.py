@@ -35,7 +35,7 @@ import torchvision
 from torch import nn
 from tqdm import tqdm
 
-from oracle.provenance import torch_save_atomic
+from oracle.io.atomic import torch_save_atomic
 from oracle.errors import DataError, OracleError
 
 __all__ = [

@@ -3,8 +3,8 @@
 Every function takes plain arrays (features as float64 ``[n, d]``, images as ``[n, C, H, W]``)
 and returns floats or small dicts of floats, so that the validation stage can write them to
 JSON as they are. Which feature network produced the features is the caller's business
-(``oracle.features``); these functions never assume one, and a Frechet distance on non-Inception
-features must not be called "FID" (see ``oracle.features.frechet_metric_name``).
+(``oracle.validation.features``); these functions never assume one, and a Frechet distance on non-Inception
+features must not be called "FID" (see ``oracle.validation.features.frechet_metric_name``).
 
 Units: distances are Euclidean distances in the given feature space; KL divergences are in nats;
 likelihoods are reported in bits per dimension.

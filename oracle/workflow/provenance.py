@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from oracle.errors import ConfigError, DataError
+from oracle.io.atomic import atomic_output, to_jsonable as _jsonable, write_json_atomic
 
 RECORD_SUFFIX = ".prov.json"
 RECORD_VERSION = 1
@@ -76,72 +77,6 @@ _PACKAGES = (
 
 _HASH_CACHE: dict[tuple, str] = {}
 _CODE_CACHE: dict[str, dict] = {}
-
-
-# --------------------------------------------------------------------------- atomic writes
-def current_umask() -> int:
-    """The process umask now (it can change after import), without changing it where possible.
-
-    Reads ``Umask:`` of /proc/self/status (Linux >= 4.7); elsewhere sets and restores it, which
-    is not thread-safe but is the only portable way to read it.
-    """
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-@contextlib.contextmanager
-def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path in the same folder as `path`; rename it onto `path` on success.
-
-    On an exception the temporary file is removed and `path` is left untouched, so a crash
-    never leaves a partial artifact under the final name. Parent folders are created.
-    The artifact gets the permissions a plain ``open(path, "w")`` would give it
-    (0666 minus the process umask at rename time), not mkstemp's private 0600.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        yield tmp_path
-        # after the caller wrote (a writer may have replaced the file) and just before the
-        # rename, so the umask in force when the artifact appears is the one applied
-        if tmp_path.is_file() and not tmp_path.is_symlink():
-            os.chmod(tmp_path, 0o666 & ~current_umask())
-        os.replace(tmp_path, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp_path.unlink()
-        raise
-
-
-def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
-    """Write `obj` as indented, key-sorted JSON to `path` atomically. Returns the path."""
-    text = json.dumps(_jsonable(obj), indent=2, sort_keys=True, allow_nan=True) + "\n"
-    with atomic_output(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return Path(path)
-
-
-def torch_save_atomic(obj: Any, path: str | os.PathLike) -> Path:
-    """``torch.save(obj, path)`` atomically (see `atomic_output`). Returns the path.
-
-    torch is imported on call: writing records and JSON must not cost a torch import.
-    """
-    import torch
-
-    with atomic_output(path) as tmp:
-        torch.save(obj, tmp)
-    return Path(path)
 
 
 # --------------------------------------------------------------------------- hashing
@@ -205,32 +140,6 @@ def clear_hash_cache() -> None:
 
 
 # --------------------------------------------------------------------------- config
-def _jsonable(obj: Any) -> Any:
-    """Convert numpy scalars/arrays, tuples, sets, Paths and Mappings to plain JSON types."""
-    if obj is None or isinstance(obj, (bool, str)):
-        return obj
-    if isinstance(obj, int):
-        return int(obj)
-    if isinstance(obj, float):
-        return float(obj)
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (set, frozenset)):
-        return sorted(_jsonable(v) for v in obj)
-    # numpy / torch scalars and arrays without importing either
-    if hasattr(obj, "tolist") and callable(obj.tolist):
-        return _jsonable(obj.tolist())
-    if hasattr(obj, "item") and callable(obj.item):
-        return _jsonable(obj.item())
-    if hasattr(obj, "items") and callable(obj.items):  # Snakemake Namedlist-like
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    raise ConfigError(f"cannot record value {obj!r} of type {type(obj).__name__}: expected JSON-like data")
-
-
 def canonical_json(obj: Any) -> str:
     """Canonical JSON (sorted keys, no whitespace, UTF-8) used for config hashes."""
     return json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,244 @@
+"""Training a classifier on oracle samples with hard or soft labels (see the package docstring)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from oracle.devices import autocast, pick_device
+from oracle.errors import ConfigError, DataError, OracleError
+from oracle.io.atomic import atomic_output, torch_save_atomic
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_FORMAT = "oracle-classifier-train/1"
+
+
+def _derive_seed(seed: int, stream: str) -> int:
+    """An independent 63-bit seed per named random stream."""
+    return int.from_bytes(hashlib.sha256(f"{int(seed)}:{stream}".encode()).digest()[:8], "little") >> 1
+
+
+def _check_images(x: Tensor) -> Tensor:
+    if not isinstance(x, Tensor) or x.ndim != 4 or x.dtype != torch.float32:
+        raise DataError(f"x: expected a float32 tensor [n, C, H, W], got {getattr(x, 'dtype', type(x))} "
+                        f"{tuple(getattr(x, 'shape', ()))}")
+    if x.shape[0] == 0:
+        raise DataError("x: no images")
+    return x
+
+
+def _check_targets(targets, n: int, num_classes: int, soft: bool) -> Tensor:
+    t = targets if isinstance(targets, Tensor) else torch.as_tensor(np.asarray(targets))
+    if soft:
+        if t.shape != (n, num_classes) or not t.is_floating_point():
+            raise DataError(f"targets: soft labels must be float [{n}, {num_classes}], got {t.dtype} {tuple(t.shape)}")
+        t = t.to(torch.float32)
+        if not bool(torch.isfinite(t).all()) or float(t.min()) < 0 or float((t.sum(1) - 1).abs().max()) > 1e-4:
+            raise DataError("targets: soft labels must be finite probabilities with rows summing to 1")
+        return t
+    if t.shape != (n,) or t.is_floating_point() or t.dtype == torch.bool:
+        raise DataError(f"targets: hard labels must be int64 [{n}], got {t.dtype} {tuple(t.shape)}")
+    t = t.to(torch.int64)
+    if int(t.min()) < 0 or int(t.max()) >= num_classes:
+        raise DataError(f"targets: labels must lie in [0, {num_classes}), got [{int(t.min())}, {int(t.max())}]")
+    return t
+
+
+def _loss(logits: Tensor, target: Tensor, soft: bool) -> Tensor:
+    if soft:
+        return -(target * torch.log_softmax(logits, dim=1)).sum(dim=1).mean()
+    return F.cross_entropy(logits, target)
+
+
+def _batches(order: Tensor, batch_size: int) -> list[Tensor]:
+    chunks = list(order.split(batch_size))
+    # A batch of one breaks BatchNorm in train mode; fold it into the previous batch.
+    if len(chunks) > 1 and len(chunks[-1]) == 1:
+        chunks[-2:] = [torch.cat(chunks[-2:])]
+    return chunks
+
+
+@torch.no_grad()
+def _evaluate_loss(model, x, t, idx, soft, batch_size, device) -> dict[str, float]:
+    model.eval()
+    loss_sum, correct = 0.0, 0
+    for b in idx.split(batch_size):
+        logits = model(x[b].to(device)).float()
+        tb = t[b].to(device)
+        loss_sum += float(_loss(logits, tb, soft)) * len(b)
+        labels = tb.argmax(1) if soft else tb
+        correct += int((logits.argmax(1) == labels).sum())
+    return {"val_loss": loss_sum / len(idx), "val_acc": correct / len(idx)}
+
+
+def _tensor_sha256(t: Tensor) -> str:
+    return hashlib.sha256(t.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
+
+
+def _fingerprint(model, x, t, **hyper) -> dict:
+    """What a checkpoint must match to be resumed: model spec, data and hyperparameters."""
+    return {
+        "spec": json.loads(json.dumps(getattr(model, "spec", {"class": type(model).__name__}))),
+        "x_shape": list(x.shape),
+        "x_sha256": _tensor_sha256(x),
+        "targets_sha256": _tensor_sha256(t),
+        **hyper,
+    }
+
+
+def _write_log(path: Path, history: list[dict]) -> None:
+    with atomic_output(path) as tmp:
+        tmp.write_text("".join(json.dumps(h, sort_keys=True) + "\n" for h in history), encoding="utf-8")
+
+
+def train_classifier(
+    model: nn.Module,
+    x: Tensor,
+    targets,
+    *,
+    soft: bool,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float,
+    seed: int,
+    device: str | torch.device | None = "cpu",
+    val_fraction: float = 0.0,
+    log_path: str | os.PathLike | None = None,
+    checkpoint_path: str | os.PathLike | None = None,
+    num_classes: int | None = None,
+) -> tuple[nn.Module, list[dict]]:
+    """Train ``model`` on images ``x`` with hard or soft labels (see the module docstring).
+
+    Args:
+        model: maps float32 [b, C, H, W] in [-1, 1] to logits [b, K] (``build_classifier``).
+        x: training images, float32 [n, C, H, W], on the CPU (batches are moved to ``device``).
+        targets: int64 [n] class labels (``soft=False``) or float [n, K] probabilities
+            (``soft=True``, e.g. the oracle posterior ``exp(log_p)``).
+        soft: which loss to use.
+        epochs, batch_size, lr, weight_decay: AdamW + cosine schedule to 0 per step.
+        seed: derives the validation split, the shuffling and the model's random draws.
+        device: "cpu", "cuda", "auto", or a torch.device.
+        val_fraction: fraction held out (after the split, training uses the rest); per-epoch
+            ``val_loss`` and ``val_acc`` (against labels or soft-label argmax) are reported.
+        log_path: JSON-lines file rewritten atomically after each epoch with the history.
+        checkpoint_path: training state saved atomically after each epoch; an existing
+            checkpoint of the same run is resumed (one of another run raises ConfigError).
+        num_classes: K when the model lacks a ``num_classes`` attribute.
+    Returns:
+        ``(model, history)``: the trained model in eval mode on ``device`` and one dict per
+        epoch with ``epoch``, ``train_loss`` (mean over the epoch's steps, nats), ``lr`` (at the
+        end of the epoch), ``seconds`` and, with validation, ``val_loss`` and ``val_acc``.
+    """
+    device = device if isinstance(device, torch.device) else pick_device(device)
+    x = _check_images(x)
+    n = x.shape[0]
+    k = num_classes or getattr(model, "num_classes", None)
+    if not k:
+        raise ConfigError("num_classes: the model has no num_classes attribute; pass num_classes=K")
+    t = _check_targets(targets, n, int(k), soft)
+    for key, value in (("epochs", epochs), ("batch_size", batch_size)):
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise ConfigError(f"{key}={value!r}: expected a positive integer")
+    if not (lr > 0 and weight_decay >= 0):
+        raise ConfigError(f"lr={lr!r}, weight_decay={weight_decay!r}: expected lr > 0 and weight_decay >= 0")
+    if not 0.0 <= val_fraction < 1.0:
+        raise ConfigError(f"val_fraction={val_fraction!r}: expected a value in [0, 1)")
+
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(_derive_seed(seed, "split")))
+    n_val = int(round(val_fraction * n))
+    if val_fraction > 0 and not 1 <= n_val <= n - 2:
+        raise ConfigError(f"val_fraction={val_fraction} leaves {n_val} validation and {n - n_val} training images of {n}")
+    val_idx, train_idx = perm[:n_val].sort().values, perm[n_val:].sort().values
+    if len(train_idx) < 2:
+        raise DataError(f"x: need at least 2 training images, got {len(train_idx)}")
+    steps_per_epoch = len(_batches(train_idx, batch_size))
+
+    model.to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * steps_per_epoch, eta_min=0.0)
+    shuffle = torch.Generator().manual_seed(_derive_seed(seed, "shuffle"))
+    fingerprint = _fingerprint(model, x, t, soft=bool(soft), epochs=int(epochs), batch_size=int(batch_size),
+                               lr=float(lr), weight_decay=float(weight_decay), seed=int(seed),
+                               val_fraction=float(val_fraction))
+    history: list[dict] = []
+    start_epoch = 0
+    ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
+    cuda_devices = [device] if device.type == "cuda" else []
+
+    with torch.random.fork_rng(devices=cuda_devices):
+        torch.manual_seed(_derive_seed(seed, "model"))
+        if ckpt is not None and ckpt.exists():
+            state = torch.load(ckpt, map_location="cpu", weights_only=True)
+            if state.get("format") != CHECKPOINT_FORMAT:
+                raise ConfigError(f"checkpoint_path={str(ckpt)!r}: not a classifier training checkpoint")
+            if state["fingerprint"] != fingerprint:
+                diff = sorted(key for key in fingerprint if state["fingerprint"].get(key) != fingerprint[key])
+                raise ConfigError(f"checkpoint_path={str(ckpt)!r} belongs to another run (differs in {diff}); "
+                                  "delete it or choose another path")
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            shuffle.set_state(state["shuffle_rng"])
+            torch.set_rng_state(state["torch_rng"])
+            if cuda_devices and state.get("cuda_rng") is not None:
+                torch.cuda.set_rng_state(state["cuda_rng"], device)
+            history = list(state["history"])
+            start_epoch = int(state["epoch"])
+            log.info("resumed %s at epoch %d/%d", ckpt, start_epoch, epochs)
+
+        bar = tqdm(total=(epochs - start_epoch) * steps_per_epoch, desc="train classifier", disable=None,
+                   unit="step", leave=False)
+        for epoch in range(start_epoch, epochs):
+            started = time.perf_counter()
+            model.train()
+            order = train_idx[torch.randperm(len(train_idx), generator=shuffle)]
+            loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+            for batch in _batches(order, batch_size):
+                xb = x[batch].to(device, non_blocking=True)
+                tb = t[batch].to(device, non_blocking=True)
+                with autocast(device):
+                    logits = model(xb)
+                loss = _loss(logits.float(), tb, soft)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                scheduler.step()
+                loss_sum += loss.detach().double() * len(batch)
+                bar.update(1)
+            record = {"epoch": epoch + 1, "train_loss": float(loss_sum) / len(train_idx),
+                      "lr": float(scheduler.get_last_lr()[0])}
+            if not math.isfinite(record["train_loss"]):
+                raise OracleError(f"training diverged: train_loss={record['train_loss']} at epoch {epoch + 1}; lower lr={lr}")
+            if n_val:
+                record.update(_evaluate_loss(model, x, t, val_idx, soft, batch_size, device))
+            record["seconds"] = time.perf_counter() - started
+            history.append(record)
+            bar.set_postfix(loss=f"{record['train_loss']:.4f}")
+            log.info("epoch %s", json.dumps(record, sort_keys=True))
+            if log_path is not None:
+                _write_log(Path(log_path), history)
+            if ckpt is not None:
+                torch_save_atomic({
+                    "format": CHECKPOINT_FORMAT, "epoch": epoch + 1, "fingerprint": fingerprint,
+                    "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(), "shuffle_rng": shuffle.get_state(),
+                    "torch_rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state(device) if cuda_devices else None,
+                    "history": history,
+                }, ckpt)
+        bar.close()
+    model.eval()
+    return model, history

@@ -1,0 +1,1 @@
+"""Tables (CSV, Markdown, LaTeX), figures (PDF, PNG) and numbers (numbers.json, numbers.tex)."""

@@ -1,0 +1,1 @@
+"""Validation of an oracle world against the real data: feature networks, metrics, the run."""

@@ -1,0 +1,2 @@
+"""What the workflow needs beyond the science: config validation and resources, the job
+wrapper, provenance records and the audit."""
