@@ -2,12 +2,12 @@
 #
 #   snakemake --cores all                                        # embedded default (config.yaml)
 #   snakemake --cores all --configfile presets/afhq256.yaml      # a paper preset
-#   snakemake --cores all table2                                 # one artifact (and what it needs)
+#   snakemake --cores all fig2                                   # one paper artifact (config `paper:`)
 #   snakemake --cores all --profile slurm --configfile ...       # on a SLURM cluster
 #
-# Every artifact lives under results/<run>/<stage>/..., made by a rule of rules/<stage>.smk.
-# Named targets: data, oracle, samples, splits, classifiers, table1, table2, fig2, fig5,
-# numbers, analysis (every table/figure/number), validation (when rules/validation.smk exists).
+# Every artifact lives under results/<run>/<stage or experiment kind>/...; rules/common.smk
+# spells every path and says which rules file makes it. Named targets: data, oracle, samples,
+# splits, classifiers, experiments, numbers, validation, and every paper id of `paper:`.
 
 import os
 
@@ -33,42 +33,33 @@ oc.validate_config(config, SCHEMA)
 
 validate(config, SCHEMA)
 oc.check_config(config)
-
-RUN = f"results/{config['run']}"
+# timm names and pretrained files: once per invocation (timm's import takes seconds), so a
+# misspelled architecture fails now, not when its job starts after hours of flow training
+if workflow.is_main_process:
+    oc.check_classifier_archs(config)
 
 
 # `snakemake --report report.html`: this text heads the report; tables and figures are marked
-# with the helpers of rules/report.smk (captions report/<name>.rst) in the stage files.
+# with the helpers of rules/report.smk.
 report: "report/workflow.rst"
 
 
-REPO = workflow.basedir
 # Every job imports the `oracle` package of this checkout, whichever environment runs it
 # (the venv, a --use-conda environment, a cluster node re-reading this file).
-oc.prepend_pythonpath(REPO)
-# conda: of the rules in rules/*.smk (relative to those files)
-ENV = "../envs/oracle.yaml"
-# Targets filled in by the stage files.
-ANALYSIS_TARGETS = []
-VALIDATION_TARGETS = []
+oc.prepend_pythonpath(workflow.basedir)
 
 
+include: "rules/common.smk"
 include: "rules/report.smk"
 include: "rules/data.smk"
 include: "rules/oracle.smk"
+include: "rules/validation.smk"
 include: "rules/samples.smk"
 include: "rules/splits.smk"
 include: "rules/classifiers.smk"
-include: "rules/analysis.smk"
-
-
-# The validation stage (Tables 3, 4, Figure 4) lives in rules/validation.smk, which appends
-# its artifacts to VALIDATION_TARGETS (built by `all` when validation.enabled) and may use RUN,
-# ORACLE_FLOW, SAMPLES, SPLITS, ENV and `oc`. Without that file the workflow runs without it.
-VALIDATION_SMK = os.path.join(REPO, "rules", "validation.smk")
-if os.path.exists(VALIDATION_SMK) and os.path.getsize(VALIDATION_SMK) > 0:
-
-    include: "rules/validation.smk"
+include: "rules/experiments.smk"
+include: "rules/scaling.smk"
+include: "rules/numbers.smk"
 
 
 localrules:
@@ -78,12 +69,16 @@ localrules:
     samples,
     splits,
     classifiers,
-    analysis,
+    experiments,
+    validation,
 
 
 rule all:
     input:
-        ANALYSIS_TARGETS,
+        SAMPLE_TARGETS,
+        EXPERIMENT_TARGETS,
+        NUMBERS_JSON,
+        NUMBERS_TEX,
         VALIDATION_TARGETS if config["validation"]["enabled"] else [],
         f"{RUN}/config.yaml",
     default_target: True
@@ -96,11 +91,11 @@ rule effective_config:
         config=config,
         config_keys=list(config),  # the whole config
     log:
-        f"{RUN}/logs/effective_config.log",
+        f"{LOGS}/effective_config.log",
     benchmark:
-        f"{RUN}/benchmarks/effective_config.tsv"
+        f"{BENCHMARKS}/effective_config.tsv"
     resources:
-        **oc.rule_resources(config, "analysis"),
+        **res.rule_resources(config, "analysis"),
     threads: 1
     conda:
         "envs/oracle.yaml"

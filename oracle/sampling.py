@@ -4,7 +4,14 @@ Conventions (they make a shard a pure function of its arguments):
 
 * **Randomness.** Batch ``b`` of shard ``s`` of a run with seed ``seed`` is drawn with a fresh
   ``torch.Generator`` seeded by :func:`batch_seed` ``(seed, s, b)`` (a sha256 of the three
-  numbers). Labels ``y ~ prior`` and then ``x ~ p(x|y)`` come from that generator. A shard
+  numbers). Classes ``y ~ prior`` and then ``x ~ p(x|y)`` come from that generator.
+* **Labels (DESIGN rule 8).** The label stored with a sample is a draw from the world's
+  posterior ``p_T(y|x)``, so that p_T is the true posterior of the labelled data and its Bayes
+  accuracy bounds every classifier. At T = 1 the source class *is* such a draw (x and y come
+  from the joint), so ``label = source_class`` and nothing more is drawn. At T != 1 the label
+  is drawn by inverse CDF from the float64 posterior of the stored log-likelihoods, with its
+  own stream seeded by :func:`label_seed` ``(seed, s, b)``: the samples themselves do not
+  change with T. A shard
   therefore depends on ``(world, n, seed, shard, batch_size, generator_device)`` and on
   nothing else -- in particular not on how far an earlier, killed attempt got: a resumed
   shard is identical to one written in one go. (Bit-identical across devices only on CPU;
@@ -29,10 +36,10 @@ import torch
 from tqdm.auto import tqdm
 
 from oracle.errors import ShardError
-from oracle.posterior import log_likelihoods
+from oracle.posterior import log_likelihoods, log_posterior
 from oracle.io.shards import ShardWriter
 
-__all__ = ["batch_seed", "write_sample_shard"]
+__all__ = ["batch_seed", "label_seed", "draw_labels", "write_sample_shard"]
 
 # attributes the sampler owns: they must describe the world and call, so callers may not set them
 _OWNED = ("prior", "label_temperature", "base_temperature", "seed", "shard", "n_shards")
@@ -42,6 +49,22 @@ def batch_seed(seed: int, shard: int, batch: int) -> int:
     """A 63-bit seed for batch ``batch`` of shard ``shard`` of a run seeded ``seed``."""
     digest = hashlib.sha256(f"oracle.sampling/v1:{int(seed)}:{int(shard)}:{int(batch)}".encode()).digest()
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def label_seed(seed: int, shard: int, batch: int) -> int:
+    """A 63-bit seed of the label draws of batch ``batch`` of shard ``shard`` (T != 1)."""
+    digest = hashlib.sha256(f"oracle.sampling/labels/v1:{int(seed)}:{int(shard)}:{int(batch)}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def draw_labels(log_post: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """One class per row from the posteriors ``log_post`` [n, K] (natural log, rows sum to 1 in
+    probability): int64 [n], by inverse CDF with one float64 uniform per row from `generator`."""
+    p = torch.exp(log_post.to(torch.float64))
+    cdf = torch.cumsum(p, dim=1)
+    u = torch.rand(p.shape[0], dtype=torch.float64, generator=generator) * cdf[:, -1]
+    # searchsorted(right) gives the first k with cdf_k > u; the clamp guards u == cdf_K rounding
+    return torch.searchsorted(cdf, u.unsqueeze(1), right=True).squeeze(1).clamp_(max=p.shape[1] - 1)
 
 
 def _default_code_version() -> str:
@@ -103,8 +126,11 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
     file_attrs.update(owned)
     file_attrs.setdefault("oracle_sha256", world.fingerprint())
     file_attrs.setdefault("code_version", _default_code_version())
+    tempered = float(world.label_temperature) != 1.0
     file_attrs.update(batch_size=batch_size, generator_device=str(generator_device),
-                      index_offset=offset, n=n, world=type(world).__name__, sampler="oracle.sampling/v1")
+                      index_offset=offset, n=n, world=type(world).__name__, sampler="oracle.sampling/v1",
+                      label_rule=("drawn from p_T(y|x) (oracle.sampling/labels/v1)" if tempered
+                                  else "source class (T = 1: a draw from p(y|x))"))
 
     t0 = time.perf_counter()
     counts = np.zeros(K, dtype=np.int64)
@@ -125,8 +151,13 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
             x32 = x.detach().to("cpu", torch.float32).contiguous()
             ll = log_likelihoods(world, x32, class_batch=class_batch).to("cpu")
             y_np = y.detach().to("cpu").numpy().astype(np.int64)
+            if tempered:
+                post = log_posterior(ll, world.prior, world.label_temperature)
+                labels = draw_labels(post, torch.Generator().manual_seed(label_seed(seed, shard, b))).numpy()
+            else:
+                labels = y_np
             start = offset + b * batch_size
-            writer.write(x32.numpy(), y_np, ll.numpy(), np.arange(start, start + m, dtype=np.int64))
+            writer.write(x32.numpy(), y_np, labels, ll.numpy(), np.arange(start, start + m, dtype=np.int64))
             counts += np.bincount(y_np, minlength=K)
     wall = time.perf_counter() - t0
     return {

@@ -1,53 +1,89 @@
-# Stage `classifiers`: one job per (experiment, arch, N, seed): train on the first N samples of
-# the seed's nested subset, evaluate on the fixed oracle test set
-# -> classifiers/<experiment>/<arch>/N<N>/seed<seed>/{metrics.json, predictions.h5}.
-# Jobs share the group "classifiers" so a cluster profile can bundle many short jobs into one
-# submission (--group-components classifiers=K); with resources.classifiers.bundle_max_n, jobs
-# of larger N go to "classifiers_large" and are submitted alone. With runtime_scales_with_n a
-# job's time limit grows with its N.
+# Stage `classifiers`: one training job per (experiment, arch, cell, seed) and one prediction
+# job per (that classifier, evaluation set).
+#   classifiers/<experiment>/<arch>/<cell>/seed<s>/model.pt      the trained model (a temporary
+#                                                  file when classifiers.keep_models is false)
+#   .../history.json                               per-epoch loss, lr and, on curve_size rows of
+#                                                  the world's test set, accuracy and epistemic KL
+#   .../predictions/<evalset>.h5                   log q(y|x) on the evaluation set's test rows
+#   .../metrics/<evalset>.json                     accuracy, decomposition (nats), calibration
+# What a cell trains on comes from its experiment's kind (oracle.experiments.<kind>.
+# training_spec). Jobs share the group "classifiers" so a cluster profile can bundle many short
+# jobs into one submission (--group-components classifiers=K); with
+# resources.classifiers.bundle_max_n, jobs of larger N go to "classifiers_large" and are
+# submitted alone; with runtime_scales_with_n a job's time limit grows with its N.
 
-CLASSIFIER_DIR = f"{RUN}/classifiers/{{experiment}}/{{arch}}/N{{N}}/seed{{seed}}"
+N_MAX = oc.largest_training_size(config)
 
 
-rule classifier:
+def training(wildcards):
+    """The training spec of a classifier job (world, n, labels, hyperparameters)."""
+    return oc.training_spec(config, wildcards.experiment, wildcards.cell)
+
+
+def classifier_group(wildcards):
+    return res.classifier_group(config, training(wildcards)["n"])
+
+
+def classifier_runtime(wildcards):
+    return res.classifier_runtime(config, training(wildcards)["n"], N_MAX)
+
+
+rule train_classifier:
     input:
-        samples=SAMPLES,
-        splits=SPLITS,
+        samples=lambda wildcards: world_samples(training(wildcards)["world"]),
+        splits=lambda wildcards: world_splits(training(wildcards)["world"]),
     output:
-        metrics=f"{CLASSIFIER_DIR}/metrics.json",
-        predictions=f"{CLASSIFIER_DIR}/predictions.h5",
-    wildcard_constraints:
-        experiment=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-        arch=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-        N=r"\d+",
-        seed=r"\d+",
+        model=MODEL if config["classifiers"]["keep_models"] else temp(MODEL),
+        history=HISTORY,
     params:
-        experiment=lambda wildcards: oc.experiment_spec(config, wildcards.experiment),
+        training=training,
         arch=lambda wildcards: oc.arch_spec(config, wildcards.arch),
-        training={
-            k: config["classifiers"][k]
-            for k in ("epochs", "min_steps", "batch_size", "lr", "weight_decay")
-        },
+        curve_size=config["classifiers"]["curve_size"],
         device=config["device"],
-        config_keys=lambda wildcards: ex.classifier_config_keys(
-            config, wildcards.experiment, wildcards.arch
-        ),
+        config_keys=lambda wildcards: keys.classifier_keys(config, wildcards.experiment, wildcards.arch),
     group:
-        lambda wildcards: oc.classifier_group(config, int(wildcards.N))
+        classifier_group
     log:
-        f"{RUN}/logs/classifiers/{{experiment}}/{{arch}}/N{{N}}/seed{{seed}}.log",
+        f"{LOGS}/classifiers/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}/train.log",
     benchmark:
-        f"{RUN}/benchmarks/classifiers/{{experiment}}/{{arch}}/N{{N}}/seed{{seed}}.tsv"
+        f"{BENCHMARKS}/classifiers/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}/train.tsv"
     resources:
-        **oc.rule_resources(config, "classifiers")
-        | {"runtime": lambda wildcards: oc.classifier_runtime(config, int(wildcards.N))},
-    threads: oc.rule_threads(config, "classifiers")
+        **res.rule_resources(config, "classifiers") | {"runtime": classifier_runtime},
+    threads: res.rule_threads(config, "classifiers")
     conda:
         ENV
     script:
-        "../scripts/classifier.py"
+        "../scripts/train_classifier.py"
+
+
+rule predict_classifier:
+    input:
+        model=MODEL,
+        history=HISTORY,
+        samples=lambda wildcards: world_samples(wildcards.evalset),
+        splits=lambda wildcards: world_splits(wildcards.evalset),
+    output:
+        predictions=PREDICTIONS,
+        metrics=METRICS,
+    params:
+        training=training,
+        device=config["device"],
+        config_keys=lambda wildcards: keys.classifier_keys(config, wildcards.experiment, wildcards.arch),
+    group:
+        classifier_group
+    log:
+        f"{LOGS}/classifiers/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}/predict-{{evalset}}.log",
+    benchmark:
+        f"{BENCHMARKS}/classifiers/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}/predict-{{evalset}}.tsv"
+    resources:
+        **res.rule_resources(config, "classifiers"),
+    threads: res.rule_threads(config, "classifiers")
+    conda:
+        ENV
+    script:
+        "../scripts/predict_classifier.py"
 
 
 rule classifiers:
     input:
-        oc.classifier_metrics(config, RUN),
+        CLASSIFIER_TARGETS,

@@ -1,10 +1,11 @@
-# Stage `oracle`: the frozen world -> results/<run>/oracle/flow.pt + train_log.jsonl
-# (oracle.world: gaussian -> oracle/gaussian_world.pt). Downstream rules take it as ORACLE_FLOW
-# and load either kind with oracle.worlds.world_from_checkpoint.
+# Stage `oracle`: the frozen model of every world -> results/<run>/oracle/flow.pt +
+# train_log.jsonl (oracle.world: gaussian -> oracle/gaussian_world.pt). Downstream rules take it
+# as ORACLE and load either kind with oracle.worlds.world_from_checkpoint, applying a world's
+# prior and temperatures (worlds: in the config).
 #
 # oracle.checkpoint null: train the flow here (oracle_train). With resources.oracle.gpus > 1
 # the script relaunches itself under torchrun (one process per GPU; oracle.flow_training does
-# DDP), with nodes > 1 under srun + torchrun (oracle.workflow.config.oracle_launcher). Training
+# DDP), with nodes > 1 under srun + torchrun (oracle.workflow.resources.oracle_launcher). Training
 # checkpoints to oracle/ckpt/ (not an output, so Snakemake keeps it when a job dies) and
 # resumes from it.
 #
@@ -14,25 +15,23 @@
 #
 # oracle.world gaussian: the analytic world of oracle.gaussian (oracle_gaussian; DESIGN rule 7).
 # It reads no real data, so the data stage drops out of the DAG; samples, splits, classifiers
-# and analysis run exactly as for a flow, and analysis/world.json gains the closed form.
-
-ORACLE_FLOW = oc.world_file(RUN, config)
-ORACLE_LOG = f"{RUN}/oracle/train_log.jsonl"
+# and experiments run exactly as for a flow, and samples/<world>/constants.json gains the
+# closed form.
 
 if oc.world_kind(config) == "gaussian":
 
     rule oracle_gaussian:
         output:
-            world=ORACLE_FLOW,
+            world=ORACLE,
         params:
             gaussian=oc.gaussian_spec(config),
             config_keys=["oracle.gaussian"],
         log:
-            f"{RUN}/logs/oracle_gaussian.log",
+            f"{LOGS}/oracle_gaussian.log",
         benchmark:
-            f"{RUN}/benchmarks/oracle_gaussian.tsv"
+            f"{BENCHMARKS}/oracle_gaussian.tsv"
         resources:
-            **oc.rule_resources(config, "oracle"),
+            **res.rule_resources(config, "oracle"),
         threads: 1
         conda:
             ENV
@@ -43,9 +42,9 @@ elif config["oracle"]["checkpoint"] is None:
 
     rule oracle_train:
         input:
-            train=rules.data.output.train,
+            train=DATA_TRAIN,
         output:
-            flow=ORACLE_FLOW,
+            flow=ORACLE,
             train_log=ORACLE_LOG,
         params:
             oracle=config["oracle"],
@@ -54,12 +53,12 @@ elif config["oracle"]["checkpoint"] is None:
             ckpt_dir=f"{RUN}/oracle/ckpt",
             config_keys=["oracle.flow", "oracle.per_class", "oracle.train", "seed"],
         log:
-            f"{RUN}/logs/oracle_train.log",
+            f"{LOGS}/oracle_train.log",
         benchmark:
-            f"{RUN}/benchmarks/oracle_train.tsv"
+            f"{BENCHMARKS}/oracle_train.tsv"
         resources:
-            **oc.rule_resources(config, "oracle"),
-        threads: oc.rule_threads(config, "oracle")
+            **res.rule_resources(config, "oracle"),
+        threads: res.rule_threads(config, "oracle")
         conda:
             ENV
         script:
@@ -70,9 +69,9 @@ else:
     rule oracle_import:
         input:
             checkpoint=lambda wildcards: oc.existing([config["oracle"]["checkpoint"]]),
-            train=rules.data.output.train,
+            train=DATA_TRAIN,
         output:
-            flow=ORACLE_FLOW,
+            flow=ORACLE,
             train_log=ORACLE_LOG,
         params:
             oracle=config["oracle"],
@@ -85,12 +84,12 @@ else:
                 else []
             ),
         log:
-            f"{RUN}/logs/oracle_import.log",
+            f"{LOGS}/oracle_import.log",
         benchmark:
-            f"{RUN}/benchmarks/oracle_import.tsv"
+            f"{BENCHMARKS}/oracle_import.tsv"
         resources:
-            **oc.rule_resources(config, "oracle"),
-        threads: oc.rule_threads(config, "oracle")
+            **res.rule_resources(config, "oracle"),
+        threads: res.rule_threads(config, "oracle")
         conda:
             ENV
         script:
@@ -99,4 +98,4 @@ else:
 
 rule oracle:
     input:
-        ORACLE_FLOW,
+        ORACLE,

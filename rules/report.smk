@@ -1,15 +1,16 @@
-# Outputs shown by `snakemake --report report.html`: tables as CSV, figures as PNG, each with a
-# caption file report/<name>.rst (paths relative to rules/, where the stage files live).
-# Used by rules/analysis.smk and rules/validation.smk.
+# Outputs shown by `snakemake --report report.html`: tables as CSV, figures as PNG. Every such
+# rule has `params: caption`, the text of report/artifact.rst (the artifact's caption from its
+# kind module, with its paper ids).
 
 
-def table_outputs(stem, caption, category="Tables"):
-    """<stem>.csv (shown in the report with `caption`), .md, .tex: the order scripts rely on."""
+def table_outputs(stem, category):
+    """<stem>.csv (shown in the report), .md, .tex: the order scripts rely on."""
     # (a line may not start with `report(`: Snakemake parses that as the report keyword)
-    csv = report(f"{stem}.csv", caption=caption, category=category)
+    csv = report(f"{stem}.csv", caption="../report/artifact.rst", category=category, subcategory="tables")
     return [csv, f"{stem}.md", f"{stem}.tex"]
 
 
-def figure_outputs(stem, caption, category="Figures"):
-    """<stem>.pdf, <stem>.png (shown in the report with `caption`)."""
-    return [f"{stem}.pdf", report(f"{stem}.png", caption=caption, category=category)]
+def figure_outputs(stem, category):
+    """<stem>.pdf, <stem>.png (shown in the report)."""
+    return [f"{stem}.pdf", report(f"{stem}.png", caption="../report/artifact.rst", category=category,
+                                  subcategory="figures")]

@@ -1,37 +1,29 @@
-# Stage `samples`: S independent shard jobs (one GPU each) draw x ~ p(x|y) from the frozen world
-# and store log p(x|k) for every class k (DESIGN.md, shard format) -> samples/shard-XXXX.h5;
-# merge_samples joins them as an HDF5 virtual dataset (no copy) -> samples/all.h5.
-
-SHARD = f"{RUN}/samples/shard-{{shard}}.h5"
-SAMPLES = f"{RUN}/samples/all.h5"
+# Stage `samples`, per world (worlds: in the config): S independent shard jobs (one GPU each)
+# draw x ~ p(x|y), y ~ pi from the frozen model under the world's (pi, T, tau), the world's
+# label y ~ p_T(y|x) (DESIGN rule 8), and log p(x|k) for every class k at the stored x
+# -> samples/<world>/shard-XXXX.h5; merge_samples joins them as an HDF5 virtual dataset (no
+# copy) -> samples/<world>/all.h5; world_constants -> samples/<world>/constants.json: the
+# world's aleatoric floor, Bayes error/accuracy and I(X;Y) over all its samples (+- SE), and
+# the closed-form Bayes error of an analytic world beside its Monte Carlo estimate.
 
 
 rule sample_shard:
     input:
-        flow=ORACLE_FLOW,
+        world=ORACLE,
     output:
         SHARD,
-    wildcard_constraints:
-        shard=r"\d{4}",
     params:
+        world=lambda wildcards: WORLDS[wildcards.world],
         samples=config["samples"],
-        oracle=config["oracle"],
-        seed=config["seed"],
         device=config["device"],
-        config_keys=[
-            "samples",
-            "oracle.prior",
-            "oracle.label_temperature",
-            "oracle.base_temperature",
-            "seed",
-        ],
+        config_keys=lambda wildcards: keys.samples_keys(config, wildcards.world),
     log:
-        f"{RUN}/logs/samples/shard-{{shard}}.log",
+        f"{LOGS}/samples/{{world}}/shard-{{shard}}.log",
     benchmark:
-        f"{RUN}/benchmarks/samples/shard-{{shard}}.tsv"
+        f"{BENCHMARKS}/samples/{{world}}/shard-{{shard}}.tsv"
     resources:
-        **oc.rule_resources(config, "samples"),
-    threads: oc.rule_threads(config, "samples")
+        **res.rule_resources(config, "samples"),
+    threads: res.rule_threads(config, "samples")
     conda:
         ENV
     script:
@@ -40,17 +32,18 @@ rule sample_shard:
 
 rule merge_samples:
     input:
-        shards=expand(SHARD, shard=oc.shard_ids(config)),
+        shards=lambda wildcards: expand(SHARD, world=wildcards.world,
+                                        shard=oc.shard_ids(WORLDS[wildcards.world]["n_shards"])),
     output:
         SAMPLES,
     params:
         config_keys=[],  # a function of the shards alone
     log:
-        f"{RUN}/logs/samples/merge.log",
+        f"{LOGS}/samples/{{world}}/merge.log",
     benchmark:
-        f"{RUN}/benchmarks/samples/merge.tsv"
+        f"{BENCHMARKS}/samples/{{world}}/merge.tsv"
     resources:
-        **oc.rule_resources(config, "splits"),
+        **res.rule_resources(config, "splits"),
     threads: 1
     conda:
         ENV
@@ -58,6 +51,29 @@ rule merge_samples:
         "../scripts/merge_samples.py"
 
 
+rule world_constants:
+    input:
+        samples=SAMPLES,
+        # the model the samples were drawn from: an analytic world's closed-form Bayes error
+        world=ORACLE,
+    output:
+        CONSTANTS,
+    params:
+        world_kind=oc.world_kind(config),
+        config_keys=keys.world_constants_keys(config),
+    log:
+        f"{LOGS}/samples/{{world}}/constants.log",
+    benchmark:
+        f"{BENCHMARKS}/samples/{{world}}/constants.tsv"
+    resources:
+        **res.rule_resources(config, "analysis"),
+    threads: res.rule_threads(config, "analysis")
+    conda:
+        ENV
+    script:
+        "../scripts/world_constants.py"
+
+
 rule samples:
     input:
-        SAMPLES,
+        SAMPLE_TARGETS,

@@ -1,7 +1,7 @@
-# Stage `splits`: one fixed oracle test set + nested training subsets per N and seed (indices
-# into samples/all.h5 only) -> splits/splits.h5.
-
-SPLITS = f"{RUN}/splits/splits.h5"
+# Stage `splits`, per world that classifiers train or are tested on: one fixed test set and,
+# per training seed, one permutation of the training pool (a training set of size N is its
+# first N rows, so sets nest), stratified by the world's label -> splits/<world>.h5 (row
+# indices into samples/<world>/all.h5 only).
 
 
 rule make_splits:
@@ -10,24 +10,17 @@ rule make_splits:
     output:
         SPLITS,
     params:
-        test_size=config["splits"]["test_size"],
-        sizes=oc.all_sizes(config),
-        seeds=config["splits"]["seeds"],
-        seed=config["seed"],
-        # every N of any experiment is in the file (oc.all_sizes)
-        config_keys=["splits.test_size", "splits.sizes", "splits.seeds", "seed"]
-        + [
-            f"{ex.experiment_key(e['name'])}.sizes"
-            for e in config["classifiers"]["experiments"]
-            if "sizes" in e
-        ],
+        test_size=lambda wildcards: WORLDS[wildcards.world]["test_size"],
+        seeds=lambda wildcards: SPLIT_WORLDS[wildcards.world]["seeds"],
+        test_seed=lambda wildcards: WORLDS[wildcards.world]["seed"],
+        config_keys=lambda wildcards: keys.splits_keys(config, wildcards.world),
     log:
-        f"{RUN}/logs/splits.log",
+        f"{LOGS}/splits/{{world}}.log",
     benchmark:
-        f"{RUN}/benchmarks/splits.tsv"
+        f"{BENCHMARKS}/splits/{{world}}.tsv"
     resources:
-        **oc.rule_resources(config, "splits"),
-    threads: oc.rule_threads(config, "splits")
+        **res.rule_resources(config, "splits"),
+    threads: res.rule_threads(config, "splits")
     conda:
         ENV
     script:
@@ -36,4 +29,4 @@ rule make_splits:
 
 rule splits:
     input:
-        SPLITS,
+        [world_splits(w) for w in SPLIT_WORLDS],

@@ -1,39 +1,38 @@
-# Stage `validation`: is the oracle world a faithful stand-in for the real data?
-#   validation/metrics.json          FID/FD, IS, coverage, memorization + NN distances, diversity,
-#                                    texture, split consistency, posterior stability, BPD
-#   validation/feature_net.pt        the domain CNN (only without validation.resnet_weights)
-#   tables/table3.*, tables/table4.*, figures/fig4.*, figures/samples_grid.* (per class)
+# Stage `validation` (validation.enabled): is the oracle world a faithful stand-in for the real
+# data? Compares the base world's samples with the real images.
+#   validation/metrics.json             FID/FD, IS, coverage, memorization + NN distances, diversity,
+#                                       texture, split consistency, posterior stability, BPD
+#   validation/feature_net.pt           the domain CNN (only without validation.resnet_weights)
+#   validation/tables/{checks,summary}  paper Tables 3, 4 (metric names carry their feature space)
+#   validation/figures/nn_distances     paper Figure 4
+#   validation/figures/samples_grid     the first samples of every class
+#   numbers/validation.json             its in-text numbers
 # Local weight files (validation.inception_weights / resnet_weights) are inputs when they exist;
 # nothing is downloaded, and a configured but missing file fails with its path.
-# Tables 3-4 (CSV) and Figure 4 (PNG) are marked for the report (captions in report/*.rst).
 
 VALIDATION = config["validation"]
-VALIDATION_METRICS = f"{RUN}/validation/metrics.json"
-VALIDATION_TABLE3 = table_outputs(f"{RUN}/tables/table3", "../report/table3.rst", "Validation")
-VALIDATION_TABLE4 = table_outputs(f"{RUN}/tables/table4", "../report/table4.rst", "Validation")
-VALIDATION_TABLES = VALIDATION_TABLE3 + VALIDATION_TABLE4
-VALIDATION_FIG4 = figure_outputs(f"{RUN}/figures/fig4", "../report/fig4.rst", "Validation")
-VALIDATION_GRID = figure_outputs(f"{RUN}/figures/samples_grid", "../report/samples_grid.rst", "Validation")
 # what the validation metrics depend on besides their inputs (`enabled` only asks for them)
 VALIDATION_KEYS = [f"validation.{k}" for k in VALIDATION if k != "enabled"]
 
 
+def validation_caption(wildcards):
+    from oracle.report.paper import caption_with_paper_ids, paper_ids
+    from oracle.validation.report import ARTIFACTS as VALIDATION_ARTIFACTS
+
+    art = VALIDATION_ARTIFACTS[wildcards.artifact]
+    return caption_with_paper_ids(art.caption, paper_ids(PAPER, "validation", wildcards.artifact))
+
+
 rule validation_metrics:
     input:
-        train=rules.data.output.train,
-        test=rules.data.output.test,
-        samples=SAMPLES,
-        flow=ORACLE_FLOW,
-        weights=lambda wildcards: oc.existing(
-            [VALIDATION["inception_weights"], VALIDATION["resnet_weights"]]
-        ),
+        train=DATA_TRAIN,
+        test=DATA_TEST,
+        samples=world_samples("base"),
+        flow=ORACLE,
+        weights=lambda wildcards: oc.existing([VALIDATION["inception_weights"], VALIDATION["resnet_weights"]]),
     output:
         metrics=VALIDATION_METRICS,
-        **(
-            {}
-            if VALIDATION["resnet_weights"]
-            else {"feature_net": f"{RUN}/validation/feature_net.pt"}
-        ),
+        **({} if VALIDATION["resnet_weights"] else {"feature_net": f"{VALIDATION_DIR}/feature_net.pt"}),
     params:
         validation=VALIDATION,
         seed=config["seed"],
@@ -42,56 +41,83 @@ rule validation_metrics:
         dataset_name=config["data"]["kind"],
         config_keys=VALIDATION_KEYS + ["oracle.train.noise_std", "seed", "data.kind"],
     log:
-        f"{RUN}/logs/validation/metrics.log",
+        f"{LOGS}/validation/metrics.log",
     benchmark:
-        f"{RUN}/benchmarks/validation/metrics.tsv"
+        f"{BENCHMARKS}/validation/metrics.tsv"
     resources:
-        **oc.rule_resources(config, "validation"),
-    threads: oc.rule_threads(config, "validation")
+        **res.rule_resources(config, "validation"),
+    threads: res.rule_threads(config, "validation")
     conda:
         ENV
     script:
         "../scripts/validation_metrics.py"
 
 
-rule validation_report:
+rule validation_table:
     input:
         metrics=VALIDATION_METRICS,
     output:
-        table3=VALIDATION_TABLE3,
-        table4=VALIDATION_TABLE4,
-        fig4=VALIDATION_FIG4,
+        table_outputs(VALIDATION_DIR + "/tables/{artifact}", "validation"),
+    wildcard_constraints:
+        artifact="checks|summary",
     params:
         dataset_name=config["data"]["kind"],
-        config_keys=["data.kind"],
+        caption=validation_caption,
+        config_keys=["data.kind", "paper"],
     log:
-        f"{RUN}/logs/validation/report.log",
+        f"{LOGS}/validation/tables/{{artifact}}.log",
     benchmark:
-        f"{RUN}/benchmarks/validation/report.tsv"
+        f"{BENCHMARKS}/validation/tables/{{artifact}}.tsv"
     resources:
-        **oc.rule_resources(config, "analysis"),
+        **res.rule_resources(config, "analysis"),
     threads: 1
     conda:
         ENV
     script:
-        "../scripts/validation_report.py"
+        "../scripts/validation_table.py"
+
+
+rule validation_nn_distances:
+    input:
+        metrics=VALIDATION_METRICS,
+    output:
+        figure_outputs(VALIDATION_DIR + "/figures/{artifact}", "validation"),
+    wildcard_constraints:
+        artifact="nn_distances",
+    params:
+        caption=validation_caption,
+        config_keys=["paper"],
+    log:
+        f"{LOGS}/validation/figures/{{artifact}}.log",
+    benchmark:
+        f"{BENCHMARKS}/validation/figures/{{artifact}}.tsv"
+    resources:
+        **res.rule_resources(config, "analysis"),
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/validation_nn_distances.py"
 
 
 rule validation_samples_grid:
     input:
-        samples=SAMPLES,
-        train=rules.data.output.train,
+        samples=world_samples("base"),
+        train=DATA_TRAIN,
     output:
-        VALIDATION_GRID,
+        figure_outputs(VALIDATION_DIR + "/figures/{artifact}", "validation"),
+    wildcard_constraints:
+        artifact="samples_grid",
     params:
         per_class=8,
-        config_keys=[],
+        caption=validation_caption,
+        config_keys=["paper"],
     log:
-        f"{RUN}/logs/validation/samples_grid.log",
+        f"{LOGS}/validation/figures/{{artifact}}.log",
     benchmark:
-        f"{RUN}/benchmarks/validation/samples_grid.tsv"
+        f"{BENCHMARKS}/validation/figures/{{artifact}}.tsv"
     resources:
-        **oc.rule_resources(config, "analysis"),
+        **res.rule_resources(config, "analysis"),
     threads: 1
     conda:
         ENV
@@ -99,12 +125,31 @@ rule validation_samples_grid:
         "../scripts/validation_samples_grid.py"
 
 
+rule validation_numbers:
+    input:
+        metrics=VALIDATION_METRICS,
+    output:
+        RUN + "/numbers/validation.json",
+    params:
+        config_keys=[],  # a function of the metrics
+    log:
+        f"{LOGS}/numbers/validation.log",
+    benchmark:
+        f"{BENCHMARKS}/numbers/validation.tsv"
+    resources:
+        **res.rule_resources(config, "analysis"),
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/validation_numbers.py"
+
+
+from oracle.validation.report import ARTIFACTS as VALIDATION_ARTIFACTS
+
+VALIDATION_TARGETS = [VALIDATION_METRICS] + [f for a in VALIDATION_ARTIFACTS for f in artifact_files("validation", a)]
+
+
 rule validation:
     input:
-        VALIDATION_METRICS,
-        VALIDATION_TABLES,
-        VALIDATION_FIG4,
-        VALIDATION_GRID,
-
-
-VALIDATION_TARGETS.extend([VALIDATION_METRICS, *VALIDATION_TABLES, *VALIDATION_FIG4, *VALIDATION_GRID])
+        VALIDATION_TARGETS,

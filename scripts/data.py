@@ -2,22 +2,25 @@
 
 The raw data root is a parameter (not a Snakemake input, so the DAG builds without it);
 oracle.io.real_data raises a one-line DataError naming the missing path and the expected layout.
-The records hash the raw files read (for digits scikit-learn's bundled file) as inputs, and
-name their identity (kind, root, scikit-learn version for digits) in ``extra.raw_data``: the
-end of every audit chain.
+Once the class count is known, every world's prior is checked against it (before any flow is
+trained). The records hash the raw files read (for digits scikit-learn's bundled file) as
+inputs and name their identity in ``extra.raw_data``: the end of every audit chain.
 """
 
-from oracle import experiments as ex
+from oracle.io.raw_files import raw_data_inputs
 from oracle.io.real_data import load_split, write_images_h5
+from oracle.workflow.config import check_prior_length
+from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with ex.script_job(sm.log[0], sm.threads) as started:
+with script_job(sm.log[0], sm.threads) as started:
     spec = {k: v for k, v in sm.params.data.items() if v is not None}
     spec["seed"] = sm.params.seed
-    for split in ("train", "test"):
-        images, labels, names = load_split(spec, split)
+    splits = {split: load_split(spec, split) for split in ("train", "test")}
+    check_prior_length(sm.config, len(splits["train"][2]), f"the {spec['kind']} data")
+    for split, (images, labels, names) in splits.items():
         print(f"{split}: {images.shape[0]} images {list(images.shape[1:])}, {len(names)} classes")
         write_images_h5(sm.output[split], images, labels, names, attrs={"split": split, "data": spec})
-    raw, identity = ex.raw_data_inputs(spec)
-    ex.record_job(sm, started, inputs=raw, extra={"raw_data": identity})
+    raw, identity = raw_data_inputs(spec)
+    record_job(sm, started, inputs=raw, extra={"raw_data": identity})

@@ -2,14 +2,14 @@
 
 import yaml
 
-from oracle import experiments as ex
+from oracle.workflow.jobs import record_job, script_job
 from oracle.io.atomic import atomic_output
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with ex.script_job(sm.log[0]) as started:
+with script_job(sm.log[0]) as started:
     cfg = dict(sm.params.config)
     with atomic_output(sm.output[0]) as tmp:
         tmp.write_text("# the effective config of this run (written by the workflow)\n"
                        + yaml.safe_dump(cfg, sort_keys=False, default_flow_style=None))
-    ex.record_job(sm, started, seed=cfg.get("seed"))
+    record_job(sm, started, seed=cfg.get("seed"))

@@ -9,12 +9,12 @@ import math
 
 import torch
 
-from oracle import experiments as ex
+from oracle.workflow.jobs import record_job, script_job
 from oracle.worlds import gaussian_world_from_spec, save_gaussian_world
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with ex.script_job(sm.log[0], sm.threads) as started:
+with script_job(sm.log[0], sm.threads) as started:
     spec = dict(sm.params.gaussian)
     world = gaussian_world_from_spec(spec)
     save_gaussian_world(sm.output.world, world, extra={"spec": spec})
@@ -25,4 +25,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
     if world.num_classes == 2:
         print(f"uniform prior, T=1: Bayes error Phi(-separation/2) = "
               f"{0.5 * math.erfc(spec['separation'] / 2 / math.sqrt(2)):.6g}")
-    ex.record_job(sm, started, seed=spec["seed"])
+    record_job(sm, started, seed=spec["seed"])

@@ -6,21 +6,21 @@ Checks the checkpoint's class count against data/train.h5 before loading it.
 import json
 
 from oracle.workflow import config as oc
-from oracle import experiments as ex
+from oracle.workflow.jobs import record_job, script_job
 from oracle.io.real_data import read_images_h5
-from oracle.flows import load_flow, load_public_tarflow, save_flow
+from oracle.flows import check_checkpoint_classes, load_flow, load_public_tarflow, save_flow
 from oracle.errors import WorldError
 from oracle.io.atomic import atomic_output
 from oracle.workflow.provenance import file_sha256
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with ex.script_job(sm.log[0], sm.threads) as started:
+with script_job(sm.log[0], sm.threads) as started:
     cfg = sm.params.oracle
     path, fmt = cfg["checkpoint"], cfg["checkpoint_format"]
     train = read_images_h5(sm.input.train)
     _, c, h, w = train["images"].shape
-    ex.check_checkpoint_classes(path, fmt, sm.input.train, train["class_names"])
+    check_checkpoint_classes(path, fmt, sm.input.train, train["class_names"])
     spec = oc.flow_spec({"oracle": cfg}, c, h, len(train["class_names"]))
     if fmt == "native":
         model, got = load_flow(path)
@@ -36,4 +36,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
     with atomic_output(sm.output.train_log) as tmp:
         tmp.write_text(json.dumps({"imported_from": str(path), "checkpoint_format": fmt, "sha256": sha}) + "\n")
     print(f"imported {path} ({fmt}, sha256 {sha[:12]}) as {sm.output.flow}")
-    ex.record_job(sm, started)
+    record_job(sm, started)

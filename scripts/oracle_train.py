@@ -18,7 +18,8 @@ from pathlib import Path
 import torch
 
 from oracle.workflow import config as oc
-from oracle import experiments as ex
+from oracle.workflow import resources as res
+from oracle.workflow.jobs import record_job, script_job
 from oracle.io.real_data import read_images_h5
 from oracle.errors import OracleError
 from oracle.flow_training import FlowTrainConfig, train_flow
@@ -29,13 +30,13 @@ TRAIN_KEYS = ("batch_size", "lr", "weight_decay", "warmup_steps", "grad_clip", "
               "label_dropout", "checkpoint_every")
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-gpus, nodes = oc.gpus_from_resources(sm.resources)
+gpus, nodes = res.gpus_from_resources(sm.resources)
 under_torchrun = "LOCAL_RANK" in os.environ
 
 if gpus > 1 and not under_torchrun:
-    with ex.script_job(sm.log[0]):
-        head = ex.slurm_head_node() if nodes > 1 else None
-        cmd = oc.oracle_launcher(gpus, nodes, sys.executable, head, os.environ.get("SLURM_JOB_ID"))
+    with script_job(sm.log[0]):
+        head = res.slurm_head_node() if nodes > 1 else None
+        cmd = res.oracle_launcher(gpus, nodes, sys.executable, head, os.environ.get("SLURM_JOB_ID"))
         # sys.argv[0] is Snakemake's copy of this script with the `snakemake` object in its
         # preamble (__file__ names the original, which lacks it)
         cmd.append(os.path.abspath(sys.argv[0]))
@@ -49,7 +50,7 @@ rank = int(os.environ.get("RANK", "0"))
 local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
 torch.set_num_threads(max(1, sm.threads // local_world))
 
-with ex.script_job(None if under_torchrun else sm.log[0]) as started:
+with script_job(None if under_torchrun else sm.log[0]) as started:
     cfg, seed = sm.params.oracle, int(sm.params.seed)
     data = read_images_h5(sm.input.train)
     images, labels, names = data["images"], data["labels"], data["class_names"]
@@ -69,6 +70,6 @@ with ex.script_job(None if under_torchrun else sm.log[0]) as started:
             shutil.copyfile(running_log, tmp)
         last = json.loads(running_log.read_text().splitlines()[-1])
         print(f"done: step {last.get('step')}, loss {last.get('loss')} nats/dim")
-        ex.record_job(sm, started, extra={"steps": steps, "gpus": gpus, "nodes": nodes})
+        record_job(sm, started, extra={"steps": steps, "gpus": gpus, "nodes": nodes})
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()

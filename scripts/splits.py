@@ -1,15 +1,17 @@
-"""Rule `make_splits`: a fixed oracle test set and nested training subsets per (N, seed),
-stratified by source class -> splits/splits.h5 (row indices into samples/all.h5)."""
+"""Rule `make_splits`: one world's fixed test set and one training-pool permutation per
+training seed, stratified by the world's label -> splits/<world>.h5 (row indices into
+samples/<world>/all.h5)."""
 
-from oracle import experiments as ex
+from oracle.io.samples import read_rows
 from oracle.io.splits import make_splits, write_splits_h5
+from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with ex.script_job(sm.log[0], sm.threads) as started:
+with script_job(sm.log[0], sm.threads) as started:
     p = sm.params
-    labels = ex.read_rows(sm.input.samples, None, fields=("source_class",))["source_class"]
-    splits = make_splits(len(labels), p.test_size, p.sizes, p.seeds, labels=labels, test_seed=p.seed)
+    labels = read_rows(sm.input.samples, None, fields=("label",))["label"]
+    splits = make_splits(len(labels), p.test_size, p.seeds, labels=labels, test_seed=p.test_seed)
     write_splits_h5(sm.output[0], splits)
-    print(f"test {p.test_size}, sizes {p.sizes}, seeds {p.seeds}, pool {len(labels)}")
-    ex.record_job(sm, started)
+    print(f"world {sm.wildcards.world}: test {p.test_size}, seeds {p.seeds}, pool {len(labels)}")
+    record_job(sm, started, seed=p.test_seed)

@@ -8,23 +8,24 @@ the frozen flow. The logic is oracle.validation.run.run_validation; see its docs
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from oracle import experiments as ex
+from oracle.workflow.jobs import record_job, script_job
 from oracle.io.real_data import read_images_h5
 from oracle.devices import pick_device
 from oracle.flows import load_flow
 from oracle.io.atomic import write_json_atomic
+from oracle.io.samples import read_rows
 from oracle.io.shards import open_samples
 from oracle.validation.run import run_validation
 from oracle.worlds import FlowWorld
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with ex.script_job(sm.log[0], sm.threads) as started, threadpool_limits(sm.threads):
+with script_job(sm.log[0], sm.threads) as started, threadpool_limits(sm.threads):
     v = sm.params.validation
     device = pick_device(sm.params.device)
     train, test = read_images_h5(sm.input.train), read_images_h5(sm.input.test)
     # decoded file attributes (prior, temperatures) without reading any row
-    attrs = ex.read_rows(sm.input.samples, np.arange(0), fields=())["attrs"]
+    attrs = read_rows(sm.input.samples, np.arange(0), fields=())["attrs"]
     flow, _ = load_flow(sm.input.flow, map_location=device)
     world = FlowWorld(flow, prior=attrs["prior"], label_temperature=float(attrs["label_temperature"]),
                       base_temperature=float(attrs["base_temperature"]))
@@ -41,4 +42,4 @@ with ex.script_job(sm.log[0], sm.threads) as started, threadpool_limits(sm.threa
                        "base_temperature": float(attrs["base_temperature"])}
     write_json_atomic(sm.output.metrics, result)
     print({k: result[k] for k in ("counts", "primary_space", "memorization", "timings_s")})
-    ex.record_job(sm, started, extra={"device": str(device)})
+    record_job(sm, started, extra={"device": str(device)})

@@ -1,16 +1,16 @@
-"""Rule `validation_samples_grid`: samples/all.h5 -> figures/samples_grid.{pdf,png}, the first
+"""Rule `validation_samples_grid`: samples/base/all.h5 -> validation/figures/samples_grid.{pdf,png}, the first
 oracle samples of each class, one row per class (a look at the world before trusting it)."""
 
 import numpy as np
 
-from oracle import experiments as ex
+from oracle.workflow.jobs import record_job, script_job
 from oracle.io.real_data import read_class_names
-from oracle.reporting import sample_grid_figure
+from oracle.report.figures import sample_grid_figure
 from oracle.io.shards import open_samples
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with ex.script_job(sm.log[0], sm.threads) as started:
+with script_job(sm.log[0], sm.threads) as started:
     names = read_class_names(sm.input.train)
     per_class = int(sm.params.per_class)
     with open_samples(sm.input.samples) as f:
@@ -20,4 +20,4 @@ with ex.script_job(sm.log[0], sm.threads) as started:
         x = np.stack([f["x"][int(i)] for i in rows])
     sample_grid_figure(x, labels[rows], names, sm.output[0].rsplit(".", 1)[0], per_class=per_class,
                        title=f"oracle samples (no guidance, no denoising), {per_class} per class")
-    ex.record_job(sm, started)
+    record_job(sm, started)

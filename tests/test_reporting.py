@@ -126,13 +126,15 @@ def test_image_grid_places_each_class_in_its_row():
     rng = np.random.default_rng(0)
     images = rng.uniform(-1, 1, size=(7, 3, 2, 2))
     labels = np.array([1, 0, 1, 1, 0, 2, 1])
-    grid = image_grid(images, labels, num_classes=3, per_class=2)
-    assert grid.shape == (3 * 2, 2 * 2, 3)
+    grid = image_grid(images, labels, num_classes=3, per_class=2, gap=1)
+    assert grid.shape == (3 * 2 + 2, 2 * 2 + 1, 3)
     # row 1, column 1 is the second image of class 1 (index 2), mapped from [-1, 1] to [0, 1]
-    assert np.allclose(grid[2:4, 2:4], (images[2].transpose(1, 2, 0) + 1) / 2)
+    assert np.allclose(grid[3:5, 3:5], (images[2].transpose(1, 2, 0) + 1) / 2)
     assert np.allclose(grid[0:2, 0:2], (images[1].transpose(1, 2, 0) + 1) / 2)
+    # tiles are separated by white gaps, so neighbouring images never touch
+    assert np.all(grid[2, :] == 1.0) and np.all(grid[:, 2] == 1.0)
     # class 2 has one image: its second cell stays white
-    assert np.all(grid[4:6, 2:4] == 1.0)
+    assert np.all(grid[6:8, 3:5] == 1.0)
 
 
 def test_sample_grid_figure_writes_pdf_and_png(tmp_path):

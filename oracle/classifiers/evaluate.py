@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,29 +17,31 @@ from oracle.errors import DataError
 from oracle.measures import calibration as cal
 
 
-def evaluate_predictions(log_q, log_p, source_class, n_bins: int = 10) -> dict[str, Any]:
+def evaluate_predictions(log_q, log_p, labels, n_bins: int = 10) -> dict[str, Any]:
     """Every per-classifier number of the paper, from model and oracle log-probabilities.
 
     Args:
         log_q: model log-probabilities [n, K] (``predict_log_probs``).
-        log_p: oracle log-posteriors [n, K] at the same x (``oracle.posterior.log_posterior``).
-        source_class: int [n], the class each x was drawn from.
+        log_p: the world's log-posteriors log p_T(y|x) [n, K] at the same x
+            (``oracle.posterior.log_posterior`` with the world's prior and T).
+        labels: int [n], the world's labels y ~ p_T(y|x) (DESIGN rule 8; the source class
+            when T = 1).
         n_bins: equal-width confidence bins of the ECEs.
     Returns:
         A JSON-serializable dict; ``{"mean", "se"}`` entries are Monte Carlo means over the n
-        test samples with their standard errors:
+        samples with their standard errors:
 
-        * ``acc_source``, ``acc_posterior``: top-1 accuracy against the source class and
-          against ``argmax p(y|x)``; ``bayes_accuracy``: ``E[max_y p(y|x)]``.
+        * ``acc``: top-1 accuracy against the labels; ``acc_posterior``: against
+          ``argmax p(y|x)``; ``bayes_accuracy``: ``E[max_y p(y|x)]``, which bounds ``acc`` in
+          expectation because the labels are drawn from p.
         * ``total``, ``aleatoric``, ``epistemic``: ``E[-sum p log q]``, ``E[H(p)]``,
           ``E[KL(p||q)]`` in nats (``oracle.decomposition.decompose``).
-        * ``nll_source``: ``E[-log q(source|x)]`` in nats.
-        * ``brier_source``: multi-class Brier against the source class; ``brier_expected``: its
-          expectation over ``y ~ p(y|x)``.
-        * ``ece_source`` (float): top-label ECE against the source class;
-          ``ece_posterior`` (float): the same bins with correctness replaced by
-          ``p(argmax q|x)``, an oracle-only exact calibration error;
-          ``calibration_pointwise``: ``E|max q - p(argmax q|x)|``.
+        * ``nll``: ``E[-log q(y|x)]`` at the labels, in nats (an unbiased estimate of ``total``).
+        * ``brier``: multi-class Brier against the labels; ``brier_expected``: its expectation
+          over ``y ~ p(y|x)``.
+        * ``ece`` (float): top-label ECE against the labels; ``ece_posterior`` (float): the same
+          bins with correctness replaced by ``p(argmax q|x)``, an oracle-only exact
+          calibration error; ``calibration_pointwise``: ``E|max q - p(argmax q|x)|``.
         * ``n``, ``num_classes``, ``n_bins``.
     """
     lq = torch.as_tensor(np.asarray(log_q)) if not isinstance(log_q, Tensor) else log_q.detach()
@@ -43,9 +49,9 @@ def evaluate_predictions(log_q, log_p, source_class, n_bins: int = 10) -> dict[s
     lq, lp = lq.to("cpu", torch.float64), lp.to("cpu", torch.float64)
     parts = decompose(lp, lq)  # validates shapes and normalization of both
     n, k = lq.shape
-    y = source_class.detach().cpu() if isinstance(source_class, Tensor) else torch.as_tensor(np.asarray(source_class))
+    y = labels.detach().cpu() if isinstance(labels, Tensor) else torch.as_tensor(np.asarray(labels))
     if y.shape != (n,) or y.is_floating_point() or (n and (int(y.min()) < 0 or int(y.max()) >= k)):
-        raise DataError(f"source_class: expected integer classes in [0, {k}) of shape ({n},), got {y.dtype} {tuple(y.shape)}")
+        raise DataError(f"labels: expected integer classes in [0, {k}) of shape ({n},), got {y.dtype} {tuple(y.shape)}")
     y = y.to(torch.int64)
     q, p = lq.exp().numpy(), lp.exp().numpy()
     yn = y.numpy()
@@ -53,36 +59,60 @@ def evaluate_predictions(log_q, log_p, source_class, n_bins: int = 10) -> dict[s
         "n": int(n),
         "num_classes": int(k),
         "n_bins": int(n_bins),
-        "acc_source": accuracy(lq, y),
+        "acc": accuracy(lq, y),
         "acc_posterior": accuracy(lq, lp.argmax(dim=1)),
         "bayes_accuracy": bayes_accuracy(lp),
         "total": parts["total"],
         "aleatoric": parts["aleatoric"],
         "epistemic": parts["epistemic"],
-        "nll_source": mean_se(-lq[torch.arange(n), y]),
-        "brier_source": mean_se(cal.brier_per_sample(q, yn)),
+        "nll": mean_se(-lq[torch.arange(n), y]),
+        "brier": mean_se(cal.brier_per_sample(q, yn)),
         "brier_expected": mean_se(cal.expected_brier_score(q, p)),
-        "ece_source": cal.expected_calibration_error(q, yn, n_bins),
+        "ece": cal.expected_calibration_error(q, yn, n_bins),
         "ece_posterior": cal.true_calibration_error(q, p, n_bins),
         "calibration_pointwise": mean_se(cal.pointwise_calibration_errors(q, p)),
     }
 
 
-def metrics_row(metrics: dict[str, Any]) -> dict[str, float]:
-    """Flatten ``evaluate_predictions`` output to the columns of the analysis data frame.
-
-    ``{"mean", "se"}`` entries become ``name`` and ``name_se``; the short names the report
-    uses are added: ``nll`` (= nll_source), ``ece`` (= ece_source), ``brier`` (= brier_source).
-    The caller adds ``arch``, ``N``, ``seed``, ``label_mode``.
-    """
+def metrics_row(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """Flatten ``evaluate_predictions`` output to data-frame columns: ``{"mean", "se"}`` entries
+    become ``name`` and ``name_se``, plain values stay."""
     row: dict[str, float] = {}
     for key, value in metrics.items():
-        if isinstance(value, dict):
+        if isinstance(value, Mapping):
             row[key] = float(value["mean"])
             row[f"{key}_se"] = float(value["se"])
         else:
             row[key] = value
-    row["nll"], row["nll_se"] = row["nll_source"], row["nll_source_se"]
-    row["ece"] = row["ece_source"]
-    row["brier"], row["brier_se"] = row["brier_source"], row["brier_source_se"]
     return row
+
+
+#: The identity of one evaluation of one classifier (a row of `read_metrics_frame`).
+ID_COLUMNS = ("experiment", "arch", "cell", "seed", "evalset", "N", "labels", "hard_label")
+
+
+def read_metrics_frame(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  # noqa: F821
+    """One row per evaluation file (``classifiers/.../metrics/<evalset>.json``): its identity
+    (``ID_COLUMNS``), ``metrics_row`` of its metrics, ``epochs``, ``train_seconds`` and its
+    path (``source``), sorted by experiment, arch, N, seed, evalset."""
+    import pandas as pd
+
+    rows = []
+    for p in paths:
+        try:
+            blob = json.loads(Path(p).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DataError(f"cannot read classifier metrics {p}: {exc}") from None
+        missing = [k for k in (*ID_COLUMNS, "metrics") if k not in blob]
+        if missing:
+            raise DataError(f"{p}: lacks key(s) {missing}; rerun its prediction job")
+        row = {k: blob[k] for k in ID_COLUMNS}
+        row.update(metrics_row(blob["metrics"]))
+        row["epochs"] = blob.get("epochs")
+        row["train_seconds"] = blob.get("train_seconds")
+        row["source"] = Path(p).as_posix()
+        rows.append(row)
+    if not rows:
+        raise DataError("read_metrics_frame: no metrics files")
+    df = pd.DataFrame(rows)
+    return df.sort_values(["experiment", "arch", "N", "seed", "evalset"], kind="stable").reset_index(drop=True)

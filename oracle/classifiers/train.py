@@ -8,6 +8,7 @@ import logging
 import math
 import os
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +120,7 @@ def train_classifier(
     log_path: str | os.PathLike | None = None,
     checkpoint_path: str | os.PathLike | None = None,
     num_classes: int | None = None,
+    monitor: Callable[[nn.Module], Mapping[str, float]] | None = None,
 ) -> tuple[nn.Module, list[dict]]:
     """Train ``model`` on images ``x`` with hard or soft labels (see the module docstring).
 
@@ -137,6 +139,10 @@ def train_classifier(
         checkpoint_path: training state saved atomically after each epoch; an existing
             checkpoint of the same run is resumed (one of another run raises ConfigError).
         num_classes: K when the model lacks a ``num_classes`` attribute.
+        monitor: called after every epoch with the model in eval mode; its numbers are added
+            to the epoch's record (training curves, e.g. accuracy and epistemic KL on a slice of
+            the test set). It runs with the random state forked, so the training itself does
+            not depend on whether or what it measures.
     Returns:
         ``(model, history)``: the trained model in eval mode on ``device`` and one dict per
         epoch with ``epoch``, ``train_loss`` (mean over the epoch's steps, nats), ``lr`` (at the
@@ -224,6 +230,10 @@ def train_classifier(
                 raise OracleError(f"training diverged: train_loss={record['train_loss']} at epoch {epoch + 1}; lower lr={lr}")
             if n_val:
                 record.update(_evaluate_loss(model, x, t, val_idx, soft, batch_size, device))
+            if monitor is not None:
+                model.eval()
+                with torch.random.fork_rng(devices=cuda_devices), torch.no_grad():
+                    record.update({k: float(v) for k, v in monitor(model).items()})
             record["seconds"] = time.perf_counter() - started
             history.append(record)
             bar.set_postfix(loss=f"{record['train_loss']:.4f}")

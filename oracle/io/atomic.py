@@ -95,6 +95,8 @@ def to_jsonable(obj: Any) -> Any:
     """Convert numpy scalars/arrays, tuples, sets, Paths and Mappings to plain JSON types."""
     if obj is None or isinstance(obj, (bool, str)):
         return obj
+    if isinstance(obj, bytes):
+        return obj.decode()
     if isinstance(obj, int):
         return int(obj)
     if isinstance(obj, float):

@@ -7,6 +7,8 @@ dataset         dtype, shape          meaning
 ==============  ====================  =====================================================
 ``x``           float32 [n, *event]   the sample, in model input space
 ``source_class`` int64 [n]            the class the sample was drawn from
+``label``       int64 [n]             the world's label y ~ p_T(y|x) (DESIGN rule 8); equals
+                                      ``source_class`` when T = 1
 ``loglik``      float64 [n, K]        ``log p(x | y=k)`` for every class k, at the stored x
 ``index``       int64 [n]             global sample index, deterministic from (seed, shard)
 ==============  ====================  =====================================================
@@ -24,7 +26,7 @@ refuse any file without ``complete``. A writer opened with ``resume=True`` conti
 partial file left by a killed process (same attributes required), from its last committed
 row (attribute ``rows_committed``, updated after every flushed write).
 
-The merged ``all.h5`` (:func:`merge_shards`) holds HDF5 *virtual* datasets over the shards
+The merged ``all.h5`` (`oracle.io.merge.merge_shards`) holds HDF5 *virtual* datasets over the shards
 (no copy), with source paths relative to the merged file, so the folder can be moved as a
 whole. :func:`open_samples` checks that every source shard exists and is complete, because
 HDF5 silently returns fill values for a missing source (the fill values are NaN / -1 so such
@@ -43,6 +45,8 @@ import h5py
 import numpy as np
 
 from oracle.errors import ShardError
+from oracle.io.atomic import to_jsonable
+from oracle.io.h5_attrs import file_attrs, from_attr, to_attr
 
 __all__ = [
     "FORMAT_VERSION",
@@ -51,27 +55,26 @@ __all__ = [
     "open_samples",
     "read_shard",
     "verify_shard",
-    "merge_shards",
     "partial_path",
-    "file_attrs",
 ]
 
-FORMAT_VERSION = 1
+#: 2: the ``label`` dataset (format 1 files lack it and are refused: rerun the samples stage).
+FORMAT_VERSION = 2
 REQUIRED_ATTRS = (
     "oracle_sha256", "prior", "label_temperature", "base_temperature",
     "seed", "shard", "n_shards", "code_version",
 )
-DATASETS = ("x", "source_class", "loglik", "index")
-DTYPES = {"x": np.float32, "source_class": np.int64, "loglik": np.float64, "index": np.int64}
+DATASETS = ("x", "source_class", "label", "loglik", "index")
+DTYPES = {"x": np.float32, "source_class": np.int64, "label": np.int64, "loglik": np.float64, "index": np.int64}
 # attributes that define the sample set: shards that disagree on any of these cannot be merged
 MERGE_KEYS = (
     "format_version", "oracle_sha256", "prior", "label_temperature", "base_temperature",
     "num_classes", "event_shape", "seed", "n_shards",
 )
 # attributes that describe one shard or one write, never copied into a merged file
-_PER_SHARD = ("complete", "rows_committed", "attrs_sha256", "shard", "index_offset",
+PER_SHARD_ATTRS = ("complete", "rows_committed", "attrs_sha256", "shard", "index_offset",
               "code_version", "merged", "shards", "shard_ids", "code_versions")
-FILL = {"x": np.nan, "source_class": -1, "loglik": np.nan, "index": -1}
+FILL = {"x": np.nan, "source_class": -1, "label": -1, "loglik": np.nan, "index": -1}
 _CHUNK_BYTES = 1 << 20  # ~1 MiB chunks: cheap random row access by classifier data loaders
 _VERIFY_ROWS = 4096
 
@@ -83,72 +86,7 @@ def partial_path(path: str | os.PathLike) -> Path:
 
 
 # --------------------------------------------------------------------------------------------
-# attribute helpers
-
-
-def _to_attr(key: str, value):
-    """A value h5py can store as an attribute (dicts and lists of strings become JSON)."""
-    if isinstance(value, (str, bytes, bool, int, float, np.generic)):
-        return value
-    if isinstance(value, Mapping):
-        return json.dumps(_jsonable(value), sort_keys=True)
-    try:
-        import torch
-
-        if isinstance(value, torch.Tensor):
-            value = value.detach().cpu().numpy()
-    except ImportError:  # pragma: no cover
-        pass
-    arr = np.asarray(value)
-    if arr.dtype.kind in "biuf":
-        return arr
-    if arr.dtype.kind in "UO":
-        return json.dumps(_jsonable(value))
-    raise ShardError(f"attribute {key}={value!r}: expected a number, string, array or dict")
-
-
-def _jsonable(value):
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, bytes):
-        return value.decode()
-    try:
-        import torch
-
-        if isinstance(value, torch.Tensor):
-            return value.detach().cpu().tolist()
-    except ImportError:  # pragma: no cover
-        pass
-    return value
-
-
-def _from_attr(value):
-    if isinstance(value, bytes):
-        return value.decode()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def file_attrs(f: h5py.File) -> dict:
-    """The attributes of an open sample file as plain Python values (arrays stay numpy)."""
-    return {k: _from_attr(v) for k, v in f.attrs.items()}
-
-
-_attrs_dict = file_attrs  # the old private name, used by oracle.experiments
-
-
-def _same(a, b) -> bool:
-    a, b = _from_attr(a), _from_attr(b)
-    if isinstance(a, str) or isinstance(b, str):
-        return a == b
-    return np.array_equal(np.asarray(a), np.asarray(b))
+# writing
 
 
 def _as_numpy(a, name: str) -> np.ndarray:
@@ -160,10 +98,6 @@ def _as_numpy(a, name: str) -> np.ndarray:
     except ImportError:  # pragma: no cover
         pass
     return np.asarray(a)
-
-
-# --------------------------------------------------------------------------------------------
-# writing
 
 
 class ShardWriter:
@@ -185,7 +119,7 @@ class ShardWriter:
     on an exception the partial file is removed and the exception propagates::
 
         with ShardWriter(path, K, (1, 8, 8), attrs) as w:
-            w.write(x, source_class, loglik, index)
+            w.write(x, source_class, label, loglik, index)
     """
 
     def __init__(self, path: str | os.PathLike, num_classes: int, event_shape: Iterable[int],
@@ -207,16 +141,16 @@ class ShardWriter:
         reserved = [k for k in ("complete", "rows_committed", "attrs_sha256") if k in attrs]
         if reserved:
             raise ShardError(f"{self.path}: attrs may not set {reserved}; the writer sets them")
-        prior = np.asarray(_jsonable(attrs["prior"]), dtype=np.float64)
+        prior = np.asarray(to_jsonable(attrs["prior"]), dtype=np.float64)
         if prior.shape != (self.num_classes,):
             raise ShardError(
                 f"{self.path}: attrs['prior'] has shape {prior.shape}; expected ({self.num_classes},)")
-        self.attrs = {k: _to_attr(k, v) for k, v in attrs.items()}
+        self.attrs = {k: to_attr(k, v) for k, v in attrs.items()}
         self.attrs["prior"] = prior
         self.attrs.update(format_version=FORMAT_VERSION, num_classes=self.num_classes,
                           event_shape=np.asarray(self.event_shape, dtype=np.int64))
         self.attrs_sha256 = hashlib.sha256(
-            json.dumps(_jsonable(self.attrs), sort_keys=True).encode()).hexdigest()
+            json.dumps(to_jsonable(self.attrs), sort_keys=True).encode()).hexdigest()
         self.resume = bool(resume)
         self.resumed_rows = 0
         self._f: h5py.File | None = None
@@ -243,8 +177,8 @@ class ShardWriter:
         x_rows = max(1, min(self.chunk_rows, _CHUNK_BYTES // row_bytes))
         f.create_dataset("x", shape=(0, *self.event_shape), maxshape=(None, *self.event_shape),
                          dtype=np.float32, chunks=(x_rows, *self.event_shape))
-        f.create_dataset("source_class", shape=(0,), maxshape=(None,), dtype=np.int64,
-                         chunks=(self.chunk_rows,))
+        for name in ("source_class", "label"):
+            f.create_dataset(name, shape=(0,), maxshape=(None,), dtype=np.int64, chunks=(self.chunk_rows,))
         f.create_dataset("loglik", shape=(0, self.num_classes), maxshape=(None, self.num_classes),
                          dtype=np.float64, chunks=(self.chunk_rows, self.num_classes))
         f.create_dataset("index", shape=(0,), maxshape=(None,), dtype=np.int64,
@@ -263,7 +197,7 @@ class ShardWriter:
         except OSError:  # killed mid-flush: the partial file is not readable, start over
             return False
         try:
-            ok = (_from_attr(f.attrs.get("attrs_sha256")) == self.attrs_sha256
+            ok = (from_attr(f.attrs.get("attrs_sha256")) == self.attrs_sha256
                   and all(name in f for name in DATASETS))
             rows = int(f.attrs.get("rows_committed", 0)) if ok else 0
             ok = ok and all(f[name].shape[0] >= rows for name in DATASETS)
@@ -311,8 +245,9 @@ class ShardWriter:
         if self._f is None:
             raise ShardError(f"{self.path}: writer is not open (use it as a context manager)")
 
-    def write(self, x, source_class, loglik, index) -> None:
-        """Append m rows: x [m, *event_shape] float32, source_class [m], loglik [m, K], index [m].
+    def write(self, x, source_class, label, loglik, index) -> None:
+        """Append m rows: x [m, *event_shape] float32, source_class [m], label [m], loglik [m, K],
+        index [m].
 
         ``index`` must increase strictly through the shard (so uniqueness is checked in O(1)
         memory; :func:`merge_shards` checks uniqueness across shards).
@@ -323,6 +258,7 @@ class ShardWriter:
         self._require_open()
         x = _as_numpy(x, "x")
         sc = _as_numpy(source_class, "source_class")
+        lab = _as_numpy(label, "label")
         ll = _as_numpy(loglik, "loglik")
         idx = _as_numpy(index, "index")
         m = x.shape[0] if x.ndim else -1
@@ -331,13 +267,13 @@ class ShardWriter:
                 f"{self.path}: x has dtype {x.dtype}; expected float32 (round first, then compute loglik on the rounded x)")
         if x.shape[1:] != self.event_shape:
             raise ShardError(f"{self.path}: x has shape {x.shape}; expected [m, {', '.join(map(str, self.event_shape))}]")
-        for name, a, shape in (("source_class", sc, (m,)), ("loglik", ll, (m, self.num_classes)),
-                               ("index", idx, (m,))):
+        for name, a, shape in (("source_class", sc, (m,)), ("label", lab, (m,)),
+                               ("loglik", ll, (m, self.num_classes)), ("index", idx, (m,))):
             if a.shape != shape:
                 raise ShardError(f"{self.path}: {name} has shape {a.shape}; expected {shape}")
-        if sc.dtype.kind not in "iu" or idx.dtype.kind not in "iu":
-            raise ShardError(f"{self.path}: source_class and index must be integer arrays "
-                             f"(got {sc.dtype}, {idx.dtype})")
+        if sc.dtype.kind not in "iu" or lab.dtype.kind not in "iu" or idx.dtype.kind not in "iu":
+            raise ShardError(f"{self.path}: source_class, label and index must be integer arrays "
+                             f"(got {sc.dtype}, {lab.dtype}, {idx.dtype})")
         if ll.dtype != np.float64:
             raise ShardError(f"{self.path}: loglik has dtype {ll.dtype}; expected float64")
         if not np.isfinite(ll).all():
@@ -346,8 +282,9 @@ class ShardWriter:
         if not np.isfinite(x).all():
             i = int(np.argwhere(~np.isfinite(x.reshape(m, -1)))[0][0])
             raise ShardError(f"{self.path}: x[{i}] contains a non-finite value")
-        if m and (sc.min() < 0 or sc.max() >= self.num_classes):
-            raise ShardError(f"{self.path}: source_class outside [0, {self.num_classes})")
+        for name, a in (("source_class", sc), ("label", lab)):
+            if m and (a.min() < 0 or a.max() >= self.num_classes):
+                raise ShardError(f"{self.path}: {name} outside [0, {self.num_classes})")
         if m and (np.any(np.diff(idx) <= 0) or (self.rows and idx[0] <= self._last_index())):
             raise ShardError(
                 f"{self.path}: index must be strictly increasing within a shard "
@@ -360,6 +297,7 @@ class ShardWriter:
             self._f[name].resize(stop, axis=0)
         self._f["x"][start:stop] = x
         self._f["source_class"][start:stop] = sc.astype(np.int64, copy=False)
+        self._f["label"][start:stop] = lab.astype(np.int64, copy=False)
         self._f["loglik"][start:stop] = ll
         self._f["index"][start:stop] = idx.astype(np.int64, copy=False)
         self._f.flush()
@@ -415,7 +353,11 @@ def _open_checked(path: Path) -> h5py.File:
                          "delete it and rerun its job")
     missing = [name for name in DATASETS if name not in f]
     if missing:
+        version = f.attrs.get("format_version")
         f.close()
+        if version is not None and int(version) < FORMAT_VERSION:
+            raise ShardError(f"{path}: written in sample format {int(version)}, which lacks {missing} (format "
+                             f"{FORMAT_VERSION} stores the world's label); delete it and rerun the samples stage")
         raise ShardError(f"{path}: missing dataset(s) {missing}")
     return f
 
@@ -449,12 +391,12 @@ def open_samples(path: str | os.PathLike) -> h5py.File:
 def read_shard(path: str | os.PathLike) -> dict:
     """Load a complete shard (or merged file) into memory.
 
-    Returns ``{"x", "source_class", "loglik", "index"}`` as numpy arrays plus ``"attrs"``
+    Returns ``{"x", "source_class", "label", "loglik", "index"}`` as numpy arrays plus ``"attrs"``
     (a dict of the file attributes). Raises ShardError if the file is not complete.
     """
     with open_samples(path) as f:
         out = {name: f[name][()] for name in DATASETS}
-        out["attrs"] = _attrs_dict(f)
+        out["attrs"] = file_attrs(f)
     return out
 
 
@@ -463,11 +405,11 @@ def verify_shard(path: str | os.PathLike) -> None:
 
     Checks: complete; required attributes present; dataset dtypes and shapes consistent with
     ``num_classes``, ``event_shape`` and ``prior``; ``loglik`` and ``x`` finite;
-    ``source_class`` in [0, K); ``index`` unique. Reads in row blocks (flat memory).
+    ``source_class`` and ``label`` in [0, K); ``index`` unique. Reads in row blocks (flat memory).
     """
     path = Path(path)
     with open_samples(path) as f:
-        attrs = _attrs_dict(f)
+        attrs = file_attrs(f)
         missing = [k for k in (*REQUIRED_ATTRS, "format_version", "num_classes", "event_shape")
                    if k not in attrs]
         if missing:
@@ -478,7 +420,7 @@ def verify_shard(path: str | os.PathLike) -> None:
         if prior.shape != (K,) or abs(prior.sum() - 1.0) > 1e-6 or (prior < 0).any():
             raise ShardError(f"{path}: attribute prior={prior.tolist()} is not a distribution over K={K} classes")
         n = f["index"].shape[0]
-        expect = {"x": (n, *event), "source_class": (n,), "loglik": (n, K), "index": (n,)}
+        expect = {"x": (n, *event), "source_class": (n,), "label": (n,), "loglik": (n, K), "index": (n,)}
         for name in DATASETS:
             ds = f[name]
             if ds.shape != expect[name]:
@@ -496,105 +438,13 @@ def verify_shard(path: str | os.PathLike) -> None:
             if not np.isfinite(x).all():
                 r = int(np.argwhere(~np.isfinite(x.reshape(x.shape[0], -1)))[0][0])
                 raise ShardError(f"{path}: x[{i + r}] contains a non-finite value")
-            sc = f["source_class"][i:i + step]
-            if sc.size and (sc.min() < 0 or sc.max() >= K):
-                raise ShardError(f"{path}: source_class outside [0, {K}) near row {i}")
+            for name in ("source_class", "label"):
+                c = f[name][i:i + step]
+                if c.size and (c.min() < 0 or c.max() >= K):
+                    raise ShardError(f"{path}: {name} outside [0, {K}) near row {i}")
         index = f["index"][()]
         uniq, counts = np.unique(index, return_counts=True)
         if (counts > 1).any():
             raise ShardError(f"{path}: index value {int(uniq[counts > 1][0])} appears more than once")
 
 
-# --------------------------------------------------------------------------------------------
-# merging
-
-
-def merge_shards(paths: Iterable[str | os.PathLike], out_path: str | os.PathLike) -> Path:
-    """Write ``out_path``: virtual datasets concatenating the shards in the given order.
-
-    No sample data is copied. Source paths are stored relative to ``out_path``'s folder.
-    Refuses (ShardError) incomplete shards, shards whose world attributes disagree
-    (``MERGE_KEYS``: oracle, prior, temperatures, K, event shape, seed, n_shards, format) and
-    overlapping global indices. The merged file gets the common attributes, ``shards``
-    (JSON list of relative paths), ``shard_ids``, ``code_version`` (the common one, or
-    ``"mixed"`` with the list in ``code_versions``) and ``complete`` last; it is written to a
-    temporary name and renamed.
-    """
-    out_path = Path(out_path)
-    paths = [Path(p) for p in paths]
-    if not paths:
-        raise ShardError(f"{out_path}: no shards to merge")
-    if any(p.resolve() == out_path.resolve() for p in paths):
-        raise ShardError(f"{out_path}: the merged file cannot also be one of its shards")
-    infos = []
-    for p in paths:
-        with open_samples(p) as f:
-            if any(f[name].is_virtual for name in DATASETS):
-                raise ShardError(f"{p}: is itself a merged file; merge the original shards")
-            attrs = _attrs_dict(f)
-            missing = [k for k in (*REQUIRED_ATTRS, "format_version", "num_classes", "event_shape")
-                       if k not in attrs]
-            if missing:
-                raise ShardError(f"{p}: missing attribute(s) {missing}")
-            infos.append({"path": p, "attrs": attrs, "n": f["index"].shape[0],
-                          "shapes": {name: f[name].shape for name in DATASETS},
-                          "index": f["index"][()]})
-    ref = infos[0]
-    for info in infos[1:]:
-        for key in MERGE_KEYS:
-            if not _same(info["attrs"][key], ref["attrs"][key]):
-                raise ShardError(
-                    f"{info['path']}: attribute {key}={_jsonable(info['attrs'][key])!r} disagrees with "
-                    f"{ref['path']} ({_jsonable(ref['attrs'][key])!r}); shards of one sample set must agree"
-                )
-    all_index = np.concatenate([i["index"] for i in infos])
-    uniq, counts = np.unique(all_index, return_counts=True)
-    if (counts > 1).any():
-        dup = int(uniq[counts > 1][0])
-        where = [str(i["path"]) for i in infos if (i["index"] == dup).any()]
-        raise ShardError(f"{out_path}: index {dup} occurs in more than one place: {where}")
-
-    total = sum(i["n"] for i in infos)
-    K = int(ref["attrs"]["num_classes"])
-    event = tuple(int(s) for s in np.asarray(ref["attrs"]["event_shape"]))
-    shapes = {"x": (total, *event), "source_class": (total,), "loglik": (total, K), "index": (total,)}
-    out_dir = out_path.parent
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rel = [os.path.relpath(i["path"].resolve(), out_dir.resolve()) for i in infos]
-    layouts = {name: h5py.VirtualLayout(shape=shapes[name], dtype=DTYPES[name]) for name in DATASETS}
-    start = 0
-    for info, r in zip(infos, rel):
-        stop = start + info["n"]
-        for name in DATASETS:
-            if info["n"]:
-                layouts[name][start:stop] = h5py.VirtualSource(r, name, shape=info["shapes"][name])
-        start = stop
-
-    code_versions = [str(i["attrs"]["code_version"]) for i in infos]
-    tmp = partial_path(out_path)
-    try:
-        with h5py.File(tmp, "w", track_order=True) as f:
-            for name in DATASETS:
-                f.create_virtual_dataset(name, layouts[name], fillvalue=FILL[name])
-            for key, value in ref["attrs"].items():
-                if key in _PER_SHARD:
-                    continue
-                # every attribute all shards agree on describes the merged set too
-                if all(key in i["attrs"] and _same(i["attrs"][key], value) for i in infos):
-                    f.attrs[key] = value
-            same_code = len(set(code_versions)) == 1
-            f.attrs["code_version"] = code_versions[0] if same_code else "mixed"
-            if not same_code:
-                f.attrs["code_versions"] = json.dumps(code_versions)
-            f.attrs["shard"] = -1
-            f.attrs["shards"] = json.dumps(rel)
-            f.attrs["shard_ids"] = np.asarray([int(i["attrs"]["shard"]) for i in infos], dtype=np.int64)
-            f.attrs["merged"] = True
-            f.attrs["complete"] = True
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, out_path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return out_path

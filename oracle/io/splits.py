@@ -1,12 +1,12 @@
 """Fixed oracle test set and nested training subsets, as index arrays into a sample pool.
 
-A pool of ``n_pool`` samples (``samples/all.h5`` rows 0..n_pool-1) is split once into a test
-set of ``test_size`` rows (seeded by ``test_seed``, shared by every classifier of a run) and the
-training pool (the rest). For each training seed s the training pool is permuted once; the
-subset of size N is the first N entries of that permutation. Hence, for one seed,
-``train[s][100]`` is a prefix of ``train[s][1000]``, and adding a new N or a new seed later
-leaves the existing subsets unchanged (each seed's permutation depends only on s, the test set
-and the labels).
+A pool of ``n_pool`` samples (``samples/<world>/all.h5`` rows 0..n_pool-1) is split once into a
+test set of ``test_size`` rows (seeded by ``test_seed``, shared by every classifier of the
+world) and the training pool (the rest). For each training seed s the training pool is
+permuted once (``order[s]``); the training set of size N is the first N entries of that
+permutation (`training_indices`). Hence, for one seed, the set of 100 is a prefix of the set of
+1000, any N up to the pool size is available without rewriting the file, and adding a seed
+leaves the other permutations unchanged (each depends only on s, the test set and the labels).
 
 With ``labels`` (int [n_pool]) both parts are stratified: the test set takes from each class
 its largest-remainder share of ``test_size``, and each seed's permutation interleaves the
@@ -15,9 +15,9 @@ classes (systematic sampling: the r-th shuffled member of a class with m members
 its pool proportion. Without labels both are plain uniform random draws.
 
 HDF5 layout (`write_splits_h5`): dataset ``test`` int64 [test_size] (sorted), datasets
-``train/seed{s}/N{n}`` int64 [n] (in permutation order, so prefixes nest), root attributes
-``n_pool``, ``test_size``, ``test_seed``, ``sizes``, ``seeds``, ``stratified``,
-``format_version`` and ``complete`` (written last).
+``order/seed{s}`` int64 [n_pool - test_size] (the permutation), root attributes ``n_pool``,
+``test_size``, ``test_seed``, ``seeds``, ``stratified``, ``format_version`` and ``complete``
+(written last).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ import numpy as np
 from oracle.errors import ConfigError, DataError
 from oracle.io.atomic import atomic_output
 
-FORMAT_VERSION = 1
+#: 2: one permutation per seed (format 1 stored one dataset per (seed, N)).
+FORMAT_VERSION = 2
 # distinct stream tags so test seed 0 and training seed 0 never share random numbers
 _TEST_TAG, _TRAIN_TAG = 0x7E57, 0x7A1
 
@@ -85,71 +86,63 @@ def _train_order(pool: np.ndarray, seed: int, labels: np.ndarray | None) -> np.n
     return pool[np.lexsort((tiebreak, keys))].astype(np.int64)
 
 
-def make_splits(n_pool: int, test_size: int, sizes: Sequence[int], seeds: Sequence[int],
-                labels: np.ndarray | None = None, *, test_seed: int = 0) -> dict[str, Any]:
-    """Test set and nested training subsets of a pool of `n_pool` samples.
+def make_splits(n_pool: int, test_size: int, seeds: Sequence[int], labels: np.ndarray | None = None, *,
+                test_seed: int = 0) -> dict[str, Any]:
+    """Test set and one training-pool permutation per seed, for a pool of `n_pool` samples.
 
-    n_pool:     number of samples in the pool (rows of ``samples/all.h5``).
-    test_size:  size of the fixed test set, 1 <= test_size < n_pool.
-    sizes:      training-set sizes N (each <= n_pool - test_size).
-    seeds:      training seeds (integers >= 0); one permutation of the training pool each.
-    labels:     optional int [n_pool]: stratify the test set and the subsets by class.
+    n_pool:     number of samples in the pool (rows of ``samples/<world>/all.h5``).
+    test_size:  size of the fixed test set, 1 <= test_size <= n_pool (a world that is only
+                tested on may give all its samples to the test set).
+    seeds:      training seeds (integers >= 0); one permutation of the training pool each
+                (may be empty).
+    labels:     optional int [n_pool]: stratify the test set and the permutations by class.
     test_seed:  seeds the choice of the test set.
 
-    Returns {"n_pool", "test_size", "test_seed", "sizes" (sorted), "seeds", "stratified",
-    "test": int64 [test_size] sorted, "train": {seed: {N: int64 [N]}}} where train[s][N] is the
-    first N entries of seed s's permutation of the non-test indices.
+    Returns {"n_pool", "test_size", "test_seed", "seeds", "stratified", "test": int64
+    [test_size] sorted, "order": {seed: int64 [n_pool - test_size]}}.
     """
-    if isinstance(n_pool, bool) or not isinstance(n_pool, (int, np.integer)) or n_pool < 2:
-        raise ConfigError(f"n_pool={n_pool!r}: expected an integer >= 2")
-    if isinstance(test_size, bool) or not isinstance(test_size, (int, np.integer)) or not 1 <= test_size < n_pool:
-        raise ConfigError(f"test_size={test_size!r}: expected an integer in [1, n_pool={n_pool})")
+    if isinstance(n_pool, bool) or not isinstance(n_pool, (int, np.integer)) or n_pool < 1:
+        raise ConfigError(f"n_pool={n_pool!r}: expected an integer >= 1")
+    if isinstance(test_size, bool) or not isinstance(test_size, (int, np.integer)) or not 1 <= test_size <= n_pool:
+        raise ConfigError(f"test_size={test_size!r}: expected an integer in [1, n_pool={n_pool}]")
     n_pool, test_size = int(n_pool), int(test_size)
-    sizes = sorted(_check_int_list("sizes", sizes, 1))
-    seeds = _check_int_list("seeds", seeds, 0)
+    seeds = _check_int_list("seeds", seeds, 0) if len(seeds) else []
     if isinstance(test_seed, bool) or not isinstance(test_seed, (int, np.integer)) or test_seed < 0:
         raise ConfigError(f"test_seed={test_seed!r}: expected an integer >= 0")
-    pool_size = n_pool - test_size
-    too_big = [n for n in sizes if n > pool_size]
-    if too_big:
-        raise ConfigError(f"training size N={too_big[0]} exceeds the training pool of {pool_size} samples "
-                          f"(n_pool={n_pool} minus test_size={test_size})")
     if labels is not None:
         labels = np.asarray(labels)
         if labels.shape != (n_pool,) or not np.issubdtype(labels.dtype, np.integer):
             raise ConfigError(f"labels: expected integers of shape [{n_pool}], got {labels.dtype} {list(labels.shape)}")
-
     test = _test_indices(n_pool, test_size, int(test_seed), labels)
     mask = np.ones(n_pool, bool)
     mask[test] = False
     pool = np.flatnonzero(mask).astype(np.int64)
-    train = {}
-    for s in seeds:
-        order = _train_order(pool, s, labels)
-        train[s] = {n: order[:n].copy() for n in sizes}
-    return {"n_pool": n_pool, "test_size": test_size, "test_seed": int(test_seed), "sizes": sizes,
-            "seeds": seeds, "stratified": labels is not None, "test": test, "train": train}
+    order = {s: _train_order(pool, s, labels) for s in seeds}
+    return {"n_pool": n_pool, "test_size": test_size, "test_seed": int(test_seed), "seeds": seeds,
+            "stratified": labels is not None, "test": test, "order": order}
+
+
+def training_indices(splits: dict[str, Any], seed: int, n: int) -> np.ndarray:
+    """The training set of size `n` of seed `seed`: the first `n` rows of its permutation
+    (int64 [n]); DataError naming what is missing otherwise."""
+    if int(seed) not in splits["order"]:
+        raise DataError(f"splits have no training seed {seed} (seeds: {sorted(splits['order'])}); rerun make_splits")
+    order = splits["order"][int(seed)]
+    if not 1 <= int(n) <= len(order):
+        raise DataError(f"training size N={n} exceeds the training pool of {len(order)} samples")
+    return order[: int(n)].copy()
 
 
 def check_splits(splits: dict[str, Any], where: Any = "splits") -> None:
-    """Raise DataError unless `splits` is consistent: indices in range and unique, train
-    disjoint from test, and for each seed every smaller N a prefix of every larger N."""
+    """Raise DataError unless `splits` is consistent: test indices in range and unique, and
+    every seed's order a permutation of exactly the non-test indices."""
     n_pool, test = splits["n_pool"], np.asarray(splits["test"])
     if len(np.unique(test)) != len(test) or (len(test) and (test.min() < 0 or test.max() >= n_pool)):
         raise DataError(f"{where}: test indices repeat or fall outside [0, {n_pool})")
-    is_test = np.zeros(n_pool, bool)
-    is_test[test] = True
-    for s, subsets in splits["train"].items():
-        prev = None
-        for n in sorted(subsets):
-            idx = np.asarray(subsets[n])
-            if len(idx) != n or len(np.unique(idx)) != n or (n and (idx.min() < 0 or idx.max() >= n_pool)):
-                raise DataError(f"{where}: train seed {s} N={n} is not {n} distinct indices in [0, {n_pool})")
-            if is_test[idx].any():
-                raise DataError(f"{where}: train seed {s} N={n} overlaps the test set")
-            if prev is not None and not np.array_equal(idx[: len(prev)], prev):
-                raise DataError(f"{where}: train seed {s} N={len(prev)} is not a prefix of N={n}")
-            prev = idx
+    pool = np.setdiff1d(np.arange(n_pool), test)
+    for s, order in splits["order"].items():
+        if not np.array_equal(np.sort(np.asarray(order)), pool):
+            raise DataError(f"{where}: the order of training seed {s} is not a permutation of the training pool")
 
 
 def write_splits_h5(path: str | os.PathLike, splits: dict[str, Any]) -> None:
@@ -160,14 +153,11 @@ def write_splits_h5(path: str | os.PathLike, splits: dict[str, Any]) -> None:
     with atomic_output(path) as tmp:
         with h5py.File(tmp, "w") as f:
             f.create_dataset("test", data=np.asarray(splits["test"], np.int64))
-            g = f.create_group("train")
-            for s, subsets in splits["train"].items():
-                gs = g.create_group(f"seed{int(s)}")
-                for n, idx in subsets.items():
-                    gs.create_dataset(f"N{int(n)}", data=np.asarray(idx, np.int64))
+            g = f.create_group("order")
+            for s, order in splits["order"].items():
+                g.create_dataset(f"seed{int(s)}", data=np.asarray(order, np.int64))
             for key in ("n_pool", "test_size", "test_seed"):
                 f.attrs[key] = int(splits[key])
-            f.attrs["sizes"] = np.asarray(splits["sizes"], np.int64)
             f.attrs["seeds"] = np.asarray(splits["seeds"], np.int64)
             f.attrs["stratified"] = bool(splits.get("stratified", False))
             f.attrs["format_version"] = FORMAT_VERSION
@@ -177,7 +167,8 @@ def write_splits_h5(path: str | os.PathLike, splits: dict[str, Any]) -> None:
 def read_splits_h5(path: str | os.PathLike) -> dict[str, Any]:
     """Read a file written by `write_splits_h5` into the dict `make_splits` returns.
 
-    Raises DataError if the file is missing, incomplete or inconsistent (see `check_splits`).
+    Raises DataError if the file is missing, incomplete, of another format or inconsistent
+    (see `check_splits`).
     """
     import h5py
 
@@ -188,22 +179,22 @@ def read_splits_h5(path: str | os.PathLike) -> dict[str, Any]:
         with h5py.File(path, "r") as f:
             if not f.attrs.get("complete", False):
                 raise DataError(f"{path} is incomplete (no 'complete' attribute): rerun the splits rule")
-            train = {}
-            for gname, g in f["train"].items():
-                s = int(gname.removeprefix("seed"))
-                train[s] = {int(n.removeprefix("N")): d[()].astype(np.int64) for n, d in g.items()}
+            if int(f.attrs.get("format_version", 1)) != FORMAT_VERSION:
+                raise DataError(f"{path} is in splits format {int(f.attrs.get('format_version', 1))}, not "
+                                f"{FORMAT_VERSION}: delete it and rerun the splits rule")
+            seeds = [int(v) for v in f.attrs["seeds"]]
+            order = {int(name.removeprefix("seed")): d[()].astype(np.int64) for name, d in f["order"].items()}
             out = {
                 "n_pool": int(f.attrs["n_pool"]), "test_size": int(f.attrs["test_size"]),
-                "test_seed": int(f.attrs["test_seed"]),
-                "sizes": [int(v) for v in f.attrs["sizes"]], "seeds": [int(v) for v in f.attrs["seeds"]],
+                "test_seed": int(f.attrs["test_seed"]), "seeds": seeds,
                 "stratified": bool(f.attrs["stratified"]), "test": f["test"][()].astype(np.int64),
-                "train": {s: train[s] for s in (int(v) for v in f.attrs["seeds"]) if s in train},
+                "order": {s: order[s] for s in seeds if s in order},
             }
     except DataError:
         raise
     except (OSError, KeyError, ValueError) as exc:
         raise DataError(f"cannot read splits file {path}: {type(exc).__name__}: {exc}") from None
-    if set(out["train"]) != set(out["seeds"]):
-        raise DataError(f"{path}: groups train/seed* do not match the seeds attribute {out['seeds']}")
+    if set(out["order"]) != set(seeds):
+        raise DataError(f"{path}: datasets order/seed* do not match the seeds attribute {seeds}")
     check_splits(out, path)
     return out

@@ -1,15 +1,15 @@
-"""Run configuration: schema validation, cross-key checks and what the workflow derives from it.
+"""Run configuration: schema validation, cross-key checks and what the workflow derives from it
+(worlds with their defaults, experiments with theirs, shards, splits, classifier runs).
 
 The Snakefile imports this module at DAG-build time, so it must stay light: standard library,
-PyYAML and jsonschema only (no torch, no numpy). Everything here takes the plain config dict
-(`config.yaml`, a preset) and returns plain values; nothing knows of Snakemake.
+PyYAML and jsonschema only (no torch, no numpy; `check_classifier_archs` imports timm on call).
+Everything here takes the plain config dict (`config.yaml`, a preset) and returns plain values;
+nothing knows of Snakemake.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -18,8 +18,6 @@ from typing import Any
 import yaml
 
 from oracle.errors import ConfigError
-
-STAGES = ("data", "oracle", "validation", "samples", "splits", "classifiers", "analysis")
 
 #: Tolerance on sum(prior) == 1.
 PRIOR_TOL = 1e-6
@@ -81,60 +79,19 @@ def validate_config(config: Mapping, schema: Mapping | str | Path) -> None:
     raise ConfigError(f"config key {where!r}: {err.message}")
 
 
-# ----------------------------------------------------------------------------- cross-key checks
-
-
-def experiment_specs(config: Mapping) -> list[dict]:
-    """Every classifier experiment with its defaults filled in (archs, sizes, seeds, hard_label)."""
-    cls = config["classifiers"]
-    out = []
-    for exp in cls["experiments"]:
-        e = dict(exp)
-        e.setdefault("hard_label", "source")
-        e.setdefault("archs", list(cls["archs"]))
-        e.setdefault("sizes", list(config["splits"]["sizes"]))
-        e.setdefault("seeds", list(config["splits"]["seeds"]))
-        e["sizes"] = sorted(e["sizes"])
-        out.append(e)
-    return out
-
-
-def experiment_spec(config: Mapping, name: str) -> dict:
-    """The experiment called `name` (defaults filled in); ConfigError if there is none."""
-    for e in experiment_specs(config):
-        if e["name"] == name:
-            return e
-    known = ", ".join(e["name"] for e in config["classifiers"]["experiments"])
-    raise ConfigError(f"classifiers.experiments: no experiment named {name!r} (known: {known})")
-
-
-def arch_spec(config: Mapping, name: str) -> dict:
-    """The architecture called `name`: {model, label, input_size, pretrained}."""
-    archs = config["classifiers"]["archs"]
-    if name not in archs:
-        raise ConfigError(f"classifiers.archs: no architecture named {name!r} (known: {', '.join(archs)})")
-    a = dict(archs[name])
-    a.setdefault("model", name)
-    a.setdefault("label", name)
-    return a
-
-
-def all_sizes(config: Mapping) -> list[int]:
-    """Every training-set size N that some experiment uses, ascending (the splits file holds all)."""
-    sizes = set(config["splits"]["sizes"])
-    for e in experiment_specs(config):
-        sizes.update(e["sizes"])
-    return sorted(sizes)
-
+# ----------------------------------------------------------------------------- worlds
 
 #: Values of `oracle.world`; an absent key means the first (the flow of the paper).
 WORLD_KINDS = ("flow", "gaussian")
 
+BASE_WORLD = "base"
+#: World parameters a variant inherits from the base world when it does not set them.
+_WORLD_PARAMETERS = ("prior", "label_temperature", "base_temperature", "n_total", "n_shards", "test_size")
+
 
 def world_kind(config: Mapping) -> str:
     """`oracle.world` of a config: "flow" (trained or imported TarFlow) or "gaussian" (the
-    analytic world of DESIGN rule 7). Absent means "flow", so configs without the key keep
-    their meaning."""
+    analytic world of DESIGN rule 7). Absent means "flow"."""
     kind = config["oracle"].get("world") or WORLD_KINDS[0]
     if kind not in WORLD_KINDS:
         raise ConfigError(f"config key 'oracle.world': {kind!r} is not one of {', '.join(WORLD_KINDS)}")
@@ -142,11 +99,43 @@ def world_kind(config: Mapping) -> str:
 
 
 def world_file(run_dir: str, config: Mapping) -> str:
-    """The frozen world written by the oracle stage: `oracle/flow.pt` for a flow world,
-    `oracle/gaussian_world.pt` for a Gaussian one (both load with
+    """The frozen model written by the oracle stage: `oracle/flow.pt` for a flow,
+    `oracle/gaussian_world.pt` for a Gaussian world (both load with
     `oracle.worlds.world_from_checkpoint`)."""
     name = "gaussian_world.pt" if world_kind(config) == "gaussian" else "flow.pt"
     return f"{run_dir}/oracle/{name}"
+
+
+def derived_seed(seed: int, name: str) -> int:
+    """A 31-bit seed that is a function of the run's seed and a name (a world variant)."""
+    digest = hashlib.sha256(f"oracle.world-seed/v1:{int(seed)}:{name}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") >> 1
+
+
+def world_specs(config: Mapping) -> dict[str, dict]:
+    """Every world of the run with its defaults filled in, base first:
+    {name: {prior (list or None), label_temperature, base_temperature, n_total, n_shards,
+    test_size, seed}}. A variant inherits the base world's parameters it does not set; its seed
+    defaults to `derived_seed(seed, name)` so its samples are independent of the base world's."""
+    worlds = config["worlds"]
+    base = worlds[BASE_WORLD]
+    defaults = {"n_total": config["samples"]["n_total"], "n_shards": config["samples"]["n_shards"],
+                "test_size": config["splits"]["test_size"]}
+    out = {}
+    for name in [BASE_WORLD, *[w for w in worlds if w != BASE_WORLD]]:
+        entry = worlds[name] or {}
+        spec = {k: entry.get(k, base.get(k, defaults.get(k))) for k in _WORLD_PARAMETERS}
+        spec["seed"] = int(entry.get("seed", config["seed"] if name == BASE_WORLD else derived_seed(config["seed"], name)))
+        out[name] = spec
+    return out
+
+
+def world_spec(config: Mapping, name: str) -> dict:
+    """One world of `world_specs`; ConfigError naming the known worlds if there is none."""
+    specs = world_specs(config)
+    if name not in specs:
+        raise ConfigError(f"config key 'worlds': no world named {name!r} (known: {', '.join(specs)})")
+    return specs[name]
 
 
 def gaussian_spec(config: Mapping) -> dict:
@@ -159,6 +148,166 @@ def gaussian_spec(config: Mapping) -> dict:
     return {"num_classes": int(g["num_classes"]), "channels": int(g["channels"]),
             "image_size": int(g["image_size"]), "separation": float(g["separation"]),
             "std": float(g["std"]), "seed": int(g["seed"])}
+
+
+def known_num_classes(config: Mapping) -> int | None:
+    """K when the config alone fixes it (a Gaussian world, or a `data.classes` list), else None
+    (the data stage knows it, see `check_prior_length`)."""
+    if world_kind(config) == "gaussian":
+        return gaussian_spec(config)["num_classes"]
+    classes = config["data"].get("classes")
+    return len(classes) if classes else None
+
+
+def resolve_prior(prior: list[float] | None, num_classes: int, key: str = "worlds.base.prior") -> list[float]:
+    """The class prior as K floats: uniform for None; ConfigError naming `key` if its length is not K."""
+    if prior is None:
+        return [1.0 / num_classes] * num_classes
+    if len(prior) != num_classes:
+        raise ConfigError(f"config key {key!r}: has {len(prior)} entries but the world has {num_classes} classes")
+    return [float(p) for p in prior]
+
+
+def check_prior_length(config: Mapping, num_classes: int, where: str) -> None:
+    """ConfigError when a world's prior does not have `num_classes` entries (`where` names the
+    source of K, e.g. the data file); called by the data stage, before any flow is trained."""
+    for name, spec in world_specs(config).items():
+        if spec["prior"] is not None and len(spec["prior"]) != num_classes:
+            key = f"worlds.{name}.prior" if "prior" in (config["worlds"][name] or {}) else "worlds.base.prior"
+            raise ConfigError(f"config key {key!r}: has {len(spec['prior'])} entries but {where} has "
+                              f"{num_classes} classes")
+
+
+def _check_worlds(config: Mapping) -> None:
+    specs = world_specs(config)
+    k = known_num_classes(config)
+    for name, spec in specs.items():
+        raw = config["worlds"][name] or {}
+        key = lambda field: f"worlds.{name if field in raw else BASE_WORLD}.{field}"  # noqa: E731
+        prior = spec["prior"]
+        if prior is not None:
+            if abs(math.fsum(prior) - 1.0) > PRIOR_TOL:
+                raise ConfigError(f"config key {key('prior')!r}: must sum to 1, sums to {math.fsum(prior)!r}")
+            if k is not None:
+                resolve_prior(prior, k, key("prior"))
+        if spec["n_shards"] > spec["n_total"]:
+            raise ConfigError(f"config key {key('n_shards')!r}: {spec['n_shards']} shards for "
+                              f"{spec['n_total']} samples of world {name!r} leaves empty shards")
+
+
+# ----------------------------------------------------------------------------- experiments
+
+
+def experiment_specs(config: Mapping) -> dict[str, dict]:
+    """Every experiment by name, its entry checked and its defaults filled in by its kind's
+    module (`oracle.experiments.kind_module(kind).check`)."""
+    from oracle.experiments import kind_module
+
+    return {name: kind_module(entry["kind"]).check(name, dict(entry), config)
+            for name, entry in (config.get("experiments") or {}).items()}
+
+
+def experiment_spec(config: Mapping, name: str) -> dict:
+    """The experiment called `name` (defaults filled in); ConfigError if there is none."""
+    exps = config.get("experiments") or {}
+    if name not in exps:
+        raise ConfigError(f"config key 'experiments': no experiment named {name!r} (known: {', '.join(exps) or 'none'})")
+    from oracle.experiments import kind_module
+
+    return kind_module(exps[name]["kind"]).check(name, dict(exps[name]), config)
+
+
+def experiments_of_kind(config: Mapping, kind: str) -> list[str]:
+    """Names of the experiments of one kind, in config order."""
+    return [n for n, e in (config.get("experiments") or {}).items() if e["kind"] == kind]
+
+
+ARCH_LABELS = {
+    "resnet18": "ResNet-18",
+    "resnet50": "ResNet-50",
+    "vit_base_patch16_224": "ViT-Base",
+    "vit_base_patch16_224.augreg_in21k": "ViT-Base",
+    "convnext_tiny": "ConvNeXt",
+    "convnext_base": "ConvNeXt-B",
+    "swin_tiny_patch4_window7_224": "Swin",
+    "swin_base_patch4_window7_224": "Swin-B",
+    "mobilenetv3_large_100": "MobileNet",
+    "mobilenetv3_small_100": "MobileNet-S",
+}
+"""Display names of timm architectures (paper spelling); unknown names are shown as given."""
+
+
+def arch_label(arch: str) -> str:
+    """The paper's name of a timm architecture, or ``arch`` itself."""
+    return ARCH_LABELS.get(arch, arch)
+
+
+def arch_spec(config: Mapping, name: str) -> dict:
+    """The architecture called `name`: {model, label, input_size, pretrained}; the label
+    defaults to the paper's name of the timm model (`arch_label`)."""
+    archs = config["classifiers"]["archs"]
+    if name not in archs:
+        raise ConfigError(f"config key 'classifiers.archs': no architecture named {name!r} (known: {', '.join(archs)})")
+    a = dict(archs[name])
+    a.setdefault("model", name)
+    a.setdefault("label", arch_label(a["model"]))
+    return a
+
+
+def classifier_runs(config: Mapping, experiments: Iterable[str] | None = None) -> list[dict]:
+    """One dict {experiment, arch, cell, seed} per trained classifier, in a stable order."""
+    keep = None if experiments is None else set(experiments)
+    from oracle.experiments import kind_module
+
+    out = []
+    for name, spec in experiment_specs(config).items():
+        if keep is None or name in keep:
+            out += [{"experiment": name, **run} for run in kind_module(spec["kind"]).classifier_runs(spec)]
+    return out
+
+
+def training_spec(config: Mapping, experiment: str, cell: str) -> dict:
+    """What the classifiers of one cell of an experiment train on (see
+    `oracle.experiments._training.training_spec`)."""
+    from oracle.experiments import kind_module
+
+    spec = experiment_spec(config, experiment)
+    return kind_module(spec["kind"]).training_spec(spec, cell)
+
+
+def evaluation_sets(config: Mapping, experiment: str) -> list[str]:
+    """The sets every model of an experiment is predicted on (world names)."""
+    from oracle.experiments import kind_module
+
+    spec = experiment_spec(config, experiment)
+    return kind_module(spec["kind"]).evaluation_sets(spec)
+
+
+def split_worlds(config: Mapping) -> dict[str, dict]:
+    """The worlds that need a splits file, with what it must hold: {world: {"seeds": sorted
+    training seeds, "max_n": largest training-set size}} (a world only tested on has no
+    seeds and max_n 0)."""
+    from oracle.experiments import kind_module
+
+    out: dict[str, dict] = {}
+    for spec in experiment_specs(config).values():
+        mod = kind_module(spec["kind"])
+        for world in mod.evaluation_sets(spec):
+            out.setdefault(world, {"seeds": set(), "max_n": 0})
+        for run in mod.classifier_runs(spec):
+            t = mod.training_spec(spec, run["cell"])
+            slot = out.setdefault(t["world"], {"seeds": set(), "max_n": 0})
+            slot["seeds"].add(int(run["seed"]))
+            slot["max_n"] = max(slot["max_n"], int(t["n"]))
+    return {w: {"seeds": sorted(v["seeds"]), "max_n": v["max_n"]} for w, v in out.items()}
+
+
+def largest_training_size(config: Mapping) -> int:
+    """The largest training-set size of any classifier of the run (1 when there is none)."""
+    return max([v["max_n"] for v in split_worlds(config).values()] + [1])
+
+
+# ----------------------------------------------------------------------------- cross-key checks
 
 
 def _check_gaussian_world(config: Mapping) -> None:
@@ -175,8 +324,6 @@ def _check_gaussian_world(config: Mapping) -> None:
             f"config key 'oracle.gaussian.num_classes': {g['num_classes']} equidistant class means need "
             f"at most channels*image_size^2={dim} dimensions"
         )
-    if o["prior"] is not None:
-        resolve_prior(o["prior"], g["num_classes"])
     if config["validation"]["enabled"]:
         raise ConfigError(
             "config key 'validation.enabled': the validation stage compares the world with real images "
@@ -184,12 +331,34 @@ def _check_gaussian_world(config: Mapping) -> None:
         )
 
 
+def _check_paper(config: Mapping, specs: Mapping[str, dict]) -> None:
+    from oracle.experiments import kind_module
+    from oracle.validation.report import ARTIFACTS as VALIDATION_ARTIFACTS
+
+    for pid, target in (config.get("paper") or {}).items():
+        owner, _, artifact = target.partition("/")
+        if owner == "validation":
+            names = list(VALIDATION_ARTIFACTS)
+            if not config["validation"]["enabled"]:
+                raise ConfigError(f"config key 'paper.{pid}': {target!r} needs validation.enabled: true")
+        elif owner in specs:
+            names = list(kind_module(specs[owner]["kind"]).ARTIFACTS)
+        else:
+            raise ConfigError(f"config key 'paper.{pid}': {owner!r} is neither an experiment "
+                              f"({', '.join(specs) or 'none'}) nor validation")
+        if artifact not in names:
+            raise ConfigError(f"config key 'paper.{pid}': {owner!r} has no artifact {artifact!r} "
+                              f"(it makes {', '.join(names)})")
+
+
 def check_config(config: Mapping) -> None:
     """Checks that span several keys (the schema checks each key alone). Raises ConfigError.
 
-    The data-dependent checks (class count of a checkpoint, K of the prior against the data)
-    happen when the rules run, since the data are not read at DAG time. A Gaussian world
-    (`oracle.world: gaussian`) fixes K in the config, so its checks all happen here.
+    The class count K of a flow world is known only once the data are read: the data stage
+    checks the priors against it (`check_prior_length`) before any flow is trained. A Gaussian
+    world or a `data.classes` list fixes K in the config, so those checks happen here.
+    Architecture names and pretrained files are checked by `check_classifier_archs`, which
+    imports timm and is therefore called once per workflow invocation, not per job.
     """
     if world_kind(config) == "gaussian":
         _check_gaussian_world(config)
@@ -199,84 +368,23 @@ def check_config(config: Mapping) -> None:
             "config key 'oracle.train': set exactly one of 'steps' and 'epochs' "
             f"(got steps={tr['steps']!r}, epochs={tr['epochs']!r})"
         )
-
     data = config["data"]
-    if data["kind"] in ("image_folder", "npz") and not data["root"]:
+    if data["kind"] != "digits" and world_kind(config) == "flow" and not data["root"]:
         raise ConfigError(f"config key 'data.root': data.kind={data['kind']!r} needs a root path, got null")
-
-    prior = config["oracle"]["prior"]
-    if prior is not None and abs(math.fsum(prior) - 1.0) > PRIOR_TOL:
-        raise ConfigError(f"config key 'oracle.prior': must sum to 1, sums to {math.fsum(prior)!r}")
     if config["oracle"]["checkpoint"] is not None:
         if config["oracle"]["checkpoint_format"] == "public_tarflow" and config["oracle"]["per_class"]:
             raise ConfigError(
                 "config key 'oracle.per_class': the public TarFlow checkpoints are one class-conditional "
                 "flow; set per_class: false with checkpoint_format: public_tarflow"
             )
-
-    samples, splits = config["samples"], config["splits"]
-    if samples["n_shards"] > samples["n_total"]:
-        raise ConfigError(
-            f"config key 'samples.n_shards': {samples['n_shards']} shards for samples.n_total="
-            f"{samples['n_total']} samples leaves empty shards"
-        )
-    pool = samples["n_total"] - splits["test_size"]
-    if pool < 1:
-        raise ConfigError(
-            f"config key 'splits.test_size': {splits['test_size']} leaves no training pool out of "
-            f"samples.n_total={samples['n_total']}"
-        )
-    for n in all_sizes(config):
-        if n > pool:
-            raise ConfigError(
-                f"config key 'splits.sizes': N={n} exceeds the training pool of {pool} samples "
-                f"(samples.n_total={samples['n_total']} minus splits.test_size={splits['test_size']})"
-            )
-
-    cls = config["classifiers"]
-    names = [e["name"] for e in cls["experiments"]]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise ConfigError(f"config key 'classifiers.experiments': duplicate experiment name {dup[0]!r}")
-    for i, e in enumerate(cls["experiments"]):
-        for a in e.get("archs", []):
-            if a not in cls["archs"]:
-                raise ConfigError(
-                    f"config key 'classifiers.experiments[{i}].archs': {a!r} is not in classifiers.archs "
-                    f"({', '.join(cls['archs'])})"
-                )
-        for s in e.get("seeds", []):
-            if s not in splits["seeds"]:
-                raise ConfigError(
-                    f"config key 'classifiers.experiments[{i}].seeds': seed {s} is not in splits.seeds {splits['seeds']}"
-                )
-
-    an = config["analysis"]
-    if an["experiment"] not in names:
-        raise ConfigError(
-            f"config key 'analysis.experiment': no classifiers experiment named {an['experiment']!r} "
-            f"(known: {', '.join(names)})"
-        )
-    main = experiment_spec(config, an["experiment"])
-    if an["table1_size"] is not None and an["table1_size"] not in main["sizes"]:
-        raise ConfigError(
-            f"config key 'analysis.table1_size': N={an['table1_size']} is not a size of experiment "
-            f"{main['name']!r} ({main['sizes']})"
-        )
-    for a in an["table2_archs"] or []:
-        if a not in main["archs"]:
-            raise ConfigError(
-                f"config key 'analysis.table2_archs': {a!r} is not an architecture of experiment "
-                f"{main['name']!r} ({', '.join(main['archs'])})"
-            )
-    for n in an["table2_sizes"] or []:
-        if n not in main["sizes"]:
-            raise ConfigError(
-                f"config key 'analysis.table2_sizes': N={n} is not a size of experiment {main['name']!r} ({main['sizes']})"
-            )
-
-    for stage in STAGES:
-        r = config["resources"][stage]
+    _check_worlds(config)
+    for name in config.get("experiments") or {}:
+        if name in ("validation", "world", "paper"):
+            raise ConfigError(f"config key 'experiments.{name}': {name!r} is reserved (numbers.json "
+                              "prefixes); choose another experiment name")
+    specs = experiment_specs(config)
+    _check_paper(config, specs)
+    for stage, r in config["resources"].items():
         if r["nodes"] > 1 and (r["gpus"] == 0 or r["gpus"] % r["nodes"]):
             raise ConfigError(
                 f"config key 'resources.{stage}': gpus={r['gpus']} must be a positive multiple of nodes={r['nodes']}"
@@ -285,20 +393,43 @@ def check_config(config: Mapping) -> None:
             raise ConfigError(f"config key 'resources.{stage}.nodes': only the oracle stage runs on several nodes")
 
 
-def load_config(path: str | Path, schema: str | Path) -> dict:
-    """Read, validate and cross-check a config file; the dict the workflow would run with."""
-    cfg = load_yaml(path)
-    validate_config(cfg, schema)
-    check_config(cfg)
-    return cfg
+def check_classifier_archs(config: Mapping) -> None:
+    """Every architecture an experiment uses is a timm model and its `pretrained` file exists.
+
+    Imports timm (seconds), so the Snakefile calls it once in the main process: a misspelled
+    name then fails before any data is read or any flow trained, not when its classifier job
+    starts hours later on a cluster.
+    """
+    used = {run["arch"] for run in classifier_runs(config)}
+    if not used:
+        return
+    import timm
+
+    for name in sorted(used):
+        a = arch_spec(config, name)
+        if not timm.is_model(a["model"]):
+            close = [m for m in timm.list_models() if _similar(a["model"], m)][:6]
+            where = f"classifiers.archs.{name}.model" if "model" in config["classifiers"]["archs"][name] else "classifiers.archs"
+            hint = f"; similar timm names: {', '.join(close)}" if close else ""
+            raise ConfigError(f"config key {where!r}: {a['model']!r} is not a timm model name{hint}")
+        pre = a["pretrained"]
+        if isinstance(pre, str) and not Path(pre).is_file():
+            raise ConfigError(f"config key 'classifiers.archs.{name}.pretrained': {pre!r} does not exist "
+                              "(weights are never downloaded; give a local file or false)")
+
+
+def _similar(a: str, b: str) -> bool:
+    import difflib
+
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.8
 
 
 # ----------------------------------------------------------------------------- derived values
 
 
-def shard_ids(config: Mapping) -> list[str]:
+def shard_ids(n_shards: int) -> list[str]:
     """The shard wildcard values: '0000', '0001', ... (four digits, as in shard-0000.h5)."""
-    return [f"{i:04d}" for i in range(config["samples"]["n_shards"])]
+    return [f"{i:04d}" for i in range(int(n_shards))]
 
 
 def shard_sizes(n_total: int, n_shards: int) -> list[int]:
@@ -307,25 +438,6 @@ def shard_sizes(n_total: int, n_shards: int) -> list[int]:
         raise ConfigError(f"samples: cannot split n_total={n_total} samples into n_shards={n_shards} shards")
     base, extra = divmod(n_total, n_shards)
     return [base + (i < extra) for i in range(n_shards)]
-
-
-def classifier_jobs(config: Mapping, experiments: Iterable[str] | None = None) -> list[dict]:
-    """One dict {experiment, arch, N, seed} per classifier job, in a stable order."""
-    keep = None if experiments is None else set(experiments)
-    jobs = []
-    for e in experiment_specs(config):
-        if keep is not None and e["name"] not in keep:
-            continue
-        for arch in e["archs"]:
-            for n in e["sizes"]:
-                for seed in e["seeds"]:
-                    jobs.append({"experiment": e["name"], "arch": arch, "N": n, "seed": seed})
-    return jobs
-
-
-def classifier_dir(run_dir: str, job: Mapping) -> str:
-    """results/<run>/classifiers/<experiment>/<arch>/N<N>/seed<seed> for one job."""
-    return f"{run_dir}/classifiers/{job['experiment']}/{job['arch']}/N{job['N']}/seed{job['seed']}"
 
 
 def flow_spec(config: Mapping, in_channels: int, img_size: int, num_classes: int) -> dict:
@@ -370,135 +482,6 @@ def effective_epochs(n_train: int, epochs: int, batch_size: int, min_steps: int)
     """
     steps_per_epoch = max(1, math.ceil(n_train / batch_size))
     return max(int(epochs), math.ceil(min_steps / steps_per_epoch))
-
-
-def resolve_prior(prior: list[float] | None, num_classes: int) -> list[float]:
-    """The class prior as K floats: uniform for None; ConfigError if its length is not K."""
-    if prior is None:
-        return [1.0 / num_classes] * num_classes
-    if len(prior) != num_classes:
-        raise ConfigError(
-            f"config key 'oracle.prior': has {len(prior)} entries but the world has {num_classes} classes"
-        )
-    return [float(p) for p in prior]
-
-
-# ----------------------------------------------------------------------------- resources
-
-
-def rule_threads(config: Mapping, stage: str) -> int:
-    """`threads:` of every rule of `stage` (Snakemake caps it at --cores locally)."""
-    return int(config["resources"][stage]["cpus"])
-
-
-def rule_resources(config: Mapping, stage: str) -> dict:
-    """`resources:` of every rule of `stage`, in snakemake-executor-plugin-slurm's names.
-
-    Single node: `gpu=<gpus>` (sbatch --gpus). Several nodes: `gres=gpu:<per node>`, `nodes`,
-    `tasks=<nodes>` and `mpi=srun` (the plugin then leaves the launch to the rule's command,
-    which starts one torchrun per node) and `tasks_per_gpu=0` (no --ntasks-per-gpu).
-    """
-    r = config["resources"][stage]
-    out: dict[str, Any] = {
-        "cpus_per_task": int(r["cpus"]),
-        "mem_mb": int(r["mem_mb"]),
-        "runtime": int(r["runtime"]),
-        "nodes": int(r["nodes"]),
-    }
-    if r["nodes"] > 1:
-        out["gres"] = f"gpu:{r['gpus'] // r['nodes']}"
-        out["tasks"] = int(r["nodes"])
-        out["tasks_per_gpu"] = 0
-        out["mpi"] = "srun"
-    elif r["gpus"] > 0:
-        out["gpu"] = int(r["gpus"])
-    if r["partition"]:
-        out["slurm_partition"] = r["partition"]
-    return out
-
-
-CLASSIFIER_GROUP = "classifiers"
-LARGE_CLASSIFIER_GROUP = "classifiers_large"
-
-
-def classifier_group(config: Mapping, n: int) -> str:
-    """The Snakemake group of a classifier job of size `n`: "classifiers" (bundled by the
-    profile's group-components) unless resources.classifiers.bundle_max_n is set and n exceeds
-    it, then "classifiers_large" (one SLURM job each: the profile does not bundle it)."""
-    limit = config["resources"]["classifiers"].get("bundle_max_n")
-    return LARGE_CLASSIFIER_GROUP if limit is not None and n > limit else CLASSIFIER_GROUP
-
-
-def classifier_runtime(config: Mapping, n: int) -> int:
-    """Minutes a classifier job of size `n` asks for (see `runtime_scales_with_n`)."""
-    r = config["resources"]["classifiers"]
-    runtime = int(r["runtime"])
-    if not r.get("runtime_scales_with_n", False):
-        return runtime
-    n_max = max(all_sizes(config))
-    return max(math.ceil(runtime * n / n_max), min(runtime, 10))
-
-
-def gpus_from_resources(resources: Mapping) -> tuple[int, int]:
-    """(GPUs in total, nodes) of a job from its Snakemake resources (see `rule_resources`)."""
-    nodes = int(resources.get("nodes", 1) or 1)
-    gres = str(resources.get("gres", "") or "")
-    if gres.startswith("gpu"):
-        per_node = int(gres.split(":")[-1]) if gres.split(":")[-1].isdigit() else 1
-        return per_node * nodes, nodes
-    return int(resources.get("gpu", 0) or 0), nodes
-
-
-def oracle_launcher(gpus: int, nodes: int, python: str, head_node: str | None = None,
-                    job_id: str | None = None) -> list[str]:
-    """The argv prefix that starts flow training on `gpus` GPUs over `nodes` nodes.
-
-    gpus <= 1: [] (run in-process). One node: `python -m torch.distributed.run --standalone
-    --nproc_per_node G` (torchrun; one process per GPU, oracle.flow_training does DDP).
-    Several nodes (SLURM): `srun` starts one torchrun per node; they meet at `head_node`
-    (the allocation's first node) by c10d rendezvous.
-    """
-    if gpus <= 1:
-        return []
-    if nodes <= 1:
-        return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc_per_node", str(gpus)]
-    if gpus % nodes:
-        raise ConfigError(f"config key 'resources.oracle': gpus={gpus} must be a multiple of nodes={nodes}")
-    if not head_node:
-        raise ConfigError(
-            f"resources.oracle.nodes={nodes}: a multi-node run needs a SLURM allocation (SLURM_JOB_NODELIST) "
-            "to find the rendezvous node; run it with --profile slurm"
-        )
-    # the step asks for the node's GPUs explicitly: job steps do not inherit the job's GRES
-    return ["srun", "--nodes", str(nodes), "--ntasks-per-node", "1", f"--gres=gpu:{gpus // nodes}",
-            python, "-m", "torch.distributed.run",
-            "--nnodes", str(nodes), "--nproc_per_node", str(gpus // nodes), "--rdzv_backend", "c10d",
-            "--rdzv_endpoint", f"{head_node}:29500", "--rdzv_id", str(job_id or "oracle")]
-
-
-# ----------------------------------------------------------------------------- provenance helpers
-
-
-def subset(config: Mapping, *keys: str) -> dict:
-    """The part of the config that an artifact depends on: dotted keys -> values (deep copies)."""
-    out = {}
-    for key in keys:
-        node: Any = config
-        for part in key.split("."):
-            node = node[part]
-        out[key] = copy.deepcopy(node)
-    return out
-
-
-def config_hash(config: Mapping) -> str:
-    """sha256 of the canonical JSON of a (sub)config, to tell configs apart in provenance."""
-    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str).encode()
-    return hashlib.sha256(blob).hexdigest()
-
-
-def classifier_metrics(config: Mapping, run_dir: str, experiments: Iterable[str] | None = None) -> list[str]:
-    """metrics.json path of every classifier job of `experiments` (default: all experiments)."""
-    return [f"{classifier_dir(run_dir, job)}/metrics.json" for job in classifier_jobs(config, experiments)]
 
 
 def prepend_pythonpath(path: str | Path) -> None:

@@ -1,0 +1,45 @@
+"""Trained classifiers on disk: ``model.pt`` holds the arguments of `build_classifier` and the
+state dict, so a model can be predicted on any evaluation set later, in another process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from oracle.classifiers.build import ImageClassifier, build_classifier
+from oracle.errors import DataError
+from oracle.io.atomic import torch_save_atomic
+
+FORMAT = "oracle-classifier/1"
+
+
+def save_model(path: str | os.PathLike, model: ImageClassifier, meta: dict | None = None) -> Path:
+    """Write `model` (its `spec` and CPU state dict) and `meta` (JSON-like) to `path` atomically."""
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    return torch_save_atomic({"format": FORMAT, "spec": dict(model.spec), "state_dict": state,
+                              "meta": dict(meta or {})}, path)
+
+
+def load_model(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> tuple[ImageClassifier, dict]:
+    """The model saved by `save_model` (in eval mode) and its meta. The backbone is rebuilt
+    from the stored spec without reading any pretrained file: the state dict holds every
+    weight. DataError naming the file when it is missing, truncated or not a classifier."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"classifier checkpoint {p} does not exist; rerun its train_classifier job")
+    try:
+        blob = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure means a damaged file
+        raise DataError(f"classifier checkpoint {p} is unreadable ({type(exc).__name__}); delete it and rerun "
+                        "its train_classifier job") from None
+    if not isinstance(blob, dict) or blob.get("format") != FORMAT:
+        raise DataError(f"{p} is not a classifier checkpoint of format {FORMAT}")
+    spec = dict(blob["spec"])
+    model = build_classifier(spec["arch"], spec["num_classes"], spec["in_chans"], spec["img_size"],
+                             spec["input_size"], None, mean=spec["mean"], std=spec["std"],
+                             model_kwargs=spec["model_kwargs"])
+    model.load_state_dict(blob["state_dict"], strict=True)
+    model.spec = spec  # keeps the pretrained path the weights came from
+    return model.to(map_location).eval(), dict(blob.get("meta") or {})

@@ -1,0 +1,91 @@
+"""What the experiment kinds that train classifiers share: the checks of their entries and
+the training spec of one cell (what its classifiers train on).
+
+A *cell* names the training condition inside an experiment (``N1000`` for the classifiers of
+training-set size 1000); a classifier is one (experiment, arch, cell, seed) and lives in
+``classifiers/<experiment>/<arch>/<cell>/seed<seed>/``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from oracle.errors import ConfigError
+
+#: Keys of a training spec's ``training`` block (classifiers.training, overridable per experiment).
+TRAINING_KEYS = ("epochs", "min_steps", "batch_size", "lr", "weight_decay")
+
+_CELL_N = re.compile(r"N(\d+)")
+
+
+def size_cell(n: int) -> str:
+    """The cell of training-set size `n`: ``N<n>``."""
+    return f"N{int(n)}"
+
+
+def cell_size(cell: str) -> int:
+    """Inverse of `size_cell`; ConfigError for another cell name."""
+    m = _CELL_N.fullmatch(cell)
+    if not m:
+        raise ConfigError(f"classifier cell {cell!r}: expected N<size>")
+    return int(m.group(1))
+
+
+def check_classifier_entry(name: str, entry: dict, config: Mapping) -> dict:
+    """Check the keys every classifier-training experiment shares and fill their defaults.
+
+    world (must exist), archs (names of classifiers.archs), sizes (each at most the world's
+    training pool), seeds, labels/hard_label (hard_label defaults to ``label``; ``source`` is
+    refused when the world's label temperature is not 1, DESIGN rule 8), training (the
+    experiment's overrides merged over classifiers.training).
+    """
+    from oracle.workflow.config import arch_spec, world_specs
+
+    key = f"experiments.{name}"
+    worlds = world_specs(config)
+    if entry["world"] not in worlds:
+        raise ConfigError(f"config key '{key}.world': no world named {entry['world']!r} "
+                          f"(worlds: {', '.join(worlds)})")
+    world = worlds[entry["world"]]
+    known = config["classifiers"]["archs"]
+    for a in entry["archs"]:
+        if a not in known:
+            raise ConfigError(f"config key '{key}.archs': {a!r} is not in classifiers.archs ({', '.join(known)})")
+    pool = world["n_total"] - world["test_size"]
+    if pool < 1:
+        raise ConfigError(f"config key '{key}.world': world {entry['world']!r} has {world['n_total']} samples and a "
+                          f"test set of {world['test_size']}: no training pool")
+    for n in entry.get("sizes", []):
+        if n > pool:
+            raise ConfigError(
+                f"config key '{key}.sizes': N={n} exceeds the training pool of world {entry['world']!r} "
+                f"({pool} = n_total {world['n_total']} - test_size {world['test_size']})")
+    entry.setdefault("hard_label", "label")
+    if entry["labels"] == "hard" and entry["hard_label"] == "source" and world["label_temperature"] != 1.0:
+        raise ConfigError(
+            f"config key '{key}.hard_label': 'source' trains on the class a sample was drawn from, which at "
+            f"label temperature T={world['label_temperature']:g} is not a draw from the world's posterior "
+            "p_T(y|x): the Bayes accuracy would not bound the classifier and its epistemic part would "
+            "carry a spurious floor; use hard_label: label (y ~ p_T(y|x), DESIGN rule 8)")
+    training = dict(config["classifiers"]["training"])
+    training.update(entry.get("training") or {})
+    entry["training"] = {k: training[k] for k in TRAINING_KEYS}
+    entry["sizes"] = sorted(entry.get("sizes", []))
+    entry["arch_labels"] = {a: arch_spec(config, a)["label"] for a in entry["archs"]}
+    return entry
+
+
+def training_spec(spec: Mapping, n: int) -> dict:
+    """What a classifier of training-set size `n` of experiment `spec` trains on:
+    {"world", "n", "labels", "hard_label", "training": {epochs, min_steps, batch_size, lr,
+    weight_decay}}. The seed's nested subset of the world's training pool gives the rows."""
+    return {"world": spec["world"], "n": int(n), "labels": spec["labels"],
+            "hard_label": spec["hard_label"] if spec["labels"] == "hard" else None,
+            "training": dict(spec["training"])}
+
+
+def size_runs(spec: Mapping) -> list[dict]:
+    """One run {arch, cell, seed} per (arch, N, seed) of `spec`, in a stable order."""
+    return [{"arch": a, "cell": size_cell(n), "seed": int(s)}
+            for a in spec["archs"] for n in spec["sizes"] for s in spec["seeds"]]

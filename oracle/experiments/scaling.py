@@ -1,0 +1,390 @@
+"""Experiment kind ``scaling`` (paper section 4.1, Tables 1-2, Figures 2, 5, 6).
+
+Classifiers per (arch, N, seed) on one world, each evaluated on the world's fixed test set;
+their cross-entropy decomposed exactly into the aleatoric floor E[H(p)] and the epistemic
+gap E[KL(p || q)] (nats). Power laws KL ~ c N^-alpha are fitted per (arch, seed) and alpha is
+reported as mean ± std over seeds, as the paper does.
+
+Data: ``runs`` (one row per classifier: `oracle.classifiers.evaluate.read_metrics_frame`) and
+``fits`` (`power_law_fits`). Accuracies are fractions in data and numbers, percentages in
+tables and figures.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from oracle.errors import ConfigError, DataError
+from oracle.experiments import _training
+from oracle.report.paper import Artifact, artifacts_by_name
+
+KIND = "scaling"
+DATA = ("runs", "fits")
+ARTIFACTS = artifacts_by_name(
+    Artifact("accuracy_vs_bayes", "table",
+             "Classifiers approach the Bayes-optimal bound on oracle data: test accuracy against the "
+             "world's labels (mean and std over seeds) at the largest N, error, and gap to the "
+             "Bayes-optimal accuracy E[max_y p(y|x)] of the oracle test set (percent)."),
+    Artifact("epistemic_vs_n", "table",
+             "Epistemic error E[KL(p || q)] (nats) against training-set size N per architecture, "
+             "mean over seeds."),
+    Artifact("scaling_panels", "figure",
+             "Epistemic error follows a power law even when total loss plateaus: (a) total "
+             "cross-entropy (nats) with the aleatoric floor, (b) epistemic KL (nats) with power-law "
+             "fits to the seed means, (c) test accuracy (%) against the Bayes-optimal accuracy, "
+             "(d) exponent alpha per architecture, mean ± std over per-seed fits; against N (samples)."),
+    Artifact("epistemic_curves", "figure",
+             "Epistemic KL (nats) against N (samples), one panel per architecture: every seed "
+             "(faint), mean ± std over seeds, the power-law fit to the seed mean (dashed) and alpha "
+             "as mean ± std of the per-seed fits."),
+)
+
+
+# --------------------------------------------------------------------------- config
+def check(name: str, entry: dict, config: Mapping) -> dict:
+    """The entry with defaults filled in (see `_training.check_classifier_entry`); the table
+    options must name sizes and architectures of the experiment."""
+    spec = _training.check_classifier_entry(name, entry, config)
+    key = f"experiments.{name}"
+    for opt in ("table_size", "table_archs", "table_sizes"):
+        spec.setdefault(opt, None)
+    if spec["table_size"] is not None and spec["table_size"] not in spec["sizes"]:
+        raise ConfigError(f"config key '{key}.table_size': N={spec['table_size']} is not one of the "
+                          f"experiment's sizes {spec['sizes']}")
+    for a in spec["table_archs"] or []:
+        if a not in spec["archs"]:
+            raise ConfigError(f"config key '{key}.table_archs': {a!r} is not an architecture of the "
+                              f"experiment ({', '.join(spec['archs'])})")
+    for n in spec["table_sizes"] or []:
+        if n not in spec["sizes"]:
+            raise ConfigError(f"config key '{key}.table_sizes': N={n} is not one of the experiment's "
+                              f"sizes {spec['sizes']}")
+    return spec
+
+
+def classifier_runs(spec: Mapping) -> list[dict]:
+    """One classifier per (arch, N, seed)."""
+    return _training.size_runs(spec)
+
+
+def training_spec(spec: Mapping, cell: str) -> dict:
+    """Cell ``N<n>``: the seed's first n rows of the world's training pool."""
+    return _training.training_spec(spec, _training.cell_size(cell))
+
+
+def evaluation_sets(spec: Mapping) -> list[str]:
+    """Every classifier is scored on the test set of the world it trained on."""
+    return [spec["world"]]
+
+
+# --------------------------------------------------------------------------- data
+def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, "pd.DataFrame"]:  # noqa: F821
+    """``runs`` from the classifiers' metrics files (``inputs["metrics"]``), ``fits`` from runs."""
+    from oracle.classifiers.evaluate import read_metrics_frame
+
+    runs = read_metrics_frame(inputs["metrics"])
+    return {"runs": runs, "fits": power_law_fits(runs)}
+
+
+def power_law_fits(df: "pd.DataFrame", value: str = "epistemic") -> "pd.DataFrame":  # noqa: F821
+    """Power laws ``value ~ c N^-alpha`` per architecture (`oracle.measures.power_laws`), one
+    long table: ``kind="seed"``: one fit per (arch, seed); ``kind="arch"``: alpha = mean ± std
+    over those (the paper's "alpha ± std over seeds"); ``kind="curve"``: one fit to the
+    seed-mean curve (the dashed lines of the figures). A curve with fewer than two N, or a
+    non-positive value, has NaN fields and a ``note``."""
+    import pandas as pd
+
+    from oracle.measures.power_laws import fit_each_seed, fit_per_seed, fit_seed_mean
+
+    out = []
+    for arch, sub in df.groupby("arch", sort=True):
+        if sub["N"].nunique() < 2 or not bool((sub[value] > 0).all()):
+            note = "fewer than two N" if sub["N"].nunique() < 2 else f"{value} <= 0 at some N"
+            out.append({"kind": "arch", "arch": arch, "note": note})
+            continue
+        for fit, tag in ((fit_each_seed, "seed"), (fit_per_seed, "arch"), (fit_seed_mean, "curve")):
+            out += [{"kind": tag, **r.to_dict()} for _, r in fit(sub, value_col=value).iterrows()]
+    fits = pd.DataFrame(out)
+    fits.insert(1, "value", value)
+    fits["note"] = fits["note"].fillna("") if "note" in fits else ""
+    return fits
+
+
+def select_runs(df: "pd.DataFrame", labels: Mapping[str, str], sizes: Sequence[int] | None = None) -> "pd.DataFrame":  # noqa: F821
+    """The rows of ``df`` for the architectures of `labels` ({name: display label}, in config
+    order) and `sizes` (None = all), with ``arch`` replaced by the display label. DataError
+    when nothing is left; ConfigError when two architectures share a label (their runs would
+    be pooled)."""
+    shown = list(labels.values())
+    dup = sorted({lab for lab in shown if shown.count(lab) > 1})
+    if dup:
+        raise ConfigError(f"config key 'classifiers.archs': label {dup[0]!r} is used by more than one architecture")
+    sub = df[df["arch"].isin(list(labels))]
+    if sizes:
+        sub = sub[sub["N"].isin([int(n) for n in sizes])]
+    if sub.empty:
+        raise DataError(f"no classifier results for archs {list(labels)} and N in {sizes or 'any'}")
+    sub = sub.copy()
+    sub["arch"] = sub["arch"].map(labels)
+    return sub.reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- tables
+def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple["pd.DataFrame", str]:  # noqa: F821
+    """``accuracy_vs_bayes`` (paper Table 1) or ``epistemic_vs_n`` (Table 2), with the float
+    format of its Markdown/LaTeX rendering."""
+    labels = spec["arch_labels"]
+    runs = data["runs"]
+    if name == "accuracy_vs_bayes":
+        size = spec["table_size"]
+        return accuracy_vs_bayes(select_runs(runs, labels, [size] if size else None)), ".2f"
+    if name == "epistemic_vs_n":
+        archs = spec["table_archs"] or spec["archs"]
+        return epistemic_vs_n(select_runs(runs, {a: labels[a] for a in archs}, spec["table_sizes"])), ".4f"
+    raise DataError(f"scaling: no table named {name!r} (tables: accuracy_vs_bayes, epistemic_vs_n)")
+
+
+def accuracy_vs_bayes(df: "pd.DataFrame", acc_col: str = "acc") -> "pd.DataFrame":  # noqa: F821
+    """Accuracy, error and gap to the Bayes-optimal accuracy per architecture at its largest N.
+
+    Over seeds: ``Accuracy (%)`` = 100 * mean(acc_col), ``Accuracy std (%)`` (ddof=1),
+    ``Error (%)`` = 100 - accuracy, ``Bayes (%)`` = 100 * mean(bayes_accuracy) and
+    ``Gap (%)`` = Bayes - accuracy. Rows sorted by accuracy, best first.
+    """
+    import pandas as pd
+
+    from oracle.measures.power_laws import aggregate_over_seeds
+
+    _check_runs(df, ["arch", "N", "seed", acc_col, "bayes_accuracy"])
+    rows = []
+    for arch, runs in df.groupby("arch", sort=True):
+        n_max = runs["N"].max()
+        agg = aggregate_over_seeds(runs[runs["N"] == n_max], [acc_col, "bayes_accuracy"], ["arch", "N"]).iloc[0]
+        acc, bayes = 100.0 * agg[f"{acc_col}_mean"], 100.0 * agg["bayes_accuracy_mean"]
+        rows.append({"Architecture": arch, "N": int(n_max), "Seeds": int(agg["n_seeds"]), "Accuracy (%)": acc,
+                     "Accuracy std (%)": 100.0 * agg[f"{acc_col}_std"], "Error (%)": 100.0 - acc,
+                     "Bayes (%)": bayes, "Gap (%)": bayes - acc})
+    return pd.DataFrame(rows).sort_values("Accuracy (%)", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def epistemic_vs_n(df: "pd.DataFrame", value_col: str = "epistemic", with_std: bool = False) -> "pd.DataFrame":  # noqa: F821
+    """Mean over seeds of ``value_col`` (epistemic KL, nats): one row per N (``Dataset size N``),
+    one column per architecture; NaN where an architecture lacks that N. ``with_std`` adds
+    ``<arch> std`` columns."""
+    import pandas as pd
+
+    from oracle.measures.power_laws import aggregate_over_seeds
+
+    _check_runs(df, ["arch", "N", "seed", value_col])
+    agg = aggregate_over_seeds(df, [value_col], ["arch", "N"])
+    wide = agg.pivot(index="N", columns="arch", values=f"{value_col}_mean")
+    out = pd.DataFrame({"Dataset size N": wide.index.astype(int)})
+    for arch in wide.columns:
+        out[arch] = wide[arch].to_numpy()
+        if with_std:
+            out[f"{arch} std"] = agg.pivot(index="N", columns="arch", values=f"{value_col}_std")[arch].to_numpy()
+    return out
+
+
+def _check_runs(df: "pd.DataFrame", columns: Sequence[str]) -> "pd.DataFrame":  # noqa: F821
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame) or df.empty:
+        raise DataError("expected a non-empty data frame with one row per classifier run")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise DataError(f"run data frame lacks column(s) {missing}; has {list(df.columns)}")
+    if "labels" in df.columns and df["labels"].nunique() > 1:
+        raise DataError(f"run data frame mixes label modes {sorted(df['labels'].unique())}; select one first")
+    return df
+
+
+# --------------------------------------------------------------------------- figures
+def figure(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+    """``scaling_panels`` (paper Figure 2) or ``epistemic_curves`` (Figures 5, 6)."""
+    runs = select_runs(data["runs"], spec["arch_labels"])
+    if name == "scaling_panels":
+        return scaling_panels(runs, stem)
+    if name == "epistemic_curves":
+        return epistemic_curves(runs, stem)
+    raise DataError(f"scaling: no figure named {name!r} (figures: scaling_panels, epistemic_curves)")
+
+
+def scaling_panels(df: "pd.DataFrame", stem: str | os.PathLike, acc_col: str = "acc") -> dict[str, Path]:  # noqa: F821
+    """Four panels over dataset size N (mean ± std over seeds): (a) total cross-entropy
+    (nats), log-log, with the aleatoric floor E[H(p)] as a line; (b) epistemic KL (nats),
+    log-log, dashed power-law fits to the seed-mean curves; (c) accuracy (%) against the
+    Bayes-optimal accuracy line; (d) exponent alpha per architecture, mean ± std over
+    per-seed fits."""
+    from matplotlib.figure import Figure
+
+    from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed, fit_seed_mean, power_law
+    from oracle.report.figures import errorbar, palette, save_figure, style
+
+    _check_runs(df, ["arch", "N", "seed", "total", "aleatoric", "epistemic", acc_col, "bayes_accuracy"])
+    archs = sorted(df["arch"].unique())
+    colors = palette(archs)
+    agg = aggregate_over_seeds(df, ["total", "epistemic", acc_col], ["arch", "N"])
+    mean_fits = fit_seed_mean(df, "epistemic").set_index("arch")
+    seed_fits = fit_per_seed(df, "epistemic").set_index("arch")
+    floor = float(df["aleatoric"].mean())
+    bayes = 100.0 * float(df["bayes_accuracy"].mean())
+    n_grid = np.geomspace(df["N"].min(), df["N"].max(), 50)
+    with style():
+        fig = Figure(figsize=(10, 7.5))
+        (ax_a, ax_b), (ax_c, ax_d) = fig.subplots(2, 2)
+        for arch in archs:
+            a = agg[agg["arch"] == arch]
+            errorbar(ax_a, a, "total", colors[arch], arch)
+            errorbar(ax_b, a, "epistemic", colors[arch], arch)
+            fit = mean_fits.loc[arch]
+            ax_b.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), ls="--", lw=1, color=colors[arch])
+            errorbar(ax_c, a, acc_col, colors[arch], arch, scale=100.0)
+        ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"aleatoric floor {floor:.3g} nats")
+        ax_a.set(xscale="log", yscale="log", xlabel="dataset size N (samples)", ylabel="total cross-entropy (nats)",
+                 title="(a) total loss")
+        ax_b.set(xscale="log", yscale="log", xlabel="dataset size N (samples)",
+                 ylabel="epistemic KL(p || q) (nats)", title="(b) epistemic error; dashed: fits")
+        ax_c.axhline(bayes, color="k", ls=":", lw=1.2, label=f"Bayes-optimal {bayes:.2f}%")
+        ax_c.set(xscale="log", xlabel="dataset size N (samples)", ylabel="test accuracy (%)", title="(c) accuracy")
+        for ax in (ax_a, ax_b, ax_c):
+            ax.legend(loc="best")
+        x = np.arange(len(archs))
+        alpha = seed_fits.loc[archs, "alpha"].to_numpy()
+        err = seed_fits.loc[archs, "alpha_std"].fillna(0.0).to_numpy()
+        ax_d.bar(x, alpha, yerr=err, capsize=3, color=[colors[a] for a in archs])
+        ax_d.set_xticks(x, archs, rotation=30, ha="right")
+        ax_d.set(ylabel="scaling exponent α (KL ∝ N^-α)", title="(d) exponent, mean ± std over seeds")
+        fig.tight_layout()
+        return save_figure(fig, stem)
+
+
+def epistemic_curves(df: "pd.DataFrame", stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+    """Epistemic KL vs N, one panel per architecture: every seed's curve (faint), the mean ±
+    std over seeds, the dashed power-law fit to the seed mean, and alpha as mean ± std of the
+    per-seed fits in the title."""
+    from matplotlib.figure import Figure
+
+    from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed, fit_seed_mean, power_law
+    from oracle.report.figures import errorbar, palette, save_figure, style
+
+    _check_runs(df, ["arch", "N", "seed", "epistemic"])
+    archs = sorted(df["arch"].unique())
+    colors = palette(archs)
+    agg = aggregate_over_seeds(df, ["epistemic"], ["arch", "N"])
+    mean_fits = fit_seed_mean(df, "epistemic").set_index("arch")
+    seed_fits = fit_per_seed(df, "epistemic").set_index("arch")
+    ncols = min(3, len(archs))
+    nrows = math.ceil(len(archs) / ncols)
+    with style():
+        fig = Figure(figsize=(3.4 * ncols, 2.9 * nrows))
+        axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+        for ax, arch in zip(axes, archs):
+            runs = df[df["arch"] == arch]
+            for _, curve in runs.groupby("seed"):
+                curve = curve.sort_values("N")
+                ax.plot(curve["N"], curve["epistemic"], color=colors[arch], alpha=0.3, lw=0.8)
+            errorbar(ax, agg[agg["arch"] == arch], "epistemic", colors[arch], "mean ± std")
+            n_grid = np.geomspace(runs["N"].min(), runs["N"].max(), 50)
+            fit = mean_fits.loc[arch]
+            ax.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), "k--", lw=1, label="power-law fit")
+            s = seed_fits.loc[arch]
+            spread = "" if math.isnan(s["alpha_std"]) else f" ± {s['alpha_std']:.3f}"
+            ax.set(xscale="log", yscale="log", xlabel="dataset size N (samples)", ylabel="epistemic KL (nats)",
+                   title=f"{arch}: α = {s['alpha']:.3f}{spread}")
+            ax.legend(loc="best")
+        for ax in axes[len(archs):]:
+            ax.set_visible(False)
+        fig.tight_layout()
+        return save_figure(fig, stem)
+
+
+# --------------------------------------------------------------------------- numbers
+def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:  # noqa: F821
+    """The section's in-text numbers, each an `oracle.report.numbers.entry`:
+
+    * ``n_min``, ``n_max``; ``test_size`` and ``test_bayes_accuracy`` (E[max_y p(y|x)] on the
+      test set the classifiers were scored on);
+    * per architecture: ``alpha.<arch>`` (mean ± std over seeds of the per-seed exponents),
+      ``accuracy.<arch>`` and ``ece.<arch>`` at the table size (default the largest N),
+      ``epistemic_min_n.<arch>``/``epistemic_max_n.<arch>``, ``accuracy_min_n``/``_max_n``, and
+      ``epistemic_reduction.<arch>`` = KL(N_min) / KL(N_max) of the seed means;
+    * the accuracy_vs_bayes table: ``bayes_gap.<arch>`` (percentage points) and its range over
+      architectures ``bayes_gap_min``/``bayes_gap_max``.
+    """
+    from oracle.report.numbers import entry, over_seeds
+
+    runs, fits = data["runs"], data["fits"]
+    runs_path, fits_path = data_paths["runs"], data_paths["fits"]
+    labels = spec["arch_labels"]
+    out: dict[str, dict] = {}
+    if runs.empty:
+        return out
+    n_sel = int(spec["table_size"] or runs["N"].max())
+    out["n_min"] = entry(int(runs["N"].min()), "samples", runs_path, "smallest training-set size N")
+    out["n_max"] = entry(int(runs["N"].max()), "samples", runs_path, "largest training-set size N")
+    out["test_size"] = entry(int(runs["n"].iloc[0]), "samples", runs_path, "oracle test set every classifier is scored on")
+    out["test_bayes_accuracy"] = entry(float(runs["bayes_accuracy"].iloc[0]), "fraction", runs_path,
+                                       "Bayes-optimal accuracy E[max_y p(y|x)] on the oracle test set",
+                                       se=float(runs["bayes_accuracy_se"].iloc[0]), se_over="test set")
+    per_arch = fits[fits["kind"] == "arch"].set_index("arch") if len(fits) and "kind" in fits else None
+    for arch in spec["archs"]:
+        sub = runs[runs["arch"] == arch]
+        if sub.empty:
+            continue
+        label = labels[arch]
+        if per_arch is not None and arch in per_arch.index and "alpha" in per_arch.columns \
+                and np.isfinite(per_arch.loc[arch, "alpha"]):
+            r = per_arch.loc[arch]
+            n_seeds = int(r["n_seeds"]) if np.isfinite(r.get("n_seeds", np.nan)) else None
+            out[f"alpha.{arch}"] = entry(float(r["alpha"]), "1", fits_path,
+                                         f"{label}: exponent of epistemic KL ~ N^-alpha, mean ± std over "
+                                         f"{n_seeds} seeds", std=r.get("alpha_std"), se=r.get("alpha_se"),
+                                         se_over="seeds", n_seeds=n_seeds)
+        at = sub[sub["N"] == n_sel]
+        if len(at):
+            out[f"accuracy.{arch}"] = entry(unit="fraction", artifact=runs_path, description=(
+                f"{label}: test accuracy (world labels) at N={n_sel}, mean over seeds"), **over_seeds(at, "acc"))
+            out[f"ece.{arch}"] = entry(unit="fraction", artifact=runs_path, description=(
+                f"{label}: ECE against the world labels at N={n_sel}, mean over seeds"), **over_seeds(at, "ece"))
+        lo, hi = int(sub["N"].min()), int(sub["N"].max())
+        for tag, n in (("min_n", lo), ("max_n", hi)):
+            rows = sub[sub["N"] == n]
+            out[f"epistemic_{tag}.{arch}"] = entry(unit="nats", artifact=runs_path, description=(
+                f"{label}: epistemic KL E[KL(p || q)] at N={n}, mean over seeds"), **over_seeds(rows, "epistemic"))
+            out[f"accuracy_{tag}.{arch}"] = entry(unit="fraction", artifact=runs_path, description=(
+                f"{label}: test accuracy at N={n}, mean over seeds"), **over_seeds(rows, "acc"))
+        e_lo, e_hi = sub[sub["N"] == lo]["epistemic"].mean(), sub[sub["N"] == hi]["epistemic"].mean()
+        if lo != hi and e_hi > 0:
+            out[f"epistemic_reduction.{arch}"] = entry(float(e_lo / e_hi), "ratio", runs_path,
+                                                       f"{label}: epistemic KL at N={lo} over N={hi} (seed means)")
+    out.update(_bayes_gap_numbers(data, spec, runs_path))
+    return out
+
+
+def _bayes_gap_numbers(data: Mapping[str, Any], spec: Mapping, path: str) -> dict[str, dict]:
+    """Gap to the Bayes accuracy per architecture (percentage points) and its range, as in the
+    accuracy_vs_bayes table (computed by the same function)."""
+    from oracle.report.numbers import entry
+
+    frame, _ = table("accuracy_vs_bayes", data, spec)
+    by_label = {v: k for k, v in spec["arch_labels"].items()}
+    out: dict[str, dict] = {}
+    for _, row in frame.iterrows():
+        name = by_label.get(row["Architecture"], row["Architecture"])
+        out[f"bayes_gap.{name}"] = entry(float(row["Gap (%)"]), "percentage points", path,
+                                         f"{row['Architecture']}: Bayes accuracy minus test accuracy at "
+                                         f"N={int(row['N'])} (accuracy_vs_bayes table)")
+    if len(frame):
+        gaps = frame["Gap (%)"].astype(float)
+        out["bayes_gap_min"] = entry(float(gaps.min()), "percentage points", path,
+                                     "smallest gap to the Bayes accuracy over architectures")
+        out["bayes_gap_max"] = entry(float(gaps.max()), "percentage points", path,
+                                     "largest gap to the Bayes accuracy over architectures")
+    return out

@@ -1,0 +1,51 @@
+"""Predictions of a classifier on an evaluation set: ``log q(y|x)`` per row, as HDF5."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from oracle.errors import DataError
+
+
+def write_predictions(path: str | os.PathLike, log_q: np.ndarray, index: np.ndarray,
+                      label: np.ndarray, attrs: Mapping | None = None) -> None:
+    """``predictions/<evalset>.h5``: ``log_q`` float64 [n, K] (natural log), ``index`` int64 [n]
+    (rows of the evaluation set's samples/<world>/all.h5), ``label`` int64 [n] (the world's
+    labels of those rows); attributes as JSON text."""
+    import h5py
+
+    from oracle.io.atomic import atomic_output
+
+    log_q = np.asarray(log_q, dtype=np.float64)
+    index = np.asarray(index, dtype=np.int64)
+    if log_q.ndim != 2 or log_q.shape[0] != index.shape[0]:
+        raise DataError(f"{path}: log_q {log_q.shape} and index {index.shape} disagree")
+    with atomic_output(path) as tmp:
+        with h5py.File(tmp, "w") as f:
+            f.create_dataset("log_q", data=log_q)
+            f.create_dataset("index", data=index)
+            f.create_dataset("label", data=np.asarray(label, dtype=np.int64))
+            for key, value in (attrs or {}).items():
+                f.attrs[key] = json.dumps(value, sort_keys=True, default=str)
+            f.attrs["complete"] = True
+
+
+def read_predictions(path: str | os.PathLike) -> dict[str, Any]:
+    """Inverse of :func:`write_predictions`."""
+    import h5py
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"predictions file {p} does not exist")
+    with h5py.File(p, "r") as f:
+        if not f.attrs.get("complete", False):
+            raise DataError(f"{p} is incomplete: rerun its predict_classifier job")
+        out = {name: f[name][()] for name in ("log_q", "index", "label")}
+        out["attrs"] = {k: json.loads(v) for k, v in f.attrs.items() if k != "complete"}
+    return out

@@ -1,0 +1,124 @@
+"""Figures as PDF + PNG (Agg canvas, no pyplot state, no creation date: reruns give identical
+files) and the figure helpers every experiment uses (style, palette, error bars, image grids,
+reliability diagrams)."""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from oracle.errors import OracleError
+from oracle.report.tables import write_all
+
+
+def style():
+    """The seaborn whitegrid/paper style of every figure, as a context manager."""
+    import seaborn as sns
+
+    return matplotlib.rc_context({**sns.axes_style("whitegrid"), **sns.plotting_context("paper"),
+                                  "axes.titlesize": 10, "legend.fontsize": 7})
+
+
+def palette(archs: Sequence[str]) -> dict[str, tuple]:
+    """One colorblind-safe colour per name."""
+    import seaborn as sns
+
+    return dict(zip(archs, sns.color_palette("colorblind", max(len(archs), 1))))
+
+
+def save_figure(fig: Figure, stem: str | os.PathLike, dpi: int = 200) -> dict[str, Path]:
+    """Save ``fig`` as ``<stem>.pdf`` and ``<stem>.png`` atomically; returns ``{"pdf", "png"}``."""
+    stem = Path(stem)
+    FigureCanvasAgg(fig)
+    rendered = {}
+    for ext, meta in (("pdf", {"CreationDate": None}), ("png", {"Software": None})):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext, dpi=dpi, bbox_inches="tight", metadata=meta)
+        rendered[stem.with_name(f"{stem.name}.{ext}")] = buf.getvalue()
+    write_all(rendered)
+    return {p.suffix[1:]: p for p in rendered}
+
+
+def image_grid(images: np.ndarray, labels: np.ndarray, num_classes: int, per_class: int,
+               gap: int | None = None) -> np.ndarray:
+    """Tile images into one picture: row k holds the first `per_class` images of class k.
+
+    images: [n, C, H, W] in [-1, 1] (model space); labels: int [n]. Tiles are separated by
+    `gap` white pixels (default max(1, H // 8)): without a gap, neighbouring 8x8 digits merge
+    and the rows read as vertical strips. Returns float [K*H + (K-1)*gap, M*W + (M-1)*gap, C]
+    in [0, 1] (values outside [-1, 1], e.g. from dequantization noise, are clipped for display
+    only). Cells of a class with fewer than `per_class` images stay white.
+    """
+    images = np.asarray(images, dtype=np.float64)
+    labels = np.asarray(labels)
+    if images.ndim != 4 or len(images) != len(labels):
+        raise OracleError(f"image_grid: expected images [n, C, H, W] and labels [n], got "
+                          f"{list(images.shape)} and {list(labels.shape)}")
+    _, c, h, w = images.shape
+    g = max(1, h // 8) if gap is None else int(gap)
+    grid = np.ones((num_classes * (h + g) - g, per_class * (w + g) - g, c))
+    for k in range(num_classes):
+        for j, i in enumerate(np.flatnonzero(labels == k)[:per_class]):
+            cell = (np.clip(images[i], -1.0, 1.0) + 1.0) / 2.0
+            top, left = k * (h + g), j * (w + g)
+            grid[top:top + h, left:left + w] = cell.transpose(1, 2, 0)
+    return grid
+
+
+def sample_grid_figure(images: np.ndarray, labels: np.ndarray, class_names: Sequence[str],
+                       stem: str | os.PathLike, per_class: int = 8,
+                       title: str = "oracle samples, one row per class") -> dict[str, Path]:
+    """Per-class sample grid as ``<stem>.pdf`` / ``<stem>.png`` (rows labelled by class name)."""
+    k = len(class_names)
+    grid = image_grid(images, labels, k, per_class)
+    h = (grid.shape[0] + 1) / k  # tile pitch, gap included
+    fig = Figure(figsize=(1.0 + 0.9 * per_class, 0.3 + 0.9 * k))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.imshow(grid[..., 0] if grid.shape[2] == 1 else grid, cmap="gray", vmin=0.0, vmax=1.0,
+              interpolation="nearest")
+    ax.set_yticks([(r + 0.5) * h for r in range(k)], [str(n) for n in class_names])
+    ax.set_xticks([])
+    ax.set_title(title, fontsize=9)
+    return save_figure(fig, stem)
+
+
+def errorbar(ax, agg: pd.DataFrame, col: str, color, label: str, scale: float = 1.0):
+    """Mean ± std over seeds of ``col`` against N (``aggregate_over_seeds`` columns)."""
+    std = agg[f"{col}_std"].fillna(0.0) * scale
+    ax.errorbar(agg["N"], agg[f"{col}_mean"] * scale, yerr=std, color=color, marker="o", ms=3,
+                capsize=2, lw=1.2, label=label)
+
+
+def reliability_diagram(curves: Mapping[str, Mapping[str, np.ndarray]], stem: str | os.PathLike) -> dict[str, Path]:
+    """Reliability diagrams, one panel per entry of ``curves`` (``oracle.measures.calibration.reliability_curve``).
+
+    Bars: accuracy per confidence bin; diagonal: perfect calibration; the bin's mean
+    confidence is marked. Empty bins are left blank.
+    """
+    if not curves:
+        raise OracleError("reliability_diagram: no curves given")
+    names = list(curves)
+    with style():
+        fig = Figure(figsize=(3.0 * len(names), 3.0))
+        axes = np.atleast_1d(fig.subplots(1, len(names), squeeze=False)).ravel()
+        for ax, name in zip(axes, names):
+            c = curves[name]
+            width = np.asarray(c["upper"]) - np.asarray(c["lower"])
+            filled = np.asarray(c["count"]) > 0
+            ax.bar(np.asarray(c["lower"])[filled], np.asarray(c["accuracy"])[filled], width=width[filled],
+                   align="edge", edgecolor="k", lw=0.5, alpha=0.7, label="accuracy")
+            ax.plot(np.asarray(c["confidence"])[filled], np.asarray(c["confidence"])[filled], "r.", label="mean confidence")
+            ax.plot([0, 1], [0, 1], "k--", lw=1)
+            ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence (max probability)", ylabel="accuracy (fraction)",
+                   title=str(name))
+            ax.legend(loc="upper left")
+        fig.tight_layout()
+        return save_figure(fig, stem)

@@ -1,0 +1,126 @@
+"""The job wrapper of every workflow script: logging, threads, one-line errors, and the
+provenance record of each artifact the job writes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from oracle.errors import ConfigError, OracleError
+
+
+@contextlib.contextmanager
+def script_job(log_path: str | os.PathLike | None, threads: int | None = None) -> Iterator[float]:
+    """Run the body of a workflow script: yields the start time (``time.time()``).
+
+    * stdout and stderr (tqdm bars, warnings, tracebacks) go to ``log_path``;
+    * torch, when the script imported it, uses ``threads`` intra-op threads (deterministic
+      on CPU for a fixed count);
+    * an :class:`OracleError` (bad input) ends the process with exit status 1 and its one-line
+      message on the original stderr, where Snakemake shows it, as well as in the log; other
+      exceptions keep their traceback (in the log) since they are bugs.
+    """
+    started = time.time()
+    orig_out, orig_err = sys.stdout, sys.stderr
+    fh = open(log_path, "w", buffering=1) if log_path else None  # noqa: SIM115
+    try:
+        if fh is not None:
+            sys.stdout = sys.stderr = fh
+        torch = sys.modules.get("torch")
+        if threads and torch is not None:  # only scripts that use torch pay for importing it
+            torch.set_num_threads(max(1, int(threads)))
+        try:
+            yield started
+        except OracleError as exc:
+            msg = f"{type(exc).__name__}: {exc}"
+            print(msg, file=sys.stderr)
+            if fh is not None:
+                print(msg, file=orig_err)
+            raise SystemExit(1) from None
+    finally:
+        sys.stdout, sys.stderr = orig_out, orig_err
+        if fh is not None:
+            fh.close()
+
+
+# --------------------------------------------------------------------------- provenance records
+#
+# One helper writes every record of a workflow job: `record_job`, fed by the `snakemake` object
+# of the rule's script. What an artifact depends on in the config is declared once, by its rule
+# (``params: config_keys=[...]``, see `oracle.workflow.provenance.parse_config_key` for the syntax),
+# not by each script.
+
+_SCRIPT_COPY = re.compile(r"^tmp[A-Za-z0-9_]+\.(.+\.py)$")  # Snakemake's copy: tmpXXXXXXXX.<name>.py
+
+
+def job_config_keys(job: Any) -> list[str] | None:
+    """The config keys the job's rule declares (``params: config_keys=[...]``), or None."""
+    params = getattr(job, "params", None)
+    keys = getattr(params, "config_keys", None) if params is not None else None
+    if keys is None:
+        return None
+    if isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
+        raise ConfigError(f"rule {getattr(job, 'rule', '?')!r}: params.config_keys must be a list of "
+                          f"config keys, got {keys!r}")
+    return list(keys)
+
+
+def job_script(job: Any, argv0: str | None = None) -> Path | None:
+    """The source file of the running Snakemake script (not its temporary copy), or None."""
+    name = Path(argv0 if argv0 is not None else (sys.argv[0] if sys.argv else "")).name
+    m = _SCRIPT_COPY.match(name)
+    scriptdir = getattr(job, "scriptdir", None)
+    if m is None or not scriptdir:
+        return None
+    src = Path(scriptdir) / m.group(1)
+    return src if src.is_file() else None
+
+
+def _job_seed(job: Any) -> int | None:
+    wc = getattr(job, "wildcards", None)
+    for source in (wc, getattr(job, "params", None)):
+        value = getattr(source, "seed", None) if source is not None else None
+        if isinstance(value, (int, str)) and str(value).isdigit():
+            return int(value)
+    return None
+
+
+def record_job(job: Any, started: float | None, *, outputs: Iterable[str | os.PathLike] | None = None,
+               inputs: Any = None, extra_inputs: Iterable[str | os.PathLike] = (),
+               config_keys: Sequence[str] | None = None, seed: int | None = None,
+               extra: Mapping | None = None, device: str | None = None) -> list[Path]:
+    """Write the provenance record of every output of one workflow job; returns the sidecars.
+
+    job:          the ``snakemake`` object of a rule's script (rule, wildcards, input, output,
+                  params, config); only attributes are read.
+    started:      ``time.time()`` at the job's start (``script_job`` yields it).
+    outputs:      the artifacts (default every ``job.output``).
+    inputs:       the inputs to hash (default ``job.input``); `extra_inputs` are added (raw
+                  data, a checkpoint outside the DAG).
+    config_keys:  the config keys the artifacts depend on (default the rule's
+                  ``params.config_keys``; ConfigError when neither names any).
+    seed:         default the ``seed`` wildcard, else ``params.seed``.
+    The record's ``code.files`` also covers the rule's script file.
+    """
+    from oracle.workflow.provenance import write_record
+
+    keys = list(config_keys) if config_keys is not None else job_config_keys(job)
+    if keys is None:
+        raise ConfigError(f"rule {job.rule!r} declares no params.config_keys: list the config keys its "
+                          "artifacts depend on (an empty list when none)")
+    wildcards = dict(job.wildcards.items()) if hasattr(job.wildcards, "items") else dict(job.wildcards or {})
+    script = job_script(job)
+    ins = [job.input if inputs is None else inputs, list(extra_inputs)]
+    finished = time.time()
+    return [
+        write_record(a, rule=job.rule, wildcards=wildcards, config=job.config, config_keys=keys,
+                     inputs=ins, seed=_job_seed(job) if seed is None else seed, started=started,
+                     finished=finished, extra=extra, device=device, code_extra=[script] if script else ())
+        for a in (job.output if outputs is None else outputs)
+    ]

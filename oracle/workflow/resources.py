@@ -1,0 +1,119 @@
+"""Resources of the workflow's rules, in snakemake-executor-plugin-slurm's names, and how
+multi-GPU flow training is launched. Light: imported by the Snakefile at DAG-build time."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from oracle.errors import ConfigError
+
+#: The stages with their own `resources:` entry in the config.
+STAGES = ("data", "oracle", "validation", "samples", "splits", "classifiers", "analysis")
+
+
+def rule_threads(config: Mapping, stage: str) -> int:
+    """`threads:` of every rule of `stage` (Snakemake caps it at --cores locally)."""
+    return int(config["resources"][stage]["cpus"])
+
+
+def rule_resources(config: Mapping, stage: str) -> dict:
+    """`resources:` of every rule of `stage`, in snakemake-executor-plugin-slurm's names.
+
+    Single node: `gpu=<gpus>` (sbatch --gpus). Several nodes: `gres=gpu:<per node>`, `nodes`,
+    `tasks=<nodes>` and `mpi=srun` (the plugin then leaves the launch to the rule's command,
+    which starts one torchrun per node) and `tasks_per_gpu=0` (no --ntasks-per-gpu).
+    """
+    r = config["resources"][stage]
+    out: dict[str, Any] = {
+        "cpus_per_task": int(r["cpus"]),
+        "mem_mb": int(r["mem_mb"]),
+        "runtime": int(r["runtime"]),
+        "nodes": int(r["nodes"]),
+    }
+    if r["nodes"] > 1:
+        out["gres"] = f"gpu:{r['gpus'] // r['nodes']}"
+        out["tasks"] = int(r["nodes"])
+        out["tasks_per_gpu"] = 0
+        out["mpi"] = "srun"
+    elif r["gpus"] > 0:
+        out["gpu"] = int(r["gpus"])
+    if r["partition"]:
+        out["slurm_partition"] = r["partition"]
+    return out
+
+
+CLASSIFIER_GROUP = "classifiers"
+LARGE_CLASSIFIER_GROUP = "classifiers_large"
+
+
+def classifier_group(config: Mapping, n: int) -> str:
+    """The Snakemake group of a classifier job of size `n`: "classifiers" (bundled by the
+    profile's group-components) unless resources.classifiers.bundle_max_n is set and n exceeds
+    it, then "classifiers_large" (one SLURM job each: the profile does not bundle it)."""
+    limit = config["resources"]["classifiers"].get("bundle_max_n")
+    return LARGE_CLASSIFIER_GROUP if limit is not None and n > limit else CLASSIFIER_GROUP
+
+
+def classifier_runtime(config: Mapping, n: int, n_max: int) -> int:
+    """Minutes a classifier job of training-set size `n` asks for, `n_max` being the largest
+    training-set size of the run (see `runtime_scales_with_n`)."""
+    r = config["resources"]["classifiers"]
+    runtime = int(r["runtime"])
+    if not r.get("runtime_scales_with_n", False):
+        return runtime
+    return max(math.ceil(runtime * n / n_max), min(runtime, 10))
+
+
+def gpus_from_resources(resources: Mapping) -> tuple[int, int]:
+    """(GPUs in total, nodes) of a job from its Snakemake resources (see `rule_resources`)."""
+    nodes = int(resources.get("nodes", 1) or 1)
+    gres = str(resources.get("gres", "") or "")
+    if gres.startswith("gpu"):
+        per_node = int(gres.split(":")[-1]) if gres.split(":")[-1].isdigit() else 1
+        return per_node * nodes, nodes
+    return int(resources.get("gpu", 0) or 0), nodes
+
+
+def oracle_launcher(gpus: int, nodes: int, python: str, head_node: str | None = None,
+                    job_id: str | None = None) -> list[str]:
+    """The argv prefix that starts flow training on `gpus` GPUs over `nodes` nodes.
+
+    gpus <= 1: [] (run in-process). One node: `python -m torch.distributed.run --standalone
+    --nproc_per_node G` (torchrun; one process per GPU, oracle.flow_training does DDP).
+    Several nodes (SLURM): `srun` starts one torchrun per node; they meet at `head_node`
+    (the allocation's first node) by c10d rendezvous.
+    """
+    if gpus <= 1:
+        return []
+    if nodes <= 1:
+        return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc_per_node", str(gpus)]
+    if gpus % nodes:
+        raise ConfigError(f"config key 'resources.oracle': gpus={gpus} must be a multiple of nodes={nodes}")
+    if not head_node:
+        raise ConfigError(
+            f"resources.oracle.nodes={nodes}: a multi-node run needs a SLURM allocation (SLURM_JOB_NODELIST) "
+            "to find the rendezvous node; run it with --profile slurm"
+        )
+    # the step asks for the node's GPUs explicitly: job steps do not inherit the job's GRES
+    return ["srun", "--nodes", str(nodes), "--ntasks-per-node", "1", f"--gres=gpu:{gpus // nodes}",
+            python, "-m", "torch.distributed.run",
+            "--nnodes", str(nodes), "--nproc_per_node", str(gpus // nodes), "--rdzv_backend", "c10d",
+            "--rdzv_endpoint", f"{head_node}:29500", "--rdzv_id", str(job_id or "oracle")]
+
+
+def slurm_head_node() -> str:
+    """The first host of this SLURM allocation (rendezvous of a multi-node torchrun)."""
+    import subprocess
+
+    nodelist = os.environ.get("SLURM_JOB_NODELIST")
+    if not nodelist:
+        raise ConfigError("resources.oracle.nodes > 1 needs a SLURM allocation (SLURM_JOB_NODELIST is unset); "
+                          "run with --profile slurm")
+    hosts = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True,
+                           check=True).stdout.split()
+    if not hosts:
+        raise ConfigError(f"scontrol lists no hosts for SLURM_JOB_NODELIST={nodelist!r}")
+    return hosts[0]

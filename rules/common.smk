@@ -1,0 +1,157 @@
+# The one place where paths, wildcard constraints and target lists are spelled. Included first
+# by the Snakefile; every stage and experiment file uses these names.
+#
+#   results/<run>/data/{train,test}.h5                          rules/data.smk
+#   results/<run>/oracle/flow.pt (gaussian_world.pt)            rules/oracle.smk
+#   results/<run>/validation/...                                rules/validation.smk
+#   results/<run>/samples/<world>/{shard-XXXX,all}.h5, constants.json   rules/samples.smk
+#   results/<run>/splits/<world>.h5                             rules/splits.smk
+#   results/<run>/classifiers/<experiment>/<arch>/<cell>/seed<s>/...   rules/classifiers.smk
+#   results/<run>/<kind>/<experiment>/data/*.csv                rules/<kind>.smk
+#   results/<run>/<kind>/<experiment>/{tables,figures}/...      rules/experiments.smk
+#   results/<run>/numbers/*.json, numbers.{json,tex}            rules/numbers.smk
+
+import re
+
+from oracle.experiments import kind_module
+from oracle.workflow import config as oc
+from oracle.workflow import resources as res
+from oracle.workflow import rule_keys as keys
+
+RUN = f"results/{config['run']}"
+WORLDS = oc.world_specs(config)
+EXPERIMENTS = oc.experiment_specs(config)
+RUNS = oc.classifier_runs(config)
+SPLIT_WORLDS = oc.split_worlds(config)
+PAPER = config.get("paper") or {}
+# conda: of the rules in rules/*.smk (relative to those files)
+ENV = "../envs/oracle.yaml"
+
+
+def _one_of(names):
+    """A wildcard constraint matching exactly these names (no name matches: an empty list)."""
+    names = sorted(set(names), key=len, reverse=True)
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
+
+
+wildcard_constraints:
+    world=_one_of(WORLDS),
+    experiment=_one_of(EXPERIMENTS),
+    kind=_one_of(e["kind"] for e in EXPERIMENTS.values()),
+    arch=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    cell=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    evalset=_one_of(WORLDS),
+    shard=r"\d{4}",
+    seed=r"\d+",
+    artifact=r"[a-z0-9_]+",
+    data=r"[a-z0-9_]+",
+
+
+# ----------------------------------------------------------------------------- paths
+DATA_TRAIN = f"{RUN}/data/train.h5"
+DATA_TEST = f"{RUN}/data/test.h5"
+ORACLE = oc.world_file(RUN, config)
+ORACLE_LOG = f"{RUN}/oracle/train_log.jsonl"
+SHARD = RUN + "/samples/{world}/shard-{shard}.h5"
+SAMPLES = RUN + "/samples/{world}/all.h5"
+CONSTANTS = RUN + "/samples/{world}/constants.json"
+SPLITS = RUN + "/splits/{world}.h5"
+CLASSIFIER = RUN + "/classifiers/{experiment}/{arch}/{cell}/seed{seed}"
+MODEL = CLASSIFIER + "/model.pt"
+HISTORY = CLASSIFIER + "/history.json"
+PREDICTIONS = CLASSIFIER + "/predictions/{evalset}.h5"
+METRICS = CLASSIFIER + "/metrics/{evalset}.json"
+EXPERIMENT_DIR = RUN + "/{kind}/{experiment}"
+EXPERIMENT_DATA = EXPERIMENT_DIR + "/data/{data}.csv"
+TABLE = EXPERIMENT_DIR + "/tables/{artifact}"
+FIGURE = EXPERIMENT_DIR + "/figures/{artifact}"
+NUMBERS_PART = RUN + "/numbers/{part}.json"
+NUMBERS_JSON = f"{RUN}/numbers.json"
+NUMBERS_TEX = f"{RUN}/numbers.tex"
+VALIDATION_DIR = f"{RUN}/validation"
+VALIDATION_METRICS = f"{VALIDATION_DIR}/metrics.json"
+LOGS = f"{RUN}/logs"
+BENCHMARKS = f"{RUN}/benchmarks"
+
+
+def world_samples(world):
+    """samples/<world>/all.h5 of one world."""
+    return SAMPLES.format(world=world)
+
+
+def world_splits(world):
+    """splits/<world>.h5 of one world."""
+    return SPLITS.format(world=world)
+
+
+def classifier_dir(run):
+    """classifiers/<experiment>/<arch>/<cell>/seed<s> of one run {experiment, arch, cell, seed}."""
+    return CLASSIFIER.format(**run)
+
+
+def experiment_runs(name):
+    """The classifier runs of experiment `name`."""
+    return [r for r in RUNS if r["experiment"] == name]
+
+
+def experiment_metrics(name):
+    """metrics/<evalset>.json of every classifier of experiment `name` on every evaluation set."""
+    return [METRICS.format(**r, evalset=e) for r in experiment_runs(name)
+            for e in oc.evaluation_sets(config, name)]
+
+
+def experiment_histories(name):
+    """history.json of every classifier of experiment `name`."""
+    return [HISTORY.format(**r) for r in experiment_runs(name)]
+
+
+def experiment_data(name):
+    """data/<data>.csv of experiment `name` ({data name: path})."""
+    spec = EXPERIMENTS[name]
+    return {d: EXPERIMENT_DATA.format(kind=spec["kind"], experiment=name, data=d)
+            for d in kind_module(spec["kind"]).DATA}
+
+
+def artifact_stem(owner, name):
+    """The path without suffix of artifact `name` of an experiment or of `validation`."""
+    if owner == "validation":
+        from oracle.validation.report import ARTIFACTS as VALIDATION_ARTIFACTS
+
+        art = VALIDATION_ARTIFACTS[name]
+        return f"{VALIDATION_DIR}/{art.folder}/{name}"
+    art = kind_module(EXPERIMENTS[owner]["kind"]).ARTIFACTS[name]
+    return (TABLE if art.type == "table" else FIGURE).format(kind=EXPERIMENTS[owner]["kind"], experiment=owner,
+                                                              artifact=name)
+
+
+def artifact_files(owner, name):
+    """Every file of an artifact (csv/md/tex or pdf/png)."""
+    if owner == "validation":
+        from oracle.validation.report import ARTIFACTS as VALIDATION_ARTIFACTS
+
+        art = VALIDATION_ARTIFACTS[name]
+    else:
+        art = kind_module(EXPERIMENTS[owner]["kind"]).ARTIFACTS[name]
+    return [f"{artifact_stem(owner, name)}.{s}" for s in art.suffixes]
+
+
+def experiment_artifacts(name):
+    """Every table and figure file of experiment `name`."""
+    return [f for a in kind_module(EXPERIMENTS[name]["kind"]).ARTIFACTS for f in artifact_files(name, a)]
+
+
+def numbers_parts():
+    """{numbers.json prefix: part file}: every experiment, every world, and the validation."""
+    parts = {name: NUMBERS_PART.format(part=name) for name in EXPERIMENTS}
+    parts.update({f"world.{w}": NUMBERS_PART.format(part=f"world.{w}") for w in WORLDS})
+    if config["validation"]["enabled"]:
+        parts["validation"] = NUMBERS_PART.format(part="validation")
+    return parts
+
+
+# ----------------------------------------------------------------------------- targets
+# What `snakemake` (rule all) builds; the stage files define the rules that make them.
+EXPERIMENT_TARGETS = [f for name in EXPERIMENTS for f in [*experiment_data(name).values(), *experiment_artifacts(name)]]
+SAMPLE_TARGETS = [CONSTANTS.format(world=w) for w in WORLDS]
+CLASSIFIER_TARGETS = [f for name in EXPERIMENTS for f in experiment_metrics(name)]
+PAPER_TARGETS = {pid: artifact_files(*target.split("/", 1)) for pid, target in PAPER.items()}

@@ -1,0 +1,46 @@
+# The paper's in-text numbers: one part per experiment (rules/experiments.smk), per world and
+# for the validation, merged into numbers.json (key "<part>.<name>", each with value, unit,
+# spread and the artifact it was read from) and numbers.tex (one LaTeX macro per number, and
+# \paper<Id> per paper artifact: its path).
+
+
+rule world_numbers:
+    input:
+        constants=CONSTANTS,
+    output:
+        RUN + "/numbers/world.{world}.json",
+    params:
+        config_keys=[],  # a function of the world's constants
+    log:
+        f"{LOGS}/numbers/world.{{world}}.log",
+    benchmark:
+        f"{BENCHMARKS}/numbers/world.{{world}}.tsv"
+    resources:
+        **res.rule_resources(config, "analysis"),
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/world_numbers.py"
+
+
+rule numbers:
+    input:
+        **numbers_parts(),
+    output:
+        json=report(NUMBERS_JSON, caption="../report/numbers.rst", category="Numbers"),
+        tex=NUMBERS_TEX,
+    params:
+        paper={pid: artifact_stem(*target.split("/", 1)) for pid, target in PAPER.items()},
+        config_keys=["paper"],
+    log:
+        f"{LOGS}/numbers/numbers.log",
+    benchmark:
+        f"{BENCHMARKS}/numbers/numbers.tsv"
+    resources:
+        **res.rule_resources(config, "analysis"),
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/numbers.py"

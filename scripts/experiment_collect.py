@@ -1,0 +1,18 @@
+"""Rule `<kind>_collect` (rules/<kind>.smk): an experiment's data files from its inputs ->
+<kind>/<experiment>/data/<data>.csv, computed by oracle.experiments.<kind>.collect."""
+
+from oracle.experiments import kind_module
+from oracle.io.atomic import atomic_output
+from oracle.workflow.jobs import record_job, script_job
+
+sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
+
+with script_job(sm.log[0], sm.threads) as started:
+    spec = sm.params.spec
+    inputs = {name: list(files) if not isinstance(files, str) else [files] for name, files in sm.input.items()}
+    frames = kind_module(spec["kind"]).collect(spec, inputs)
+    for name, frame in frames.items():
+        with atomic_output(getattr(sm.output, name)) as tmp:
+            frame.to_csv(tmp, index=False)
+        print(f"{name}: {len(frame)} rows")
+    record_job(sm, started)

@@ -1,0 +1,16 @@
+"""Rule `experiment_figure`: one figure of an experiment, from its data files ->
+<kind>/<experiment>/figures/<artifact>.{pdf,png} (oracle.experiments.<kind>.figure)."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from oracle.experiments import kind_module
+from oracle.workflow.jobs import record_job, script_job
+
+sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
+
+with script_job(sm.log[0], sm.threads) as started:
+    data = {name: pd.read_csv(path) for name, path in sm.input.items()}
+    kind_module(sm.wildcards.kind).figure(sm.wildcards.artifact, data, sm.params.spec, Path(sm.output[0]).with_suffix(""))
+    record_job(sm, started)

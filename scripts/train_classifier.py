@@ -1,0 +1,48 @@
+"""Rule `train_classifier`: train one (experiment, arch, cell, seed) classifier on its world's
+oracle samples -> model.pt (spec + weights) and history.json (per-epoch loss, lr and, on
+classifiers.curve_size test rows, accuracy and exact epistemic KL).
+
+A training checkpoint next to the outputs (train_state.pt) lets a killed job resume; it is
+removed once the outputs exist.
+"""
+
+from pathlib import Path
+
+import torch
+
+from oracle.classifiers.build import build_classifier
+from oracle.classifiers.checkpoints import save_model
+from oracle.classifiers.data import curve_monitor, evaluation_set, training_set
+from oracle.classifiers.train import train_classifier
+from oracle.devices import pick_device
+from oracle.io.atomic import write_json_atomic
+from oracle.workflow.config import effective_epochs
+from oracle.workflow.jobs import record_job, script_job
+
+sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
+
+with script_job(sm.log[0], sm.threads) as started:
+    spec, arch, wc = sm.params.training, sm.params.arch, sm.wildcards
+    seed, tr = int(wc.seed), sm.params.training["training"]
+    data = training_set(sm.input.samples, sm.input.splits, spec, seed)
+    device = pick_device(sm.params.device)
+    _, c, h, _ = data.x.shape
+    pretrained = arch["pretrained"] if isinstance(arch["pretrained"], str) else None
+    model = build_classifier(arch["model"], data.num_classes, int(c), int(h), arch["input_size"], pretrained, seed=seed)
+    epochs = effective_epochs(spec["n"], tr["epochs"], tr["batch_size"], tr["min_steps"])
+    curve_size = int(sm.params.curve_size)
+    monitor = curve_monitor(evaluation_set(sm.input.samples, sm.input.splits, curve_size), device) if curve_size else None
+    state = Path(sm.output.model).with_name("train_state.pt")
+    model, history = train_classifier(
+        model, torch.from_numpy(data.x), torch.from_numpy(data.targets), soft=data.soft, epochs=epochs,
+        batch_size=tr["batch_size"], lr=tr["lr"], weight_decay=tr["weight_decay"], seed=seed, device=device,
+        checkpoint_path=state, num_classes=data.num_classes, monitor=monitor,
+    )
+    identity = {"experiment": wc.experiment, "arch": wc.arch, "model": arch["model"], "cell": wc.cell, "seed": seed,
+                "N": spec["n"], "world": spec["world"], "labels": spec["labels"], "hard_label": spec["hard_label"]}
+    save_model(sm.output.model, model.cpu(), meta=identity)
+    write_json_atomic(sm.output.history, {**identity, "epochs": epochs, "device": str(device), "curve_size": curve_size,
+                                          "train_seconds": sum(r["seconds"] for r in history), "history": history})
+    state.unlink(missing_ok=True)
+    print(f"{wc.experiment}/{wc.arch}/{wc.cell}/seed{seed}: {epochs} epochs, final loss {history[-1]['train_loss']:.4f}")
+    record_job(sm, started, extra={"device": str(device)})

@@ -1,0 +1,14 @@
+"""Rule `validation_nn_distances`: validation/metrics.json -> validation/figures/nn_distances
+(paper Figure 4: nearest-neighbour distances with the memorization threshold)."""
+
+import json
+from pathlib import Path
+
+from oracle.validation.report import nn_distances_figure
+from oracle.workflow.jobs import record_job, script_job
+
+sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
+
+with script_job(sm.log[0], sm.threads) as started:
+    nn_distances_figure(json.loads(Path(sm.input.metrics).read_text()), Path(sm.output[0]).with_suffix(""))
+    record_job(sm, started)
