@@ -40,7 +40,7 @@ if workflow.is_main_process:
 
 
 # `snakemake --report report.html`: this text heads the report; tables and figures are marked
-# with the helpers of rules/report.smk.
+# with the helpers of rules/common.smk.
 report: "report/workflow.rst"
 
 
@@ -50,7 +50,6 @@ oc.prepend_pythonpath(workflow.basedir)
 
 
 include: "rules/common.smk"
-include: "rules/report.smk"
 include: "rules/data.smk"
 include: "rules/oracle.smk"
 include: "rules/validation.smk"

@@ -12,22 +12,6 @@
 # resources.classifiers.bundle_max_n, jobs of larger N go to "classifiers_large" and are
 # submitted alone; with runtime_scales_with_n a job's time limit grows with its N.
 
-N_MAX = oc.largest_training_size(config)
-
-
-def training(wildcards):
-    """The training spec of a classifier job (world, n, labels, hyperparameters)."""
-    return oc.training_spec(config, wildcards.experiment, wildcards.cell)
-
-
-def classifier_group(wildcards):
-    return res.classifier_group(config, training(wildcards)["n"])
-
-
-def classifier_runtime(wildcards):
-    return res.classifier_runtime(config, training(wildcards)["n"], N_MAX)
-
-
 rule train_classifier:
     input:
         samples=lambda wildcards: world_samples(training(wildcards)["world"]),
@@ -76,7 +60,7 @@ rule predict_classifier:
     benchmark:
         f"{BENCHMARKS}/classifiers/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}/predict-{{evalset}}.tsv"
     resources:
-        **res.rule_resources(config, "classifiers"),
+        **res.rule_resources(config, "classifiers") | {"runtime": res.prediction_runtime(config)},
     threads: res.rule_threads(config, "classifiers")
     conda:
         ENV

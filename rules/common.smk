@@ -9,7 +9,8 @@
 #   results/<run>/classifiers/<experiment>/<arch>/<cell>/seed<s>/...   rules/classifiers.smk
 #   results/<run>/<kind>/<experiment>/data/*.csv                rules/<kind>.smk
 #   results/<run>/<kind>/<experiment>/{tables,figures}/...      rules/experiments.smk
-#   results/<run>/numbers/*.json, numbers.{json,tex}            rules/numbers.smk
+#   results/<run>/numbers/*.json, numbers.{json,tex}            rules/numbers.smk (and the
+#                                                               experiment and validation files)
 
 import re
 
@@ -52,24 +53,29 @@ DATA_TRAIN = f"{RUN}/data/train.h5"
 DATA_TEST = f"{RUN}/data/test.h5"
 ORACLE = oc.world_file(RUN, config)
 ORACLE_LOG = f"{RUN}/oracle/train_log.jsonl"
-SHARD = RUN + "/samples/{world}/shard-{shard}.h5"
-SAMPLES = RUN + "/samples/{world}/all.h5"
-CONSTANTS = RUN + "/samples/{world}/constants.json"
-SPLITS = RUN + "/splits/{world}.h5"
-CLASSIFIER = RUN + "/classifiers/{experiment}/{arch}/{cell}/seed{seed}"
-MODEL = CLASSIFIER + "/model.pt"
-HISTORY = CLASSIFIER + "/history.json"
-PREDICTIONS = CLASSIFIER + "/predictions/{evalset}.h5"
-METRICS = CLASSIFIER + "/metrics/{evalset}.json"
-EXPERIMENT_DIR = RUN + "/{kind}/{experiment}"
-EXPERIMENT_DATA = EXPERIMENT_DIR + "/data/{data}.csv"
-TABLE = EXPERIMENT_DIR + "/tables/{artifact}"
-FIGURE = EXPERIMENT_DIR + "/figures/{artifact}"
-NUMBERS_PART = RUN + "/numbers/{part}.json"
+SHARD = f"{RUN}/samples/{{world}}/shard-{{shard}}.h5"
+SAMPLES = f"{RUN}/samples/{{world}}/all.h5"
+CONSTANTS = f"{RUN}/samples/{{world}}/constants.json"
+SPLITS = f"{RUN}/splits/{{world}}.h5"
+CLASSIFIER = f"{RUN}/classifiers/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}"
+MODEL = f"{CLASSIFIER}/model.pt"
+HISTORY = f"{CLASSIFIER}/history.json"
+PREDICTIONS = f"{CLASSIFIER}/predictions/{{evalset}}.h5"
+METRICS = f"{CLASSIFIER}/metrics/{{evalset}}.json"
+EXPERIMENT_DIR = f"{RUN}/{{kind}}/{{experiment}}"
+EXPERIMENT_DATA = f"{EXPERIMENT_DIR}/data/{{data}}.csv"
+TABLE = f"{EXPERIMENT_DIR}/tables/{{artifact}}"
+FIGURE = f"{EXPERIMENT_DIR}/figures/{{artifact}}"
+WORLD_NUMBERS = f"{RUN}/numbers/world.{{world}}.json"
+EXPERIMENT_NUMBERS = f"{RUN}/numbers/{{experiment}}.json"
+NUMBERS_PART = f"{RUN}/numbers/{{part}}.json"
 NUMBERS_JSON = f"{RUN}/numbers.json"
 NUMBERS_TEX = f"{RUN}/numbers.tex"
 VALIDATION_DIR = f"{RUN}/validation"
 VALIDATION_METRICS = f"{VALIDATION_DIR}/metrics.json"
+VALIDATION_TABLE = f"{VALIDATION_DIR}/tables/{{artifact}}"
+VALIDATION_FIGURE = f"{VALIDATION_DIR}/figures/{{artifact}}"
+VALIDATION_NUMBERS = f"{RUN}/numbers/validation.json"
 LOGS = f"{RUN}/logs"
 BENCHMARKS = f"{RUN}/benchmarks"
 
@@ -147,6 +153,59 @@ def numbers_parts():
     if config["validation"]["enabled"]:
         parts["validation"] = NUMBERS_PART.format(part="validation")
     return parts
+
+
+# ----------------------------------------------------------------------------- rule helpers
+# (functions live here: Snakemake's linter wants rules files to hold rules only)
+
+
+def table_outputs(stem, category):
+    """<stem>.csv (shown in `snakemake --report`, caption report/artifact.rst), .md, .tex: the
+    order scripts rely on."""
+    # (a line may not start with `report(`: Snakemake parses that as the report keyword)
+    csv = report(f"{stem}.csv", caption="../report/artifact.rst", category=category, subcategory="tables")
+    return [csv, f"{stem}.md", f"{stem}.tex"]
+
+
+def figure_outputs(stem, category):
+    """<stem>.pdf, <stem>.png (shown in the report)."""
+    return [f"{stem}.pdf", report(f"{stem}.png", caption="../report/artifact.rst", category=category,
+                                  subcategory="figures")]
+
+
+def artifact_caption(wildcards):
+    """An experiment artifact's caption from its kind module, with the paper ids that name it."""
+    from oracle.report.paper import caption_with_paper_ids, paper_ids
+
+    art = kind_module(wildcards.kind).ARTIFACTS[wildcards.artifact]
+    return caption_with_paper_ids(art.caption, paper_ids(PAPER, wildcards.experiment, wildcards.artifact))
+
+
+def validation_caption(wildcards):
+    """A validation artifact's caption, with the paper ids that name it."""
+    from oracle.report.paper import caption_with_paper_ids, paper_ids
+    from oracle.validation.report import ARTIFACTS as VALIDATION_ARTIFACTS
+
+    art = VALIDATION_ARTIFACTS[wildcards.artifact]
+    return caption_with_paper_ids(art.caption, paper_ids(PAPER, "validation", wildcards.artifact))
+
+
+N_MAX = oc.largest_training_size(config)
+
+
+def training(wildcards):
+    """The training spec of a classifier job (world, n, labels, hyperparameters)."""
+    return oc.training_spec(config, wildcards.experiment, wildcards.cell)
+
+
+def classifier_group(wildcards):
+    """The Snakemake group of a classifier job: bundled on a cluster unless its N is large."""
+    return res.classifier_group(config, training(wildcards)["n"])
+
+
+def classifier_runtime(wildcards):
+    """Minutes a training job asks for (grows with N under runtime_scales_with_n)."""
+    return res.classifier_runtime(config, training(wildcards)["n"], N_MAX)
 
 
 # ----------------------------------------------------------------------------- targets

@@ -8,14 +8,6 @@
 # them, and each paper id is a named target (`snakemake fig2`).
 
 
-def artifact_caption(wildcards):
-    """The artifact's caption from its kind module, with the paper ids that name it."""
-    from oracle.report.paper import caption_with_paper_ids, paper_ids
-
-    art = kind_module(wildcards.kind).ARTIFACTS[wildcards.artifact]
-    return caption_with_paper_ids(art.caption, paper_ids(PAPER, wildcards.experiment, wildcards.artifact))
-
-
 rule experiment_table:
     input:
         unpack(lambda wildcards: experiment_data(wildcards.experiment)),
@@ -64,7 +56,7 @@ rule experiment_numbers:
     input:
         unpack(lambda wildcards: experiment_data(wildcards.experiment)),
     output:
-        RUN + "/numbers/{experiment}.json",
+        EXPERIMENT_NUMBERS,
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         config_keys=lambda wildcards: keys.experiment_keys(config, wildcards.experiment),

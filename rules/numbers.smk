@@ -8,7 +8,7 @@ rule world_numbers:
     input:
         constants=CONSTANTS,
     output:
-        RUN + "/numbers/world.{world}.json",
+        WORLD_NUMBERS,
     params:
         config_keys=[],  # a function of the world's constants
     log:

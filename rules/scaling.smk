@@ -9,8 +9,8 @@ rule scaling_collect:
     input:
         metrics=lambda wildcards: experiment_metrics(wildcards.experiment),
     output:
-        runs=RUN + "/scaling/{experiment}/data/runs.csv",
-        fits=RUN + "/scaling/{experiment}/data/fits.csv",
+        runs=f"{RUN}/scaling/{{experiment}}/data/runs.csv",
+        fits=f"{RUN}/scaling/{{experiment}}/data/fits.csv",
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         config_keys=lambda wildcards: keys.experiment_keys(config, wildcards.experiment),

@@ -15,14 +15,6 @@ VALIDATION = config["validation"]
 VALIDATION_KEYS = [f"validation.{k}" for k in VALIDATION if k != "enabled"]
 
 
-def validation_caption(wildcards):
-    from oracle.report.paper import caption_with_paper_ids, paper_ids
-    from oracle.validation.report import ARTIFACTS as VALIDATION_ARTIFACTS
-
-    art = VALIDATION_ARTIFACTS[wildcards.artifact]
-    return caption_with_paper_ids(art.caption, paper_ids(PAPER, "validation", wildcards.artifact))
-
-
 rule validation_metrics:
     input:
         train=DATA_TRAIN,
@@ -57,7 +49,7 @@ rule validation_table:
     input:
         metrics=VALIDATION_METRICS,
     output:
-        table_outputs(VALIDATION_DIR + "/tables/{artifact}", "validation"),
+        table_outputs(VALIDATION_TABLE, "validation"),
     wildcard_constraints:
         artifact="checks|summary",
     params:
@@ -81,7 +73,7 @@ rule validation_nn_distances:
     input:
         metrics=VALIDATION_METRICS,
     output:
-        figure_outputs(VALIDATION_DIR + "/figures/{artifact}", "validation"),
+        figure_outputs(VALIDATION_FIGURE, "validation"),
     wildcard_constraints:
         artifact="nn_distances",
     params:
@@ -105,7 +97,7 @@ rule validation_samples_grid:
         samples=world_samples("base"),
         train=DATA_TRAIN,
     output:
-        figure_outputs(VALIDATION_DIR + "/figures/{artifact}", "validation"),
+        figure_outputs(VALIDATION_FIGURE, "validation"),
     wildcard_constraints:
         artifact="samples_grid",
     params:
@@ -129,7 +121,7 @@ rule validation_numbers:
     input:
         metrics=VALIDATION_METRICS,
     output:
-        RUN + "/numbers/validation.json",
+        VALIDATION_NUMBERS,
     params:
         config_keys=[],  # a function of the metrics
     log:

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from oracle.workflow import config as oc
 from oracle.errors import ConfigError
+from oracle.workflow import config as oc
+from oracle.workflow import resources as res
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "config.schema.yaml"
@@ -79,8 +80,28 @@ def test_wrong_type_is_named(default, schema):
 
 
 def test_list_items_are_named(default, schema):
-    default["splits"]["sizes"] = [50, -3]
-    with pytest.raises(ConfigError, match=r"'splits\.sizes\[1\]'"):
+    default["experiments"]["scaling"]["sizes"] = [50, -3]
+    with pytest.raises(ConfigError, match=r"'experiments\.scaling\.sizes\[1\]'"):
+        oc.validate_config(default, schema)
+
+
+def test_experiment_keys_are_checked_by_kind(default, schema):
+    default["experiments"]["scaling"]["sizez"] = [1]
+    with pytest.raises(ConfigError, match=r"'experiments\.scaling'.*unknown key 'sizez'"):
+        oc.validate_config(default, schema)
+    default["experiments"]["scaling"].pop("sizez")
+    default["experiments"]["scaling"]["kind"] = "scalling"
+    with pytest.raises(ConfigError, match=r"'experiments\.scaling\.kind'"):
+        oc.validate_config(default, schema)
+
+
+def test_world_variant_keys_are_checked(default, schema):
+    default["worlds"]["hot"] = {"base_temperature": 1.5, "temperature": 2}
+    with pytest.raises(ConfigError, match=r"'worlds\.hot'.*unknown key 'temperature'"):
+        oc.validate_config(default, schema)
+    del default["worlds"]["base"]
+    default["worlds"]["hot"].pop("temperature")
+    with pytest.raises(ConfigError, match=r"'worlds'.*'base'"):
         oc.validate_config(default, schema)
 
 
@@ -108,11 +129,16 @@ def test_missing_key_is_named(default, schema):
 
 
 def test_every_object_of_the_schema_rejects_unknown_keys(schema):
-    """additionalProperties: false everywhere (maps keyed by name use a schema instead)."""
+    """additionalProperties: false everywhere (maps keyed by name use a schema instead; an
+    experiment entry is dispatched by `kind` to its $defs entry, which rejects unknown keys)."""
+
+    def dispatches_by_kind(node):
+        return bool(node.get("allOf")) and all("then" in part and "$ref" in part["then"] for part in node["allOf"])
 
     def walk(node, where):
         if isinstance(node, dict):
-            if node.get("type") == "object" or (isinstance(node.get("type"), list) and "object" in node["type"]):
+            typed = node.get("type") == "object" or (isinstance(node.get("type"), list) and "object" in node["type"])
+            if typed and not dispatches_by_kind(node):
                 assert "additionalProperties" in node, f"{where} allows unknown keys"
                 if "propertyNames" not in node:
                     assert node["additionalProperties"] is False, f"{where} allows unknown keys"
@@ -135,33 +161,101 @@ def test_steps_xor_epochs(default):
 
 
 def test_size_larger_than_pool_names_n(default):
-    default["splits"]["sizes"] = [50, 5000]
-    with pytest.raises(ConfigError, match="N=5000"):
+    default["experiments"]["scaling"]["sizes"] = [50, 5000]
+    with pytest.raises(ConfigError, match=r"'experiments\.scaling\.sizes'.*N=5000.*2200"):
         oc.check_config(default)
 
 
-def test_experiment_size_larger_than_pool_names_n(default):
-    default["classifiers"]["experiments"].append({"name": "big", "labels": "soft", "sizes": [9000]})
-    with pytest.raises(ConfigError, match="N=9000"):
+def test_size_larger_than_a_variants_pool_names_the_world(default):
+    default["worlds"]["small"] = {"n_total": 1500}
+    default["experiments"]["small"] = {**default["experiments"]["scaling"], "world": "small"}
+    with pytest.raises(ConfigError, match=r"'experiments\.small\.sizes'.*N=1000.*world 'small'.*500"):
         oc.check_config(default)
 
 
 def test_prior_must_sum_to_one(default):
-    default["oracle"]["prior"] = [0.5, 0.6]
-    with pytest.raises(ConfigError, match="'oracle.prior'"):
+    default["worlds"]["base"]["prior"] = [0.5, 0.6]
+    with pytest.raises(ConfigError, match="'worlds.base.prior'"):
+        oc.check_config(default)
+    default["worlds"]["base"]["prior"] = None
+    default["worlds"]["skew"] = {"prior": [0.9, 0.2]}
+    with pytest.raises(ConfigError, match="'worlds.skew.prior'"):
         oc.check_config(default)
 
 
-def test_unknown_arch_in_experiment(default):
-    default["classifiers"]["experiments"][0]["archs"] = ["resnet18"]
-    with pytest.raises(ConfigError, match="'resnet18'"):
+def test_prior_length_is_checked_when_k_is_known(default):
+    default["worlds"]["base"]["prior"] = [0.5, 0.5]
+    oc.check_config(default)  # digits: K is known only once the data are read
+    with pytest.raises(ConfigError, match=r"'worlds\.base\.prior'.*2 entries.*the digits data has 10"):
+        oc.check_prior_length(default, 10, "the digits data")
+    default["data"]["classes"] = ["a", "b", "c"]
+    with pytest.raises(ConfigError, match=r"'worlds\.base\.prior'.*2 entries.*3 classes"):
         oc.check_config(default)
 
 
-def test_analysis_experiment_must_exist(default):
-    default["analysis"]["experiment"] = "nope"
-    with pytest.raises(ConfigError, match="'analysis.experiment'"):
+def test_unknown_arch_and_world_in_experiment(default):
+    default["experiments"]["scaling"]["archs"] = ["resnet18"]
+    with pytest.raises(ConfigError, match="'experiments.scaling.archs'.*'resnet18'"):
         oc.check_config(default)
+    default["experiments"]["scaling"]["archs"] = ["test_vit"]
+    default["experiments"]["scaling"]["world"] = "hot"
+    with pytest.raises(ConfigError, match="'experiments.scaling.world'.*'hot'"):
+        oc.check_config(default)
+
+
+def test_source_labels_are_refused_at_label_temperature_not_one(default):
+    default["experiments"]["scaling"]["hard_label"] = "source"
+    oc.check_config(default)  # T = 1: the source class is a draw from p(y|x)
+    default["worlds"]["base"]["label_temperature"] = 3.0
+    with pytest.raises(ConfigError, match=r"'experiments\.scaling\.hard_label'.*T=3"):
+        oc.check_config(default)
+    default["experiments"]["scaling"]["hard_label"] = "label"
+    oc.check_config(default)
+
+
+def test_table_options_name_the_experiments_sizes_and_archs(default):
+    default["experiments"]["scaling"]["table_size"] = 77
+    with pytest.raises(ConfigError, match=r"'experiments\.scaling\.table_size'.*N=77"):
+        oc.check_config(default)
+
+
+def test_paper_ids_must_name_an_artifact(default):
+    default["paper"]["fig7"] = "scaling/soft_vs_hard"
+    with pytest.raises(ConfigError, match=r"'paper\.fig7'.*no artifact 'soft_vs_hard'"):
+        oc.check_config(default)
+    default["paper"]["fig7"] = "labels/soft_vs_hard"
+    with pytest.raises(ConfigError, match=r"'paper\.fig7'.*'labels' is neither"):
+        oc.check_config(default)
+
+
+def test_reserved_experiment_names(default):
+    default["experiments"]["validation"] = default["experiments"].pop("scaling")
+    with pytest.raises(ConfigError, match="'experiments.validation'.*reserved"):
+        oc.check_config(default)
+
+
+def test_world_variants_inherit_from_base_and_get_their_own_seed(default):
+    default["worlds"]["base"]["label_temperature"] = 2.0
+    default["worlds"]["hot"] = {"base_temperature": 1.3, "n_total": 600}
+    default["worlds"]["twin"] = {"seed": 0}
+    specs = oc.world_specs(default)
+    assert list(specs) == ["base", "hot", "twin"]
+    assert specs["hot"] == {"prior": None, "label_temperature": 2.0, "base_temperature": 1.3, "n_total": 600,
+                            "n_shards": 2, "test_size": 1000, "seed": oc.derived_seed(0, "hot")}
+    assert specs["base"]["seed"] == 0 and specs["twin"]["seed"] == 0
+    assert specs["hot"]["seed"] != 0 and oc.derived_seed(0, "hot") == oc.derived_seed(0, "hot")
+    assert oc.derived_seed(0, "hot") != oc.derived_seed(1, "hot") != oc.derived_seed(0, "cold")
+
+
+def test_misspelled_timm_arch_and_missing_pretrained_file_fail_at_config_time(default, tmp_path):
+    oc.check_classifier_archs(default)
+    default["classifiers"]["archs"]["test_resnet"]["model"] = "test_resnett"
+    with pytest.raises(ConfigError, match=r"'classifiers\.archs\.test_resnet\.model'.*'test_resnett'.*similar.*test_resnet"):
+        oc.check_classifier_archs(default)
+    default["classifiers"]["archs"]["test_resnet"]["model"] = "test_resnet"
+    default["classifiers"]["archs"]["test_resnet"]["pretrained"] = str(tmp_path / "nope.pth")
+    with pytest.raises(ConfigError, match=r"'classifiers\.archs\.test_resnet\.pretrained'.*nope\.pth"):
+        oc.check_classifier_archs(default)
 
 
 def test_root_required_for_folders(default):
@@ -202,46 +296,57 @@ def test_effective_epochs():
         assert eff >= e and eff * math.ceil(n / b) >= m and (eff == e or (eff - 1) * math.ceil(n / b) < m)
 
 
-def test_classifier_jobs_respect_experiment_subsets():
+def test_classifier_runs_follow_each_experiment():
     cfg = load(REPO / "presets" / "afhq256.yaml")
-    jobs = oc.classifier_jobs(cfg)
-    scaling = [j for j in jobs if j["experiment"] == "scaling"]
-    assert len(scaling) == len(cfg["classifiers"]["archs"]) * len(cfg["splits"]["sizes"]) * len(cfg["splits"]["seeds"])
-    soft = [j for j in jobs if j["experiment"] == "soft_labels"]
-    assert {j["arch"] for j in soft} == {"resnet18"} and {j["N"] for j in soft} == {100, 500, 1000, 2000, 5000}
-    assert len({(j["experiment"], j["arch"], j["N"], j["seed"]) for j in jobs}) == len(jobs)
+    runs = oc.classifier_runs(cfg)
+    e = cfg["experiments"]["scaling"]
+    scaling = [r for r in runs if r["experiment"] == "scaling"]
+    assert len(scaling) == len(e["archs"]) * len(e["sizes"]) * len(e["seeds"])
+    soft = [r for r in runs if r["experiment"] == "soft_labels"]
+    assert {r["arch"] for r in soft} == {"resnet18"} and {r["cell"] for r in soft} == {"N100", "N500", "N1000", "N2000", "N5000"}
+    assert len({tuple(r.values()) for r in runs}) == len(runs)
+    t = oc.training_spec(cfg, "soft_labels", "N500")
+    assert t == {"world": "base", "n": 500, "labels": "soft", "hard_label": None,
+                 "training": {"epochs": 40, "min_steps": 0, "batch_size": 32, "lr": 0.0001, "weight_decay": 0.01}}
+    assert oc.split_worlds(cfg) == {"base": {"seeds": [0, 1, 2], "max_n": 40000}}
+
+
+def test_an_experiment_overrides_single_training_keys(default):
+    default["experiments"]["scaling"]["training"] = {"epochs": 3}
+    t = oc.training_spec(default, "scaling", "N50")["training"]
+    assert t["epochs"] == 3 and t["batch_size"] == default["classifiers"]["training"]["batch_size"]
 
 
 def test_rule_resources_single_and_multi_node():
     cfg = load(REPO / "presets" / "afhq256.yaml")
-    r = oc.rule_resources(cfg, "oracle")
+    r = res.rule_resources(cfg, "oracle")
     assert r["gpu"] == 8 and r["nodes"] == 1 and "gres" not in r and "mpi" not in r
-    assert oc.rule_resources(cfg, "classifiers")["gpu"] == 1
-    assert "gpu" not in oc.rule_resources(cfg, "splits")
+    assert res.rule_resources(cfg, "classifiers")["gpu"] == 1
+    assert "gpu" not in res.rule_resources(cfg, "splits")
     cfg = load(REPO / "presets" / "imagenet128.yaml")
-    r = oc.rule_resources(cfg, "oracle")
+    r = res.rule_resources(cfg, "oracle")
     assert r["nodes"] == 4 and r["gres"] == "gpu:8" and r["tasks"] == 4 and r["mpi"] == "srun" and "gpu" not in r
 
 
 def test_oracle_launcher():
-    assert oc.oracle_launcher(0, 1, "/venv/bin/python") == []
-    assert oc.oracle_launcher(1, 1, "/venv/bin/python") == []
-    cmd = oc.oracle_launcher(8, 1, "/venv/bin/python")
+    assert res.oracle_launcher(0, 1, "/venv/bin/python") == []
+    assert res.oracle_launcher(1, 1, "/venv/bin/python") == []
+    cmd = res.oracle_launcher(8, 1, "/venv/bin/python")
     assert cmd[:3] == ["/venv/bin/python", "-m", "torch.distributed.run"] and "--standalone" in cmd
     assert cmd[cmd.index("--nproc_per_node") + 1] == "8" and "srun" not in cmd
-    cmd = oc.oracle_launcher(32, 4, "/venv/bin/python", head_node="gpu017", job_id="123")
+    cmd = res.oracle_launcher(32, 4, "/venv/bin/python", head_node="gpu017", job_id="123")
     assert cmd[:6] == ["srun", "--nodes", "4", "--ntasks-per-node", "1", "--gres=gpu:8"]
     assert cmd[cmd.index("--nnodes") + 1] == "4" and cmd[cmd.index("--nproc_per_node") + 1] == "8"
     assert cmd[cmd.index("--rdzv_endpoint") + 1] == "gpu017:29500"
     with pytest.raises(ConfigError, match="SLURM"):
-        oc.oracle_launcher(32, 4, "python")
+        res.oracle_launcher(32, 4, "python")
 
 
 def test_gpus_from_resources_inverts_rule_resources():
     for preset, expected in (("afhq256", (8, 1)), ("imagenet64", (8, 1)), ("imagenet128", (32, 4))):
         cfg = load(REPO / "presets" / f"{preset}.yaml")
-        assert oc.gpus_from_resources(oc.rule_resources(cfg, "oracle")) == expected
-    assert oc.gpus_from_resources(oc.rule_resources(load(DEFAULT), "oracle")) == (0, 1)
+        assert res.gpus_from_resources(res.rule_resources(cfg, "oracle")) == expected
+    assert res.gpus_from_resources(res.rule_resources(load(DEFAULT), "oracle")) == (0, 1)
 
 
 def test_flow_spec_checks_divisibility(default):
@@ -258,13 +363,16 @@ def test_paper_values_in_presets():
     f, t = afhq["oracle"]["flow"], afhq["oracle"]["train"]
     assert (afhq["data"]["image_size"], f["channels"], f["patch_size"], f["num_blocks"], f["layers_per_block"]) == (256, 768, 8, 8, 8)
     assert (t["noise_std"], t["lr"], t["batch_size"], t["epochs"], t["label_dropout"]) == (0.07, 1e-4, 256, 4000, 0.1)
-    assert afhq["oracle"]["label_temperature"] == 500 and afhq["samples"]["n_total"] == 50000
-    assert {100, 1000, 5000, 10000, 40000} <= set(afhq["splits"]["sizes"]) and len(afhq["splits"]["seeds"]) == 3
+    assert afhq["worlds"]["base"]["label_temperature"] == 500 and afhq["samples"]["n_total"] == 50000
+    e = afhq["experiments"]["scaling"]
+    assert {100, 1000, 5000, 10000, 40000} <= set(e["sizes"]) and len(e["seeds"]) == 3
+    assert e["hard_label"] == "label"  # T = 500: train on y ~ p_T(y|x), never the source class
     assert afhq["oracle"]["checkpoint_format"] == "public_tarflow"
     i64 = load(REPO / "presets" / "imagenet64.yaml")
     f, t = i64["oracle"]["flow"], i64["oracle"]["train"]
     assert (f["channels"], f["patch_size"], t["noise_std"], t["batch_size"], t["epochs"]) == (768, 2, 0.05, 256, 200)
-    assert max(i64["splits"]["sizes"]) == 45000 and i64["oracle"]["label_temperature"] == 1
+    assert max(i64["experiments"]["scaling"]["sizes"]) == 45000 and i64["worlds"]["base"]["label_temperature"] == 1
+    assert i64["data"]["kind"] == "imagenet_downsampled"
     assert i64["resources"]["oracle"]["gpus"] == 8
     i128 = load(REPO / "presets" / "imagenet128.yaml")
     f, t = i128["oracle"]["flow"], i128["oracle"]["train"]
@@ -300,9 +408,17 @@ def test_dry_run_builds_full_dag_without_data(path, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     counts = job_counts(proc.stdout)
     cfg = load(path or DEFAULT)
-    assert counts["classifier"] == len(oc.classifier_jobs(cfg))
-    assert counts["sample_shard"] == cfg["samples"]["n_shards"]
-    for rule in ("merge_samples", "make_splits", "table1", "table2", "fig2", "fig5", "numbers", "effective_config"):
+    runs = oc.classifier_runs(cfg)
+    assert counts["train_classifier"] == len(runs)
+    assert counts["predict_classifier"] == sum(len(oc.evaluation_sets(cfg, r["experiment"])) for r in runs)
+    worlds = oc.world_specs(cfg)
+    assert counts["sample_shard"] == sum(w["n_shards"] for w in worlds.values())
+    assert counts["merge_samples"] == counts["world_constants"] == counts["world_numbers"] == len(worlds)
+    assert counts["make_splits"] == len(oc.split_worlds(cfg))
+    experiments = oc.experiment_specs(cfg)
+    assert counts["experiment_numbers"] == len(experiments)
+    assert counts["experiment_table"] == sum(2 for e in experiments.values() if e["kind"] == "scaling")
+    for rule in ("numbers", "effective_config"):
         assert counts[rule] == 1, rule
     if oc.world_kind(cfg) == "gaussian":
         # the analytic world needs no real data and no flow
@@ -314,20 +430,25 @@ def test_dry_run_builds_full_dag_without_data(path, tmp_path):
 
 
 def test_named_targets_dry_run(tmp_path):
+    """`snakemake fig2` builds one figure: the paper's numbering is a named target."""
     proc = snakemake("table2", "-n", "--cores", "1", "--quiet", "rules", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = job_counts(proc.stdout)
-    assert counts["table2"] == 1 and "fig2" not in counts and "numbers" not in counts
+    assert counts["experiment_table"] == 1 and "experiment_figure" not in counts and "numbers" not in counts
+    proc = snakemake("fig2", "-n", "--cores", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "scaling/scaling/figures/scaling_panels.png" in proc.stdout
+    assert "epistemic_curves" not in proc.stdout
 
 
 def test_cli_rejects_unknown_key_naming_it(tmp_path):
     cfg = load(DEFAULT)
-    cfg["splits"]["sizez"] = [1]
+    cfg["splits"]["sizes"] = [1]
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(cfg))
     proc = snakemake("-n", "--configfile", str(bad), cwd=tmp_path)
     assert proc.returncode != 0
-    assert "config key 'splits': unknown key 'sizez'" in proc.stderr + proc.stdout
+    assert "config key 'splits': unknown key 'sizes'" in proc.stderr + proc.stdout
 
 
 def test_lint_is_clean(tmp_path):
@@ -338,16 +459,17 @@ def test_lint_is_clean(tmp_path):
 
 def test_classifier_bundling_and_runtime_scale_with_n():
     cfg = load(DEFAULT)
-    sizes = sorted(oc.all_sizes(cfg))
+    sizes = cfg["experiments"]["scaling"]["sizes"]
+    n_max = oc.largest_training_size(cfg)
+    assert n_max == max(sizes)
     r = cfg["resources"]["classifiers"]
     r.update(runtime=480, bundle_max_n=sizes[1], runtime_scales_with_n=False)
-    assert [oc.classifier_group(cfg, n) for n in sizes[:3]] == [
-        oc.CLASSIFIER_GROUP, oc.CLASSIFIER_GROUP, oc.LARGE_CLASSIFIER_GROUP]
-    assert {oc.classifier_runtime(cfg, n) for n in sizes} == {480}
+    assert [res.classifier_group(cfg, n) for n in sizes[:3]] == [
+        res.CLASSIFIER_GROUP, res.CLASSIFIER_GROUP, res.LARGE_CLASSIFIER_GROUP]
+    assert {res.classifier_runtime(cfg, n, n_max) for n in sizes} == {480}
     r["runtime_scales_with_n"] = True
-    n_max = sizes[-1]
     for n in sizes:
-        assert oc.classifier_runtime(cfg, n) == max(-(-480 * n // n_max), 10)
-    assert oc.classifier_runtime(cfg, n_max) == 480
+        assert res.classifier_runtime(cfg, n, n_max) == max(-(-480 * n // n_max), 10)
+    assert res.classifier_runtime(cfg, n_max, n_max) == 480
     r["bundle_max_n"] = None
-    assert {oc.classifier_group(cfg, n) for n in sizes} == {oc.CLASSIFIER_GROUP}
+    assert {res.classifier_group(cfg, n) for n in sizes} == {res.CLASSIFIER_GROUP}

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 import torchvision
 from sklearn.datasets import load_digits
 
-from oracle.validation.run import features
+from oracle.validation import features
 from oracle.errors import DataError, OracleError
 
 

@@ -76,7 +76,8 @@ def test_world_defaults_to_flow():
 @pytest.mark.parametrize("change,match", [
     (lambda c: c["validation"].update(enabled=True), "'validation.enabled'.*gaussian"),
     (lambda c: c["oracle"].update(checkpoint="ckpt.pt"), "'oracle.checkpoint'.*gaussian"),
-    (lambda c: c["oracle"].update(prior=[0.2, 0.3, 0.5]), "'oracle.prior'.*3 entries.*2 classes"),
+    (lambda c: c["worlds"]["base"].update(prior=[0.2, 0.3, 0.5]), "'worlds.base.prior'.*3 entries.*2 classes"),
+    (lambda c: c["worlds"].update(skew={"prior": [0.1, 0.2, 0.7]}), "'worlds.skew.prior'.*3 entries.*2 classes"),
     (lambda c: c["oracle"]["gaussian"].update(num_classes=70), "'oracle.gaussian.num_classes'.*64"),
 ])
 def test_cross_key_checks_of_a_gaussian_world(change, match):
@@ -110,9 +111,10 @@ def test_preset_dry_run_has_no_data_or_flow_stage(tmp_path):
     for rule in ("data", "oracle_train", "oracle_import", "validation_metrics"):
         assert rule not in counts, rule
     assert counts["sample_shard"] == cfg["samples"]["n_shards"]
-    assert counts["classifier"] == len(oc.classifier_jobs(cfg))
-    for rule in ("merge_samples", "make_splits", "world_summary", "table1", "table2", "fig2", "fig5", "numbers"):
+    assert counts["train_classifier"] == counts["predict_classifier"] == len(oc.classifier_runs(cfg))
+    for rule in ("merge_samples", "make_splits", "world_constants", "scaling_collect", "experiment_numbers", "numbers"):
         assert counts[rule] == 1, rule
+    assert counts["experiment_table"] == counts["experiment_figure"] == 2
     assert not (tmp_path / "results").exists()
 
 
@@ -158,7 +160,7 @@ def test_shard_loglik_is_the_scipy_density_at_the_stored_x(run):
     means, std = world_params(run)
     rows, per_class = 0, [[] for _ in means]
     for i in range(cfg["samples"]["n_shards"]):
-        with h5py.File(run / "samples" / f"shard-{i:04d}.h5", "r") as f:
+        with h5py.File(run / "samples" / "base" / f"shard-{i:04d}.h5", "r") as f:
             x, ll, y = f["x"][()], f["loglik"][()], f["source_class"][()]
             assert x.dtype == np.float32 and x.shape[1:] == (g["channels"], g["image_size"], g["image_size"])
             assert ll.dtype == np.float64 and f.attrs["world"] == "GaussianWorld"
@@ -174,12 +176,12 @@ def test_shard_loglik_is_the_scipy_density_at_the_stored_x(run):
 
 @pytest.mark.slow
 def test_monte_carlo_bayes_error_agrees_with_the_closed_form(run):
-    world = json.loads((run / "analysis" / "world.json").read_text())
+    world = json.loads((run / "samples" / "base" / "constants.json").read_text())
     entry = world["bayes_error_closed_form"]
     means, std = world_params(run)
     closed = stats.norm.cdf(-np.linalg.norm(means[0] - means[1]) / (2 * std))  # uniform prior, T = 1
     assert entry["value"] == pytest.approx(closed, abs=1e-12) and entry["method"] == "closed_form"
-    with h5py.File(run / "samples" / "all.h5", "r") as f:
+    with h5py.File(run / "samples" / "base" / "all.h5", "r") as f:
         log_p = log_softmax(f["loglik"][()], axis=1)
     err = 1.0 - np.exp(log_p).max(axis=1)
     mc, se = err.mean(), err.std(ddof=1) / math.sqrt(len(err))
@@ -188,21 +190,24 @@ def test_monte_carlo_bayes_error_agrees_with_the_closed_form(run):
     assert entry["monte_carlo"]["n"] == load(SMOKE)["samples"]["n_total"]
     assert abs(mc - closed) <= 3 * se, (mc, se, closed)
     assert entry["agrees_within_3se"] is True and entry["z"] == pytest.approx((mc - closed) / se, rel=1e-9)
+    numbers = json.loads((run / "numbers.json").read_text())
+    assert numbers["world.base.bayes_error_closed_form"]["value"] == entry["value"]
+    assert numbers["world.base.bayes_error"]["value"] == pytest.approx(mc, rel=1e-12)
 
 
 @pytest.mark.slow
 def test_classifier_evaluation_uses_the_exact_posteriors(run):
-    """predictions.h5 + metrics.json against posteriors recomputed by scipy at the stored x."""
+    """predictions + metrics of every classifier against posteriors recomputed by scipy at the stored x."""
     cfg = load(SMOKE)
     means, std = world_params(run)
-    with h5py.File(run / "samples" / "all.h5", "r") as f:
+    with h5py.File(run / "samples" / "base" / "all.h5", "r") as f:
         x_all = f["x"][()]
-    jobs = oc.classifier_jobs(cfg)
-    assert jobs
-    for job in jobs:
-        folder = Path(oc.classifier_dir(str(run), job))
-        m = json.loads((folder / "metrics.json").read_text())["metrics"]
-        with h5py.File(folder / "predictions.h5", "r") as f:
+    runs = oc.classifier_runs(cfg)
+    assert runs
+    for r in runs:
+        folder = run / "classifiers" / r["experiment"] / r["arch"] / r["cell"] / f"seed{r['seed']}"
+        m = json.loads((folder / "metrics" / "base.json").read_text())["metrics"]
+        with h5py.File(folder / "predictions" / "base.h5", "r") as f:
             log_q, index = f["log_q"][()], f["index"][()]
         assert len(index) == cfg["splits"]["test_size"]
         log_p = log_softmax(scipy_loglik(x_all[index], means, std), axis=1)

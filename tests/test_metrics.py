@@ -13,7 +13,7 @@ import scipy.stats
 import torch
 from sklearn.neighbors import NearestNeighbors
 
-from oracle.validation.run import metrics
+from oracle.validation import metrics
 from oracle.errors import OracleError
 
 

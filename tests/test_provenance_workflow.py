@@ -21,10 +21,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from oracle import experiments as ex
-from oracle.workflow.audit import audit, check_numbers, compare_config, load_numbers
 from oracle.errors import ConfigError, DataError
 from oracle.io.atomic import atomic_output
+from oracle.io.raw_files import raw_data_inputs
+from oracle.report.numbers import numbers_tex, tex_macro_name
+from oracle.workflow import rule_keys
+from oracle.workflow.audit import audit, check_numbers, compare_config, load_numbers
+from oracle.workflow.jobs import job_script, record_job
 from oracle.workflow.provenance import clear_hash_cache, config_hash, config_subset, file_sha256, get_config_value, parse_config_key, path_sha256, read_record
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,7 +55,7 @@ def _flip_byte(path: Path) -> None:
 
 
 def _digits_file() -> str:
-    return str(ex.raw_data_inputs({"kind": "digits"})[0][0])
+    return str(raw_data_inputs({"kind": "digits"})[0][0])
 
 
 # ============================================================================= the smoke run
@@ -64,6 +67,7 @@ def smoke(tmp_path_factory):
     work = tmp_path_factory.mktemp("prov-smoke")
     cfg = yaml.safe_load(SMOKE.read_text())
     cfg["validation"]["enabled"] = True
+    cfg["paper"].update(table3="validation/checks", table4="validation/summary", fig4="validation/nn_distances")
     configfile = work / "config.yaml"
     configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))
     proc = _snakemake(work, "--configfile", str(configfile))
@@ -111,7 +115,8 @@ def test_every_artifact_has_a_complete_record(smoke, monkeypatch):
         if "seed" in rec["wildcards"]:
             assert rec["seed"] == int(rec["wildcards"]["seed"])
     # outputs of one job share one wall time
-    walls = {read_record(run / "tables" / f"table1.{e}")["wall_time_s"] for e in ("csv", "md", "tex")}
+    walls = {read_record(run / "scaling" / "scaling" / "tables" / f"accuracy_vs_bayes.{e}")["wall_time_s"]
+             for e in ("csv", "md", "tex")}
     assert len(walls) == 1
     # the data records name the raw data: scikit-learn's digits file and version
     import sklearn
@@ -121,20 +126,24 @@ def test_every_artifact_has_a_complete_record(smoke, monkeypatch):
     assert data["extra"]["raw_data"]["scikit-learn"] == sklearn.__version__
     assert data["config"]["data"] == effective["data"]
     # a classifier keeps the config keys of its own experiment and architecture
-    clf = read_record(run / "classifiers" / "scaling" / "test_vit" / "N50" / "seed0" / "metrics.json")
-    assert "classifiers.lr" in clf["config_keys"] and "classifiers.archs[test_vit].input_size" in clf["config_keys"]
-    assert not any("test_resnet" in k for k in clf["config_keys"])
+    for name in ("model.pt", "metrics/base.json"):
+        clf = read_record(run / "classifiers" / "scaling" / "test_vit" / "N50" / "seed0" / name)
+        assert "classifiers.training.lr" in clf["config_keys"]
+        assert "classifiers.archs.test_vit.input_size" in clf["config_keys"]
+        assert not any("test_resnet" in k for k in clf["config_keys"])
 
 
 @pytest.mark.slow
 def test_untouched_run_audits_clean_to_data_and_checkpoint(smoke, monkeypatch):
     work, _ = smoke
-    proc = _audit_cli(work, "accuracy.test_resnet", "--run", RUN)
+    proc = _audit_cli(work, "scaling.accuracy.test_resnet", "--run", RUN)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     out = proc.stdout
-    for part in ("number 'accuracy.test_resnet'", f"{RUN}/numbers.json  [rule numbers]",
-                 f"{RUN}/analysis/scaling/metrics.csv  [rule collect_metrics]", "[rule classifier]",
-                 f"{RUN}/splits/splits.h5  [rule make_splits]", f"{RUN}/samples/all.h5  [rule merge_samples]",
+    for part in ("number 'scaling.accuracy.test_resnet'", f"{RUN}/numbers.json  [rule numbers]",
+                 f"{RUN}/numbers/scaling.json  [rule experiment_numbers]",
+                 f"{RUN}/scaling/scaling/data/runs.csv  [rule scaling_collect]", "[rule predict_classifier]",
+                 "[rule train_classifier]",
+                 f"{RUN}/splits/base.h5  [rule make_splits]", f"{RUN}/samples/base/all.h5  [rule merge_samples]",
                  f"{RUN}/oracle/flow.pt  [rule oracle_train]", f"{RUN}/data/train.h5  [rule data]",
                  "raw input (no provenance record)", "0 flagged"):
         assert part in out, part
@@ -150,41 +159,43 @@ def test_untouched_run_audits_clean_to_data_and_checkpoint(smoke, monkeypatch):
         assert rep["raw_inputs"] == [_digits_file()], key
         assert rep["oracle_checkpoints"] == [f"{RUN}/oracle/flow.pt"], key
     # figures and tables too
-    for art in ("figures/fig2.png", "figures/fig5.pdf", "figures/fig4.png", "tables/table2.csv", "tables/table4.tex"):
+    for art in ("scaling/scaling/figures/scaling_panels.png", "scaling/scaling/figures/epistemic_curves.pdf",
+                "validation/figures/nn_distances.png", "scaling/scaling/tables/epistemic_vs_n.csv",
+                "validation/tables/summary.tex"):
         rep = audit(f"{RUN}/{art}")
         assert rep["ok"] and rep["raw_inputs"] and rep["oracle_checkpoints"], (art, rep["flags"])
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("victim", ["data/train.h5", "samples/shard-0001.h5"])
+@pytest.mark.parametrize("victim", ["data/train.h5", "samples/base/shard-0001.h5"])
 def test_one_flipped_input_byte_is_flagged(tamper, victim):
     _flip_byte(tamper / RUN / victim)
-    proc = _audit_cli(tamper, "aleatoric_floor", "--run", RUN)
+    proc = _audit_cli(tamper, "world.base.aleatoric_floor", "--run", RUN)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     flags = [line for line in proc.stdout.splitlines() if line.startswith("FLAG")]
     assert any(f"{RUN}/{victim}: artifact changed since its record was written" in f for f in flags), flags
     assert any(f"input {RUN}/{victim} changed" in f for f in flags), flags
-    rep = json.loads(_audit_cli(tamper, "aleatoric_floor", "--run", RUN, "--json").stdout)
+    rep = json.loads(_audit_cli(tamper, "world.base.aleatoric_floor", "--run", RUN, "--json").stdout)
     assert not rep["ok"] and {f["artifact"] for f in rep["flags"]} <= {
-        f"{RUN}/{victim}", f"{RUN}/oracle/flow.pt", f"{RUN}/samples/all.h5"}
+        f"{RUN}/{victim}", f"{RUN}/oracle/flow.pt", f"{RUN}/samples/base/all.h5"}
 
 
 @pytest.mark.slow
 def test_edited_numbers_json_is_flagged(tamper):
     path = tamper / RUN / "numbers.json"
     numbers = json.loads(path.read_text())
-    numbers["aleatoric_floor"]["value"] *= 0.5
+    numbers["world.base.aleatoric_floor"]["value"] *= 0.5
     path.write_text(json.dumps(numbers, indent=2))
-    proc = _audit_cli(tamper, "aleatoric_floor", "--run", RUN)
+    proc = _audit_cli(tamper, "world.base.aleatoric_floor", "--run", RUN)
     assert proc.returncode == 1
     assert f"FLAG     {RUN}/numbers.json: artifact changed since its record was written" in proc.stdout
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key,value,where", [
-    ("splits.sizes", [50, 100, 200], "splits/splits.h5"),
-    ("classifiers.lr", 0.01, "classifiers/scaling/test_vit/N200/seed0/metrics.json"),
-    ("classifiers.archs.test_vit.label", "ViT-B", "figures/fig2.png"),
+    ("splits.test_size", 150, "splits/base.h5"),
+    ("classifiers.training.lr", 0.01, "classifiers/scaling/test_vit/N200/seed0/model.pt"),
+    ("classifiers.archs.test_vit.label", "ViT-B", "scaling/scaling/figures/scaling_panels.png"),
 ])
 def test_changed_parameter_of_a_figure_is_flagged(tamper, key, value, where):
     cfg_path = tamper / RUN / "config.yaml"
@@ -195,7 +206,7 @@ def test_changed_parameter_of_a_figure_is_flagged(tamper, key, value, where):
         node = node[part]
     node[last] = value
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    proc = _audit_cli(tamper, f"{RUN}/figures/fig2.png")
+    proc = _audit_cli(tamper, f"{RUN}/scaling/scaling/figures/scaling_panels.png")
     assert proc.returncode == 1, proc.stdout[-3000:]
     flags = [line for line in proc.stdout.splitlines() if line.startswith("FLAG")]
     assert any(line.startswith(f"FLAG     {RUN}/{where}: config ") for line in flags), flags
@@ -207,8 +218,8 @@ def test_parameter_outside_the_chain_is_not_flagged(tamper):
     cfg = yaml.safe_load(cfg_path.read_text())
     cfg["validation"]["n_samples"] = 7  # Figure 4 depends on it, Figure 2 does not
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    assert _audit_cli(tamper, f"{RUN}/figures/fig2.png").returncode == 0
-    proc = _audit_cli(tamper, f"{RUN}/figures/fig4.png")
+    assert _audit_cli(tamper, f"{RUN}/scaling/scaling/figures/scaling_panels.png").returncode == 0
+    proc = _audit_cli(tamper, f"{RUN}/validation/figures/nn_distances.png")
     assert proc.returncode == 1
     assert f"FLAG     {RUN}/validation/metrics.json: config validation.n_samples changed" in proc.stdout
 
@@ -226,26 +237,30 @@ def test_every_number_names_an_existing_artifact(smoke, monkeypatch):
         assert {"value", "unit", "artifact", "description"} <= set(entry), key
         assert entry["artifact"].startswith(f"{RUN}/") and (work / entry["artifact"]).is_file(), key
     archs = ("test_resnet", "test_vit")
-    expected = {"aleatoric_floor", "bayes_error", "bayes_accuracy", "mutual_information",
-                "normalized_mutual_information", "table1_gap_min", "table1_gap_max", "validation.fd_domain",
-                "validation.coverage", "validation.memorization_rate", "validation.stability_kl", "validation.bpd"}
-    expected |= {f"{k}.{a}" for a in archs for k in ("alpha", "epistemic_min_n", "epistemic_max_n", "table1_gap")}
+    world = {f"world.base.{k}" for k in ("aleatoric_floor", "bayes_error", "bayes_accuracy", "mutual_information",
+                                           "normalized_mutual_information")}
+    expected = world | {"scaling.bayes_gap_min", "scaling.bayes_gap_max", "validation.fd_domain",
+                        "validation.coverage", "validation.memorization_rate", "validation.stability_kl",
+                        "validation.bpd"}
+    expected |= {f"scaling.{k}.{a}" for a in archs for k in ("alpha", "epistemic_min_n", "epistemic_max_n", "bayes_gap")}
     assert expected <= set(numbers), expected - set(numbers)
     assert "validation.fid" not in numbers  # no Inception weights: the distance is an FD
-    for key in ("aleatoric_floor", "bayes_error", "mutual_information", "validation.stability_kl", "validation.bpd"):
+    for key in ("world.base.aleatoric_floor", "world.base.bayes_error", "world.base.mutual_information",
+                "validation.stability_kl", "validation.bpd"):
         assert numbers[key]["se"] > 0, key
-    assert numbers["aleatoric_floor"]["unit"] == "nats" and numbers["mutual_information"]["unit"] == "bits"
+    assert numbers["world.base.aleatoric_floor"]["unit"] == "nats"
+    assert numbers["world.base.mutual_information"]["unit"] == "bits"
     # the numbers agree with the artifacts they name, recomputed here from the classifier level
-    metrics = pd.read_csv(run / "analysis" / "scaling" / "metrics.csv")
+    metrics = pd.read_csv(run / "scaling" / "scaling" / "data" / "runs.csv")
     for arch in archs:
         sub = metrics[metrics["arch"] == arch]
         at_max = sub[sub["N"] == sub["N"].max()]
-        gap = 100 * (at_max["bayes_accuracy"].mean() - at_max["acc_source"].mean())
-        assert math.isclose(numbers[f"table1_gap.{arch}"]["value"], gap, rel_tol=1e-9), arch
-        leaf = json.loads((run / "classifiers" / "scaling" / arch / "N50" / "seed0" / "metrics.json").read_text())
-        assert math.isclose(numbers[f"epistemic_min_n.{arch}"]["value"], leaf["metrics"]["epistemic"]["mean"],
-                            rel_tol=1e-12)
-        assert numbers[f"epistemic_min_n.{arch}"]["se"] == leaf["metrics"]["epistemic"]["se"]
+        gap = 100 * (at_max["bayes_accuracy"].mean() - at_max["acc"].mean())
+        assert math.isclose(numbers[f"scaling.bayes_gap.{arch}"]["value"], gap, rel_tol=1e-9), arch
+        leaf = json.loads((run / "classifiers" / "scaling" / arch / "N50" / "seed0" / "metrics" / "base.json").read_text())
+        assert math.isclose(numbers[f"scaling.epistemic_min_n.{arch}"]["value"],
+                            leaf["metrics"]["epistemic"]["mean"], rel_tol=1e-12)
+        assert numbers[f"scaling.epistemic_min_n.{arch}"]["se"] == leaf["metrics"]["epistemic"]["se"]
     val = json.loads((run / "validation" / "metrics.json").read_text())
     assert numbers["validation.fd_domain"]["value"] == val["feature_spaces"]["domain"]["frechet_samples_train"]
     assert numbers["validation.stability_kl"]["value"] == val["posterior_stability"]["mean_kl"]
@@ -259,9 +274,14 @@ def test_numbers_tex_is_one_wellformed_macro_per_number(smoke):
     matches = [NEWCOMMAND.fullmatch(ln) for ln in lines]
     assert all(matches), [ln for ln, m in zip(lines, matches) if not m]
     names = [m.group(1) for m in matches]
-    assert len(names) == len(set(names)) == len(numbers)
-    by_name = {ex.tex_macro_name(k): v["value"] for k, v in numbers.items()}
+    paper = yaml.safe_load((work / RUN / "config.yaml").read_text())["paper"]
+    assert len(names) == len(set(names)) == len(numbers) + len(paper)
+    assert {tex_macro_name(pid, prefix="paper") for pid in paper} <= set(names)  # \paperFigTwo: its path
+    by_name = {tex_macro_name(k): v["value"] for k, v in numbers.items()}
     for m in matches:
+        if m.group(1).startswith("paper"):
+            assert (work / f"{m.group(2)}.csv").exists() or (work / f"{m.group(2)}.pdf").exists(), m.group(0)
+            continue
         value = by_name[m.group(1)]
         assert math.isclose(float(m.group(2)), value, rel_tol=5e-4, abs_tol=1e-300), m.group(0)
 
@@ -273,13 +293,13 @@ def test_report_builds_with_every_table_and_figure(smoke):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     html = (work / "report.html").read_text(encoding="utf-8")
     assert html.lstrip().lower().startswith("<!doctype html") and not (work / "report.zip").exists()
-    for name in ("fig2.png", "fig5.png", "fig4.png", "table1.csv", "table2.csv", "table3.csv", "table4.csv",
-                 "numbers.json"):
+    for name in ("scaling_panels.png", "epistemic_curves.png", "nn_distances.png", "samples_grid.png",
+                 "accuracy_vs_bayes.csv", "epistemic_vs_n.csv", "checks.csv", "summary.csv", "numbers.json"):
         assert name in html, name
-    for caption in ("Table 1: classifiers against the Bayes-optimal bound", "Table 2: epistemic error",
-                    "Figure 2: epistemic error follows a power law", "Figure 5: epistemic KL against N",
-                    "Table 3: oracle validation", "Table 4: oracle samples against real data",
-                    "Figure 4: oracle samples are not memorized", "In-text numbers"):
+    for caption in ("Classifiers approach the Bayes-optimal bound", "(paper Table 1)",
+                    "Epistemic error follows a power law", "(paper Figure 2)",
+                    "The oracle passes the validation checks", "(paper Table 3)",
+                    "Oracle samples are not memorized", "(paper Figure 4)", "In-text numbers"):
         assert caption in html, caption
     assert not re.search(r"""src=["']https?://""", html)  # self-contained
 
@@ -314,16 +334,24 @@ def test_config_keys_with_selectors():
 
 
 def test_rule_config_keys_resolve_in_the_smoke_config():
+    from oracle.workflow.provenance import config_subset
+
     cfg = yaml.safe_load(SMOKE.read_text())
-    cfg["classifiers"]["experiments"][0].setdefault("hard_label", "source")
-    keys = ex.classifier_config_keys(cfg, "scaling", "test_vit")
-    assert "classifiers.archs[test_vit].label" not in keys and "classifiers.archs[test_vit].input_size" in keys
-    for ks in (keys, ex.analysis_config_keys(cfg, "scaling", ["analysis.table1_size"]),
-               ex.experiment_config_keys(cfg, "scaling")):
+    cfg["worlds"]["hot"] = {"base_temperature": 1.5}
+    keys = rule_keys.classifier_keys(cfg, "scaling", "test_vit")
+    assert "classifiers.archs.test_vit.label" not in keys and "classifiers.archs.test_vit.input_size" in keys
+    assert "classifiers.training.lr" in keys and "classifiers.curve_size" in keys
+    cfg["experiments"]["scaling"]["training"] = {"lr": 0.5}
+    keys = rule_keys.classifier_keys(cfg, "scaling", "test_vit")
+    assert "experiments.scaling.training.lr" in keys and "classifiers.training.lr" not in keys
+    hot = rule_keys.samples_keys(cfg, "hot")
+    assert "worlds.hot.base_temperature" in hot and "worlds.base.label_temperature" in hot and "seed" in hot
+    for ks in (keys, hot, rule_keys.splits_keys(cfg, "base"), rule_keys.experiment_keys(cfg, "scaling")):
         config_subset(cfg, ks)  # every key exists
-    assert "splits.sizes" in ex.analysis_config_keys(cfg, "scaling")  # the experiment's default N
+    assert "experiments.scaling.seeds" in rule_keys.splits_keys(cfg, "base")
+    assert rule_keys.quoted("classifiers", "archs", "vit.b16", "label") == "classifiers.archs[vit.b16].label"
     with pytest.raises(ConfigError, match="no experiment named 'nope'"):
-        ex.classifier_config_keys(cfg, "nope", "test_vit")
+        rule_keys.classifier_keys(cfg, "nope", "test_vit")
 
 
 def _fake_job(tmp_path, **over):
@@ -347,8 +375,8 @@ def test_record_job_takes_everything_from_the_job(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     job = _fake_job(tmp_path)
     monkeypatch.setattr(sys, "argv", [str(tmp_path / ".snakemake" / "scripts" / "tmpab12cd34.make.py")])
-    assert ex.job_script(job) == tmp_path / "scripts" / "make.py"
-    [side] = ex.record_job(job, started=1.0, extra={"note": 1})
+    assert job_script(job) == tmp_path / "scripts" / "make.py"
+    [side] = record_job(job, started=1.0, extra={"note": 1})
     rec = json.loads(side.read_text())
     assert rec["rule"] == "make" and rec["seed"] == 3 and rec["wildcards"] == {"seed": "3"}
     assert rec["config"] == {"a": {"b": 1}, "seed": 0} and rec["config_keys"] == ["a.b", "seed"]
@@ -356,7 +384,7 @@ def test_record_job_takes_everything_from_the_job(tmp_path, monkeypatch):
     # the script lies outside this repository (tmp_path): only repository files are kept
     assert all(not f.endswith("make.py") for f in rec["code"]["files"])
     with pytest.raises(ConfigError, match="declares no params.config_keys"):
-        ex.record_job(_fake_job(tmp_path, params=SimpleNamespace()), started=None)
+        record_job(_fake_job(tmp_path, params=SimpleNamespace()), started=None)
 
 
 def test_raw_data_inputs_pick_the_files_read(tmp_path):
@@ -365,28 +393,29 @@ def test_raw_data_inputs_pick_the_files_read(tmp_path):
         (root / split / "cat").mkdir(parents=True)
         (root / split / "cat" / "a.png").write_bytes(b"png")
     (root / "unrelated").mkdir()
-    paths, ident = ex.raw_data_inputs({"kind": "image_folder", "root": str(root)})
+    paths, ident = raw_data_inputs({"kind": "image_folder", "root": str(root)})
     assert paths == [root / "train", root / "val"] and ident == {"kind": "image_folder", "root": str(root)}
     cifar = tmp_path / "torchvision"
     (cifar / "cifar-10-batches-py").mkdir(parents=True)
-    assert ex.raw_data_inputs({"kind": "cifar10", "root": str(cifar)})[0] == [cifar / "cifar-10-batches-py"]
+    assert raw_data_inputs({"kind": "cifar10", "root": str(cifar)})[0] == [cifar / "cifar-10-batches-py"]
     npz = tmp_path / "d.npz"
     npz.write_bytes(b"npz")
-    assert ex.raw_data_inputs({"kind": "npz", "root": str(npz)})[0] == [npz]
-    assert ex.raw_data_inputs({"kind": "svhn", "root": str(tmp_path / "none")})[0] == []
-    digits, ident = ex.raw_data_inputs({"kind": "digits"})
+    assert raw_data_inputs({"kind": "npz", "root": str(npz)})[0] == [npz]
+    assert raw_data_inputs({"kind": "svhn", "root": str(tmp_path / "none")})[0] == []
+    digits, ident = raw_data_inputs({"kind": "digits"})
     assert digits[0].name == "digits.csv.gz" and digits[0].is_file() and ident["scikit-learn"]
 
 
 def test_numbers_tex_names_and_collisions():
     nums = {"alpha.resnet_18": {"value": 0.0391234}, "n_max": {"value": 40000}, "x": {"value": None},
             "validation.stability_kl": {"value": 1.51e-9}}
-    tex = ex.numbers_tex(nums)
+    tex = numbers_tex(nums, {"fig2": "results/r/scaling/scaling/figures/scaling_panels"})
     got = dict(NEWCOMMAND.findall(tex))
     assert got == {"numAlphaResnetOneEight": "0.03912", "numNMax": "40000", "numX": "--",
-                   "numValidationStabilityKl": "1.51e-09"}
+                   "numValidationStabilityKl": "1.51e-09",
+                   "paperFigTwo": "results/r/scaling/scaling/figures/scaling_panels"}
     with pytest.raises(DataError, match="'alpha.resnet18' and 'alpha.resnet_18'"):
-        ex.numbers_tex({"alpha.resnet_18": {"value": 1.0}, "alpha.resnet18": {"value": 2.0}})
+        numbers_tex({"alpha.resnet_18": {"value": 1.0}, "alpha.resnet18": {"value": 2.0}})
 
 
 @pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
@@ -422,62 +451,34 @@ def test_torch_save_atomic_round_trip_and_no_partial_file(tmp_path):
     assert torch.load(tmp_path / "sub" / "a.pt", weights_only=True) == {"step": 1}  # old file intact
     assert os.listdir(tmp_path / "sub") == ["a.pt"]  # no temporary left behind
 
-def test_build_numbers_spreads_table1_gaps_and_closed_form():
-    import numpy as np
-
-    from oracle.reporting import table1
-
-    rng = np.random.default_rng(0)
-    log_p = np.log(rng.dirichlet(np.ones(2), size=400))
-    world = {"all": ex.world_constants(log_p, np.full(2, 0.5)), "test": ex.world_constants(log_p[:100], np.full(2, 0.5)),
-             "bayes_error_closed_form": {"value": 0.0668, "method": "closed_form"}}
-    rows = [{"arch": arch, "N": n, "seed": seed, "acc_source": 0.6 + 0.01 * seed + (0.1 if n == 100 else 0),
-             "acc_source_se": 0.02, "ece": 0.05, "epistemic": 0.3 / n ** 0.2 + 0.001 * seed, "epistemic_se": 0.004,
-             "bayes_accuracy": 0.8}
-            for arch in ("r18", "vit") for n in (10, 100) for seed in ((0, 1) if arch == "r18" else (0,))]
-    df = pd.DataFrame(rows)
-    archs = [{"name": "r18", "label": "ResNet-18"}, {"name": "vit", "label": "ViT"}]
-    t1 = table1(ex.select_runs(df, archs))
-    nums = ex.build_numbers(world, "w.json", df, "m.csv", pd.DataFrame(), "f.csv", archs,
-                            table1=t1, table1_path="t1.csv")
-    assert nums["bayes_error_closed_form"]["value"] == 0.0668
-    two = df[(df["arch"] == "r18") & (df["N"] == 100)]["acc_source"].to_numpy()
-    acc = nums["accuracy.r18"]
-    assert acc["se_over"] == "seeds" and acc["n_seeds"] == 2
-    assert math.isclose(acc["std"], np.std(two, ddof=1)) and math.isclose(acc["se"], np.std(two, ddof=1) / math.sqrt(2))
-    assert nums["accuracy.vit"]["se_over"] == "test set" and nums["accuracy.vit"]["se"] == 0.02
-    assert nums["accuracy.vit"]["std"] is None
-    # the gap is read from Table 1 under the architecture's name, not its label
-    assert math.isclose(nums["table1_gap.r18"]["value"], 100 * (0.8 - two.mean()), rel_tol=1e-12)
-    assert nums["table1_gap.r18"]["artifact"] == "t1.csv"
-    gaps = [nums["table1_gap.r18"]["value"], nums["table1_gap.vit"]["value"]]
-    assert nums["table1_gap_min"]["value"] == min(gaps) and nums["table1_gap_max"]["value"] == max(gaps)
-    assert nums["epistemic_min_n.vit"]["value"] == 0.3 / 10 ** 0.2 and nums["n_min"]["value"] == 10
-    assert "alpha.r18" not in nums  # no fits: no exponent rather than a made-up one
-    ex.numbers_tex(nums)  # every key has a distinct macro
-
-
 def test_validation_numbers_name_fid_only_in_inception_features():
+    from oracle.validation.report import validation_numbers
+
     spaces = {
-        "inception": {"feature_kind": "inception", "frechet_name": "FID", "frechet_samples_train": 28.44,
+        "inception": {"feature_kind": "inception-fid", "frechet_name": "FID", "frechet_samples_train": 28.44,
                       "feature_space": "Inception-v3 pool3 (2048-d)", "is_name": "IS",
                       "inception_score_samples": {"mean": 6.24, "std": 3.57}},
         "resnet": {"feature_kind": "resnet", "frechet_name": "FD (ResNet-50 features)", "frechet_samples_train": 3.1,
                    "feature_space": "ResNet-50 avgpool (2048-d)", "is_name": "IS-like score (ResNet-50)",
                    "inception_score_samples": {"mean": 2.0, "std": 0.1}},
     }
-    nums = ex.validation_numbers({"feature_spaces": spaces, "primary_space": "resnet",
-                                  "posterior_stability": {"mean_kl": 1.5e-9, "se": 1e-10, "n": 100, "noise_std": 1e-3}},
-                                 "v.json")
-    assert nums["validation.fid"]["value"] == 28.44 and "Inception" in nums["validation.fid"]["description"]
-    assert nums["validation.is"]["value"] == 6.24 and nums["validation.is"]["std"] == 3.57
-    assert nums["validation.fd_resnet"]["value"] == 3.1 and "validation.fid_resnet" not in nums
-    assert nums["validation.stability_kl"] == {
+    nums = validation_numbers({"feature_spaces": spaces, "primary_space": "resnet",
+                               "posterior_stability": {"mean_kl": 1.5e-9, "se": 1e-10, "n": 100, "noise_std": 1e-3}},
+                              "v.json")
+    assert nums["fid"]["value"] == 28.44 and "Inception" in nums["fid"]["description"]
+    assert nums["is"]["value"] == 6.24 and nums["is"]["std"] == 3.57
+    assert nums["fd_resnet"]["value"] == 3.1 and "fid_resnet" not in nums
+    assert nums["stability_kl"] == {
         "value": 1.5e-9, "unit": "nats", "artifact": "v.json", "se": 1e-10, "se_over": "samples",
-        "description": nums["validation.stability_kl"]["description"]}
-    only_domain = ex.validation_numbers({"feature_spaces": {"domain": {**spaces["resnet"], "feature_kind": "domain"}},
-                                         "primary_space": "domain"}, "v.json")
-    assert "validation.fid" not in only_domain and "validation.fd_domain" in only_domain
+        "description": nums["stability_kl"]["description"]}
+    only_domain = validation_numbers({"feature_spaces": {"domain": {**spaces["resnet"], "feature_kind": "domain"}},
+                                      "primary_space": "domain"}, "v.json")
+    assert "fid" not in only_domain and "fd_domain" in only_domain
+    # torchvision's Inception weights do not give the FID (the feature kind, not the space's name, decides)
+    tv = validation_numbers({"feature_spaces": {"inception": {**spaces["inception"],
+                                                              "feature_kind": "inception-torchvision"}},
+                             "primary_space": "inception"}, "v.json")
+    assert "fid" not in tv and tv["fd_inception"]["value"] == 28.44
 
 
 def test_code_check_names_the_changed_module(tmp_path):
@@ -485,7 +486,7 @@ def test_code_check_names_the_changed_module(tmp_path):
     from oracle.workflow.provenance import REPO_ROOT, code_files
 
     recorded = code_files()  # this process imported oracle.workflow.provenance from the repository
-    assert recorded["oracle/workflow/provenance.py"] == file_sha256(REPO_ROOT / "oracle" / "provenance.py")
+    assert recorded["oracle/workflow/provenance.py"] == file_sha256(REPO_ROOT / "oracle" / "workflow" / "provenance.py")
     assert all(not k.startswith(("/", ".venv/")) and "site-packages" not in k for k in recorded)
     (tmp_path / "oracle").mkdir()
     for name in ("a.py", "b.py", "c.py"):

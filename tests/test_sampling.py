@@ -16,8 +16,9 @@ from oracle.decomposition import bayes_error
 from oracle.errors import ShardError
 from oracle.flows import build_flow
 from oracle.posterior import log_posterior
-from oracle.sampling import batch_seed, write_sample_shard
-from oracle.io.shards import merge_shards, partial_path, read_shard, verify_shard
+from oracle.io.merge import merge_shards
+from oracle.io.shards import partial_path, read_shard, verify_shard
+from oracle.sampling import batch_seed, draw_labels, label_seed, write_sample_shard
 from oracle.worlds import FlowWorld, GaussianWorld
 
 
@@ -32,7 +33,7 @@ def test_shard_is_deterministic_and_indexed(tmp_path):
     write_sample_shard(world, tmp_path / "b.h5", 100, seed=5, shard=2, n_shards=4, batch_size=32, progress=False)
     write_sample_shard(world, tmp_path / "c.h5", 100, seed=5, shard=3, n_shards=4, batch_size=32, progress=False)
     ra, rb, rc = (read_shard(tmp_path / f"{s}.h5") for s in "abc")
-    for name in ("x", "source_class", "loglik", "index"):
+    for name in ("x", "source_class", "label", "loglik", "index"):
         np.testing.assert_array_equal(ra[name], rb[name])
     assert not np.array_equal(ra["x"], rc["x"])
     np.testing.assert_array_equal(ra["index"], np.arange(200, 300))  # shard * n + i
@@ -49,6 +50,65 @@ def test_shard_is_deterministic_and_indexed(tmp_path):
 def test_batch_seeds_differ():
     seeds = {batch_seed(s, sh, b) for s in range(3) for sh in range(3) for b in range(3)}
     assert len(seeds) == 27 and all(0 <= s < 2**63 for s in seeds)
+    assert not seeds & {label_seed(s, sh, b) for s in range(3) for sh in range(3) for b in range(3)}
+
+
+def test_draw_labels_follows_the_posterior():
+    """Chi-square goodness of fit of 40,000 draws from three fixed posteriors (scipy)."""
+    p = np.array([[0.7, 0.2, 0.1], [0.05, 0.05, 0.9], [1 / 3, 1 / 3, 1 / 3]])
+    n = 40000
+    labels = draw_labels(torch.log(torch.as_tensor(np.repeat(p, n, axis=0))), torch.Generator().manual_seed(0)).numpy()
+    assert labels.dtype == np.int64 and labels.min() >= 0 and labels.max() <= 2
+    for i in range(3):
+        counts = np.bincount(labels[i * n:(i + 1) * n], minlength=3)
+        assert stats.chisquare(counts, n * p[i]).pvalue > 1e-3, (i, counts)
+    # a class of probability 0 is never drawn, one of probability 1 always
+    certain = draw_labels(torch.log(torch.tensor([[0.0, 1.0, 0.0]] * 500, dtype=torch.float64)),
+                          torch.Generator().manual_seed(1))
+    assert bool((certain == 1).all())
+
+
+def test_labels_are_the_source_class_at_t1_and_a_posterior_draw_otherwise(tmp_path):
+    """DESIGN rule 8: at T = 1 the source class is a draw from p(y|x); at T != 1 the label is a
+    separate seeded draw from p_T(y|x), and the samples themselves do not depend on T."""
+    write_sample_shard(gaussian_world(), tmp_path / "t1.h5", 300, seed=2, shard=0, n_shards=1, progress=False)
+    write_sample_shard(gaussian_world(label_temperature=3.0), tmp_path / "t3.h5", 300, seed=2, shard=0,
+                       n_shards=1, progress=False)
+    t1, t3 = read_shard(tmp_path / "t1.h5"), read_shard(tmp_path / "t3.h5")
+    np.testing.assert_array_equal(t1["label"], t1["source_class"])
+    for name in ("x", "source_class", "loglik"):
+        np.testing.assert_array_equal(t1[name], t3[name])
+    assert not np.array_equal(t3["label"], t3["source_class"])
+    assert "p_T" in t3["attrs"]["label_rule"] and "source class" in t1["attrs"]["label_rule"]
+
+
+def test_tempered_world_labels_make_p_t_the_true_posterior(tmp_path):
+    """Two Gaussian classes at T = 3 (the issue's check of DESIGN rule 8): with labels drawn
+    from p_T, the optimal classifier q = p_T has zero epistemic error and no classifier's
+    accuracy on the stored labels beats the Bayes accuracy E[max p_T] by more than 3 SE. The
+    source class would not do: the best source-label classifier is q = p_1, whose epistemic
+    error against p_T is the spurious floor E[KL(p_T || p_1)] > 0, and whose accuracy on the
+    source classes exceeds E[max p_T] by far."""
+    from oracle.classifiers.evaluate import evaluate_predictions
+
+    world = gaussian_world(label_temperature=3.0)
+    write_sample_shard(world, tmp_path / "s.h5", 20000, seed=11, shard=0, n_shards=1, batch_size=4000,
+                       progress=False)
+    r = read_shard(tmp_path / "s.h5")
+    log_pt = log_posterior(r["loglik"], r["attrs"]["prior"], 3.0)
+    log_p1 = log_posterior(r["loglik"], r["attrs"]["prior"], 1.0)
+    optimal = evaluate_predictions(log_pt, log_pt, r["label"])
+    assert optimal["epistemic"]["mean"] == 0.0
+    bayes = optimal["bayes_accuracy"]["mean"]
+    rng = np.random.default_rng(0)
+    uniform = np.log(rng.dirichlet(np.ones(2), size=len(r["label"])))
+    always0 = np.log(np.tile([0.9, 0.1], (len(r["label"]), 1)))
+    for log_q in (log_pt, log_p1, uniform, always0):
+        m = evaluate_predictions(log_q, log_pt, r["label"])
+        assert m["acc"]["mean"] <= bayes + 3 * m["acc"]["se"], m["acc"]
+    source = evaluate_predictions(log_p1, log_pt, r["source_class"])
+    assert source["epistemic"]["mean"] > 0.1  # E[KL(p_T || p_1)]: a floor no classifier can remove
+    assert source["acc"]["mean"] > bayes + 10 * source["acc"]["se"]
 
 
 def test_loglik_is_exact_at_the_stored_float32_x(tmp_path):
@@ -144,7 +204,7 @@ def test_killed_shard_resumes_to_the_same_file(tmp_path):
     write_sample_shard(world, tmp_path / "ref.h5", 100, seed=4, shard=1, n_shards=2, batch_size=16,
                        progress=False)
     got, ref = read_shard(path), read_shard(tmp_path / "ref.h5")
-    for name in ("x", "source_class", "loglik", "index"):
+    for name in ("x", "source_class", "label", "loglik", "index"):
         np.testing.assert_array_equal(got[name], ref[name])
     assert summary["class_counts"] == np.bincount(ref["source_class"], minlength=2).tolist()
     assert not partial_path(path).exists()

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from oracle.errors import ShardError
-from oracle.io.shards import (REQUIRED_ATTRS, ShardWriter, merge_shards, open_samples, partial_path,
-                           read_shard, verify_shard)
+from oracle.io.merge import merge_shards
+from oracle.io.shards import (FORMAT_VERSION, REQUIRED_ATTRS, ShardWriter, open_samples, partial_path, read_shard,
+                              verify_shard)
 
 K = 4
 EVENT = (1, 4, 4)
@@ -32,7 +33,7 @@ def attrs(shard=0, **over):
 
 def rows(n, start=0, seed=0, k=K, event=EVENT):
     rng = np.random.default_rng(seed)
-    return (rng.normal(size=(n, *event)).astype(np.float32), rng.integers(0, k, n),
+    return (rng.normal(size=(n, *event)).astype(np.float32), rng.integers(0, k, n), rng.integers(0, k, n),
             rng.normal(size=(n, k)) - 50.0, np.arange(start, start + n, dtype=np.int64))
 
 
@@ -49,12 +50,12 @@ def test_round_trip(tmp_path):
     data = write_shard(path, 50)
     assert not partial_path(path).exists()
     got = read_shard(path)
-    for name, a in zip(("x", "source_class", "loglik", "index"), data):
+    for name, a in zip(("x", "source_class", "label", "loglik", "index"), data):
         np.testing.assert_array_equal(got[name], a)
     assert got["x"].dtype == np.float32 and got["loglik"].dtype == np.float64
-    assert got["source_class"].dtype == np.int64 and got["index"].dtype == np.int64
+    assert got["source_class"].dtype == got["label"].dtype == got["index"].dtype == np.int64
     a = got["attrs"]
-    assert a["complete"] is True and a["format_version"] == 1 and a["num_classes"] == K
+    assert a["complete"] is True and a["format_version"] == FORMAT_VERSION == 2 and a["num_classes"] == K
     for key in REQUIRED_ATTRS:
         assert key in a
     np.testing.assert_array_equal(a["prior"], [0.1, 0.2, 0.3, 0.4])
@@ -69,7 +70,7 @@ def test_vector_event_shape(tmp_path):
     path = tmp_path / "g.h5"
     x = np.ones((5, 3), np.float32)
     with ShardWriter(path, 2, (3,), attrs(prior=[0.5, 0.5])) as w:
-        w.write(x, np.zeros(5, int), np.zeros((5, 2)), np.arange(5))
+        w.write(x, np.zeros(5, int), np.zeros(5, int), np.zeros((5, 2)), np.arange(5))
     assert read_shard(path)["x"].shape == (5, 3)
 
 
@@ -80,7 +81,7 @@ def _peak_bytes_writing(path, n, batch=100):
         rng = np.random.default_rng(0)
         for i in range(0, n, batch):
             m = min(batch, n - i)
-            w.write(rng.normal(size=(m, 1, 8, 8)).astype(np.float32), np.zeros(m, np.int64),
+            w.write(rng.normal(size=(m, 1, 8, 8)).astype(np.float32), np.zeros(m, np.int64), np.zeros(m, np.int64),
                     np.zeros((m, K)), np.arange(i, i + m))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -116,7 +117,7 @@ KILL_SCRIPT = textwrap.dedent("""
              "base_temperature": 1.0, "seed": 0, "shard": 0, "n_shards": 1, "code_version": "t"}
     with ShardWriter(path, 4, (1, 4, 4), attrs) as w:
         for i in range(100):
-            w.write(np.zeros((10, 1, 4, 4), np.float32), np.zeros(10, int), np.zeros((10, 4)),
+            w.write(np.zeros((10, 1, 4, 4), np.float32), np.zeros(10, int), np.zeros(10, int), np.zeros((10, 4)),
                     np.arange(10 * i, 10 * i + 10))
             if i == 5:
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -143,7 +144,7 @@ def test_sigkill_mid_write_leaves_nothing_a_reader_accepts(tmp_path):
     a = attrs(prior=[0.25] * 4, oracle_sha256="x", seed=0, n_shards=1, code_version="t")
     with ShardWriter(path, 4, (1, 4, 4), a, resume=True) as w:
         assert w.resumed_rows == 60
-        w.write(np.zeros((5, 1, 4, 4), np.float32), np.zeros(5, int), np.zeros((5, 4)), np.arange(60, 65))
+        w.write(np.zeros((5, 1, 4, 4), np.float32), np.zeros(5, int), np.zeros(5, int), np.zeros((5, 4)), np.arange(60, 65))
     assert read_shard(path)["index"].tolist() == list(range(65))
 
 
@@ -165,14 +166,16 @@ def test_writer_validation(tmp_path):
         ShardWriter(path, K, EVENT, bad)
     with pytest.raises(ShardError, match=r"prior'\] has shape \(4,\); expected \(3,\)"):
         ShardWriter(path, 3, EVENT, attrs())
-    x, sc, ll, idx = rows(5)
+    x, sc, lab, ll, idx = rows(5)
     cases = [
-        ((x.astype(np.float64), sc, ll, idx), "x has dtype float64; expected float32"),
-        ((x[:, :, :2], sc, ll, idx), r"x has shape \(5, 1, 2, 4\)"),
-        ((x, sc[:4], ll, idx), r"source_class has shape \(4,\); expected \(5,\)"),
-        ((x, sc, ll[:, :3], idx), r"loglik has shape \(5, 3\); expected \(5, 4\)"),
-        ((x, sc, np.where(np.arange(4) == 2, np.nan, ll), idx), r"loglik\[0, 2\] = nan is not finite"),
-        ((x, sc + 4, ll, idx), r"source_class outside \[0, 4\)"),
+        ((x.astype(np.float64), sc, lab, ll, idx), "x has dtype float64; expected float32"),
+        ((x[:, :, :2], sc, lab, ll, idx), r"x has shape \(5, 1, 2, 4\)"),
+        ((x, sc[:4], lab, ll, idx), r"source_class has shape \(4,\); expected \(5,\)"),
+        ((x, sc, lab[:3], ll, idx), r"label has shape \(3,\); expected \(5,\)"),
+        ((x, sc, lab, ll[:, :3], idx), r"loglik has shape \(5, 3\); expected \(5, 4\)"),
+        ((x, sc, lab, np.where(np.arange(4) == 2, np.nan, ll), idx), r"loglik\[0, 2\] = nan is not finite"),
+        ((x, sc + 4, lab, ll, idx), r"source_class outside \[0, 4\)"),
+        ((x, sc, lab - 1 - lab.max(), ll, idx), r"label outside \[0, 4\)"),
     ]
     for args, match in cases:
         with pytest.raises(ShardError, match=match):
@@ -184,11 +187,11 @@ def test_writer_validation(tmp_path):
 @pytest.mark.parametrize("first,second", [([0, 1, 2], [3, 3, 4]), ([0, 1, 2], [2, 5, 6]), ([0, 2, 1], [5, 6, 7])])
 def test_repeated_or_decreasing_index_is_refused(tmp_path, first, second):
     path = tmp_path / "s.h5"
-    x, sc, ll, _ = rows(3)
+    x, sc, lab, ll, _ = rows(3)
     with pytest.raises(ShardError, match="index must be strictly increasing"):
         with ShardWriter(path, K, EVENT, attrs()) as w:
-            w.write(x, sc, ll, np.array(first))
-            w.write(x, sc, ll, np.array(second))
+            w.write(x, sc, lab, ll, np.array(first))
+            w.write(x, sc, lab, ll, np.array(second))
     assert not path.exists() and not partial_path(path).exists()
 
 
@@ -228,7 +231,7 @@ def test_merged_file_is_virtual_and_reads_like_the_concatenation(tmp_path):
     paths, datas = three_shards(tmp_path)
     out = merge_shards(paths, tmp_path / "all.h5")
     with open_samples(out) as f:
-        for j, name in enumerate(("x", "source_class", "loglik", "index")):
+        for j, name in enumerate(("x", "source_class", "label", "loglik", "index")):
             assert f[name].is_virtual
             want = np.concatenate([d[j] for d in datas])
             np.testing.assert_array_equal(f[name][()], want)
@@ -246,7 +249,7 @@ def test_merged_folder_can_be_moved(tmp_path):
     merge_shards(paths, tmp_path / "samples" / "all.h5")
     shutil.move(tmp_path / "samples", tmp_path / "moved")
     got = read_shard(tmp_path / "moved" / "all.h5")
-    np.testing.assert_array_equal(got["loglik"], np.concatenate([d[2] for d in datas]))
+    np.testing.assert_array_equal(got["loglik"], np.concatenate([d[3] for d in datas]))
 
 
 def test_merged_file_refuses_a_missing_or_incomplete_source(tmp_path):
@@ -276,9 +279,9 @@ def test_merge_refuses_disagreeing_attributes(tmp_path, key, value):
 def test_merge_refuses_other_class_count(tmp_path):
     paths, _ = three_shards(tmp_path)
     odd = tmp_path / "odd.h5"
-    x, sc, ll, idx = rows(5, start=500, k=3)
+    x, sc, lab, ll, idx = rows(5, start=500, k=3)
     with ShardWriter(odd, 3, EVENT, attrs(prior=[0.2, 0.3, 0.5])) as w:
-        w.write(x, sc, ll, idx)
+        w.write(x, sc, lab, ll, idx)
     with pytest.raises(ShardError, match="disagrees"):
         merge_shards([*paths, odd], tmp_path / "all.h5")
 
@@ -298,3 +301,13 @@ def test_merge_refuses_incomplete_shards(tmp_path):
     with pytest.raises(ShardError, match="incomplete"):
         merge_shards(paths, tmp_path / "all.h5")
     assert not (tmp_path / "all.h5").exists()
+
+
+def test_a_file_of_the_format_without_labels_is_refused_with_what_to_do(tmp_path):
+    path = tmp_path / "old.h5"
+    write_shard(path, 10)
+    with h5py.File(path, "r+") as f:
+        del f["label"]
+        f.attrs["format_version"] = 1
+    with pytest.raises(ShardError, match=r"sample format 1, which lacks \['label'\].*rerun the samples stage"):
+        open_samples(path)

@@ -34,6 +34,7 @@ import pytest
 import yaml
 
 from oracle.workflow import config as oc
+from oracle.workflow import resources as res
 
 REPO = Path(__file__).resolve().parents[1]
 CI = REPO / "scripts" / "ci"
@@ -82,9 +83,10 @@ def _profile_dry_run(configfile: Path, workdir: Path) -> str:
 
 
 def test_profile_bundles_classifiers(tmp_path: Path) -> None:
-    """The profile parses and bundles the smoke run's classifier jobs into ceil(n/K) groups."""
+    """The profile parses and bundles the smoke run's classifiers (a training job and its
+    prediction jobs each) into ceil(n/K) groups."""
     out = _profile_dry_run(SMOKE, tmp_path)
-    n_classifier = len(re.findall(r"^\s*rule classifier:", out, re.M))
+    n_classifier = len(re.findall(r"^\s*rule train_classifier:", out, re.M))
     n_groups = len(re.findall(r"Group job classifiers\b", out))
     k = _group_size("classifiers")
     assert n_classifier >= 2, "the smoke config should train several classifiers"
@@ -98,9 +100,10 @@ def test_every_preset_dry_runs_with_the_profile(preset: Path, tmp_path: Path) ->
     and its classifier jobs are bundled into group jobs."""
     out = _profile_dry_run(preset, tmp_path)
     cfg = yaml.safe_load(preset.read_text())
-    groups = [oc.classifier_group(cfg, job["N"]) for job in oc.classifier_jobs(cfg)]
-    n_small, n_large = groups.count(oc.CLASSIFIER_GROUP), groups.count(oc.LARGE_CLASSIFIER_GROUP)
-    assert len(re.findall(r"^\s*rule classifier:", out, re.M)) == n_small + n_large > 0
+    groups = [res.classifier_group(cfg, oc.training_spec(cfg, r["experiment"], r["cell"])["n"])
+              for r in oc.classifier_runs(cfg)]
+    n_small, n_large = groups.count(res.CLASSIFIER_GROUP), groups.count(res.LARGE_CLASSIFIER_GROUP)
+    assert len(re.findall(r"^\s*rule train_classifier:", out, re.M)) == n_small + n_large > 0
     # small-N jobs bundled K per SLURM job; large-N jobs (bundle_max_n) one SLURM job each
     assert len(re.findall(r"Group job classifiers\b", out)) == math.ceil(n_small / _group_size("classifiers"))
     assert len(re.findall(r"Group job classifiers_large\b", out)) == n_large
@@ -278,37 +281,40 @@ def test_smoke_through_slurm_equals_local_run(slurm_cluster: None, tmp_path: Pat
     ran_locally = set(re.findall(r"^\s*localrule (\w+):", slurm_log, re.M))
     all_rules = set(re.findall(r"^\s*localrule (\w+):", local_log, re.M))
     assert all_rules == set(submitted) | ran_locally, (all_rules, submitted, ran_locally)
-    assert "oracle_train" in submitted and "classifier" in submitted
+    assert "oracle_train" in submitted and "train_classifier" in submitted and "predict_classifier" in submitted
 
-    # -- classifier jobs were bundled: ceil(n / K) group submissions instead of n jobs
-    n_classifier = submitted.count("classifier")
+    # -- classifiers were bundled (training and prediction together): ceil(n / K) group
+    # submissions instead of one per job
+    n_classifier = submitted.count("train_classifier")
+    n_jobs = n_classifier + submitted.count("predict_classifier")
     groups = [j for j, top in jobs.items() if top.startswith("group_classifiers")]
     assert len(groups) == math.ceil(n_classifier / _group_size("classifiers")) < n_classifier
-    assert not any(top == "rule_classifier" for top in jobs.values())
-    for top in set(jobs.values()) - {"group_classifiers_classifier"}:
+    assert not any(top in ("rule_train_classifier", "rule_predict_classifier") for top in jobs.values())
+    for top in {t for t in jobs.values() if not t.startswith("group_classifiers")}:
         assert top.removeprefix("rule_") in submitted, top
 
     # -- the sbatch requests carry the config's resources (single jobs) and the group's sum
-    res = _smoke_config()["resources"]
+    resources = _smoke_config()["resources"]
     oracle = [j for j, top in jobs.items() if top == "rule_oracle_train"]
     assert len(oracle) == 1
     info = _scontrol(oracle[0])
-    assert _minutes(info["TimeLimit"]) == res["oracle"]["runtime"], info["TimeLimit"]
+    assert _minutes(info["TimeLimit"]) == resources["oracle"]["runtime"], info["TimeLimit"]
     assert info["MinMemoryNode"] == f"{res['oracle']['mem_mb']}M", info["MinMemoryNode"]
-    assert int(info["CPUs/Task"]) == res["oracle"]["cpus"], info["CPUs/Task"]
+    assert int(info["CPUs/Task"]) == resources["oracle"]["cpus"], info["CPUs/Task"]
     # members run one after another inside a group job: time adds up, memory and CPUs do not
     if len(groups) == 1:
         info = _scontrol(groups[0])
-        assert _minutes(info["TimeLimit"]) == n_classifier * res["classifiers"]["runtime"]
+        runtime = resources["classifiers"]["runtime"]
+        assert _minutes(info["TimeLimit"]) == n_classifier * runtime + (n_jobs - n_classifier) * min(runtime, 15)
         assert info["MinMemoryNode"] == f"{res['classifiers']['mem_mb']}M"
-        assert int(info["CPUs/Task"]) == res["classifiers"]["cpus"]
+        assert int(info["CPUs/Task"]) == resources["classifiers"]["cpus"]
 
     # -- identical numbers: every JSON (classifier metrics, numbers.json, ...) ...
     local_res = local_dir / "results" / _smoke_config()["run"]
     slurm_res = slurm_dir / "results" / _smoke_config()["run"]
     jsons = sorted(p.relative_to(local_res) for p in local_res.rglob("*.json")
                    if not p.name.endswith(".prov.json"))
-    assert any(p.name == "metrics.json" for p in jsons) and Path("numbers.json") in jsons
+    assert any(p.parent.name == "metrics" for p in jsons) and Path("numbers.json") in jsons
     for rel in jsons:
         a = dict(_numbers(json.loads((local_res / rel).read_text())))
         b = dict(_numbers(json.loads((slurm_res / rel).read_text())))
@@ -318,8 +324,8 @@ def test_smoke_through_slurm_equals_local_run(slurm_cluster: None, tmp_path: Pat
         assert not diff, f"{rel}: local vs SLURM differ at {diff}"
     # every HDF5 dataset: images, shard log-likelihoods, splits, classifier predictions
     h5s = sorted(p.relative_to(local_res) for p in local_res.rglob("*.h5"))
-    assert any(p.match("samples/shard-*.h5") for p in h5s)
-    assert any(p.name == "predictions.h5" for p in h5s)
+    assert any(p.match("samples/*/shard-*.h5") for p in h5s)
+    assert any(p.parent.name == "predictions" for p in h5s)
     for rel in h5s:
         with h5py.File(local_res / rel, "r") as fa, h5py.File(slurm_res / rel, "r") as fb:
             names: list[str] = []

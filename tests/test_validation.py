@@ -10,7 +10,7 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
-from oracle.validation.run import run as validation
+from oracle.validation import run as validation
 from oracle.errors import ConfigError
 from oracle.flows import build_flow
 from oracle.worlds import FlowWorld

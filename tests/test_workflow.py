@@ -68,7 +68,7 @@ def smoke_run(tmp_path_factory):
 def test_samples_are_complete_and_merged_virtually(smoke_run):
     cfg = smoke_config()
     n_total, n_shards = cfg["samples"]["n_total"], cfg["samples"]["n_shards"]
-    shards = sorted((smoke_run / "samples").glob("shard-*.h5"))
+    shards = sorted((smoke_run / "samples" / "base").glob("shard-*.h5"))
     assert [p.name for p in shards] == [f"shard-{i:04d}.h5" for i in range(n_shards)]
     rows = 0
     for p in shards:
@@ -77,37 +77,43 @@ def test_samples_are_complete_and_merged_virtually(smoke_run):
             rows += f["x"].shape[0]
             assert np.isfinite(f["loglik"][()]).all()
     assert rows == n_total
-    assert not list((smoke_run / "samples").glob(".*partial"))
-    with h5py.File(smoke_run / "samples" / "all.h5", "r") as f:
-        for name in ("x", "source_class", "loglik", "index"):
+    assert not list((smoke_run / "samples" / "base").glob(".*partial"))
+    with h5py.File(smoke_run / "samples" / "base" / "all.h5", "r") as f:
+        for name in ("x", "source_class", "label", "loglik", "index"):
             assert f[name].is_virtual, name
+        # T = 1: the world's label is the class each sample was drawn from (DESIGN rule 8)
+        np.testing.assert_array_equal(f["label"][()], f["source_class"][()])
         assert f["x"].shape[0] == n_total
         np.testing.assert_array_equal(np.sort(f["index"][()]), np.arange(n_total))
         assert f["loglik"].shape == (n_total, 10)
-    assert (smoke_run / "samples" / "all.h5").stat().st_size < 64 * 1024  # no copy of the data
+    assert (smoke_run / "samples" / "base" / "all.h5").stat().st_size < 64 * 1024  # no copy of the data
 
 
 def test_tables_are_sane(smoke_run):
     cfg = smoke_config()
-    t1 = pd.read_csv(smoke_run / "tables" / "table1.csv")
-    assert len(t1) == len(cfg["classifiers"]["archs"])
-    assert set(t1["Architecture"]) == {a["label"] for a in cfg["classifiers"]["archs"].values()}
-    assert (t1["N"] == max(cfg["splits"]["sizes"])).all()
+    exp = cfg["experiments"]["scaling"]
+    tables = smoke_run / "scaling" / "scaling" / "tables"
+    t1 = pd.read_csv(tables / "accuracy_vs_bayes.csv")
+    assert len(t1) == len(exp["archs"])
+    assert set(t1["Architecture"]) == {cfg["classifiers"]["archs"][a]["label"] for a in exp["archs"]}
+    assert (t1["N"] == max(exp["sizes"])).all()
     assert t1["Accuracy (%)"].between(0, 100).all()
     assert np.allclose(t1["Gap (%)"], t1["Bayes (%)"] - t1["Accuracy (%)"])
-    t2 = pd.read_csv(smoke_run / "tables" / "table2.csv")
-    assert list(t2["Dataset size N"]) == sorted(cfg["splits"]["sizes"])
+    t2 = pd.read_csv(tables / "epistemic_vs_n.csv")
+    assert list(t2["Dataset size N"]) == sorted(exp["sizes"])
     values = t2.drop(columns="Dataset size N").to_numpy(float)
     assert np.isfinite(values).all() and (values >= 0).all()
-    for stem in ("table1", "table2"):
+    for stem in ("accuracy_vs_bayes", "epistemic_vs_n"):
         for ext in ("md", "tex"):
-            assert (smoke_run / "tables" / f"{stem}.{ext}").stat().st_size > 100
+            assert (tables / f"{stem}.{ext}").stat().st_size > 100
+    # the paper's numbering reaches the captions (config `paper:`)
+    assert "(paper Table 1)" in (tables / "accuracy_vs_bayes.md").read_text()
 
 
 def test_figures_exist(smoke_run):
-    for stem in ("fig2", "fig5"):
-        pdf = (smoke_run / "figures" / f"{stem}.pdf").read_bytes()
-        png = (smoke_run / "figures" / f"{stem}.png").read_bytes()
+    for stem in ("scaling_panels", "epistemic_curves"):
+        pdf = (smoke_run / "scaling" / "scaling" / "figures" / f"{stem}.pdf").read_bytes()
+        png = (smoke_run / "scaling" / "scaling" / "figures" / f"{stem}.png").read_bytes()
         assert pdf.startswith(b"%PDF") and png.startswith(b"\x89PNG") and len(png) > 10_000
 
 
@@ -115,14 +121,15 @@ def test_numbers_match_an_independent_computation(smoke_run):
     numbers = json.loads((smoke_run / "numbers.json").read_text())
     for key in ("aleatoric_floor", "bayes_error", "bayes_accuracy", "mutual_information",
                 "normalized_mutual_information"):
-        assert key in numbers
+        assert f"world.base.{key}" in numbers
     for key, entry in numbers.items():
         assert {"value", "unit", "artifact", "description"} <= set(entry), key
         assert (smoke_run.parents[1] / entry["artifact"]).exists(), entry["artifact"]
-    archs = smoke_config()["classifiers"]["archs"]
-    assert {f"alpha.{a}" for a in archs} <= set(numbers)
+    archs = smoke_config()["experiments"]["scaling"]["archs"]
+    assert {f"scaling.alpha.{a}" for a in archs} <= set(numbers)
+    numbers = {k.removeprefix("world.base."): v for k, v in numbers.items()}
     # world constants from the raw log-likelihoods, by numpy: uniform prior, T = 1
-    with h5py.File(smoke_run / "samples" / "all.h5", "r") as f:
+    with h5py.File(smoke_run / "samples" / "base" / "all.h5", "r") as f:
         ll = f["loglik"][()]
     log_p = log_softmax(ll)
     p = np.exp(log_p)
@@ -134,25 +141,32 @@ def test_numbers_match_an_independent_computation(smoke_run):
     assert math.isclose(numbers["bayes_error"]["value"] + numbers["bayes_accuracy"]["value"], 1.0, rel_tol=1e-9)
     assert math.isclose(numbers["mutual_information"]["value"], math.log2(k) - h.mean() / math.log(2), rel_tol=1e-9)
     assert 0 <= numbers["normalized_mutual_information"]["value"] <= 1
-    assert "\\newcommand" in (smoke_run / "numbers.tex").read_text()
+    tex = (smoke_run / "numbers.tex").read_text()
+    assert "\\newcommand{\\numWorldBaseAleatoricFloor}" in tex
+    assert "\\newcommand{\\paperFigTwo}{results/smoke/scaling/scaling/figures/scaling_panels}" in tex
 
 
 def test_classifier_metrics_match_their_predictions(smoke_run):
     cfg = smoke_config()
-    with h5py.File(smoke_run / "samples" / "all.h5", "r") as f:
-        ll = f["loglik"][()]
-    df = pd.read_csv(smoke_run / "analysis" / "scaling" / "metrics.csv")
-    assert len(df) == len(cfg["classifiers"]["archs"]) * len(cfg["splits"]["sizes"]) * len(cfg["splits"]["seeds"])
+    exp = cfg["experiments"]["scaling"]
+    with h5py.File(smoke_run / "samples" / "base" / "all.h5", "r") as f:
+        ll, labels = f["loglik"][()], f["label"][()]
+    df = pd.read_csv(smoke_run / "scaling" / "scaling" / "data" / "runs.csv")
+    assert len(df) == len(exp["archs"]) * len(exp["sizes"]) * len(exp["seeds"])
     assert np.allclose(df["total"], df["aleatoric"] + df["epistemic"], rtol=1e-9)
     for _, row in df.iterrows():
         folder = smoke_run / "classifiers" / "scaling" / row["arch"] / f"N{row['N']}" / f"seed{row['seed']}"
-        with h5py.File(folder / "predictions.h5", "r") as f:
+        with h5py.File(folder / "predictions" / "base.h5", "r") as f:
             log_q, index = f["log_q"][()], f["index"][()]
         assert len(index) == cfg["splits"]["test_size"]
         log_p = log_softmax(ll[index])
         kl = (np.exp(log_p) * (log_p - log_q)).sum(axis=1).mean()
         assert math.isclose(row["epistemic"], kl, rel_tol=1e-9, abs_tol=1e-12)
+        assert math.isclose(row["acc"], (log_q.argmax(axis=1) == labels[index]).mean(), rel_tol=1e-12)
         assert not (folder / "train_state.pt").exists()
+        history = json.loads((folder / "history.json").read_text())["history"]
+        assert [h["epoch"] for h in history] == list(range(1, row["epochs"] + 1))
+        assert all(0 <= h["curve_acc"] <= 1 and h["curve_epistemic"] >= 0 for h in history)
 
 
 def test_every_artifact_has_provenance_log_and_benchmark(smoke_run):
@@ -164,15 +178,15 @@ def test_every_artifact_has_provenance_log_and_benchmark(smoke_run):
     assert not missing, missing
     assert (smoke_run / "logs" / "oracle_train.log").exists()
     assert (smoke_run / "benchmarks" / "oracle_train.tsv").exists()
-    record = json.loads((smoke_run / "tables" / "table2.csv.prov.json").read_text())
-    assert record["rule"] == "table2" and any(k.endswith("metrics.csv") for k in record["inputs"])
+    record = json.loads((smoke_run / "scaling" / "scaling" / "tables" / "epistemic_vs_n.csv.prov.json").read_text())
+    assert record["rule"] == "experiment_table" and any(k.endswith("data/runs.csv") for k in record["inputs"])
 
 
 def test_effective_config_is_the_run_config(smoke_run):
     effective = yaml.safe_load((smoke_run / "config.yaml").read_text())
     expected = smoke_config()
-    for e in expected["classifiers"]["experiments"]:  # schema defaults are filled in
-        e.setdefault("hard_label", "source")
+    for e in expected["experiments"].values():  # schema defaults are filled in
+        e.setdefault("hard_label", "label")
     assert effective == expected
 
 
@@ -183,7 +197,7 @@ def test_rerun_is_a_no_op(smoke_run):
 
 def test_second_run_is_bit_identical(smoke_run, tmp_path):
     """Flow training, sampling, splits and classifier training are deterministic on CPU."""
-    rel = "classifiers/scaling/test_resnet/N50/seed0/predictions.h5"
+    rel = "classifiers/scaling/test_resnet/N50/seed0/predictions/base.h5"
     proc = snakemake(tmp_path, f"results/smoke/{rel}", "--configfile", str(SMOKE))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     again = tmp_path / "results" / "smoke"
@@ -193,13 +207,13 @@ def test_second_run_is_bit_identical(smoke_run, tmp_path):
     a = torch.load(smoke_run / "oracle" / "flow.pt", weights_only=True)["state_dict"]
     b = torch.load(again / "oracle" / "flow.pt", weights_only=True)["state_dict"]
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    for name in ("samples/shard-0000.h5", "samples/shard-0001.h5"):
+    for name in ("samples/base/shard-0000.h5", "samples/base/shard-0001.h5"):
         with h5py.File(smoke_run / name, "r") as f, h5py.File(again / name, "r") as g:
-            for ds in ("x", "source_class", "loglik", "index"):
+            for ds in ("x", "source_class", "label", "loglik", "index"):
                 np.testing.assert_array_equal(f[ds][()], g[ds][()])
-    with h5py.File(smoke_run / "splits" / "splits.h5", "r") as f, h5py.File(again / "splits" / "splits.h5", "r") as g:
+    with h5py.File(smoke_run / "splits" / "base.h5", "r") as f, h5py.File(again / "splits" / "base.h5", "r") as g:
         np.testing.assert_array_equal(f["test"][()], g["test"][()])
-        np.testing.assert_array_equal(f["train/seed0/N200"][()], g["train/seed0/N200"][()])
+        np.testing.assert_array_equal(f["order/seed0"][()], g["order/seed0"][()])
     with h5py.File(smoke_run / rel, "r") as f, h5py.File(again / rel, "r") as g:
         np.testing.assert_array_equal(f["log_q"][()], g["log_q"][()])
 
@@ -223,11 +237,11 @@ def test_missing_data_root_names_the_path(tmp_path):
 
 
 def test_size_beyond_the_pool_names_n(tmp_path):
-    cfg = smoke_config(run="big", **{"splits.sizes": [50, 400]})  # pool = 500 - 200 = 300
+    cfg = smoke_config(run="big", **{"experiments.scaling.sizes": [50, 400]})  # pool = 500 - 200 = 300
     proc = snakemake(tmp_path, "--configfile", str(write_config(tmp_path / "c.yaml", cfg)))
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
-    assert "N=400" in out and "splits.sizes" in out
+    assert "N=400" in out and "experiments.scaling.sizes" in out
     assert not (tmp_path / "results").exists()
 
 

@@ -282,7 +282,7 @@ def code_version(path: str | os.PathLike | None = None) -> dict:
     return dict(info)
 
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # Folders under the repository whose Python files are not the project's code.
 _NOT_CODE = {".venv", "venv", ".snakemake", "site-packages", "__pycache__", ".git", "results"}
 

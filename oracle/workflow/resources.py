@@ -67,6 +67,17 @@ def classifier_runtime(config: Mapping, n: int, n_max: int) -> int:
     return max(math.ceil(runtime * n / n_max), min(runtime, 10))
 
 
+#: Minutes a prediction job asks for at most: it scores one test set (thousands of rows) with a
+#: trained model, a small fraction of a training job's time, and inside a SLURM bundle every
+#: member's limit adds up.
+PREDICTION_RUNTIME = 15
+
+
+def prediction_runtime(config: Mapping) -> int:
+    """Minutes a prediction job asks for: the classifiers' runtime, capped at PREDICTION_RUNTIME."""
+    return min(int(config["resources"]["classifiers"]["runtime"]), PREDICTION_RUNTIME)
+
+
 def gpus_from_resources(resources: Mapping) -> tuple[int, int]:
     """(GPUs in total, nodes) of a job from its Snakemake resources (see `rule_resources`)."""
     nodes = int(resources.get("nodes", 1) or 1)

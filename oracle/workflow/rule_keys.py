@@ -70,10 +70,10 @@ def classifier_keys(config: Mapping, experiment: str, arch: str) -> list[str]:
     """One classifier: its experiment's world and labels, its training hyperparameters (the
     experiment's overrides, else classifiers.training), its architecture, and curve_size
     (the training history scores that many test rows each epoch)."""
+    spec = experiment_spec(config, experiment)
     entry = config["experiments"][experiment]
     keys = [quoted("experiments", experiment, k) for k in ("world", "labels", "hard_label") if k in entry]
     overrides = entry.get("training") or {}
-    spec = experiment_spec(config, experiment)
     for k in spec["training"]:
         keys.append(quoted("experiments", experiment, "training", k) if k in overrides
                     else quoted("classifiers", "training", k))

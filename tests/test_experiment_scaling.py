@@ -1,0 +1,208 @@
+"""oracle.experiments.scaling: collected runs, power-law fits, its tables, figures and numbers,
+each against the aggregates computed here by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from oracle.classifiers.evaluate import read_metrics_frame
+from oracle.errors import ConfigError, DataError
+from oracle.experiments import scaling
+
+ALPHAS = {"resnet18": [0.04, 0.05, 0.06], "vit_base_patch16_224": [0.02, 0.03, 0.04],
+          "mobilenetv3_large_100": [0.12, 0.14, 0.15]}
+LABELS = {"resnet18": "ResNet-18", "vit_base_patch16_224": "ViT-Base", "mobilenetv3_large_100": "MobileNet"}
+NS = [100, 1000, 5000, 10000]
+
+
+def log_softmax_np(a: np.ndarray) -> np.ndarray:
+    m = a.max(axis=1, keepdims=True)
+    return a - m - np.log(np.exp(a - m).sum(axis=1, keepdims=True))
+
+
+def spec(**changes) -> dict:
+    out = {"kind": "scaling", "world": "base", "archs": list(ALPHAS), "sizes": NS, "seeds": [0, 1, 2],
+           "labels": "hard", "hard_label": "label", "table_size": None, "table_archs": None, "table_sizes": None,
+           "arch_labels": dict(LABELS)}
+    out.update(changes)
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """Three archs x 4 N x 3 seeds; epistemic = 0.4 N^-alpha exactly, alpha differs per seed."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for arch, alphas in ALPHAS.items():
+        for seed, alpha in enumerate(alphas):
+            for n in NS:
+                epi = 0.4 * n**-alpha
+                rows.append({
+                    "experiment": "scaling", "arch": arch, "cell": f"N{n}", "N": n, "seed": seed, "evalset": "base",
+                    "labels": "hard", "hard_label": "label", "n": 500,
+                    "acc": 0.96 + 0.005 * np.log10(n) + rng.normal(0, 0.002), "acc_se": 0.004,
+                    "acc_posterior": 0.97, "aleatoric": 0.012, "aleatoric_se": 0.001,
+                    "epistemic": epi, "epistemic_se": 0.1 * epi, "total": 0.012 + epi, "total_se": 0.1 * epi,
+                    "ece": 0.02, "nll": 0.02 + epi, "bayes_accuracy": 0.9977, "bayes_accuracy_se": 0.001,
+                })
+    df = pd.DataFrame(rows)
+    return {"runs": df, "fits": scaling.power_law_fits(df)}
+
+
+def _write_metrics(root, arch, n, seed, epistemic):
+    from oracle.classifiers.evaluate import evaluate_predictions
+
+    rng = np.random.default_rng(n + seed)
+    m = evaluate_predictions(log_softmax_np(rng.normal(size=(50, 3))), log_softmax_np(rng.normal(size=(50, 3))),
+                             rng.integers(0, 3, 50))
+    m["epistemic"] = {"mean": epistemic, "se": 0.01}
+    path = root / f"{arch}-N{n}-s{seed}.json"
+    path.write_text(json.dumps({"experiment": "scaling", "arch": arch, "cell": f"N{n}", "N": n, "seed": seed,
+                                "evalset": "base", "labels": "hard", "hard_label": "label", "metrics": m,
+                                "epochs": 3, "train_seconds": 1.0}))
+    return path
+
+
+def test_collect_reads_every_metrics_file_and_fits_each_seed(tmp_path):
+    alphas = {"a": [0.30, 0.32, 0.34], "b": [0.10, 0.10, 0.13]}
+    paths = [_write_metrics(tmp_path, arch, n, seed, 2.0 * n ** -alpha)
+             for arch, per_seed in alphas.items() for seed, alpha in enumerate(per_seed) for n in (10, 100, 1000, 10000)]
+    data = scaling.collect(spec(archs=list(alphas)), {"metrics": paths})
+    df, fits = data["runs"], data["fits"]
+    assert len(df) == 24 and list(df["N"][:4]) == [10, 10, 10, 100]  # sorted by arch, N, seed
+    assert {"experiment", "arch", "cell", "N", "seed", "evalset", "epistemic", "epistemic_se", "acc", "ece",
+            "source"} <= set(df.columns)
+    per_seed = fits[fits["kind"] == "seed"].set_index(["arch", "seed"])
+    for arch, values in alphas.items():
+        for seed, alpha in enumerate(values):
+            assert math.isclose(per_seed.loc[(arch, seed), "alpha"], alpha, rel_tol=1e-9)
+        row = fits[(fits["kind"] == "arch") & (fits["arch"] == arch)].iloc[0]
+        assert math.isclose(row["alpha"], np.mean(values), rel_tol=1e-9)
+        assert math.isclose(row["alpha_std"], np.std(values, ddof=1), rel_tol=1e-6)
+
+
+def test_metrics_file_without_its_identity_is_refused(tmp_path):
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps({"arch": "a"}))
+    with pytest.raises(DataError, match="lacks key"):
+        read_metrics_frame([p])
+
+
+def test_power_law_fits_of_a_single_n_is_a_note(runs):
+    fits = scaling.power_law_fits(runs["runs"][runs["runs"]["N"] == 100])
+    assert set(fits["kind"]) == {"arch"} and (fits["note"] == "fewer than two N").all()
+
+
+def test_select_runs_relabels_and_filters(runs):
+    df = runs["runs"]
+    sub = scaling.select_runs(df, {"resnet18": "Alpha", "vit_base_patch16_224": "Beta"}, [100, 5000])
+    assert set(sub["arch"]) == {"Alpha", "Beta"} and set(sub["N"]) == {100, 5000}
+    with pytest.raises(ConfigError, match="'Same'"):
+        scaling.select_runs(df, {"resnet18": "Same", "vit_base_patch16_224": "Same"})
+    with pytest.raises(DataError):
+        scaling.select_runs(df, {"resnet18": "Alpha"}, [7])
+
+
+def test_accuracy_vs_bayes_equals_aggregates(runs):
+    t, fmt = scaling.table("accuracy_vs_bayes", runs, spec())
+    assert fmt == ".2f"
+    assert list(t.columns) == ["Architecture", "N", "Seeds", "Accuracy (%)", "Accuracy std (%)", "Error (%)",
+                               "Bayes (%)", "Gap (%)"]
+    assert t["Accuracy (%)"].is_monotonic_decreasing
+    df = runs["runs"]
+    for arch in ALPHAS:
+        at = df[(df.arch == arch) & (df.N == max(NS))]
+        row = t[t.Architecture == LABELS[arch]].iloc[0]
+        acc = 100 * at["acc"].to_numpy().mean()
+        assert row["N"] == max(NS) and row["Seeds"] == 3
+        assert row["Accuracy (%)"] == pytest.approx(acc, abs=1e-10)
+        assert row["Accuracy std (%)"] == pytest.approx(100 * np.std(at["acc"], ddof=1), abs=1e-10)
+        assert row["Error (%)"] == pytest.approx(100 - acc, abs=1e-10)
+        assert row["Gap (%)"] == pytest.approx(99.77 - acc, abs=1e-10)
+    at_size, _ = scaling.table("accuracy_vs_bayes", runs, spec(table_size=1000))
+    assert set(at_size["N"]) == {1000}
+
+
+def test_epistemic_vs_n_equals_seed_means(runs):
+    t, _ = scaling.table("epistemic_vs_n", runs, spec())
+    assert t["Dataset size N"].tolist() == NS
+    for arch, alphas in ALPHAS.items():
+        np.testing.assert_allclose(t[LABELS[arch]], [np.mean([0.4 * n**-a for a in alphas]) for n in NS], rtol=1e-12)
+    sub, _ = scaling.table("epistemic_vs_n", runs, spec(table_archs=["resnet18"], table_sizes=[100, 10000]))
+    assert list(sub.columns) == ["Dataset size N", "ResNet-18"] and sub["Dataset size N"].tolist() == [100, 10000]
+    with_std = scaling.epistemic_vs_n(runs["runs"], with_std=True)
+    np.testing.assert_allclose(with_std["resnet18 std"], [np.std([0.4 * n**-a for a in ALPHAS["resnet18"]], ddof=1)
+                                                          for n in NS], rtol=1e-10)
+
+
+def test_tables_refuse_mixed_label_modes_and_missing_columns(runs):
+    df = runs["runs"]
+    with pytest.raises(DataError, match="label modes"):
+        scaling.accuracy_vs_bayes(pd.concat([df, df.assign(labels="soft")]))
+    with pytest.raises(DataError, match="bayes_accuracy"):
+        scaling.accuracy_vs_bayes(df.drop(columns="bayes_accuracy"))
+    with pytest.raises(DataError, match="no table"):
+        scaling.table("table9", runs, spec())
+
+
+def _check_image_pair(paths):
+    assert set(paths) == {"pdf", "png"}
+    assert paths["pdf"].read_bytes()[:5] == b"%PDF-"
+    with Image.open(paths["png"]) as im:
+        im.verify()
+    with Image.open(paths["png"]) as im:
+        assert im.size[0] > 300 and im.size[1] > 200
+
+
+def test_figures_write_pdf_and_png_and_rerun_identically(runs, tmp_path):
+    _check_image_pair(scaling.figure("scaling_panels", runs, spec(), tmp_path / "panels"))
+    _check_image_pair(scaling.figure("epistemic_curves", runs, spec(), tmp_path / "curves"))
+    first = (tmp_path / "panels.pdf").read_bytes()
+    scaling.figure("scaling_panels", runs, spec(), tmp_path / "panels")
+    assert (tmp_path / "panels.pdf").read_bytes() == first  # no timestamps: reruns are identical
+
+
+def test_figures_with_a_single_seed(runs, tmp_path):
+    one = runs["runs"][runs["runs"].seed == 0]
+    _check_image_pair(scaling.epistemic_curves(one[one.arch == "resnet18"], tmp_path / "one"))
+    _check_image_pair(scaling.scaling_panels(one, tmp_path / "panels_one"))
+
+
+def test_numbers_spread_over_seeds_and_bayes_gaps():
+    rows = [{"arch": arch, "N": n, "seed": seed, "labels": "hard", "acc": 0.6 + 0.01 * seed + (0.1 if n == 100 else 0),
+             "acc_se": 0.02, "ece": 0.05, "epistemic": 0.3 / n ** 0.2 + 0.001 * seed, "epistemic_se": 0.004,
+             "bayes_accuracy": 0.8, "bayes_accuracy_se": 0.01, "n": 400}
+            for arch in ("r18", "vit") for n in (10, 100) for seed in ((0, 1) if arch == "r18" else (0,))]
+    data = {"runs": pd.DataFrame(rows), "fits": pd.DataFrame()}
+    s = spec(archs=["r18", "vit"], sizes=[10, 100], arch_labels={"r18": "ResNet-18", "vit": "ViT"})
+    nums = scaling.numbers(data, s, {"runs": "runs.csv", "fits": "fits.csv"})
+    two = data["runs"][(data["runs"]["arch"] == "r18") & (data["runs"]["N"] == 100)]["acc"].to_numpy()
+    acc = nums["accuracy.r18"]
+    assert acc["se_over"] == "seeds" and acc["n_seeds"] == 2 and acc["artifact"] == "runs.csv"
+    assert math.isclose(acc["std"], np.std(two, ddof=1)) and math.isclose(acc["se"], np.std(two, ddof=1) / math.sqrt(2))
+    assert nums["accuracy.vit"]["se_over"] == "test set" and nums["accuracy.vit"]["se"] == 0.02
+    assert nums["accuracy.vit"]["std"] is None
+    # the gap of the accuracy_vs_bayes table, under the architecture's name, not its label
+    assert math.isclose(nums["bayes_gap.r18"]["value"], 100 * (0.8 - two.mean()), rel_tol=1e-12)
+    gaps = [nums["bayes_gap.r18"]["value"], nums["bayes_gap.vit"]["value"]]
+    assert nums["bayes_gap_min"]["value"] == min(gaps) and nums["bayes_gap_max"]["value"] == max(gaps)
+    assert nums["epistemic_min_n.vit"]["value"] == 0.3 / 10 ** 0.2 and nums["n_min"]["value"] == 10
+    assert nums["test_size"]["value"] == 400 and nums["test_bayes_accuracy"]["value"] == 0.8
+    assert "alpha.r18" not in nums  # no fits: no exponent rather than a made-up one
+    for entry in nums.values():
+        assert {"value", "unit", "artifact", "description"} <= set(entry)
+
+
+def test_numbers_recover_the_exponents(runs):
+    nums = scaling.numbers(runs, spec(), {"runs": "runs.csv", "fits": "fits.csv"})
+    for arch, alphas in ALPHAS.items():
+        assert math.isclose(nums[f"alpha.{arch}"]["value"], np.mean(alphas), rel_tol=1e-9)
+        assert nums[f"alpha.{arch}"]["artifact"] == "fits.csv"
+        assert math.isclose(nums[f"epistemic_reduction.{arch}"]["value"], (100 / 10000) ** -np.mean(alphas),
+                            rel_tol=0.05)
