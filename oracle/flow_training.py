@@ -18,8 +18,9 @@ import dataclasses
 import json
 import math
 import os
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from oracle.devices import autocast, pick_device
 from oracle.io.atomic import atomic_output, torch_save_atomic
 from oracle.errors import ConfigError, DataError
 from oracle.flows import PerClassFlows, TarFlow
+from oracle.io.resume import array_sha256, canonical_key, load_resume_state, source_sha256
 
 __all__ = ["FlowTrainConfig", "train_flow", "lr_factor", "batch_indices", "CHECKPOINT_NAME"]
 
@@ -244,13 +246,6 @@ def _append_log(log_path: Path, record: dict) -> None:
         f.flush()
 
 
-def _dataset_fingerprint(images: Tensor, labels: Tensor | None) -> dict:
-    fp = {"shape": list(images.shape)}
-    if labels is not None:
-        fp["label_counts"] = torch.bincount(labels.cpu()).tolist()
-    return fp
-
-
 # --------------------------------------------------------------------------------------------
 # Training
 # --------------------------------------------------------------------------------------------
@@ -288,6 +283,7 @@ def train_flow(
     device: str | torch.device = "cpu",
     log_path: str | os.PathLike | None = None,
     on_step: Callable[[dict], None] | None = None,
+    resume_key: Mapping[str, Any] | None = None,
 ) -> TarFlow | PerClassFlows:
     """Train `model` by maximum likelihood on dequantized `images`; resume from
     `checkpoint_dir/last.pt` when it exists.
@@ -307,6 +303,12 @@ def train_flow(
             wall_s[, class]}.
         on_step: called after every optimizer step with {"step", "class"} (progress hooks;
             tests raise from it to simulate a kill).
+        resume_key: what else determines the result (e.g. the flow's spec, which fixes
+            settings such as head_dim that leave every weight shape unchanged). `last.pt` is
+            resumed only when it was written for the same key, training config (without
+            checkpoint_every/log_every), sha256 of the training data and source of the model
+            and training code (`oracle.io.resume`); otherwise it is discarded with one line in
+            the log and training starts over.
 
     Returns: the model (EMA weights when cfg.ema_decay is set), in eval mode on `device`.
     """
@@ -317,6 +319,11 @@ def train_flow(
         raise ConfigError(f"flow training config: batch_size={cfg.batch_size} is not divisible by "
                           f"the world size {dist.world}")
     images, labels = _check_data(model, images, labels)
+    config = {k: v for k, v in cfg.as_dict().items() if k not in _RESUME_FREE}
+    # the code that defines the model: every oracle module with a class of it, and this one
+    code = source_sha256(*{type(m) for m in model.modules() if type(m).__module__.startswith("oracle.")},
+                         sys.modules[__name__])
+    key = {**dict(resume_key or {}), "config": config, "code": code}
     ckpt_dir = Path(checkpoint_dir)
     log = Path(log_path) if log_path is not None else None
     if isinstance(model, PerClassFlows):
@@ -327,11 +334,11 @@ def train_flow(
         for k, flow in enumerate(model.flows):
             rows = (labels == k).nonzero().flatten()
             _train_single(flow, images[rows], None, cfg, ckpt_dir / f"class{k:04d}", device, log,
-                          k, on_step, dist)
+                          k, on_step, dist, {**key, "class": k})
         return model.eval()
     if not isinstance(model, TarFlow):
         raise ConfigError(f"train_flow needs a TarFlow or PerClassFlows, got {type(model).__name__}")
-    _train_single(model, images, labels, cfg, ckpt_dir, device, log, None, on_step, dist)
+    _train_single(model, images, labels, cfg, ckpt_dir, device, log, None, on_step, dist, key)
     return model.eval()
 
 
@@ -346,6 +353,7 @@ def _train_single(
     class_index: int | None,
     on_step: Callable[[dict], None] | None,
     dist: _Dist,
+    key: Mapping[str, Any],
 ) -> None:
     model.to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=tuple(cfg.betas),
@@ -354,22 +362,17 @@ def _train_single(
     ema: dict[str, Tensor] | None = None
     if cfg.ema_decay is not None:
         ema = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    fingerprint = _dataset_fingerprint(images, labels)
+    key = canonical_key({**key, "data": array_sha256(images, labels), "format": _CKPT_FORMAT})
     ckpt_path = ckpt_dir / CHECKPOINT_NAME
     start, wall_before = 0, 0.0
-
-    if ckpt_path.exists():
-        state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
-        if state.get("format") != _CKPT_FORMAT:
-            raise DataError(f"{ckpt_path} is not a flow training checkpoint")
-        old, new = state["config"], cfg.as_dict()
-        for key in sorted(set(old) | set(new)):
-            if key not in _RESUME_FREE and old.get(key) != new.get(key):
-                raise ConfigError(f"cannot resume {ckpt_path}: config key {key!r} was {old.get(key)!r}, "
-                                  f"now {new.get(key)!r} (delete the checkpoint to start over)")
-        if state["data"] != fingerprint:
-            raise DataError(f"cannot resume {ckpt_path}: training data changed "
-                            f"(was {state['data']}, now {fingerprint})")
+    # rank 0 decides (and deletes a stale or damaged state); the other ranks follow
+    state = load_resume_state(ckpt_path, key, "flow training", discard=ckpt_dir) if dist.rank == 0 else None
+    if dist.active:
+        resumed = [state is not None]
+        torch.distributed.broadcast_object_list(resumed, src=0)
+        if resumed[0] and dist.rank != 0:
+            state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+    if state is not None:
         model.load_state_dict(state["model"], strict=True)
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -399,8 +402,8 @@ def _train_single(
     def checkpoint(step: int) -> None:
         if dist.rank == 0:
             torch_save_atomic({
-                "format": _CKPT_FORMAT, "step": step, "class": class_index, "config": cfg.as_dict(),
-                "data": fingerprint, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "format": _CKPT_FORMAT, "step": step, "class": class_index, "resume_key": key,
+                "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(), "ema": ema,
                 "rng": {"torch": torch.get_rng_state(),
                         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},

@@ -473,3 +473,20 @@ def test_classifier_bundling_and_runtime_scale_with_n():
     assert res.classifier_runtime(cfg, n_max, n_max) == 480
     r["bundle_max_n"] = None
     assert {res.classifier_group(cfg, n) for n in sizes} == {res.CLASSIFIER_GROUP}
+
+
+def test_check_cli_names_file_line_and_key(tmp_path, capsys):
+    """`python -m oracle.workflow.config FILE` checks a config as the workflow would; a YAML
+    error names the file, line and column (Snakemake's own message names neither)."""
+    bad_yaml = tmp_path / "bad.yaml"
+    bad_yaml.write_text("run: x\nseed: [0\n")
+    bad_key = tmp_path / "key.yaml"
+    cfg = load(DEFAULT)
+    cfg["experiments"]["scaling"]["sizes"] = [50, 999999]
+    bad_key.write_text(yaml.safe_dump(cfg))
+    assert oc.main([str(DEFAULT), str(bad_yaml), str(bad_key), str(tmp_path / "missing.yaml")]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{DEFAULT}: ok")
+    assert f"'{bad_yaml}' is not valid YAML at line 3, column 1" in out[1]
+    assert "'experiments.scaling.sizes': N=999999" in out[2]
+    assert "does not exist" in out[3] and len(out) == 4

@@ -148,14 +148,22 @@ def test_sigkill_mid_write_leaves_nothing_a_reader_accepts(tmp_path):
     assert read_shard(path)["index"].tolist() == list(range(65))
 
 
-def test_resume_refuses_a_partial_with_other_attributes(tmp_path):
+def test_resume_refuses_a_partial_with_other_attributes(tmp_path, capsys):
+    """A partial shard of another world, seed or code version is discarded (one line says so)
+    and the shard is written from scratch: it equals a fresh one."""
     path = tmp_path / "s.h5"
     w = ShardWriter(path, K, EVENT, attrs(seed=1)).open()
     w.write(*rows(10))
     w._f.close()  # simulate a killed process: the partial stays behind
     with ShardWriter(path, K, EVENT, attrs(seed=2), resume=True) as w2:
         assert w2.rows == 0 and w2.resumed_rows == 0
-    assert read_shard(path)["index"].size == 0
+        w2.write(*rows(5, seed=7))
+    assert capsys.readouterr().out.count(f"discarding the partial shard {partial_path(path)}") == 1
+    with ShardWriter(tmp_path / "fresh.h5", K, EVENT, attrs(seed=2)) as w3:
+        w3.write(*rows(5, seed=7))
+    got, fresh = read_shard(path), read_shard(tmp_path / "fresh.h5")
+    for name in ("x", "source_class", "label", "loglik", "index"):
+        np.testing.assert_array_equal(got[name], fresh[name])
 
 
 def test_writer_validation(tmp_path):

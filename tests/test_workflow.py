@@ -196,26 +196,21 @@ def test_rerun_is_a_no_op(smoke_run):
 
 
 def test_second_run_is_bit_identical(smoke_run, tmp_path):
-    """Flow training, sampling, splits and classifier training are deterministic on CPU."""
-    rel = "classifiers/scaling/test_resnet/N50/seed0/predictions/base.h5"
-    proc = snakemake(tmp_path, f"results/smoke/{rel}", "--configfile", str(SMOKE))
+    """Flow training, sampling, splits, classifiers and every number are deterministic on CPU,
+    and the files are byte-reproducible: flow.pt (torch.save embeds no temporary name), the
+    shards and numbers.json have the same sha256 in two identical runs, so provenance hashes
+    downstream agree too."""
+    from oracle.workflow.provenance import file_sha256
+
+    proc = snakemake(tmp_path, "--configfile", str(SMOKE))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     again = tmp_path / "results" / "smoke"
-
-    import torch
-
-    a = torch.load(smoke_run / "oracle" / "flow.pt", weights_only=True)["state_dict"]
-    b = torch.load(again / "oracle" / "flow.pt", weights_only=True)["state_dict"]
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    for name in ("samples/base/shard-0000.h5", "samples/base/shard-0001.h5"):
-        with h5py.File(smoke_run / name, "r") as f, h5py.File(again / name, "r") as g:
-            for ds in ("x", "source_class", "label", "loglik", "index"):
-                np.testing.assert_array_equal(f[ds][()], g[ds][()])
-    with h5py.File(smoke_run / "splits" / "base.h5", "r") as f, h5py.File(again / "splits" / "base.h5", "r") as g:
-        np.testing.assert_array_equal(f["test"][()], g["test"][()])
-        np.testing.assert_array_equal(f["order/seed0"][()], g["order/seed0"][()])
-    with h5py.File(smoke_run / rel, "r") as f, h5py.File(again / rel, "r") as g:
-        np.testing.assert_array_equal(f["log_q"][()], g["log_q"][()])
+    for rel in ("oracle/flow.pt", "samples/base/shard-0000.h5", "samples/base/shard-0001.h5", "splits/base.h5",
+                "numbers.json", "numbers.tex"):
+        assert file_sha256(smoke_run / rel) == file_sha256(again / rel), rel
+    for pred in sorted((smoke_run / "classifiers").rglob("predictions/*.h5")):
+        with h5py.File(pred, "r") as f, h5py.File(again / pred.relative_to(smoke_run), "r") as g:
+            np.testing.assert_array_equal(f["log_q"][()], g["log_q"][()])
 
 
 # ----------------------------------------------------------------------------- error paths
@@ -273,12 +268,43 @@ def test_missing_checkpoint_names_the_path(tmp_path):
     assert lines and str(ckpt) in lines[0]
 
 
-def test_killed_flow_training_resumes_to_the_same_flow(tmp_path):
-    """SIGKILL the whole snakemake process group once a checkpoint exists, rerun: the resumed
-    flow equals an uninterrupted one (oracle/ckpt/ survives the failed job)."""
+def _kill_once_checkpointed(workdir: Path, target: str) -> int:
+    """Start the workflow on `target`, SIGKILL its whole process group once the flow training
+    has written a checkpoint, unlock; returns the step of that checkpoint (skips the test when
+    training finished first)."""
     import signal
     import time
 
+    import torch
+
+    ckpt = workdir / "results" / "resume" / "oracle" / "ckpt" / "last.pt"
+    proc = subprocess.Popen([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", target,
+                             "--configfile", str(workdir / "c.yaml")], cwd=workdir, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if (workdir / target).exists():
+        pytest.skip("training finished before it could be killed")
+    assert ckpt.exists()
+    step = torch.load(ckpt, weights_only=True)["step"]
+    unlock = snakemake(workdir, "--configfile", str(workdir / "c.yaml"), "--unlock")  # the kill left the lock
+    assert unlock.returncode == 0, unlock.stderr[-2000:]
+    return step
+
+
+def _flow_state(path: Path) -> dict:
+    import torch
+
+    return torch.load(path, weights_only=True)["state_dict"]
+
+
+def test_killed_flow_training_resumes_to_the_same_flow(tmp_path):
+    """SIGKILL the whole snakemake process group once a checkpoint exists, rerun: the resumed
+    flow equals an uninterrupted one (oracle/ckpt/ survives the failed job and is removed once
+    the flow is written)."""
     import torch
 
     cfg = smoke_config(run="resume", **{"oracle.train.steps": 400, "oracle.train.checkpoint_every": 20})
@@ -289,31 +315,41 @@ def test_killed_flow_training_resumes_to_the_same_flow(tmp_path):
         write_config(d / "c.yaml", cfg)
     ref = snakemake(ref_dir, target, "--configfile", str(ref_dir / "c.yaml"))
     assert ref.returncode == 0, ref.stderr[-3000:]
-
-    ckpt = kill_dir / "results" / "resume" / "oracle" / "ckpt" / "last.pt"
-    proc = subprocess.Popen([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(kill_dir), "--cores", "2", target,
-                             "--configfile", str(kill_dir / "c.yaml")], cwd=kill_dir, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    flow = kill_dir / target
-    if flow.exists():
-        pytest.skip("training finished before it could be killed")
-    assert ckpt.exists()
-    step_at_kill = torch.load(ckpt, weights_only=True)["step"]
-    assert 0 < step_at_kill < 400
-    unlock = snakemake(kill_dir, "--configfile", str(kill_dir / "c.yaml"), "--unlock")  # the kill left the lock
-    assert unlock.returncode == 0, unlock.stderr[-2000:]
-    again = snakemake(kill_dir, target, "--configfile", str(kill_dir / "c.yaml"), "--rerun-incomplete")
+    assert 0 < _kill_once_checkpointed(kill_dir, target) < 400
+    # rerun-incomplete is the default (profiles/default): the same command finishes the run
+    again = snakemake(kill_dir, target, "--configfile", str(kill_dir / "c.yaml"))
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    a = torch.load(ref_dir / target, weights_only=True)["state_dict"]
-    b = torch.load(flow, weights_only=True)["state_dict"]
+    flow = kill_dir / target
+    a, b = _flow_state(ref_dir / target), _flow_state(flow)
     assert all(torch.equal(a[k], b[k]) for k in a)
     steps = [json.loads(line)["step"] for line in (flow.parent / "train_log.jsonl").read_text().splitlines()]
     assert steps == sorted(set(steps)) and steps[-1] == 400
+    assert not (flow.parent / "ckpt").exists()
+
+
+def test_stale_flow_checkpoint_of_another_setting_is_not_resumed(tmp_path):
+    """The issue's case: training state left by a run with head_dim 16 (every weight shape is
+    the same with 8) must not become the head_dim-8 flow. The rerun discards it (one line in
+    the log) and equals a fresh head_dim-8 run bit for bit."""
+    import torch
+
+    cfg = smoke_config(run="resume", **{"oracle.train.steps": 400, "oracle.train.checkpoint_every": 20})
+    target = "results/resume/oracle/flow.pt"
+    fresh_dir, stale_dir = tmp_path / "fresh", tmp_path / "stale"
+    for d in (fresh_dir, stale_dir):
+        d.mkdir()
+        write_config(d / "c.yaml", cfg)
+    _kill_once_checkpointed(stale_dir, target)
+    cfg["oracle"]["flow"]["head_dim"] = 8
+    for d in (fresh_dir, stale_dir):
+        write_config(d / "c.yaml", cfg)
+    for d in (fresh_dir, stale_dir):
+        proc = snakemake(d, target, "--configfile", str(d / "c.yaml"))
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    log = (stale_dir / "results" / "resume" / "logs" / "oracle_train.log").read_text()
+    assert log.count("discarding the flow training resume state") == 1 and "spec" in log
+    a, b = _flow_state(fresh_dir / target), _flow_state(stale_dir / target)
+    assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_multi_gpu_training_relaunches_under_torchrun(smoke_run, tmp_path):

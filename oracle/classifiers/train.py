@@ -7,6 +7,7 @@ import json
 import logging
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from tqdm.auto import tqdm
 from oracle.devices import autocast, pick_device
 from oracle.errors import ConfigError, DataError, OracleError
 from oracle.io.atomic import atomic_output, torch_save_atomic
+from oracle.io.resume import array_sha256, canonical_key, load_resume_state, source_sha256
 
 log = logging.getLogger(__name__)
 
@@ -84,19 +86,22 @@ def _evaluate_loss(model, x, t, idx, soft, batch_size, device) -> dict[str, floa
     return {"val_loss": loss_sum / len(idx), "val_acc": correct / len(idx)}
 
 
-def _tensor_sha256(t: Tensor) -> str:
-    return hashlib.sha256(t.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
+def _resume_key(model: nn.Module, x: Tensor, t: Tensor, **hyper) -> dict:
+    """What a training checkpoint must match to be resumed: the model (spec, initial weights,
+    the code that defines it and timm's version), the data, the targets and the
+    hyperparameters (`oracle.io.resume`)."""
+    import importlib.metadata
 
-
-def _fingerprint(model, x, t, **hyper) -> dict:
-    """What a checkpoint must match to be resumed: model spec, data and hyperparameters."""
-    return {
-        "spec": json.loads(json.dumps(getattr(model, "spec", {"class": type(model).__name__}))),
-        "x_shape": list(x.shape),
-        "x_sha256": _tensor_sha256(x),
-        "targets_sha256": _tensor_sha256(t),
+    code = source_sha256(*{type(m) for m in model.modules() if type(m).__module__.startswith("oracle.")},
+                         sys.modules[__name__])
+    return canonical_key({
+        "format": CHECKPOINT_FORMAT,
+        "spec": getattr(model, "spec", {"class": type(model).__name__}),
+        "initial_weights": array_sha256(*model.state_dict().values()),
+        "code": code, "timm": importlib.metadata.version("timm"),
+        "x_shape": list(x.shape), "x": array_sha256(x), "targets": array_sha256(t),
         **hyper,
-    }
+    })
 
 
 def _write_log(path: Path, history: list[dict]) -> None:
@@ -137,7 +142,8 @@ def train_classifier(
             ``val_loss`` and ``val_acc`` (against labels or soft-label argmax) are reported.
         log_path: JSON-lines file rewritten atomically after each epoch with the history.
         checkpoint_path: training state saved atomically after each epoch; an existing
-            checkpoint of the same run is resumed (one of another run raises ConfigError).
+            checkpoint written for the same model, data, targets and hyperparameters is resumed,
+            any other (or a damaged one) is discarded with one printed line.
         num_classes: K when the model lacks a ``num_classes`` attribute.
         monitor: called after every epoch with the model in eval mode; its numbers are added
             to the epoch's record (training curves, e.g. accuracy and epistemic KL on a slice of
@@ -176,9 +182,8 @@ def train_classifier(
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * steps_per_epoch, eta_min=0.0)
     shuffle = torch.Generator().manual_seed(_derive_seed(seed, "shuffle"))
-    fingerprint = _fingerprint(model, x, t, soft=bool(soft), epochs=int(epochs), batch_size=int(batch_size),
-                               lr=float(lr), weight_decay=float(weight_decay), seed=int(seed),
-                               val_fraction=float(val_fraction))
+    key = _resume_key(model, x, t, soft=bool(soft), epochs=int(epochs), batch_size=int(batch_size),
+                      lr=float(lr), weight_decay=float(weight_decay), seed=int(seed), val_fraction=float(val_fraction))
     history: list[dict] = []
     start_epoch = 0
     ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
@@ -186,14 +191,8 @@ def train_classifier(
 
     with torch.random.fork_rng(devices=cuda_devices):
         torch.manual_seed(_derive_seed(seed, "model"))
-        if ckpt is not None and ckpt.exists():
-            state = torch.load(ckpt, map_location="cpu", weights_only=True)
-            if state.get("format") != CHECKPOINT_FORMAT:
-                raise ConfigError(f"checkpoint_path={str(ckpt)!r}: not a classifier training checkpoint")
-            if state["fingerprint"] != fingerprint:
-                diff = sorted(key for key in fingerprint if state["fingerprint"].get(key) != fingerprint[key])
-                raise ConfigError(f"checkpoint_path={str(ckpt)!r} belongs to another run (differs in {diff}); "
-                                  "delete it or choose another path")
+        state = load_resume_state(ckpt, key, "classifier training") if ckpt is not None else None
+        if state is not None:
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             scheduler.load_state_dict(state["scheduler"])
@@ -242,7 +241,7 @@ def train_classifier(
                 _write_log(Path(log_path), history)
             if ckpt is not None:
                 torch_save_atomic({
-                    "format": CHECKPOINT_FORMAT, "epoch": epoch + 1, "fingerprint": fingerprint,
+                    "format": CHECKPOINT_FORMAT, "epoch": epoch + 1, "resume_key": key,
                     "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                     "scheduler": scheduler.state_dict(), "shuffle_rng": shuffle.get_state(),
                     "torch_rng": torch.get_rng_state(),

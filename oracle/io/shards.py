@@ -168,8 +168,12 @@ class ShardWriter:
 
     def open(self) -> "ShardWriter":
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.resume and self.tmp_path.exists() and self._try_reopen():
-            return self
+        if self.resume and self.tmp_path.exists():
+            if self._try_reopen():
+                return self
+            # written for other attributes (world, seed, code, ...) or damaged by a kill mid-flush
+            print(f"discarding the partial shard {self.tmp_path}: it was written with other attributes or "
+                  "cannot be read; starting over", flush=True)
         if self.tmp_path.exists():
             self.tmp_path.unlink()
         f = h5py.File(self.tmp_path, "w", track_order=True)  # attrs listed in creation order

@@ -35,8 +35,10 @@ def load_yaml(path: str | Path) -> dict:
         with p.open() as fh:
             data = yaml.safe_load(fh)
     except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {first}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        what = getattr(exc, "problem", None) or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML{where}: {what}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(p)!r} must hold a mapping at the top level")
     return data
@@ -474,6 +476,17 @@ def train_steps(train: Mapping, n_train: int) -> int:
     return max(1, math.ceil(train["epochs"] * n_train / train["batch_size"]))
 
 
+#: Keys of oracle.train that FlowTrainConfig takes as they are (steps and epochs become steps).
+FLOW_TRAIN_KEYS = ("batch_size", "lr", "weight_decay", "warmup_steps", "grad_clip", "ema_decay", "noise_std",
+                   "label_dropout", "checkpoint_every")
+
+
+def flow_train_settings(train: Mapping, n_train: int, seed: int) -> dict:
+    """The `oracle.flow_training.FlowTrainConfig` settings of `oracle.train` for `n_train`
+    training images: its keys, the step count (`train_steps`) and the seed."""
+    return {**{k: train[k] for k in FLOW_TRAIN_KEYS}, "steps": train_steps(train, n_train), "seed": int(seed)}
+
+
 def effective_epochs(n_train: int, epochs: int, batch_size: int, min_steps: int) -> int:
     """Epochs for a classifier on `n_train` samples: at least `epochs`, and enough for `min_steps`.
 
@@ -499,3 +512,33 @@ def existing(paths: Iterable[str | None]) -> list[str]:
     """The paths that exist now (optional rule inputs: present files are tracked, absent ones
     are reported by the rule's script instead of failing the DAG)."""
     return [p for p in paths if p and Path(p).exists()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m oracle.workflow.config FILE...``: check config files as the workflow would
+    (YAML syntax with line and column, the schema, the cross-key checks, the timm names and
+    pretrained files) and print one line per file. Snakemake reads a --configfile before the
+    workflow can check it and then reports neither the file nor the line of a YAML error."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.config", description=main.__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="+", help="config files (a preset, config.yaml, your own)")
+    args = ap.parse_args(argv)
+    schema = Path(__file__).resolve().parents[2] / "config.schema.yaml"
+    status = 0
+    for f in args.files:
+        try:
+            cfg = load_yaml(f)
+            validate_config(cfg, schema)
+            check_config(cfg)
+            check_classifier_archs(cfg)
+        except ConfigError as exc:
+            print(f"{f}: {exc}")
+            status = 1
+        else:
+            print(f"{f}: ok ({len(world_specs(cfg))} world(s), {len(cfg.get('experiments') or {})} experiment(s))")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

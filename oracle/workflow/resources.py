@@ -128,3 +128,23 @@ def slurm_head_node() -> str:
     if not hosts:
         raise ConfigError(f"scontrol lists no hosts for SLURM_JOB_NODELIST={nodelist!r}")
     return hosts[0]
+
+
+def relaunch_under_torchrun(gpus: int, nodes: int, log_path: str) -> None:
+    """Run the calling Snakemake script again under torchrun on `gpus` GPUs over `nodes` nodes
+    (`oracle_launcher`; the SLURM head node is the rendezvous of a multi-node run) and wait;
+    OracleError naming the log when it fails."""
+    import subprocess
+    import sys
+
+    from oracle.errors import OracleError
+
+    head = slurm_head_node() if nodes > 1 else None
+    cmd = oracle_launcher(gpus, nodes, sys.executable, head, os.environ.get("SLURM_JOB_ID"))
+    # sys.argv[0] is Snakemake's copy of the script with the `snakemake` object in its preamble
+    # (the script's __file__ names the original, which lacks it)
+    cmd.append(os.path.abspath(sys.argv[0]))
+    print("launching:", " ".join(cmd), flush=True)
+    rc = subprocess.run(cmd, stdout=sys.stdout, stderr=subprocess.STDOUT).returncode
+    if rc != 0:
+        raise OracleError(f"flow training on {gpus} GPUs failed (exit status {rc}); see {log_path}")
