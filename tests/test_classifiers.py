@@ -9,19 +9,13 @@ import torch
 import torch.nn.functional as F
 import torchvision.transforms.functional as TF
 
-import oracle.classifiers as clf
-from oracle.measures.calibration import expected_calibration_error
-from oracle.classifiers import (
-    IMAGENET_MEAN,
-    IMAGENET_STD,
-    InputPipeline,
-    build_classifier,
-    evaluate_predictions,
-    metrics_row,
-    predict_log_probs,
-    train_classifier,
-)
+import oracle.classifiers.train as training
+from oracle.classifiers.build import IMAGENET_MEAN, IMAGENET_STD, InputPipeline, build_classifier
+from oracle.classifiers.evaluate import evaluate_predictions, metrics_row
+from oracle.classifiers.predict import predict_log_probs
+from oracle.classifiers.train import train_classifier
 from oracle.errors import ConfigError, DataError
+from oracle.measures.calibration import expected_calibration_error
 
 HYPER = dict(epochs=2, batch_size=16, lr=3e-3, weight_decay=0.01, seed=7)
 
@@ -196,7 +190,7 @@ def test_checkpoint_resume_matches_uninterrupted_run(data, tmp_path, monkeypatch
     hyper = {**HYPER, "epochs": 3}
     full, full_history = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **hyper)
 
-    real_save = clf.torch_save_atomic
+    real_save = training.torch_save_atomic
 
     def save_then_die(state, path):
         real_save(state, path)
@@ -204,23 +198,59 @@ def test_checkpoint_resume_matches_uninterrupted_run(data, tmp_path, monkeypatch
             raise KeyboardInterrupt  # the job is killed right after the first checkpoint
 
     ckpt, log_path = tmp_path / "train.ckpt", tmp_path / "train.jsonl"
-    monkeypatch.setattr(clf, "torch_save_atomic", save_then_die)
+    monkeypatch.setattr(training, "torch_save_atomic", save_then_die)
     with pytest.raises(KeyboardInterrupt):
         train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **hyper,
                          checkpoint_path=ckpt, log_path=log_path)
-    monkeypatch.setattr(clf, "torch_save_atomic", real_save)
+    monkeypatch.setattr(training, "torch_save_atomic", real_save)
     assert len(log_path.read_text().splitlines()) == 1
-    # A fresh process would build a fresh model: the resumed state must not depend on it.
-    resumed, history = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=99), x, y, soft=False,
-                                        **hyper, checkpoint_path=ckpt, log_path=log_path)
+    # A fresh process builds the model again (same seed: same initial weights) and resumes
+    model = build_classifier("test_resnet", 3, 1, 8, seed=0)
+    resumed, history = train_classifier(model, x, y, soft=False, **hyper, checkpoint_path=ckpt, log_path=log_path)
     assert _same(_weights(full), _weights(resumed))
     assert [h["train_loss"] for h in history] == [h["train_loss"] for h in full_history]
     lines = [json.loads(line) for line in log_path.read_text().splitlines()]
     assert [r["epoch"] for r in lines] == [1, 2, 3]
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporaries
-    with pytest.raises(ConfigError, match="differs in"):
-        train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False,
-                         **{**hyper, "lr": 1e-3}, checkpoint_path=ckpt)
+
+
+
+@pytest.mark.parametrize("change", ["lr", "initial_weights", "targets", "truncated"])
+def test_stale_or_damaged_train_state_is_discarded(data, tmp_path, monkeypatch, capsys, change):
+    """A training checkpoint of another run (here: another lr, other initial weights, other
+    targets) or one truncated by a kill is discarded with one printed line; the result equals a
+    fresh run bit for bit."""
+    x, y = data
+    hyper = {**HYPER, "epochs": 3}
+    real_save = training.torch_save_atomic
+
+    def save_then_die(state, path):
+        real_save(state, path)
+        raise KeyboardInterrupt
+
+    ckpt = tmp_path / "train_state.pt"
+    monkeypatch.setattr(training, "torch_save_atomic", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **hyper,
+                         checkpoint_path=ckpt)
+    monkeypatch.setattr(training, "torch_save_atomic", real_save)
+    new_hyper, seed, targets = dict(hyper), 0, y
+    if change == "lr":
+        new_hyper["lr"] = 1e-3
+    elif change == "initial_weights":
+        seed = 5
+    elif change == "targets":
+        targets = (y + 1) % 3
+    else:
+        ckpt.write_bytes(ckpt.read_bytes()[: ckpt.stat().st_size // 3])
+    capsys.readouterr()
+    got, _ = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=seed), x, targets, soft=False,
+                              **new_hyper, checkpoint_path=ckpt)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("discarding")]
+    assert len(lines) == 1 and str(ckpt) in lines[0]
+    fresh, _ = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=seed), x, targets, soft=False,
+                                **new_hyper)
+    assert _same(_weights(got), _weights(fresh))
 
 
 @pytest.mark.parametrize(
@@ -245,10 +275,13 @@ def test_predict_log_probs_is_normalized_float64(data):
     model = build_classifier("test_convnext", 3, 1, 8, input_size=32, seed=0)
     log_q = predict_log_probs(model, x[:20], batch_size=7, device="cpu")
     assert log_q.dtype == torch.float64 and log_q.shape == (20, 3)
+    # normalized in float64: exact
     torch.testing.assert_close(torch.logsumexp(log_q, dim=1), torch.zeros(20, dtype=torch.float64), rtol=0, atol=1e-12)
     with torch.no_grad():
         ref = torch.log_softmax(model.eval()(x[:20]).double(), dim=1)
-    torch.testing.assert_close(log_q, ref, rtol=0, atol=1e-12)
+    # the logits are float32 and batches of 7 vs 20 take different kernels (oneDNN picks by
+    # shape and CPU model): float32 agreement, not float64 (6e-8 apart on an Intel Xeon)
+    torch.testing.assert_close(log_q, ref, rtol=1e-5, atol=1e-5)
 
 
 def _random_log_probs(g, n, k, scale):
@@ -268,14 +301,14 @@ def test_evaluate_predictions_against_independent_computation():
     yn = y.numpy()
     assert m["total"]["mean"] == pytest.approx(np.mean(-(p * np.log(q)).sum(1)), abs=1e-12)
     assert m["aleatoric"]["mean"] == pytest.approx(np.mean(-(p * np.log(p)).sum(1)), abs=1e-12)
-    assert m["acc_source"]["mean"] == pytest.approx(np.mean(q.argmax(1) == yn), abs=1e-15)
+    assert m["acc"]["mean"] == pytest.approx(np.mean(q.argmax(1) == yn), abs=1e-15)
     assert m["acc_posterior"]["mean"] == pytest.approx(np.mean(q.argmax(1) == p.argmax(1)), abs=1e-15)
     assert m["bayes_accuracy"]["mean"] == pytest.approx(np.mean(p.max(1)), abs=1e-12)
     nll = -np.log(q[np.arange(n), yn])
-    assert m["nll_source"]["mean"] == pytest.approx(nll.mean(), abs=1e-12)
-    assert m["nll_source"]["se"] == pytest.approx(nll.std(ddof=1) / np.sqrt(n), rel=1e-9)
-    assert m["brier_source"]["mean"] == pytest.approx(((q - np.eye(k)[yn]) ** 2).sum(1).mean(), abs=1e-12)
-    assert m["ece_source"] == pytest.approx(expected_calibration_error(q, yn, 10), abs=1e-15)
+    assert m["nll"]["mean"] == pytest.approx(nll.mean(), abs=1e-12)
+    assert m["nll"]["se"] == pytest.approx(nll.std(ddof=1) / np.sqrt(n), rel=1e-9)
+    assert m["brier"]["mean"] == pytest.approx(((q - np.eye(k)[yn]) ** 2).sum(1).mean(), abs=1e-12)
+    assert m["ece"] == pytest.approx(expected_calibration_error(q, yn, 10), abs=1e-15)
     assert m["n"] == n and m["num_classes"] == k
 
 
@@ -288,19 +321,19 @@ def test_evaluate_predictions_of_the_oracle_itself():
     assert m["acc_posterior"]["mean"] == 1.0
     assert m["ece_posterior"] == pytest.approx(0.0, abs=1e-15)
     assert m["calibration_pointwise"]["mean"] == pytest.approx(0.0, abs=1e-15)
-    assert m["acc_source"]["mean"] == pytest.approx(m["bayes_accuracy"]["mean"], abs=4 * m["acc_source"]["se"])
+    assert m["acc"]["mean"] == pytest.approx(m["bayes_accuracy"]["mean"], abs=4 * m["acc"]["se"])
 
 
 def test_evaluate_predictions_rejects_bad_labels():
     log_p = torch.log(torch.full((4, 3), 1 / 3, dtype=torch.float64))
-    with pytest.raises(DataError, match="source_class"):
+    with pytest.raises(DataError, match="labels"):
         evaluate_predictions(log_p, log_p, torch.tensor([0, 1, 2, 3]))
 
 
 def test_metrics_row_has_the_report_columns():
     log_p = torch.log(torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]], dtype=torch.float64))
     row = metrics_row(evaluate_predictions(log_p, log_p, torch.tensor([0, 2])))
-    for col in ["acc_source", "acc_posterior", "total", "total_se", "aleatoric", "aleatoric_se", "epistemic",
+    for col in ["acc", "acc_posterior", "total", "total_se", "aleatoric", "aleatoric_se", "epistemic",
                 "epistemic_se", "ece", "nll", "bayes_accuracy", "brier"]:
         assert col in row
     assert row["nll"] == pytest.approx(-(math.log(0.7) + math.log(0.8)) / 2)
