@@ -21,7 +21,7 @@ rule train_classifier:
         history=HISTORY,
     params:
         training=training,
-        arch=lambda wildcards: oc.arch_spec(config, wildcards.arch),
+        arch=lambda wildcards: plan.arch_spec(config, wildcards.arch),
         curve_size=config["classifiers"]["curve_size"],
         device=config["device"],
         config_keys=lambda wildcards: keys.classifier_keys(config, wildcards.experiment, wildcards.arch),

@@ -16,14 +16,15 @@ import re
 
 from oracle.experiments import kind_module
 from oracle.workflow import config as oc
+from oracle.workflow import plan
 from oracle.workflow import resources as res
 from oracle.workflow import rule_keys as keys
 
 RUN = f"results/{config['run']}"
-WORLDS = oc.world_specs(config)
-EXPERIMENTS = oc.experiment_specs(config)
-RUNS = oc.classifier_runs(config)
-SPLIT_WORLDS = oc.split_worlds(config)
+WORLDS = plan.world_specs(config)
+EXPERIMENTS = plan.experiment_specs(config)
+RUNS = plan.classifier_runs(config)
+SPLIT_WORLDS = plan.split_worlds(config)
 PAPER = config.get("paper") or {}
 # conda: of the rules in rules/*.smk (relative to those files)
 ENV = "../envs/oracle.yaml"
@@ -51,7 +52,7 @@ wildcard_constraints:
 # ----------------------------------------------------------------------------- paths
 DATA_TRAIN = f"{RUN}/data/train.h5"
 DATA_TEST = f"{RUN}/data/test.h5"
-ORACLE = oc.world_file(RUN, config)
+ORACLE = plan.world_file(RUN, config)
 ORACLE_LOG = f"{RUN}/oracle/train_log.jsonl"
 SHARD = f"{RUN}/samples/{{world}}/shard-{{shard}}.h5"
 SAMPLES = f"{RUN}/samples/{{world}}/all.h5"
@@ -103,7 +104,7 @@ def experiment_runs(name):
 def experiment_metrics(name):
     """metrics/<evalset>.json of every classifier of experiment `name` on every evaluation set."""
     return [METRICS.format(**r, evalset=e) for r in experiment_runs(name)
-            for e in oc.evaluation_sets(config, name)]
+            for e in plan.evaluation_sets(config, name)]
 
 
 def experiment_histories(name):
@@ -190,12 +191,12 @@ def validation_caption(wildcards):
     return caption_with_paper_ids(art.caption, paper_ids(PAPER, "validation", wildcards.artifact))
 
 
-N_MAX = oc.largest_training_size(config)
+N_MAX = plan.largest_training_size(config)
 
 
 def training(wildcards):
     """The training spec of a classifier job (world, n, labels, hyperparameters)."""
-    return oc.training_spec(config, wildcards.experiment, wildcards.cell)
+    return plan.training_spec(config, wildcards.experiment, wildcards.cell)
 
 
 def classifier_group(wildcards):

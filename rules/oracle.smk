@@ -18,13 +18,13 @@
 # and experiments run exactly as for a flow, and samples/<world>/constants.json gains the
 # closed form.
 
-if oc.world_kind(config) == "gaussian":
+if plan.world_kind(config) == "gaussian":
 
     rule oracle_gaussian:
         output:
             world=ORACLE,
         params:
-            gaussian=oc.gaussian_spec(config),
+            gaussian=plan.gaussian_spec(config),
             config_keys=["oracle.gaussian"],
         log:
             f"{LOGS}/oracle_gaussian.log",

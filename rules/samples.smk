@@ -33,7 +33,7 @@ rule sample_shard:
 rule merge_samples:
     input:
         shards=lambda wildcards: expand(SHARD, world=wildcards.world,
-                                        shard=oc.shard_ids(WORLDS[wildcards.world]["n_shards"])),
+                                        shard=plan.shard_ids(WORLDS[wildcards.world]["n_shards"])),
     output:
         SAMPLES,
     params:
@@ -59,7 +59,7 @@ rule world_constants:
     output:
         CONSTANTS,
     params:
-        world_kind=oc.world_kind(config),
+        world_kind=plan.world_kind(config),
         config_keys=keys.world_constants_keys(config),
     log:
         f"{LOGS}/samples/{{world}}/constants.log",

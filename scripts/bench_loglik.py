@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from oracle.flows import build_flow
+from oracle.flow_checkpoints import build_flow
 from oracle.posterior import log_likelihoods
 from oracle.worlds import FlowWorld
 

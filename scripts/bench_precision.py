@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from oracle.flows import build_flow, load_flow
+from oracle.flow_checkpoints import build_flow, load_flow
 from oracle.posterior import log_likelihoods, log_posterior
 from oracle.worlds import FlowWorld
 
@@ -82,7 +82,7 @@ def measure(flow64: torch.nn.Module, x: torch.Tensor, label_temperature: float,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--flow", type=Path, help="a flow written by oracle.flows.save_flow")
+    ap.add_argument("--flow", type=Path, help="a flow written by oracle.flow_checkpoints.save_flow")
     ap.add_argument("--size", choices=sorted(SIZES), default="digits-1x8x8",
                     help="random-weight flow of this size when --flow is not given")
     ap.add_argument("--n", type=int, default=256, help="number of images")

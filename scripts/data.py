@@ -8,7 +8,8 @@ inputs and name their identity in ``extra.raw_data``: the end of every audit cha
 """
 
 from oracle.io.raw_files import raw_data_inputs
-from oracle.io.real_data import load_split, write_images_h5
+from oracle.io.images import write_images_h5
+from oracle.io.real_data import load_split
 from oracle.workflow.config import check_prior_length
 from oracle.workflow.jobs import record_job, script_job
 

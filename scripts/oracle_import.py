@@ -5,13 +5,13 @@ Checks the checkpoint's class count against data/train.h5 before loading it.
 
 import json
 
-from oracle.workflow import config as oc
+from oracle.workflow import plan
 from oracle.workflow.jobs import record_job, script_job
-from oracle.io.real_data import read_images_h5
-from oracle.flows import check_checkpoint_classes, load_flow, load_public_tarflow, save_flow
+from oracle.io.images import read_images_h5
+from oracle.flow_checkpoints import check_checkpoint_classes, load_flow, load_public_tarflow, save_flow
 from oracle.errors import WorldError
 from oracle.io.atomic import atomic_output
-from oracle.workflow.provenance import file_sha256
+from oracle.workflow.hashing import file_sha256
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
@@ -21,7 +21,7 @@ with script_job(sm.log[0], sm.threads) as started:
     train = read_images_h5(sm.input.train)
     _, c, h, w = train["images"].shape
     check_checkpoint_classes(path, fmt, sm.input.train, train["class_names"])
-    spec = oc.flow_spec({"oracle": cfg}, c, h, len(train["class_names"]))
+    spec = plan.flow_spec({"oracle": cfg}, c, h, len(train["class_names"]))
     if fmt == "native":
         model, got = load_flow(path)
         for key in ("in_channels", "img_size", "num_classes"):

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import torch
 
-from oracle.workflow import config as oc
+from oracle.workflow import plan
 from oracle.workflow import resources as res
 from oracle.workflow.jobs import record_job, script_job
-from oracle.io.real_data import read_images_h5
+from oracle.io.images import read_images_h5
 from oracle.flow_training import FlowTrainConfig, train_flow
-from oracle.flows import build_flow, save_flow
+from oracle.flow_checkpoints import build_flow, save_flow
 from oracle.io.atomic import atomic_output
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
@@ -40,8 +40,8 @@ with script_job(None if under_torchrun else sm.log[0]) as started:
     data = read_images_h5(sm.input.train)
     images, labels, names = data["images"], data["labels"], data["class_names"]
     _, c, h, w = images.shape
-    spec = oc.flow_spec({"oracle": cfg}, c, h, len(names))
-    tcfg = FlowTrainConfig.from_dict(oc.flow_train_settings(cfg["train"], len(images), seed))
+    spec = plan.flow_spec({"oracle": cfg}, c, h, len(names))
+    tcfg = FlowTrainConfig.from_dict(plan.flow_train_settings(cfg["train"], len(images), seed))
     print(f"rank {rank}: {len(images)} images {[c, h, w]}, {len(names)} classes; {tcfg.steps} steps; spec {spec}")
     ckpt_dir = Path(sm.params.ckpt_dir)
     running_log = ckpt_dir / "train_log.jsonl"

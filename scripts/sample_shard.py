@@ -9,9 +9,9 @@ rerun resumes.
 
 from oracle.devices import pick_device
 from oracle.sampling import write_sample_shard
-from oracle.workflow.config import shard_sizes
+from oracle.workflow.plan import shard_sizes
 from oracle.workflow.jobs import record_job, script_job
-from oracle.workflow.provenance import file_sha256
+from oracle.workflow.hashing import file_sha256
 from oracle.worlds import world_from_checkpoint
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive

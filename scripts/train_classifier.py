@@ -16,7 +16,7 @@ from oracle.classifiers.data import curve_monitor, evaluation_set, training_set
 from oracle.classifiers.train import train_classifier
 from oracle.devices import pick_device
 from oracle.io.atomic import write_json_atomic
-from oracle.workflow.config import effective_epochs
+from oracle.workflow.plan import effective_epochs
 from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive

@@ -9,9 +9,9 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from oracle.workflow.jobs import record_job, script_job
-from oracle.io.real_data import read_images_h5
+from oracle.io.images import read_images_h5
 from oracle.devices import pick_device
-from oracle.flows import load_flow
+from oracle.flow_checkpoints import load_flow
 from oracle.io.atomic import write_json_atomic
 from oracle.io.samples import read_rows
 from oracle.io.shards import open_samples

@@ -4,7 +4,7 @@ oracle samples of each class, one row per class (a look at the world before trus
 import numpy as np
 
 from oracle.workflow.jobs import record_job, script_job
-from oracle.io.real_data import read_class_names
+from oracle.io.images import read_class_names
 from oracle.report.figures import sample_grid_figure
 from oracle.io.shards import open_samples
 

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from oracle.workflow.audit import audit, check_numbers, main
-from oracle.workflow.provenance import clear_hash_cache, read_record, record_path, write_record
+from oracle.workflow.hashing import clear_hash_cache
+from oracle.workflow.provenance import read_record, record_path, write_record
 
 RUN = "results/demo"
 METRICS = f"{RUN}/classifiers/resnet/N100/seed0/metrics.json"

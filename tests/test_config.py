@@ -19,6 +19,7 @@ import yaml
 
 from oracle.errors import ConfigError
 from oracle.workflow import config as oc
+from oracle.workflow import plan
 from oracle.workflow import resources as res
 
 REPO = Path(__file__).resolve().parents[1]
@@ -238,13 +239,13 @@ def test_world_variants_inherit_from_base_and_get_their_own_seed(default):
     default["worlds"]["base"]["label_temperature"] = 2.0
     default["worlds"]["hot"] = {"base_temperature": 1.3, "n_total": 600}
     default["worlds"]["twin"] = {"seed": 0}
-    specs = oc.world_specs(default)
+    specs = plan.world_specs(default)
     assert list(specs) == ["base", "hot", "twin"]
     assert specs["hot"] == {"prior": None, "label_temperature": 2.0, "base_temperature": 1.3, "n_total": 600,
-                            "n_shards": 2, "test_size": 1000, "seed": oc.derived_seed(0, "hot")}
+                            "n_shards": 2, "test_size": 1000, "seed": plan.derived_seed(0, "hot")}
     assert specs["base"]["seed"] == 0 and specs["twin"]["seed"] == 0
-    assert specs["hot"]["seed"] != 0 and oc.derived_seed(0, "hot") == oc.derived_seed(0, "hot")
-    assert oc.derived_seed(0, "hot") != oc.derived_seed(1, "hot") != oc.derived_seed(0, "cold")
+    assert specs["hot"]["seed"] != 0 and plan.derived_seed(0, "hot") == plan.derived_seed(0, "hot")
+    assert plan.derived_seed(0, "hot") != plan.derived_seed(1, "hot") != plan.derived_seed(0, "cold")
 
 
 def test_misspelled_timm_arch_and_missing_pretrained_file_fail_at_config_time(default, tmp_path):
@@ -275,45 +276,45 @@ def test_gpus_must_split_over_nodes(default):
 
 def test_shard_sizes_cover_n_total():
     for n, s in [(10, 3), (3200, 2), (50000, 50), (7, 7)]:
-        sizes = oc.shard_sizes(n, s)
+        sizes = plan.shard_sizes(n, s)
         assert sum(sizes) == n and len(sizes) == s and max(sizes) - min(sizes) <= 1
     with pytest.raises(ConfigError):
-        oc.shard_sizes(2, 3)
+        plan.shard_sizes(2, 3)
 
 
 def test_train_steps_from_epochs():
     # AFHQ, Table 5: 4000 epochs over 14,630 images at batch 256 (computed independently)
-    assert oc.train_steps({"steps": None, "epochs": 4000, "batch_size": 256}, 14630) == 228594
-    assert oc.train_steps({"steps": 17, "epochs": None, "batch_size": 256}, 14630) == 17
+    assert plan.train_steps({"steps": None, "epochs": 4000, "batch_size": 256}, 14630) == 228594
+    assert plan.train_steps({"steps": 17, "epochs": None, "batch_size": 256}, 14630) == 17
 
 
 def test_effective_epochs():
-    assert oc.effective_epochs(50, 10, 64, 100) == 100  # one step per epoch
-    assert oc.effective_epochs(2000, 10, 64, 100) == 10  # 32 steps/epoch * 10 >= 100
-    assert oc.effective_epochs(1000, 1, 64, 0) == 1
+    assert plan.effective_epochs(50, 10, 64, 100) == 100  # one step per epoch
+    assert plan.effective_epochs(2000, 10, 64, 100) == 10  # 32 steps/epoch * 10 >= 100
+    assert plan.effective_epochs(1000, 1, 64, 0) == 1
     for n, e, b, m in [(37, 3, 8, 50), (640, 2, 64, 25)]:
-        eff = oc.effective_epochs(n, e, b, m)
+        eff = plan.effective_epochs(n, e, b, m)
         assert eff >= e and eff * math.ceil(n / b) >= m and (eff == e or (eff - 1) * math.ceil(n / b) < m)
 
 
 def test_classifier_runs_follow_each_experiment():
     cfg = load(REPO / "presets" / "afhq256.yaml")
-    runs = oc.classifier_runs(cfg)
+    runs = plan.classifier_runs(cfg)
     e = cfg["experiments"]["scaling"]
     scaling = [r for r in runs if r["experiment"] == "scaling"]
     assert len(scaling) == len(e["archs"]) * len(e["sizes"]) * len(e["seeds"])
     soft = [r for r in runs if r["experiment"] == "soft_labels"]
     assert {r["arch"] for r in soft} == {"resnet18"} and {r["cell"] for r in soft} == {"N100", "N500", "N1000", "N2000", "N5000"}
     assert len({tuple(r.values()) for r in runs}) == len(runs)
-    t = oc.training_spec(cfg, "soft_labels", "N500")
+    t = plan.training_spec(cfg, "soft_labels", "N500")
     assert t == {"world": "base", "n": 500, "labels": "soft", "hard_label": None,
                  "training": {"epochs": 40, "min_steps": 0, "batch_size": 32, "lr": 0.0001, "weight_decay": 0.01}}
-    assert oc.split_worlds(cfg) == {"base": {"seeds": [0, 1, 2], "max_n": 40000}}
+    assert plan.split_worlds(cfg) == {"base": {"seeds": [0, 1, 2], "max_n": 40000}}
 
 
 def test_an_experiment_overrides_single_training_keys(default):
     default["experiments"]["scaling"]["training"] = {"epochs": 3}
-    t = oc.training_spec(default, "scaling", "N50")["training"]
+    t = plan.training_spec(default, "scaling", "N50")["training"]
     assert t["epochs"] == 3 and t["batch_size"] == default["classifiers"]["training"]["batch_size"]
 
 
@@ -350,11 +351,11 @@ def test_gpus_from_resources_inverts_rule_resources():
 
 
 def test_flow_spec_checks_divisibility(default):
-    spec = oc.flow_spec(default, 1, 8, 10)
+    spec = plan.flow_spec(default, 1, 8, 10)
     assert spec["num_classes"] == 10 and spec["img_size"] == 8 and spec["per_class"] is False
     default["oracle"]["flow"]["patch_size"] = 3
     with pytest.raises(ConfigError, match="patch_size"):
-        oc.flow_spec(default, 1, 8, 10)
+        plan.flow_spec(default, 1, 8, 10)
 
 
 def test_paper_values_in_presets():
@@ -408,19 +409,19 @@ def test_dry_run_builds_full_dag_without_data(path, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     counts = job_counts(proc.stdout)
     cfg = load(path or DEFAULT)
-    runs = oc.classifier_runs(cfg)
+    runs = plan.classifier_runs(cfg)
     assert counts["train_classifier"] == len(runs)
-    assert counts["predict_classifier"] == sum(len(oc.evaluation_sets(cfg, r["experiment"])) for r in runs)
-    worlds = oc.world_specs(cfg)
+    assert counts["predict_classifier"] == sum(len(plan.evaluation_sets(cfg, r["experiment"])) for r in runs)
+    worlds = plan.world_specs(cfg)
     assert counts["sample_shard"] == sum(w["n_shards"] for w in worlds.values())
     assert counts["merge_samples"] == counts["world_constants"] == counts["world_numbers"] == len(worlds)
-    assert counts["make_splits"] == len(oc.split_worlds(cfg))
-    experiments = oc.experiment_specs(cfg)
+    assert counts["make_splits"] == len(plan.split_worlds(cfg))
+    experiments = plan.experiment_specs(cfg)
     assert counts["experiment_numbers"] == len(experiments)
     assert counts["experiment_table"] == sum(2 for e in experiments.values() if e["kind"] == "scaling")
     for rule in ("numbers", "effective_config"):
         assert counts[rule] == 1, rule
-    if oc.world_kind(cfg) == "gaussian":
+    if plan.world_kind(cfg) == "gaussian":
         # the analytic world needs no real data and no flow
         assert "data" not in counts and counts["oracle_gaussian"] == 1
     else:
@@ -460,7 +461,7 @@ def test_lint_is_clean(tmp_path):
 def test_classifier_bundling_and_runtime_scale_with_n():
     cfg = load(DEFAULT)
     sizes = cfg["experiments"]["scaling"]["sizes"]
-    n_max = oc.largest_training_size(cfg)
+    n_max = plan.largest_training_size(cfg)
     assert n_max == max(sizes)
     r = cfg["resources"]["classifiers"]
     r.update(runtime=480, bundle_max_n=sizes[1], runtime_scales_with_n=False)

@@ -12,10 +12,10 @@ import pytest
 import scipy.io
 from PIL import Image
 
-from oracle.io.real_data import (
-    load_digits_dataset, load_split, read_idx, read_images_h5, stratified_split,
-    subsample_per_class, to_grayscale, write_images_h5,
-)
+from oracle.io.array_formats import load_digits_dataset, read_idx
+from oracle.io.images import read_images_h5, to_grayscale, write_images_h5
+from oracle.io.real_data import load_split
+from oracle.io.subsets import stratified_split, subsample_per_class
 from oracle.errors import ConfigError, DataError
 
 RNG = np.random.default_rng(1234)

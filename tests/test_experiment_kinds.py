@@ -16,6 +16,7 @@ from oracle.errors import ConfigError
 from oracle.experiments import INTERFACE, kind_module, kinds
 from oracle.report.paper import Artifact
 from oracle.workflow import config as oc
+from oracle.workflow import plan
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -86,10 +87,10 @@ def test_check_fills_defaults_and_names_bad_keys(kind):
         assert spec["kind"] == kind
         for cell in {r["cell"] for r in mod.classifier_runs(spec)}:
             t = mod.training_spec(spec, cell)
-            world = oc.world_spec(DEFAULT, t["world"])
+            world = plan.world_spec(DEFAULT, t["world"])
             assert 1 <= t["n"] <= world["n_total"] - world["test_size"]
         for evalset in mod.evaluation_sets(spec):
-            oc.world_spec(DEFAULT, evalset)
+            plan.world_spec(DEFAULT, evalset)
         if "world" in entry:
             bad = copy.deepcopy(DEFAULT)
             bad["experiments"][name]["world"] = "no_such_world"

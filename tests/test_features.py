@@ -9,7 +9,7 @@ import torch.nn.functional as F
 import torchvision
 from sklearn.datasets import load_digits
 
-from oracle.validation import features
+from oracle.validation import features, pretrained_nets
 from oracle.errors import DataError, OracleError
 
 
@@ -30,7 +30,7 @@ def tv_inception(tmp_path_factory):
 
 def test_load_inception_torchvision_layout_matches_torchvision_forward(tv_inception):
     model, path = tv_inception
-    net = features.load_inception(path)
+    net = pretrained_nets.load_inception(path)
     assert net.feature_kind == "inception-torchvision" and net.layout == "torchvision"
     assert "inception_v3_random.pth" in features.feature_space_name(net)
     x = torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(1)) * 2 - 1
@@ -47,7 +47,7 @@ def test_load_inception_torchvision_layout_matches_torchvision_forward(tv_incept
 
 def test_fid_layout_blocks_pool_like_tensorflow():
     torch.manual_seed(2)
-    fid = features._build_inception("fid", 1008).eval()
+    fid = pretrained_nets._build_inception("fid", 1008).eval()
     tv = torchvision.models.Inception3(num_classes=1008, aux_logits=False, init_weights=False).eval()
     tv.load_state_dict(fid.state_dict())
     with torch.no_grad():
@@ -70,28 +70,28 @@ def test_load_inception_detects_pytorch_fid_layout(tmp_path):
     sd = torchvision.models.Inception3(num_classes=1008, aux_logits=False, init_weights=False).state_dict()
     path = tmp_path / "pt_inception-2015-12-05-random.pth"
     torch.save(sd, path)
-    net = features.load_inception(path)
+    net = pretrained_nets.load_inception(path)
     assert net.feature_kind == "inception-fid"
-    assert isinstance(net.net.Mixed_7c, features._FIDInceptionE2)
+    assert isinstance(net.net.Mixed_7c, pretrained_nets._FIDInceptionE2)
     assert features.frechet_metric_name(net) == "FID"
     gray = torch.rand(1, 1, 16, 16) * 2 - 1  # grayscale is repeated to 3 channels
     f_fid = features.extract_features(net, gray)
-    f_tv = features.extract_features(features.load_inception(path, layout="torchvision"), gray)
+    f_tv = features.extract_features(pretrained_nets.load_inception(path, layout="torchvision"), gray)
     assert f_fid.shape == (1, 2048) and np.isfinite(f_fid).all()
     assert not np.allclose(f_fid, f_tv)
 
 
 def test_load_inception_rejects_other_files(tmp_path):
     with pytest.raises(DataError, match="does not exist"):
-        features.load_inception(tmp_path / "missing.pth")
+        pretrained_nets.load_inception(tmp_path / "missing.pth")
     resnet = tmp_path / "resnet.pth"
     torch.save(torchvision.models.resnet18(weights=None).state_dict(), resnet)
     with pytest.raises(OracleError, match="pytorch-fid"):
-        features.load_inception(resnet)
+        pretrained_nets.load_inception(resnet)
     junk = tmp_path / "junk.pth"
     junk.write_bytes(b"not a checkpoint")
-    with pytest.raises(DataError, match="not a readable"):
-        features.load_inception(junk)
+    with pytest.raises(DataError, match="unreadable"):
+        pretrained_nets.load_inception(junk)
 
 
 def test_load_resnet_matches_torchvision(tmp_path):
@@ -99,7 +99,7 @@ def test_load_resnet_matches_torchvision(tmp_path):
     model = torchvision.models.resnet18(weights=None, num_classes=10).eval()
     path = tmp_path / "r18.pth"
     torch.save({"state_dict": {f"module.{k}": v for k, v in model.state_dict().items()}}, path)
-    net = features.load_resnet(path, size=64)
+    net = pretrained_nets.load_resnet(path, size=64)
     assert net.feature_kind == "resnet" and net.feature_dim == 512 and "resnet-18" in net.feature_space
     x = torch.rand(3, 3, 32, 32) * 2 - 1
     xin = F.interpolate(x, size=(64, 64), mode="bilinear", align_corners=False)

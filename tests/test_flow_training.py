@@ -16,7 +16,7 @@ import torch
 
 from oracle.errors import ConfigError, DataError
 from oracle.flow_training import FlowTrainConfig, batch_indices, lr_factor, train_flow
-from oracle.flows import PerClassFlows, TarFlow, build_flow
+from oracle.flow_checkpoints import build_flow
 
 
 
@@ -258,7 +258,7 @@ def test_bad_inputs(tmp_path):
 DDP_SCRIPT = """
 import sys, torch
 from oracle.flow_training import FlowTrainConfig, train_flow
-from oracle.flows import build_flow
+from oracle.flow_checkpoints import build_flow
 sys.path.insert(0, {tests!r})
 from test_flow_training import SPEC, cfg, toy_data
 images, labels = toy_data()

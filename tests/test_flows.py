@@ -15,16 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from oracle.errors import ConfigError, DataError, OracleError, WorldError
-from oracle.flows import (
-    PerClassFlows,
-    TarFlow,
-    build_flow,
-    check_checkpoint_classes,
-    checkpoint_num_classes,
-    load_flow,
-    load_public_tarflow,
-    save_flow,
-)
+from oracle.flow_checkpoints import build_flow, check_checkpoint_classes, checkpoint_num_classes, load_flow, load_public_tarflow, save_flow
+from oracle.flows import PerClassFlows, TarFlow
 
 
 

@@ -25,6 +25,7 @@ from scipy import stats
 from scipy.special import log_softmax
 
 from oracle.workflow import config as oc
+from oracle.workflow import plan
 from oracle.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,8 +58,8 @@ def test_gaussian_configs_validate(path):
     cfg = load(path)
     oc.validate_config(cfg, SCHEMA)
     oc.check_config(cfg)
-    assert oc.world_kind(cfg) == "gaussian"
-    assert oc.world_file("results/x", cfg) == "results/x/oracle/gaussian_world.pt"
+    assert plan.world_kind(cfg) == "gaussian"
+    assert plan.world_file("results/x", cfg) == "results/x/oracle/gaussian_world.pt"
 
 
 def test_preset_bayes_error_is_in_the_advertised_range():
@@ -69,8 +70,8 @@ def test_preset_bayes_error_is_in_the_advertised_range():
 
 def test_world_defaults_to_flow():
     cfg = load(REPO / "config.yaml")
-    assert "world" not in cfg["oracle"] and oc.world_kind(cfg) == "flow"
-    assert oc.world_file("results/x", cfg) == "results/x/oracle/flow.pt"
+    assert "world" not in cfg["oracle"] and plan.world_kind(cfg) == "flow"
+    assert plan.world_file("results/x", cfg) == "results/x/oracle/flow.pt"
 
 
 @pytest.mark.parametrize("change,match", [
@@ -111,7 +112,7 @@ def test_preset_dry_run_has_no_data_or_flow_stage(tmp_path):
     for rule in ("data", "oracle_train", "oracle_import", "validation_metrics"):
         assert rule not in counts, rule
     assert counts["sample_shard"] == cfg["samples"]["n_shards"]
-    assert counts["train_classifier"] == counts["predict_classifier"] == len(oc.classifier_runs(cfg))
+    assert counts["train_classifier"] == counts["predict_classifier"] == len(plan.classifier_runs(cfg))
     for rule in ("merge_samples", "make_splits", "world_constants", "scaling_collect", "experiment_numbers", "numbers"):
         assert counts[rule] == 1, rule
     assert counts["experiment_table"] == counts["experiment_figure"] == 2
@@ -202,7 +203,7 @@ def test_classifier_evaluation_uses_the_exact_posteriors(run):
     means, std = world_params(run)
     with h5py.File(run / "samples" / "base" / "all.h5", "r") as f:
         x_all = f["x"][()]
-    runs = oc.classifier_runs(cfg)
+    runs = plan.classifier_runs(cfg)
     assert runs
     for r in runs:
         folder = run / "classifiers" / r["experiment"] / r["arch"] / r["cell"] / f"seed{r['seed']}"

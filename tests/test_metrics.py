@@ -13,7 +13,7 @@ import scipy.stats
 import torch
 from sklearn.neighbors import NearestNeighbors
 
-from oracle.validation import metrics
+from oracle.validation import density_checks, metrics, split_consistency
 from oracle.errors import OracleError
 
 
@@ -380,7 +380,7 @@ def test_posterior_stability_matches_brute_force_and_second_order():
     w = torch.randn(d, dtype=torch.float64)
     x = torch.randn(n, d, dtype=torch.float64) * 0.3
     fn = logistic_log_post(w)
-    res = metrics.posterior_stability(fn, x, s, torch.Generator().manual_seed(1), batch_size=700)
+    res = density_checks.posterior_stability(fn, x, s, torch.Generator().manual_seed(1), batch_size=700)
     # brute force: same noise, redrawn batch by batch, KL of two Bernoullis by hand
     g = torch.Generator().manual_seed(1)
     kls = []
@@ -403,12 +403,12 @@ def test_posterior_stability_zero_noise_and_determinism():
     w = torch.randn(3, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     x = torch.randn(50, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     fn = logistic_log_post(w)
-    assert metrics.posterior_stability(fn, x, 0.0)["mean_kl"] == 0.0
-    a = metrics.posterior_stability(fn, x, 0.1, torch.Generator().manual_seed(4))
-    b = metrics.posterior_stability(fn, x, 0.1, torch.Generator().manual_seed(4))
+    assert density_checks.posterior_stability(fn, x, 0.0)["mean_kl"] == 0.0
+    a = density_checks.posterior_stability(fn, x, 0.1, torch.Generator().manual_seed(4))
+    b = density_checks.posterior_stability(fn, x, 0.1, torch.Generator().manual_seed(4))
     assert a == b and a["mean_kl"] > 0
     with pytest.raises(OracleError, match="noise_std"):
-        metrics.posterior_stability(fn, x, -1.0)
+        density_checks.posterior_stability(fn, x, -1.0)
 
 
 # ------------------------------------------------------------------ bits per dim
@@ -420,21 +420,21 @@ def test_bits_per_dim_standard_gaussian_both_scales():
     x = rng.normal(size=(n, d))
     log_p = scipy.stats.norm.logpdf(x).sum(axis=1)
     # [-1, 1] scale: the entropy of N(0, 1) per dimension, 0.5 log2(2 pi e)
-    res = metrics.bits_per_dim(log_p, d)
+    res = density_checks.bits_per_dim(log_p, d)
     assert res["bpd"] == pytest.approx(0.5 * math.log2(2 * math.pi * math.e), abs=4 * res["se"])
     # pixel scale u = 127.5 (x + 1) ~ N(127.5, 127.5^2): evaluate that density directly
     u = 127.5 * (x + 1)
     direct = -scipy.stats.norm(127.5, 127.5).logpdf(u).sum(axis=1) / (d * math.log(2))
-    res_u = metrics.bits_per_dim(log_p, d, metrics.uint8_scale_log_det(d))
+    res_u = density_checks.bits_per_dim(log_p, d, density_checks.uint8_scale_log_det(d))
     assert res_u["bpd"] == pytest.approx(direct.mean(), rel=1e-12)
     assert res_u["bpd"] - res["bpd"] == pytest.approx(math.log2(127.5), rel=1e-12)
 
 
 def test_bits_per_dim_rejects_bad_input():
     with pytest.raises(OracleError, match="NaN"):
-        metrics.bits_per_dim(np.array([0.0, np.nan]), 4)
+        density_checks.bits_per_dim(np.array([0.0, np.nan]), 4)
     with pytest.raises(OracleError, match="D="):
-        metrics.bits_per_dim(np.zeros(3), 0)
+        density_checks.bits_per_dim(np.zeros(3), 0)
 
 
 # ------------------------------------------------------------------ split consistency
@@ -442,9 +442,9 @@ def test_bits_per_dim_rejects_bad_input():
 
 def test_split_flag_rule_on_paper_numbers():
     # SVHN-split-mismatch Table 1: SVHN is flagged, SVHN-Remix and CIFAR-10 are not.
-    assert metrics.split_mismatch_flag(3.309, 0.029, 16.687, 0.325)
-    assert not metrics.split_mismatch_flag(3.334, 0.018, 3.326, 0.015)
-    assert not metrics.split_mismatch_flag(5.196, 0.040, 5.206, 0.031)
+    assert split_consistency.split_mismatch_flag(3.309, 0.029, 16.687, 0.325)
+    assert not split_consistency.split_mismatch_flag(3.334, 0.018, 3.326, 0.015)
+    assert not split_consistency.split_mismatch_flag(5.196, 0.040, 5.206, 0.031)
 
 
 def test_split_consistency_detects_shifted_test_set():
@@ -453,15 +453,15 @@ def test_split_consistency_detects_shifted_test_set():
     test_same = rng.normal(size=(600, 4))
     test_shift = rng.normal(size=(600, 4)) * np.array([1, 1, 1, 0.3])  # "simpler" test set
     oracle = rng.normal(size=(600, 4))
-    ok = metrics.split_consistency(train, test_same, oracle, n_seeds=5, subset_size=500, seed=1)
-    bad = metrics.split_consistency(train, test_shift, None, n_seeds=5, subset_size=500, seed=1)
+    ok = split_consistency.split_consistency(train, test_same, oracle, n_seeds=5, subset_size=500, seed=1)
+    bad = split_consistency.split_consistency(train, test_shift, None, n_seeds=5, subset_size=500, seed=1)
     assert not ok["test_mismatch"] and not ok["oracle_mismatch"]
     assert bad["test_mismatch"] and bad["test_ratio"] > 5
     assert "fd_train_oracle" not in bad
     assert len(ok["fd_train_train"]["values"]) == 5
     # the reference value of seed 0 is an FD between two disjoint halves-sized subsets
     assert ok["fd_train_train"] == bad["fd_train_train"]
-    again = metrics.split_consistency(train, test_same, oracle, n_seeds=5, subset_size=500, seed=1)
+    again = split_consistency.split_consistency(train, test_same, oracle, n_seeds=5, subset_size=500, seed=1)
     assert again == ok
     with pytest.raises(OracleError, match="subset_size"):
-        metrics.split_consistency(train, test_same, oracle, subset_size=601)
+        split_consistency.split_consistency(train, test_same, oracle, subset_size=601)

@@ -8,7 +8,7 @@ import torch
 from scipy import stats
 
 from oracle.errors import WorldError
-from oracle.flows import build_flow
+from oracle.flow_checkpoints import build_flow
 from oracle.posterior import log_likelihoods, log_posterior
 from oracle.worlds import FlowWorld, GaussianWorld
 

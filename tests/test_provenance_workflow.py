@@ -28,7 +28,9 @@ from oracle.report.numbers import numbers_tex, tex_macro_name
 from oracle.workflow import rule_keys
 from oracle.workflow.audit import audit, check_numbers, compare_config, load_numbers
 from oracle.workflow.jobs import job_script, record_job
-from oracle.workflow.provenance import clear_hash_cache, config_hash, config_subset, file_sha256, get_config_value, parse_config_key, path_sha256, read_record
+from oracle.workflow.hashing import clear_hash_cache, file_sha256, path_sha256
+from oracle.workflow.config_keys import config_hash, config_subset, get_config_value, parse_config_key
+from oracle.workflow.provenance import read_record
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "tests" / "smoke" / "config.yaml"
@@ -334,7 +336,7 @@ def test_config_keys_with_selectors():
 
 
 def test_rule_config_keys_resolve_in_the_smoke_config():
-    from oracle.workflow.provenance import config_subset
+    from oracle.workflow.config_keys import config_subset
 
     cfg = yaml.safe_load(SMOKE.read_text())
     cfg["worlds"]["hot"] = {"base_temperature": 1.5}

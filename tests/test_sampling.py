@@ -14,7 +14,7 @@ from scipy import stats
 
 from oracle.decomposition import bayes_error
 from oracle.errors import ShardError
-from oracle.flows import build_flow
+from oracle.flow_checkpoints import build_flow
 from oracle.posterior import log_posterior
 from oracle.io.merge import merge_shards
 from oracle.io.shards import partial_path, read_shard, verify_shard

@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 import yaml
 
-from oracle.workflow import config as oc
+from oracle.workflow import plan
 from oracle.workflow import resources as res
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,8 +100,8 @@ def test_every_preset_dry_runs_with_the_profile(preset: Path, tmp_path: Path) ->
     and its classifier jobs are bundled into group jobs."""
     out = _profile_dry_run(preset, tmp_path)
     cfg = yaml.safe_load(preset.read_text())
-    groups = [res.classifier_group(cfg, oc.training_spec(cfg, r["experiment"], r["cell"])["n"])
-              for r in oc.classifier_runs(cfg)]
+    groups = [res.classifier_group(cfg, plan.training_spec(cfg, r["experiment"], r["cell"])["n"])
+              for r in plan.classifier_runs(cfg)]
     n_small, n_large = groups.count(res.CLASSIFIER_GROUP), groups.count(res.LARGE_CLASSIFIER_GROUP)
     assert len(re.findall(r"^\s*rule train_classifier:", out, re.M)) == n_small + n_large > 0
     # small-N jobs bundled K per SLURM job; large-N jobs (bundle_max_n) one SLURM job each

@@ -200,7 +200,7 @@ def test_second_run_is_bit_identical(smoke_run, tmp_path):
     and the files are byte-reproducible: flow.pt (torch.save embeds no temporary name), the
     shards and numbers.json have the same sha256 in two identical runs, so provenance hashes
     downstream agree too."""
-    from oracle.workflow.provenance import file_sha256
+    from oracle.workflow.hashing import file_sha256
 
     proc = snakemake(tmp_path, "--configfile", str(SMOKE))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -241,7 +241,7 @@ def test_size_beyond_the_pool_names_n(tmp_path):
 
 
 def test_checkpoint_with_other_class_count_is_refused(tmp_path):
-    from oracle.flows import build_flow, save_flow
+    from oracle.flow_checkpoints import build_flow, save_flow
 
     spec = {"in_channels": 1, "img_size": 8, "patch_size": 2, "channels": 16, "num_blocks": 1,
             "layers_per_block": 1, "head_dim": 16, "num_classes": 3}

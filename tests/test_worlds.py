@@ -11,7 +11,7 @@ from scipy import integrate, stats
 
 from oracle.decomposition import bayes_error as mc_bayes_error
 from oracle.errors import WorldError
-from oracle.flows import build_flow
+from oracle.flow_checkpoints import build_flow
 from oracle.posterior import log_likelihoods, log_posterior
 from oracle.worlds import AffineWorld, FlowWorld, GaussianWorld, validate_prior
 
@@ -324,7 +324,7 @@ def test_non_finite_log_likelihood_raises():
 
 
 def test_world_from_checkpoint(tmp_path):
-    from oracle.flows import save_flow
+    from oracle.flow_checkpoints import save_flow
     from oracle.worlds import world_from_checkpoint
 
     spec = dict(in_channels=1, img_size=4, patch_size=2, channels=16, head_dim=8,
@@ -388,7 +388,7 @@ def test_gaussian_world_from_spec_has_the_closed_form_of_its_separation():
 
 def test_gaussian_world_file_round_trip_and_dispatch(tmp_path):
     from oracle.errors import DataError
-    from oracle.flows import save_flow
+    from oracle.flow_checkpoints import save_flow
     from oracle.worlds import gaussian_world_from_spec, load_gaussian_world, save_gaussian_world, world_from_checkpoint
 
     spec = {"num_classes": 3, "channels": 2, "image_size": 4, "separation": 2.0, "std": 0.3, "seed": 1}

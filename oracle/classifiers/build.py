@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from oracle.errors import ConfigError
+from oracle.errors import ConfigError, DataError
+from oracle.io.state_dicts import read_state_dict
 
 log = logging.getLogger(__name__)
 
@@ -155,29 +156,6 @@ def build_classifier(
     return model
 
 
-def _read_state_dict(path: Path) -> dict[str, Tensor]:
-    try:
-        if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
-            obj = load_file(str(path))
-        else:
-            obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001 - any reader failure means the same to the user
-        raise ConfigError(f"pretrained_path={str(path)!r}: not a readable weights file ({type(err).__name__}: {err})") from None
-    for key in ("state_dict_ema", "state_dict", "model"):
-        if isinstance(obj, dict) and isinstance(obj.get(key), dict):
-            obj = obj[key]
-            break
-    if not isinstance(obj, dict) or not all(isinstance(v, Tensor) for v in obj.values()):
-        raise ConfigError(f"pretrained_path={str(path)!r}: expected a state dict of tensors")
-    if obj and all(k.startswith("module.") for k in obj):  # saved from DistributedDataParallel
-        obj = {k[len("module."):]: v for k, v in obj.items()}
-    if any(k.startswith("backbone.") for k in obj):  # an ImageClassifier: keep the backbone part
-        obj = {k[len("backbone."):]: v for k, v in obj.items() if k.startswith("backbone.")}
-    return obj
-
-
 def _head_prefix(backbone: nn.Module) -> str | None:
     head = backbone.get_classifier() if hasattr(backbone, "get_classifier") else None
     if isinstance(head, nn.Module):
@@ -203,7 +181,12 @@ def load_pretrained_backbone(backbone: nn.Module, path: str | os.PathLike) -> di
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"pretrained_path={str(path)!r}: no such file (weights are never downloaded)")
-    state = _read_state_dict(path)
+    try:
+        state = read_state_dict(path, "pretrained weights file", "classifiers.archs.<arch>.pretrained")
+    except DataError as exc:
+        raise ConfigError(str(exc)) from None
+    if any(k.startswith("backbone.") for k in state):  # an ImageClassifier: keep the backbone part
+        state = {k[len("backbone."):]: v for k, v in state.items() if k.startswith("backbone.")}
     head = _head_prefix(backbone)
     dropped = sorted(k for k in state if head and k.startswith(head))
     state = {k: v for k, v in state.items() if k not in set(dropped)}

@@ -11,6 +11,7 @@ import torch
 from oracle.classifiers.build import ImageClassifier, build_classifier
 from oracle.errors import DataError
 from oracle.io.atomic import torch_save_atomic
+from oracle.io.state_dicts import read_checkpoint
 
 FORMAT = "oracle-classifier/1"
 
@@ -29,11 +30,7 @@ def load_model(path: str | os.PathLike, map_location: str | torch.device = "cpu"
     p = Path(path)
     if not p.is_file():
         raise DataError(f"classifier checkpoint {p} does not exist; rerun its train_classifier job")
-    try:
-        blob = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure means a damaged file
-        raise DataError(f"classifier checkpoint {p} is unreadable ({type(exc).__name__}); delete it and rerun "
-                        "its train_classifier job") from None
+    blob = read_checkpoint(p, "classifier checkpoint")
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
         raise DataError(f"{p} is not a classifier checkpoint of format {FORMAT}")
     spec = dict(blob["spec"])

@@ -40,7 +40,7 @@ def check_classifier_entry(name: str, entry: dict, config: Mapping) -> dict:
     refused when the world's label temperature is not 1, DESIGN rule 8), training (the
     experiment's overrides merged over classifiers.training).
     """
-    from oracle.workflow.config import arch_spec, world_specs
+    from oracle.workflow.plan import arch_spec, world_specs
 
     key = f"experiments.{name}"
     worlds = world_specs(config)

@@ -6,8 +6,9 @@ JSON as they are. Which feature network produced the features is the caller's bu
 (``oracle.validation.features``); these functions never assume one, and a Frechet distance on non-Inception
 features must not be called "FID" (see ``oracle.validation.features.frechet_metric_name``).
 
-Units: distances are Euclidean distances in the given feature space; KL divergences are in nats;
-likelihoods are reported in bits per dimension.
+Units: distances are Euclidean distances in the given feature space. The checks that use the
+flow's density (posterior stability, bits per dimension) are `oracle.validation.density_checks`;
+the split-consistency check is `oracle.validation.split_consistency`.
 
 Where the paper's protocol is ambiguous or degenerate we implement it as written and add a
 calibrated alternative next to it, and say so in the docstring:
@@ -20,12 +21,10 @@ calibrated alternative next to it, and say so in the docstring:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 
 import numpy as np
 import scipy.linalg
 import scipy.special
-import torch
 
 from oracle.errors import OracleError
 
@@ -41,12 +40,6 @@ __all__ = [
     "diversity_ratios",
     "laplacian_variance",
     "texture_variance_ratio",
-    "posterior_stability",
-    "bits_per_dim",
-    "uint8_scale_log_det",
-    "split_consistency",
-    "split_mismatch_flag",
-    "SPLIT_FLAG_RULE",
 ]
 
 # Bytes of float64 scratch one block of a distance matrix may use.
@@ -461,163 +454,3 @@ def texture_variance_ratio(real_imgs, fake_imgs, labels_real, labels_fake) -> di
 
 # --------------------------------------------------------------------------------------------
 # posterior stability
-# --------------------------------------------------------------------------------------------
-
-
-def posterior_stability(log_post_fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
-                        noise_std: float, generator: torch.Generator | None = None,
-                        batch_size: int = 256) -> dict:
-    """Mean KL(p(.|x) || p(.|x + eps)), eps ~ N(0, noise_std^2 I), in nats (paper Table 3).
-
-    ``log_post_fn`` maps a batch ``[b, ...]`` to normalized log posteriors ``[b, K]`` (float64,
-    e.g. ``lambda x: log_posterior(log_likelihoods(world, x), prior, T)``). The noise is drawn
-    from ``generator`` batch by batch in order, so results are reproducible for a given seed
-    and batch size. Returns ``{"mean_kl", "se", "n", "noise_std"}`` with se the standard error
-    over samples.
-    """
-    if not (math.isfinite(noise_std) and noise_std >= 0):
-        raise OracleError(f"posterior_stability: noise_std={noise_std} must be finite and >= 0")
-    if x.shape[0] < 1:
-        raise OracleError("posterior_stability: x is empty")
-    kls = []
-    with torch.no_grad():
-        for start in range(0, x.shape[0], batch_size):
-            xb = x[start:start + batch_size]
-            eps = torch.randn(xb.shape, generator=generator, dtype=xb.dtype, device=xb.device)
-            lp = log_post_fn(xb).to(torch.float64)
-            lq = log_post_fn(xb + noise_std * eps).to(torch.float64)
-            if lp.shape != lq.shape or lp.ndim != 2 or lp.shape[0] != xb.shape[0]:
-                raise OracleError(f"posterior_stability: log_post_fn returned shape {tuple(lp.shape)}, "
-                                  f"expected [{xb.shape[0]}, K]")
-            if not (torch.isfinite(lp).all() and torch.isfinite(lq).all()):
-                raise OracleError("posterior_stability: log_post_fn returned NaN or +-Inf")
-            p = lp.exp()
-            kls.append(torch.where(p > 0, p * (lp - lq), torch.zeros_like(p)).sum(dim=1).cpu())
-    mean, se = _mean_se(torch.cat(kls).numpy())
-    return {"mean_kl": mean, "se": se, "n": int(x.shape[0]), "noise_std": float(noise_std)}
-
-
-# --------------------------------------------------------------------------------------------
-# likelihood in bits per dimension
-# --------------------------------------------------------------------------------------------
-
-
-def uint8_scale_log_det(D: int) -> float:
-    """log|det dx/du| (nats per image) for x = u/127.5 - 1, u the [0, 255] pixel scale: -D ln 127.5."""
-    return -D * math.log(127.5)
-
-
-def bits_per_dim(log_prob_nats, D: int, data_scale_log_det: float = 0.0) -> dict:
-    """Oracle likelihood of held-out images in bits per dimension.
-
-    ``log_prob_nats [n]`` is ``log p_x(x)`` in nats per image for x in model space: real images
-    mapped as x = uint8/127.5 - 1 to [-1, 1] plus the Gaussian dequantization noise of std
-    sigma that the flow was trained with. A change of variables x = g(u) gives
-    ``log p_u(u) = log p_x(x) + log|det dg/du|``; ``data_scale_log_det`` is that log-Jacobian in
-    nats per image. Then ``bpd = -log p_u(u) / (D ln 2)``.
-
-    - ``data_scale_log_det=0``: bpd of the continuous density on the [-1, 1] scale.
-    - ``data_scale_log_det=uint8_scale_log_det(D)`` (= -D ln 127.5): bpd on the [0, 255] pixel
-      scale, which equals the [-1, 1] value + log2(127.5) (~6.994 bits).
-    Caveat: with Gaussian (not uniform) dequantization this is the differential entropy rate of
-    the *noisy* images, not an upper bound on a discrete code length; it is comparable across
-    models only for equal sigma. Returns ``{"bpd", "se", "n", "D"}``.
-    """
-    lp = np.asarray(log_prob_nats, dtype=np.float64)
-    if lp.ndim != 1 or lp.shape[0] < 1:
-        raise OracleError(f"bits_per_dim: log_prob_nats must have shape [n], got {lp.shape}")
-    if not np.isfinite(lp).all():
-        raise OracleError("bits_per_dim: log_prob_nats contains NaN or Inf")
-    if int(D) != D or D < 1:
-        raise OracleError(f"bits_per_dim: D={D} must be a positive integer (dimensions per image)")
-    bpd = -(lp + data_scale_log_det) / (D * math.log(2.0))
-    mean, se = _mean_se(bpd)
-    return {"bpd": mean, "se": se, "n": int(lp.shape[0]), "D": int(D)}
-
-
-# --------------------------------------------------------------------------------------------
-# split consistency (Xiao, Zenn & Bamler, SVHN split mismatch, eq. 2 / Table 1)
-# --------------------------------------------------------------------------------------------
-
-SPLIT_FLAG_RULE = ("mismatch when |mean(FD(D''train, X)) - mean(FD(D''train, D'train))| > "
-                   "std(FD(D''train, X)) + std(FD(D''train, D'train)) over seeds (ddof=1)")
-
-
-def split_mismatch_flag(ref_mean: float, ref_std: float, mean: float, std: float) -> bool:
-    """The ``SPLIT_FLAG_RULE``: True when |mean - ref_mean| > std + ref_std."""
-    return bool(abs(mean - ref_mean) > std + ref_std)
-
-
-def _fd_between(a: np.ndarray, b: np.ndarray) -> float:
-    return frechet_distance(*feature_stats(a), *feature_stats(b))
-
-
-def split_consistency(feats_train, feats_test, feats_oracle=None, n_seeds: int = 5,
-                      subset_size: int | None = None, seed: int = 0) -> dict:
-    """Checks eq. 2 of the SVHN split-mismatch paper: FD(D''train, D'train) ~ FD(D''train, D'test).
-
-    For each of ``n_seeds`` seeds: D''train and D'train are two disjoint random subsets of the
-    training features, D'test a random subset of the test features, D'oracle a random subset of
-    the oracle-sample features, all of ``subset_size`` rows (default: the largest size that
-    fits: min(n_train // 2, n_test, n_oracle)). We compute FD(D''train, D'train) (the reference:
-    the distance between two samples of one distribution at this sample size),
-    FD(D''train, D'test) and FD(D''train, D'oracle). FD is biased upward at finite size, which
-    is why the reference is computed at the same size.
-
-    Flag rule (``SPLIT_FLAG_RULE``): a comparison set X is flagged when its mean FD differs from
-    the reference mean by more than the sum of the two standard deviations over seeds. With the
-    paper's SVHN numbers (3.31 +- 0.03 vs 16.69 +- 0.33) it flags; CIFAR-10 (5.196 +- 0.040 vs
-    5.206 +- 0.031) does not. Eq. 2 is necessary, not sufficient, for equal distributions.
-
-    Returns ``{"subset_size", "n_seeds", "seed", "flag_rule", "fd_train_train",
-    "fd_train_test", "fd_train_oracle" (absent without oracle features), "test_mismatch",
-    "oracle_mismatch", "test_ratio", "oracle_ratio"}``, each fd entry
-    ``{"mean", "std", "values"}``, ratios = mean FD / reference mean FD.
-    """
-    tr = _features("feats_train", feats_train, min_rows=4)
-    te = _features("feats_test", feats_test, min_rows=2)
-    _same_dim("feats_train", tr, "feats_test", te)
-    orc = None
-    if feats_oracle is not None:
-        orc = _features("feats_oracle", feats_oracle, min_rows=2)
-        _same_dim("feats_train", tr, "feats_oracle", orc)
-    limit = min(tr.shape[0] // 2, te.shape[0], orc.shape[0] if orc is not None else te.shape[0])
-    if subset_size is None:
-        subset_size = limit
-    if not 2 <= subset_size <= limit:
-        raise OracleError(f"split_consistency: subset_size={subset_size} must be in [2, {limit}] "
-                          "(n_train // 2, n_test, n_oracle)")
-    if n_seeds < 2:
-        raise OracleError(f"split_consistency: n_seeds={n_seeds} must be >= 2 to estimate a spread")
-    m = subset_size
-    vals: dict[str, list[float]] = {"fd_train_train": [], "fd_train_test": []}
-    if orc is not None:
-        vals["fd_train_oracle"] = []
-    for s in range(n_seeds):
-        rng = np.random.default_rng([seed, s])
-        perm = rng.permutation(tr.shape[0])
-        dpp, dp = tr[perm[:m]], tr[perm[m:2 * m]]
-        vals["fd_train_train"].append(_fd_between(dpp, dp))
-        vals["fd_train_test"].append(_fd_between(dpp, te[rng.choice(te.shape[0], m, replace=False)]))
-        if orc is not None:
-            vals["fd_train_oracle"].append(_fd_between(dpp, orc[rng.choice(orc.shape[0], m, replace=False)]))
-
-    def summary(v: Sequence[float]) -> dict:
-        a = np.asarray(v)
-        return {"mean": float(a.mean()), "std": float(a.std(ddof=1)), "values": [float(t) for t in a]}
-
-    out: dict = {"subset_size": int(m), "n_seeds": int(n_seeds), "seed": int(seed),
-                 "flag_rule": SPLIT_FLAG_RULE}
-    out.update({key: summary(v) for key, v in vals.items()})
-    ref = out["fd_train_train"]
-
-    def flagged(other: dict) -> bool:
-        return split_mismatch_flag(ref["mean"], ref["std"], other["mean"], other["std"])
-
-    out["test_mismatch"] = flagged(out["fd_train_test"])
-    out["test_ratio"] = out["fd_train_test"]["mean"] / ref["mean"] if ref["mean"] > 0 else float("nan")
-    if orc is not None:
-        out["oracle_mismatch"] = flagged(out["fd_train_oracle"])
-        out["oracle_ratio"] = (out["fd_train_oracle"]["mean"] / ref["mean"]
-                               if ref["mean"] > 0 else float("nan"))
-    return out

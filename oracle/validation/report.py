@@ -1,12 +1,16 @@
 """What the validation stage reports: its artifacts (named by content) and its in-text numbers.
 
-Tables ``checks`` (paper Table 3) and ``summary`` (Table 4), figures ``nn_distances``
-(Figure 4) and ``samples_grid``; their builders live in `oracle.validation.run`.
+Tables ``checks`` (paper Table 3) and ``summary`` (Table 4), figure ``nn_distances``
+(Figure 4); the ``samples_grid`` figure is `oracle.report.figures.sample_grid_figure`.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
 
 from oracle.report.numbers import entry
 from oracle.report.paper import Artifact, artifacts_by_name
@@ -101,8 +105,6 @@ def validation_numbers(metrics: Mapping, path: str) -> dict[str, dict]:
 def validation_table(name: str, metrics: Mapping, dataset: str) -> tuple["pd.DataFrame", str]:  # noqa: F821
     """Table ``checks`` (paper Table 3) or ``summary`` (Table 4) of validation/metrics.json,
     with the float format of its Markdown/LaTeX rendering."""
-    from oracle.validation.run import table3, table4
-
     if name == "checks":
         return table3(metrics, dataset), ".4g"
     if name == "summary":
@@ -112,6 +114,88 @@ def validation_table(name: str, metrics: Mapping, dataset: str) -> tuple["pd.Dat
 
 def nn_distances_figure(metrics: Mapping, stem) -> dict:
     """Figure ``nn_distances`` (paper Figure 4)."""
-    from oracle.validation.run import figure4
-
     return figure4(metrics, stem)
+
+
+def _fid_block(metrics: Mapping) -> dict:
+    spaces = metrics["feature_spaces"]
+    return spaces["inception"] if "inception" in spaces else spaces[metrics["primary_space"]]
+
+
+def table3(metrics: Mapping, dataset: str) -> "pd.DataFrame":  # noqa: F821
+    """Table 3: one row per dataset; metric names carry their feature space (FID vs FD)."""
+    import pandas as pd
+
+    fid = _fid_block(metrics)
+    is_ = fid["inception_score_samples"]
+    mem = metrics["memorization"]
+    row = {
+        "Dataset": dataset,
+        f"{fid['frechet_name']} ↓": fid["frechet_samples_train"],
+        f"{fid['is_name']} ↑": f"{is_['mean']:.2f} ± {is_['std']:.2f}",
+        "Coverage (Naeem, k=5) ↑": metrics["coverage"]["naeem"]["coverage"],
+        "Coverage (paper rule)": metrics["coverage"]["paper_rule"]["coverage"],
+        "Mem. rate": mem["rate"],
+        "Mem. rate (test→train)": mem["test_rate"],
+        "NN dist. (med)": mem["median_nn"],
+    }
+    if "posterior_stability" in metrics:
+        row["Post. stab. KL ↓"] = metrics["posterior_stability"]["mean_kl"]
+    return pd.DataFrame([row])
+
+
+def _range(values) -> str:
+    v = [x for x in values if x == x]  # drop NaN
+    return f"{100 * min(v):.0f}–{100 * max(v):.0f}%" if v else "—"
+
+
+def table4(metrics: Mapping) -> "pd.DataFrame":  # noqa: F821
+    """Table 4: metric / value / feature space, ranges over classes as in the paper."""
+    import pandas as pd
+
+    fid = _fid_block(metrics)
+    prim = metrics["feature_spaces"][metrics["primary_space"]]
+    is_ = fid["inception_score_samples"]
+    div = metrics["diversity"].values()
+    tex = metrics["texture"]["vs_noisy_real"].values()
+    sc = metrics["split_consistency"]
+    rows = [
+        (f"{fid['frechet_name']} ↓", f"{fid['frechet_samples_train']:.2f}", fid["feature_space"]),
+        (f"{fid['is_name']} ↑", f"{is_['mean']:.2f} ± {is_['std']:.2f}", fid["feature_space"]),
+        ("Manifold coverage (Naeem, k=5)", f"{100 * metrics['coverage']['naeem']['coverage']:.1f}%",
+         prim["feature_space"]),
+        ("Manifold coverage (paper rule, ≈90% by construction)",
+         f"{100 * metrics['coverage']['paper_rule']['coverage']:.1f}%", prim["feature_space"]),
+        ("Feature variance ratio (per class)", _range(d["variance_ratio"] for d in div), prim["feature_space"]),
+        ("Pairwise distance ratio (per class)", _range(d["pairwise_distance_ratio"] for d in div),
+         prim["feature_space"]),
+        ("Texture variance ratio (per class)", _range(d["texture_variance_ratio"] for d in tex),
+         "pixels (Laplacian), real + dequantization noise"),
+        ("Memorization rate", f"{100 * metrics['memorization']['rate']:.1f}%", prim["feature_space"]),
+        ("Split consistency FD(D''train, oracle) / FD(D''train, D'train)",
+         f"{sc['oracle_ratio']:.2f}{' (flagged)' if sc['oracle_mismatch'] else ''}", sc["feature_space"]),
+    ]
+    if "bpd" in metrics:
+        b = metrics["bpd"]["test"]["marginal"]["model_scale"]
+        rows.append(("Test BPD ([-1, 1] scale, marginal)", f"{b['bpd']:.3f} ± {b['se']:.3f}", "oracle flow"))
+    return pd.DataFrame(rows, columns=["Metric", "Value", "Feature space"])
+
+
+def figure4(metrics: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
+    """Figure 4: histogram of generated->train NN distances, test->train as the reference."""
+    from matplotlib.figure import Figure
+
+    from oracle.report.figures import save_figure
+
+    nn = metrics["nn_distances"]
+    gen, ref = np.asarray(nn["samples_to_train"]), np.asarray(nn["test_to_train"])
+    fig = Figure(figsize=(4.5, 3.0))
+    ax = fig.add_subplot()
+    bins = np.histogram_bin_edges(np.concatenate([gen, ref]), bins=40)
+    ax.hist(ref, bins=bins, density=True, alpha=0.5, label="held-out real → train")
+    ax.hist(gen, bins=bins, density=True, alpha=0.5, label="oracle samples → train")
+    ax.axvline(nn["threshold"], color="k", ls="--", lw=1, label=f"threshold d={nn['threshold']:.3g}")
+    ax.set_xlabel(f"nearest-neighbour distance ({nn['feature_space']})", fontsize=7)
+    ax.set_ylabel("density")
+    ax.legend(fontsize=7)
+    return save_figure(fig, stem)

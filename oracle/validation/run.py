@@ -36,10 +36,13 @@ import numpy as np
 import torch
 
 from oracle.validation import features as ft
+from oracle.validation.pretrained_nets import load_inception, load_resnet
+from oracle.validation import density_checks as dc
 from oracle.validation import metrics as mt
+from oracle.validation.split_consistency import split_consistency
 from oracle.errors import ConfigError, OracleError
 
-__all__ = ["VALIDATION_KEYS", "run_validation", "table3", "table4", "figure4"]
+__all__ = ["VALIDATION_KEYS", "run_validation"]
 
 VALIDATION_KEYS = ("n_samples", "inception_weights", "resnet_weights", "feature_epochs",
                    "memorization_threshold", "memorization_quantile", "stability_noise_std",
@@ -139,20 +142,20 @@ def _bpd_block(world, images, labels, noise_std: float, seed: int, n: int, image
     cond = ll[np.arange(view.n), y]
     marg = np.logaddexp.reduce(ll + log_prior[None, :], axis=1)
     d = int(np.prod(view.shape[1:]))
-    to_pixels = mt.uint8_scale_log_det(d)
+    to_pixels = dc.uint8_scale_log_det(d)
     return {"n": int(view.n),
-            "conditional": {"model_scale": mt.bits_per_dim(cond, d),
-                            "pixel_scale": mt.bits_per_dim(cond, d, to_pixels)},
-            "marginal": {"model_scale": mt.bits_per_dim(marg, d),
-                         "pixel_scale": mt.bits_per_dim(marg, d, to_pixels)}}
+            "conditional": {"model_scale": dc.bits_per_dim(cond, d),
+                            "pixel_scale": dc.bits_per_dim(cond, d, to_pixels)},
+            "marginal": {"model_scale": dc.bits_per_dim(marg, d),
+                         "pixel_scale": dc.bits_per_dim(marg, d, to_pixels)}}
 
 
 def _feature_net(kind: str, p: Mapping, train_images, train_labels, *, seed: int, device,
                  dataset_name: str, feature_net_path, progress) -> torch.nn.Module:
     if kind == "inception":
-        return ft.load_inception(p["inception_weights"]).to(device)
+        return load_inception(p["inception_weights"]).to(device)
     if kind == "resnet":
-        return ft.load_resnet(p["resnet_weights"]).to(device)
+        return load_resnet(p["resnet_weights"]).to(device)
     if feature_net_path is not None and Path(feature_net_path).is_file():
         net = ft.load_feature_net(feature_net_path, map_location=device)
         info = net.train_info
@@ -286,7 +289,7 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
         out["texture"] = {"vs_noisy_real": {str(c): v for c, v in noisy.items()},
                           "vs_clean_real": {str(c): v for c, v in clean.items()}}
     with _timed(timings, "split_consistency"):
-        out["split_consistency"] = mt.split_consistency(
+        out["split_consistency"] = split_consistency(
             f["train"], f["test"], f["samples"], n_seeds=int(p["split_consistency_seeds"]), seed=seed)
         out["split_consistency"]["feature_space"] = out["feature_spaces"][primary]["feature_space"]
 
@@ -300,7 +303,7 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
             m = min(n_stability, n)
             xs = torch.from_numpy(np.asarray(sample_x[:m], dtype=np.float32))
             gen_t = torch.Generator().manual_seed(seed)
-            out["posterior_stability"] = mt.posterior_stability(
+            out["posterior_stability"] = dc.posterior_stability(
                 log_post, xs, float(p["stability_noise_std"]), gen_t, batch_size=batch_size)
         with _timed(timings, "bpd"):
             out["bpd"] = {
@@ -319,87 +322,3 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
 # --------------------------------------------------------------------------------------------
 # Tables 3 and 4, Figure 4
 # --------------------------------------------------------------------------------------------
-
-
-def _fid_block(metrics: Mapping) -> dict:
-    spaces = metrics["feature_spaces"]
-    return spaces["inception"] if "inception" in spaces else spaces[metrics["primary_space"]]
-
-
-def table3(metrics: Mapping, dataset: str) -> "pd.DataFrame":  # noqa: F821
-    """Table 3: one row per dataset; metric names carry their feature space (FID vs FD)."""
-    import pandas as pd
-
-    fid = _fid_block(metrics)
-    is_ = fid["inception_score_samples"]
-    mem = metrics["memorization"]
-    row = {
-        "Dataset": dataset,
-        f"{fid['frechet_name']} ↓": fid["frechet_samples_train"],
-        f"{fid['is_name']} ↑": f"{is_['mean']:.2f} ± {is_['std']:.2f}",
-        "Coverage (Naeem, k=5) ↑": metrics["coverage"]["naeem"]["coverage"],
-        "Coverage (paper rule)": metrics["coverage"]["paper_rule"]["coverage"],
-        "Mem. rate": mem["rate"],
-        "Mem. rate (test→train)": mem["test_rate"],
-        "NN dist. (med)": mem["median_nn"],
-    }
-    if "posterior_stability" in metrics:
-        row["Post. stab. KL ↓"] = metrics["posterior_stability"]["mean_kl"]
-    return pd.DataFrame([row])
-
-
-def _range(values) -> str:
-    v = [x for x in values if x == x]  # drop NaN
-    return f"{100 * min(v):.0f}–{100 * max(v):.0f}%" if v else "—"
-
-
-def table4(metrics: Mapping) -> "pd.DataFrame":  # noqa: F821
-    """Table 4: metric / value / feature space, ranges over classes as in the paper."""
-    import pandas as pd
-
-    fid = _fid_block(metrics)
-    prim = metrics["feature_spaces"][metrics["primary_space"]]
-    is_ = fid["inception_score_samples"]
-    div = metrics["diversity"].values()
-    tex = metrics["texture"]["vs_noisy_real"].values()
-    sc = metrics["split_consistency"]
-    rows = [
-        (f"{fid['frechet_name']} ↓", f"{fid['frechet_samples_train']:.2f}", fid["feature_space"]),
-        (f"{fid['is_name']} ↑", f"{is_['mean']:.2f} ± {is_['std']:.2f}", fid["feature_space"]),
-        ("Manifold coverage (Naeem, k=5)", f"{100 * metrics['coverage']['naeem']['coverage']:.1f}%",
-         prim["feature_space"]),
-        ("Manifold coverage (paper rule, ≈90% by construction)",
-         f"{100 * metrics['coverage']['paper_rule']['coverage']:.1f}%", prim["feature_space"]),
-        ("Feature variance ratio (per class)", _range(d["variance_ratio"] for d in div), prim["feature_space"]),
-        ("Pairwise distance ratio (per class)", _range(d["pairwise_distance_ratio"] for d in div),
-         prim["feature_space"]),
-        ("Texture variance ratio (per class)", _range(d["texture_variance_ratio"] for d in tex),
-         "pixels (Laplacian), real + dequantization noise"),
-        ("Memorization rate", f"{100 * metrics['memorization']['rate']:.1f}%", prim["feature_space"]),
-        ("Split consistency FD(D''train, oracle) / FD(D''train, D'train)",
-         f"{sc['oracle_ratio']:.2f}{' (flagged)' if sc['oracle_mismatch'] else ''}", sc["feature_space"]),
-    ]
-    if "bpd" in metrics:
-        b = metrics["bpd"]["test"]["marginal"]["model_scale"]
-        rows.append(("Test BPD ([-1, 1] scale, marginal)", f"{b['bpd']:.3f} ± {b['se']:.3f}", "oracle flow"))
-    return pd.DataFrame(rows, columns=["Metric", "Value", "Feature space"])
-
-
-def figure4(metrics: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
-    """Figure 4: histogram of generated->train NN distances, test->train as the reference."""
-    from matplotlib.figure import Figure
-
-    from oracle.reporting import save_figure
-
-    nn = metrics["nn_distances"]
-    gen, ref = np.asarray(nn["samples_to_train"]), np.asarray(nn["test_to_train"])
-    fig = Figure(figsize=(4.5, 3.0))
-    ax = fig.add_subplot()
-    bins = np.histogram_bin_edges(np.concatenate([gen, ref]), bins=40)
-    ax.hist(ref, bins=bins, density=True, alpha=0.5, label="held-out real → train")
-    ax.hist(gen, bins=bins, density=True, alpha=0.5, label="oracle samples → train")
-    ax.axvline(nn["threshold"], color="k", ls="--", lw=1, label=f"threshold d={nn['threshold']:.3g}")
-    ax.set_xlabel(f"nearest-neighbour distance ({nn['feature_space']})", fontsize=7)
-    ax.set_ylabel("density")
-    ax.legend(fontsize=7)
-    return save_figure(fig, stem)

@@ -49,9 +49,11 @@ from pathlib import Path
 from typing import Any
 
 from oracle.errors import DataError, OracleError
-from oracle.workflow.provenance import REPO_ROOT, code_version, file_sha256, get_config_value, path_sha256, read_record, resolve_recorded_path
+from oracle.workflow.audit_text import SHORT, code_str, render
+from oracle.workflow.hashing import file_sha256, path_sha256
+from oracle.workflow.config_keys import config_leaves, get_config_value
+from oracle.workflow.provenance import REPO_ROOT, code_version, read_record, resolve_recorded_path
 
-SHORT = 12
 _ABSENT = object()  # a config key the current config lacks (not provenance._MISSING: that means "raise")
 
 
@@ -135,20 +137,11 @@ def load_config(path: str | os.PathLike) -> dict:
     return cfg or {}
 
 
-def _leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    if isinstance(node, Mapping) and node:
-        out = []
-        for k, v in node.items():
-            out.extend(_leaves(v, f"{prefix}{k}."))
-        return out
-    return [(prefix[:-1], node)] if prefix else []
-
-
 def compare_config(record: Mapping, current: Mapping) -> list[dict]:
     """[{"key", "recorded", "current" (or "<missing>"), "ok"}] for the recorded config keys."""
     subset = record.get("config") or {}
     keys = record.get("config_keys")
-    pairs = ([(k, get_config_value(subset, k, None)) for k in keys] if keys is not None else _leaves(subset))
+    pairs = ([(k, get_config_value(subset, k, None)) for k in keys] if keys is not None else config_leaves(subset))
     out = []
     for key, recorded in pairs:
         now = get_config_value(current, key, _ABSENT)
@@ -161,18 +154,6 @@ def _plain(v: Any) -> Any:
     from oracle.io.atomic import to_jsonable as _jsonable
 
     return _jsonable(v)
-
-
-def _code_str(code: Mapping | None) -> str:
-    if not code:
-        return "unknown"
-    commit = str(code.get("commit", "unknown"))
-    short = commit[:SHORT] if commit != "unknown" else commit
-    dirty = code.get("dirty")
-    state = "dirty" if dirty else ("clean" if dirty is False else "?")
-    if dirty and code.get("diff_sha256"):
-        state += f" diff {code['diff_sha256'][:8]}"
-    return f"{short} ({state})"
 
 
 def changed_code_files(rec: Mapping | None, root: Path = REPO_ROOT) -> list[str]:
@@ -201,7 +182,7 @@ def _code_differs(rec: Mapping | None, cur: Mapping) -> str | None:
         if not changed:
             return None
         shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-        return f"code on disk differs from what made it ({_code_str(rec)}): {shown}"
+        return f"code on disk differs from what made it ({code_str(rec)}): {shown}"
     if rec.get("commit", "unknown") == "unknown":
         return "the record's code version is unknown (built outside git)"
     if cur.get("commit", "unknown") == "unknown":
@@ -209,7 +190,7 @@ def _code_differs(rec: Mapping | None, cur: Mapping) -> str | None:
     if rec.get("commit") != cur.get("commit"):
         return f"built by commit {str(rec.get('commit'))[:SHORT]}, current checkout is {str(cur.get('commit'))[:SHORT]}"
     if bool(rec.get("dirty")) != bool(cur.get("dirty")) or (rec.get("dirty") and rec.get("diff_sha256") != cur.get("diff_sha256")):
-        return f"built from {_code_str(rec)}, current checkout is {_code_str(cur)}"
+        return f"built from {code_str(rec)}, current checkout is {code_str(cur)}"
     return None
 
 
@@ -402,92 +383,6 @@ def _check_number_in_numbers_record(number: dict, art_path: Path, auditor: _Audi
                                     f"recorded {h[:SHORT]}, now {path_sha256(art_path)[:SHORT]}")
             return
     auditor._warn(node, f"the record of numbers.json does not list {number['artifact']} among its inputs")
-
-
-# --------------------------------------------------------------------------- rendering
-def _fmt(v: Any) -> str:
-    return json.dumps(v) if not isinstance(v, str) else repr(v)
-
-
-def render(report: Mapping[str, Any]) -> str:
-    """The report as an indented, human-readable tree."""
-    lines: list[str] = []
-    num = report.get("number")
-    if num:
-        val = f"{num.get('value')}"
-        if num.get("unit"):
-            val += f" {num['unit']}"
-        spread = [f"{k} {num[k]}" for k in ("se", "std", "ci95") if num.get(k) is not None]
-        if spread:
-            val += f" ({', '.join(spread)})"
-        lines.append(f"number {num['key']!r} = {val}   (from {num['numbers_file']})")
-        if num.get("description"):
-            lines.append(f"  {num['description']}")
-    lines.append(f"current config: {report.get('config_source') or 'none (config not compared)'}")
-    lines.append(f"current code:   {_code_str(report.get('code_now'))}")
-    lines.append("")
-
-    def node_lines(node: Mapping, depth: int) -> None:
-        pad = "    " * depth
-        if "ref" in node:
-            lines.append(f"{pad}{node['artifact']}  (audited above)")
-            return
-        status = "FLAGGED" if node["flags"] else "ok"
-        if node.get("raw"):
-            what = "raw input (no provenance record)" if node["exists"] else "missing"
-            h = f"  sha256 {node['sha256'][:SHORT]}" if node.get("sha256") else ""
-            lines.append(f"{pad}{node['artifact']}  {what}{h}  {status}")
-        else:
-            lines.append(f"{pad}{node['artifact']}  [rule {node.get('rule')}]  {status}")
-            sub = pad + "  | "
-            h = node.get("sha256")
-            lines.append(f"{sub}sha256   {str(node.get('recorded_sha256'))[:SHORT]} recorded"
-                         + (f", {h[:SHORT]} now" if h else ""))
-            lines.append(f"{sub}code     {_code_str(node.get('code'))}")
-            extras = []
-            if node.get("seed") is not None:
-                extras.append(f"seed {node['seed']}")
-            if node.get("wildcards"):
-                extras.append("wildcards " + " ".join(f"{k}={v}" for k, v in node["wildcards"].items()))
-            if node.get("created_utc"):
-                extras.append(f"made {node['created_utc']}")
-            if extras:
-                lines.append(f"{sub}{'   '.join(extras)}")
-            checks = node.get("config_check")
-            if checks is None:
-                items = [(k, v, None) for k, v in _leaves(node.get("config") or {})]
-            else:
-                items = [(c["key"], c["recorded"], c) for c in checks]
-            for i, (k, v, c) in enumerate(items):
-                mark = "" if c is None else ("" if c["ok"] else f"   <- current {_fmt(c['current'])}")
-                lines.append(f"{sub}{'config   ' if i == 0 else '         '}{k} = {_fmt(v)}{mark}")
-            for i, inp in enumerate(node["inputs"]):
-                h = str(inp["recorded_sha256"])[:SHORT]
-                lines.append(f"{sub}{'inputs   ' if i == 0 else '         '}{inp['path']}  {h}  {inp['status']}")
-            for msg in node["flags"]:
-                lines.append(f"{sub}FLAG: {msg}")
-            for msg in node["warnings"]:
-                lines.append(f"{sub}warning: {msg}")
-        for inp in node.get("inputs", []):
-            if "node" in inp:
-                node_lines(inp["node"], depth + 1)
-
-    depth = 0
-    if report.get("numbers_node"):
-        node_lines(report["numbers_node"], 0)
-        depth = 1
-    node_lines(report["tree"], depth)
-    lines.append("")
-    raw, ckpt = report.get("raw_inputs") or [], report.get("oracle_checkpoints") or []
-    lines.append("chain ends at raw data: " + (", ".join(raw) if raw else "none reached"))
-    lines.append("oracle checkpoint:      " + (", ".join(ckpt) if ckpt else "none reached"))
-    lines.append(f"{report['artifacts']} artifacts audited: {len(report['flags'])} flagged, "
-                 f"{len(report['warnings'])} warnings")
-    for f in report["flags"]:
-        lines.append(f"FLAG     {f['artifact']}: {f['message']}")
-    for w in report["warnings"]:
-        lines.append(f"warning  {w['artifact']}: {w['message']}")
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- CLI

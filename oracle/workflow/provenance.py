@@ -43,7 +43,6 @@ before the sidecar, whose hash then covers it; the sidecar stays the authority.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import functools
 import hashlib
@@ -52,20 +51,19 @@ import json
 import math
 import os
 import platform
-import re
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from oracle.errors import ConfigError, DataError
-from oracle.io.atomic import atomic_output, to_jsonable as _jsonable, write_json_atomic
+from oracle.io.atomic import to_jsonable as _jsonable, write_json_atomic
+from oracle.workflow.config_keys import config_hash, config_subset
+from oracle.workflow.hashing import RECORD_SUFFIX, dir_files, file_sha256, path_sha256
 
-RECORD_SUFFIX = ".prov.json"
 RECORD_VERSION = 1
 H5_ATTR = "provenance"
 
@@ -75,170 +73,7 @@ _PACKAGES = (
     "pillow", "pandas", "matplotlib", "PyYAML", "oracle",
 )
 
-_HASH_CACHE: dict[tuple, str] = {}
 _CODE_CACHE: dict[str, dict] = {}
-
-
-# --------------------------------------------------------------------------- hashing
-def file_sha256(path: str | os.PathLike) -> str:
-    """sha256 hex digest of a file's bytes, streamed; cached by (path, size, mtime_ns)."""
-    p = Path(path)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        raise DataError(f"cannot hash {p}: no such file") from None
-    if not p.is_file():
-        raise DataError(f"cannot hash {p}: not a regular file")
-    key = ("f", str(p.resolve()), st.st_size, st.st_mtime_ns)
-    hit = _HASH_CACHE.get(key)
-    if hit is not None:
-        return hit
-    with open(p, "rb") as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
-    _HASH_CACHE[key] = digest
-    return digest
-
-
-def _dir_files(root: Path) -> list[Path]:
-    files = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in filenames:
-            if name.endswith(RECORD_SUFFIX):
-                continue
-            p = Path(dirpath) / name
-            if p.is_file():
-                files.append(p)
-    return sorted(files, key=lambda q: q.relative_to(root).as_posix())
-
-
-def dir_sha256(path: str | os.PathLike) -> str:
-    """Hash of a directory tree: sha256 over sorted ``relpath\\0sha256\\n`` lines of its files.
-
-    ``*.prov.json`` sidecars inside the tree are skipped so records written later do not change it.
-    """
-    root = Path(path)
-    if not root.is_dir():
-        raise DataError(f"cannot hash {root}: not a directory")
-    h = hashlib.sha256()
-    for p in _dir_files(root):
-        h.update(f"{p.relative_to(root).as_posix()}\0{file_sha256(p)}\n".encode())
-    return h.hexdigest()
-
-
-def path_sha256(path: str | os.PathLike) -> str:
-    """sha256 of a file, or the tree hash of a directory (see `dir_sha256`)."""
-    p = Path(path)
-    if p.is_dir():
-        return dir_sha256(p)
-    return file_sha256(p)
-
-
-def clear_hash_cache() -> None:
-    """Forget cached hashes (tests; a process that rewrites files within one mtime tick)."""
-    _HASH_CACHE.clear()
-
-
-# --------------------------------------------------------------------------- config
-def canonical_json(obj: Any) -> str:
-    """Canonical JSON (sorted keys, no whitespace, UTF-8) used for config hashes."""
-    return json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def config_hash(cfg: Any) -> str:
-    """sha256 hex digest of the canonical JSON of `cfg`."""
-    return hashlib.sha256(canonical_json(cfg).encode("utf-8")).hexdigest()
-
-
-_MISSING = object()
-
-# One part of a config key: a name (".name" or "[name]", the bracket form for names with dots),
-# or a list selector "[field=value]" picking the list element whose `field` equals `value`
-# ("classifiers.experiments[name=scaling]"). The bracket text has no "]".
-_KEY_PART = re.compile(r"\.?([^.\[\]]+)|\[([^\]=]+)=([^\]]*)\]|\[([^\]]+)\]")
-
-
-def parse_config_key(key: str) -> list[str | tuple[str, str]]:
-    """Split a config key into parts: a str per mapping key, ``(field, value)`` per list selector.
-
-    ``"oracle.flow.channels"`` -> ["oracle", "flow", "channels"];
-    ``"classifiers.archs[resnet.a1]"`` -> ["classifiers", "archs", "resnet.a1"];
-    ``"classifiers.experiments[name=scaling].labels"`` -> ["classifiers", "experiments",
-    ("name", "scaling"), "labels"]. Raises ConfigError for an empty or malformed key.
-    """
-    if not isinstance(key, str) or not key or key.startswith("."):
-        raise ConfigError(f"config key {key!r}: expected dotted names like 'oracle.flow.channels'")
-    parts: list[str | tuple[str, str]] = []
-    pos = 0
-    while pos < len(key):
-        m = _KEY_PART.match(key, pos)
-        if m is None or m.end() == pos or (pos == 0 and m.group(0).startswith(".")):
-            raise ConfigError(f"config key {key!r}: cannot parse it at position {pos} "
-                              "(expected name, .name, [name] or [field=value])")
-        if m.group(1) is not None:
-            parts.append(m.group(1))
-        elif m.group(2) is not None:
-            parts.append((m.group(2), m.group(3)))
-        else:
-            parts.append(m.group(4))
-        pos = m.end()
-    return parts
-
-
-def _selector_text(part: tuple[str, str]) -> str:
-    return f"[{part[0]}={part[1]}]"
-
-
-def get_config_value(cfg: Mapping, key: str, default: Any = _MISSING) -> Any:
-    """Value at `key` in nested mapping `cfg` (syntax: `parse_config_key`).
-
-    A list selector ``[field=value]`` matches a list element (a mapping whose `field`, as
-    text, equals `value`) or, in a recorded subset (`config_subset`), the literal key
-    ``"[field=value]"``. Without `default` a missing key raises ConfigError.
-    """
-    node: Any = cfg
-    for part in parse_config_key(key):
-        found = _MISSING
-        if isinstance(part, str):
-            if isinstance(node, Mapping) and part in node:
-                found = node[part]
-        elif isinstance(node, Mapping) and _selector_text(part) in node:
-            found = node[_selector_text(part)]
-        elif isinstance(node, (list, tuple)):
-            hits = [e for e in node if isinstance(e, Mapping) and part[0] in e and str(e[part[0]]) == part[1]]
-            if len(hits) > 1:
-                raise ConfigError(f"config key {key!r}: {len(hits)} list elements have {part[0]}={part[1]!r}")
-            if hits:
-                found = hits[0]
-        if found is _MISSING:
-            if default is _MISSING:
-                shown = part if isinstance(part, str) else _selector_text(part)
-                raise ConfigError(f"config key {key!r} not found (missing {shown!r})")
-            return default
-        node = found
-    return node
-
-
-def config_subset(cfg: Mapping, keys: Iterable[str]) -> dict:
-    """Projection of `cfg` onto `keys`, keeping the nesting: ["a.b", "c"] -> {"a": {"b":..}, "c":..}.
-
-    A list selector becomes the literal key ``"[field=value]"``, so `get_config_value` finds it
-    again in the subset. Raises ConfigError for a missing key or two keys that overlap as a
-    value and a path below it.
-    """
-    out: dict = {}
-    for key in dict.fromkeys(keys):  # a key listed twice is recorded once
-        value = get_config_value(cfg, key)
-        parts = [p if isinstance(p, str) else _selector_text(p) for p in parse_config_key(key)]
-        node = out
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ConfigError(f"config keys overlap: {key!r} lies below another recorded key")
-        if parts[-1] in node:
-            raise ConfigError(f"config keys overlap: {key!r} lies above another recorded key")
-        node[parts[-1]] = _jsonable(value)
-    return out
 
 
 # --------------------------------------------------------------------------- environment
@@ -426,7 +261,7 @@ def build_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = Non
     if hash_artifact:
         art_info["sha256"] = path_sha256(art)
     if art.is_dir():
-        files = _dir_files(art)
+        files = dir_files(art)
         art_info["files"] = len(files)
         art_info["size"] = sum(f.stat().st_size for f in files)
     else:

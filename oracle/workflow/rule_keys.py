@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from oracle.workflow.config import BASE_WORLD, experiment_spec
+from oracle.workflow.plan import BASE_WORLD, experiment_spec
 
 
 def quoted(*parts: str) -> str:

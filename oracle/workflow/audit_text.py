@@ -1,0 +1,111 @@
+"""The audit report as text: what `python -m oracle.workflow.audit` prints (the chain from a
+number or an artifact back to the raw data, each step flagged or ok)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from oracle.workflow.config_keys import config_leaves
+
+#: Characters of a sha256 or commit shown.
+SHORT = 12
+
+
+def code_str(code: Mapping | None) -> str:
+    """A record's code version in one phrase: short commit and clean/dirty state."""
+    if not code:
+        return "unknown"
+    commit = str(code.get("commit", "unknown"))
+    short = commit[:SHORT] if commit != "unknown" else commit
+    dirty = code.get("dirty")
+    state = "dirty" if dirty else ("clean" if dirty is False else "?")
+    if dirty and code.get("diff_sha256"):
+        state += f" diff {code['diff_sha256'][:8]}"
+    return f"{short} ({state})"
+
+
+def _fmt(v: Any) -> str:
+    return json.dumps(v) if not isinstance(v, str) else repr(v)
+
+
+def render(report: Mapping[str, Any]) -> str:
+    """The report as an indented, human-readable tree."""
+    lines: list[str] = []
+    num = report.get("number")
+    if num:
+        val = f"{num.get('value')}"
+        if num.get("unit"):
+            val += f" {num['unit']}"
+        spread = [f"{k} {num[k]}" for k in ("se", "std", "ci95") if num.get(k) is not None]
+        if spread:
+            val += f" ({', '.join(spread)})"
+        lines.append(f"number {num['key']!r} = {val}   (from {num['numbers_file']})")
+        if num.get("description"):
+            lines.append(f"  {num['description']}")
+    lines.append(f"current config: {report.get('config_source') or 'none (config not compared)'}")
+    lines.append(f"current code:   {code_str(report.get('code_now'))}")
+    lines.append("")
+
+    def node_lines(node: Mapping, depth: int) -> None:
+        pad = "    " * depth
+        if "ref" in node:
+            lines.append(f"{pad}{node['artifact']}  (audited above)")
+            return
+        status = "FLAGGED" if node["flags"] else "ok"
+        if node.get("raw"):
+            what = "raw input (no provenance record)" if node["exists"] else "missing"
+            h = f"  sha256 {node['sha256'][:SHORT]}" if node.get("sha256") else ""
+            lines.append(f"{pad}{node['artifact']}  {what}{h}  {status}")
+        else:
+            lines.append(f"{pad}{node['artifact']}  [rule {node.get('rule')}]  {status}")
+            sub = pad + "  | "
+            h = node.get("sha256")
+            lines.append(f"{sub}sha256   {str(node.get('recorded_sha256'))[:SHORT]} recorded"
+                         + (f", {h[:SHORT]} now" if h else ""))
+            lines.append(f"{sub}code     {code_str(node.get('code'))}")
+            extras = []
+            if node.get("seed") is not None:
+                extras.append(f"seed {node['seed']}")
+            if node.get("wildcards"):
+                extras.append("wildcards " + " ".join(f"{k}={v}" for k, v in node["wildcards"].items()))
+            if node.get("created_utc"):
+                extras.append(f"made {node['created_utc']}")
+            if extras:
+                lines.append(f"{sub}{'   '.join(extras)}")
+            checks = node.get("config_check")
+            if checks is None:
+                items = [(k, v, None) for k, v in config_leaves(node.get("config") or {})]
+            else:
+                items = [(c["key"], c["recorded"], c) for c in checks]
+            for i, (k, v, c) in enumerate(items):
+                mark = "" if c is None else ("" if c["ok"] else f"   <- current {_fmt(c['current'])}")
+                lines.append(f"{sub}{'config   ' if i == 0 else '         '}{k} = {_fmt(v)}{mark}")
+            for i, inp in enumerate(node["inputs"]):
+                h = str(inp["recorded_sha256"])[:SHORT]
+                lines.append(f"{sub}{'inputs   ' if i == 0 else '         '}{inp['path']}  {h}  {inp['status']}")
+            for msg in node["flags"]:
+                lines.append(f"{sub}FLAG: {msg}")
+            for msg in node["warnings"]:
+                lines.append(f"{sub}warning: {msg}")
+        for inp in node.get("inputs", []):
+            if "node" in inp:
+                node_lines(inp["node"], depth + 1)
+
+    depth = 0
+    if report.get("numbers_node"):
+        node_lines(report["numbers_node"], 0)
+        depth = 1
+    node_lines(report["tree"], depth)
+    lines.append("")
+    raw, ckpt = report.get("raw_inputs") or [], report.get("oracle_checkpoints") or []
+    lines.append("chain ends at raw data: " + (", ".join(raw) if raw else "none reached"))
+    lines.append("oracle checkpoint:      " + (", ".join(ckpt) if ckpt else "none reached"))
+    lines.append(f"{report['artifacts']} artifacts audited: {len(report['flags'])} flagged, "
+                 f"{len(report['warnings'])} warnings")
+    for f in report["flags"]:
+        lines.append(f"FLAG     {f['artifact']}: {f['message']}")
+    for w in report["warnings"]:
+        lines.append(f"warning  {w['artifact']}: {w['message']}")
+    return "\n".join(lines)
