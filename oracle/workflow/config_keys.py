@@ -119,7 +119,8 @@ def config_subset(cfg: Mapping, keys: Iterable[str]) -> dict:
     return out
 
 
-def configconfig_leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
+def config_leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Every leaf of a nested mapping as (dotted key, value)."""
     if isinstance(node, Mapping) and node:
         out = []
         for k, v in node.items():
