@@ -180,7 +180,8 @@ def test_ema_closed_form(tmp_path):
     w1, we = plain.state_dict(), ema.state_dict()
     moved = 0
     for k in w0:
-        assert torch.allclose(we[k], d * w0[k] + (1 - d) * w1[k], atol=1e-7, rtol=0), k
+        # float32 lerp vs float32 arithmetic: one ulp apart where a kernel fuses a multiply-add
+        assert torch.allclose(we[k], d * w0[k] + (1 - d) * w1[k], atol=1e-6, rtol=1e-6), k
         moved += int(not torch.equal(w0[k], w1[k]))
     assert moved > 10
     # the raw (non-EMA) weights are kept in the checkpoint and equal the EMA-free run

@@ -143,7 +143,10 @@ def test_flow_world_shard_matches_the_flow(tmp_path):
     with torch.no_grad():
         for k in range(3):
             want = flow.log_prob(x, torch.full((24,), k), base_temperature=0.8)
-            np.testing.assert_allclose(r["loglik"][:, k], want.numpy(), rtol=0, atol=1e-9)
+            # a float32 flow run on batches of 10 images x 2 classes here and 24 x 1 there:
+            # float32 kernels differ with the shape (and the CPU model), so agreement is
+            # float32-close, not bit-exact (float64 flows are checked to 1e-10 elsewhere)
+            np.testing.assert_allclose(r["loglik"][:, k], want.numpy(), rtol=1e-5, atol=1e-4)
 
 
 def test_gaussian_pipeline_end_to_end_matches_closed_form(tmp_path):
