@@ -33,10 +33,15 @@ def load_model(path: str | os.PathLike, map_location: str | torch.device = "cpu"
     blob = read_checkpoint(p, "classifier checkpoint")
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
         raise DataError(f"{p} is not a classifier checkpoint of format {FORMAT}")
-    spec = dict(blob["spec"])
-    model = build_classifier(spec["arch"], spec["num_classes"], spec["in_chans"], spec["img_size"],
-                             spec["input_size"], None, mean=spec["mean"], std=spec["std"],
-                             model_kwargs=spec["model_kwargs"])
-    model.load_state_dict(blob["state_dict"], strict=True)
+    try:
+        spec = dict(blob["spec"])
+        model = build_classifier(spec["arch"], spec["num_classes"], spec["in_chans"], spec["img_size"],
+                                 spec["input_size"], None, mean=spec["mean"], std=spec["std"],
+                                 model_kwargs=spec["model_kwargs"])
+        model.load_state_dict(blob["state_dict"], strict=True)
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:  # ConfigError is a ValueError
+        why = " ".join(str(exc).split())[:300]  # load_state_dict reports over several lines
+        raise DataError(f"classifier checkpoint {p} does not rebuild with this code ({type(exc).__name__}: {why}); "
+                        "delete it and rerun its train_classifier job") from None
     model.spec = spec  # keeps the pretrained path the weights came from
     return model.to(map_location).eval(), dict(blob.get("meta") or {})
