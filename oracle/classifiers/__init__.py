@@ -1,7 +1,8 @@
 """Classifiers trained on oracle samples: build (timm), train, predict, evaluate.
 
 Modules: `build` (the model and its input pipeline), `train`, `predict`, `evaluate`,
-`targets` (training labels), `checkpoints` (stored models).
+`targets` (training labels), `checkpoints` (stored models), `data` (training and evaluation
+sets read from a world's samples and splits).
 
 The input pipeline is part of the classifier
 --------------------------------------------
@@ -36,15 +37,13 @@ every epoch and a rerun resumes from it, giving the same weights as an uninterru
 Evaluation (``evaluate_predictions``)
 -------------------------------------
 Exact quantities come from ``oracle.decomposition`` (total = aleatoric + epistemic, nats) and
-``oracle.measures.calibration``. Two label notions coexist and are reported separately:
+``oracle.measures.calibration``. Two label notions are reported separately:
 
-* ``source_class``: the class a sample was drawn from, ``x ~ p(x|y)``. Accuracy, NLL, ECE and
-  Brier "against labels" use it, as the paper does.
+* the world's ``label`` y ~ p_T(y|x) (DESIGN rule 8; the source class when T = 1): accuracy
+  (``acc``), NLL, ECE and Brier "against labels", as the paper reports them. Because the labels
+  are drawn from p_T, ``nll`` is an unbiased estimate of ``total``, ``brier`` of
+  ``brier_expected``, and the Bayes accuracy bounds ``acc`` in expectation.
 * the oracle posterior ``p(y|x)``: accuracy against its argmax, the exact calibration error
   (``ece_posterior``: ECE with the 0/1 correctness replaced by ``p(yhat|x)``) and the Brier
   score in expectation over ``y ~ p(y|x)``.
-
-With label temperature 1 the source class *is* a draw from ``p(y|x)`` and the label-based
-numbers are unbiased estimates of the posterior-based ones; with T != 1 (AFHQ, T = 500) they
-measure different things and only the posterior-based ones refer to the oracle world.
 """
