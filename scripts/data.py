@@ -15,7 +15,7 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     spec = {k: v for k, v in sm.params.data.items() if v is not None}
     spec["seed"] = sm.params.seed
     splits = {split: load_split(spec, split) for split in ("train", "test")}

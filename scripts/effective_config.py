@@ -7,7 +7,7 @@ from oracle.io.atomic import atomic_output
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0]) as started:
+with script_job(sm) as started:
     cfg = dict(sm.params.config)
     with atomic_output(sm.output[0]) as tmp:
         tmp.write_text("# the effective config of this run (written by the workflow)\n"

@@ -7,7 +7,7 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     spec = sm.params.spec
     inputs = {name: list(files) if not isinstance(files, str) else [files] for name, files in sm.input.items()}
     frames = kind_module(spec["kind"]).collect(spec, inputs)

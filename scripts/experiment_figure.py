@@ -10,7 +10,7 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     data = {name: pd.read_csv(path) for name, path in sm.input.items()}
     kind_module(sm.wildcards.kind).figure(sm.wildcards.artifact, data, sm.params.spec, Path(sm.output[0]).with_suffix(""))
     record_job(sm, started)

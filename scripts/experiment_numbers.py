@@ -10,7 +10,7 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     spec = sm.params.spec
     paths = dict(sm.input.items())
     data = {name: pd.read_csv(path) for name, path in paths.items()}

@@ -7,8 +7,9 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     merge_shards(sm.input.shards, sm.output[0])
     verify_shard(sm.output[0])
     print(f"merged {len(sm.input.shards)} shards into {sm.output[0]}")
-    record_job(sm, started)
+    # all.h5 only refers to the shards: a job reading it checks them too (verify_inputs)
+    record_job(sm, started, extra={"references": list(sm.input.shards)})

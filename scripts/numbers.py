@@ -11,7 +11,7 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     numbers = merge_numbers({prefix: json.loads(Path(path).read_text()) for prefix, path in sm.input.items()})
     write_json_atomic(sm.output.json, numbers)
     with atomic_output(sm.output.tex) as tmp:

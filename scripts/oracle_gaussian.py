@@ -14,7 +14,7 @@ from oracle.worlds import gaussian_world_from_spec, save_gaussian_world
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     spec = dict(sm.params.gaussian)
     world = gaussian_world_from_spec(spec)
     save_gaussian_world(sm.output.world, world, extra={"spec": spec})

@@ -15,7 +15,7 @@ from oracle.workflow.hashing import file_sha256
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     cfg = sm.params.oracle
     path, fmt = cfg["checkpoint"], cfg["checkpoint_format"]
     train = read_images_h5(sm.input.train)

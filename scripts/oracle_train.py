@@ -27,15 +27,14 @@ gpus, nodes = res.gpus_from_resources(sm.resources)
 under_torchrun = "LOCAL_RANK" in os.environ
 
 if gpus > 1 and not under_torchrun:  # start this script again under torchrun, one process per GPU
-    with script_job(sm.log[0]):
+    with script_job(sm):
         res.relaunch_under_torchrun(gpus, nodes, sm.log[0])
     sys.exit(0)
 
 rank = int(os.environ.get("RANK", "0"))
 local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-torch.set_num_threads(max(1, sm.threads // local_world))
 
-with script_job(None if under_torchrun else sm.log[0]) as started:
+with script_job(sm, log_path=None if under_torchrun else True, threads=max(1, sm.threads // local_world)) as started:
     cfg, seed = sm.params.oracle, int(sm.params.seed)
     data = read_images_h5(sm.input.train)
     images, labels, names = data["images"], data["labels"], data["class_names"]

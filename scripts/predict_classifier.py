@@ -18,7 +18,7 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     device = pick_device(sm.params.device)
     model, identity = load_model(sm.input.model, map_location=device)
     history = json.loads(Path(sm.input.history).read_text())

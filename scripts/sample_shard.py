@@ -16,7 +16,7 @@ from oracle.worlds import world_from_checkpoint
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     w, s = sm.params.world, sm.params.samples
     shard = int(sm.wildcards.shard)
     sizes = shard_sizes(w["n_total"], w["n_shards"])

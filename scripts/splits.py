@@ -8,7 +8,7 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     p = sm.params
     labels = read_rows(sm.input.samples, None, fields=("label",))["label"]
     splits = make_splits(len(labels), p.test_size, p.seeds, labels=labels, test_seed=p.test_seed)

@@ -21,7 +21,7 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     spec, arch, wc = sm.params.training, sm.params.arch, sm.wildcards
     seed, tr = int(wc.seed), sm.params.training["training"]
     data = training_set(sm.input.samples, sm.input.splits, spec, seed)

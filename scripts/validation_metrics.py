@@ -20,7 +20,7 @@ from oracle.worlds import FlowWorld
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started, threadpool_limits(sm.threads):
+with script_job(sm) as started, threadpool_limits(sm.threads):
     v = sm.params.validation
     device = pick_device(sm.params.device)
     train, test = read_images_h5(sm.input.train), read_images_h5(sm.input.test)

@@ -9,6 +9,6 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     nn_distances_figure(json.loads(Path(sm.input.metrics).read_text()), Path(sm.output[0]).with_suffix(""))
     record_job(sm, started)

@@ -10,7 +10,7 @@ from oracle.io.shards import open_samples
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     names = read_class_names(sm.input.train)
     per_class = int(sm.params.per_class)
     with open_samples(sm.input.samples) as f:

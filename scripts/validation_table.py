@@ -10,7 +10,7 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     metrics = json.loads(Path(sm.input.metrics).read_text())
     frame, float_format = validation_table(sm.wildcards.artifact, metrics, sm.params.dataset_name)
     write_table(frame, Path(sm.output[0]).with_suffix(""), caption=sm.params.caption, float_format=float_format)

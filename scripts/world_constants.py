@@ -14,7 +14,7 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     rows = read_rows(sm.input.samples, None, fields=("loglik",))
     attrs = rows["attrs"]
     prior = attrs["prior"]

@@ -10,7 +10,7 @@ from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
-with script_job(sm.log[0], sm.threads) as started:
+with script_job(sm) as started:
     numbers = world_numbers(json.loads(Path(sm.input.constants).read_text()), sm.input.constants)
     write_json_atomic(sm.output[0], numbers)
     print({k: v["value"] for k, v in numbers.items()})

@@ -183,6 +183,20 @@ def test_one_flipped_input_byte_is_flagged(tamper, victim):
 
 
 @pytest.mark.slow
+def test_a_corrupted_world_stops_the_jobs_that_read_it(smoke, tamper):
+    """One flipped byte in the frozen flow: the jobs downstream rerun (the file is newer) but
+    each checks its inputs against their records first and stops with one line naming the
+    file, instead of computing numbers from a world that is not the one recorded."""
+    _, configfile = smoke
+    _flip_byte(tamper / RUN / "oracle" / "flow.pt")
+    proc = _snakemake(tamper, "--configfile", str(configfile))
+    assert proc.returncode != 0
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("DataError:")]
+    assert lines and f"{RUN}/oracle/flow.pt changed since rule 'oracle_train' made it" in lines[0], \
+        proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+@pytest.mark.slow
 def test_edited_numbers_json_is_flagged(tamper):
     path = tamper / RUN / "numbers.json"
     numbers = json.loads(path.read_text())

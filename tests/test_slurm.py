@@ -305,7 +305,7 @@ def test_smoke_through_slurm_equals_local_run(slurm_cluster: None, tmp_path: Pat
     if len(groups) == 1:
         info = _scontrol(groups[0])
         runtime = resources["classifiers"]["runtime"]
-        assert _minutes(info["TimeLimit"]) == n_classifier * runtime + (n_jobs - n_classifier) * min(runtime, 15)
+        assert _minutes(info["TimeLimit"]) == n_classifier * runtime + (n_jobs - n_classifier) * min(runtime, 5)
         assert info["MinMemoryNode"] == f"{res['classifiers']['mem_mb']}M"
         assert int(info["CPUs/Task"]) == resources["classifiers"]["cpus"]
 

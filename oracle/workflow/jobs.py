@@ -16,17 +16,27 @@ from oracle.errors import ConfigError, OracleError
 
 
 @contextlib.contextmanager
-def script_job(log_path: str | os.PathLike | None, threads: int | None = None) -> Iterator[float]:
+def script_job(job: Any = None, *, log_path: str | os.PathLike | None | bool = True,
+               threads: int | None = None) -> Iterator[float]:
     """Run the body of a workflow script: yields the start time (``time.time()``).
 
-    * stdout and stderr (tqdm bars, warnings, tracebacks) go to ``log_path``;
-    * torch, when the script imported it, uses ``threads`` intra-op threads (deterministic
-      on CPU for a fixed count);
-    * an :class:`OracleError` (bad input) ends the process with exit status 1 and its one-line
-      message on the original stderr, where Snakemake shows it, as well as in the log; other
-      exceptions keep their traceback (in the log) since they are bugs.
+    job:      the ``snakemake`` object of the rule's script (None: a plain log/thread wrapper).
+    log_path: where stdout and stderr go (tqdm bars, warnings, tracebacks); default the rule's
+              log, None for the calling stream.
+    threads:  torch intra-op threads (default the rule's threads; deterministic on CPU for a
+              fixed count); applied only when the script imported torch.
+
+    Before the body runs, every input that has a provenance record is checked against it
+    (`verify_inputs`), so a job never computes from an artifact that changed since it was made.
+    An :class:`OracleError` (bad input) ends the process with exit status 1 and its one-line
+    message on the original stderr, where Snakemake shows it, as well as in the log; other
+    exceptions keep their traceback (in the log) since they are bugs.
     """
     started = time.time()
+    if log_path is True:
+        log_path = job.log[0] if job is not None and len(job.log) else None
+    if threads is None and job is not None:
+        threads = job.threads
     orig_out, orig_err = sys.stdout, sys.stderr
     fh = open(log_path, "w", buffering=1) if log_path else None  # noqa: SIM115
     try:
@@ -36,6 +46,8 @@ def script_job(log_path: str | os.PathLike | None, threads: int | None = None) -
         if threads and torch is not None:  # only scripts that use torch pay for importing it
             torch.set_num_threads(max(1, int(threads)))
         try:
+            if job is not None:
+                verify_inputs(job.input)
             yield started
         except OracleError as exc:
             msg = f"{type(exc).__name__}: {exc}"
@@ -47,6 +59,51 @@ def script_job(log_path: str | os.PathLike | None, threads: int | None = None) -
         sys.stdout, sys.stderr = orig_out, orig_err
         if fh is not None:
             fh.close()
+
+
+def verify_inputs(inputs: Any) -> list[Path]:
+    """Check every input file that has a provenance record against it; returns the files checked.
+
+    A file whose size and modification time are those recorded is taken as is; otherwise its
+    sha256 is computed and must equal the recorded one. A record that names files the
+    artifact refers to without copying them (``extra.references``: the shards behind a merged
+    samples file) has those checked too. DataError naming the file on a mismatch.
+    """
+    from oracle.errors import DataError
+    from oracle.workflow.hashing import file_sha256
+    from oracle.workflow.provenance import read_record, resolve_recorded_path
+
+    checked: list[Path] = []
+    queue = [Path(p) for p in _flat_paths(inputs)]
+    while queue:
+        path = queue.pop(0)
+        if path in checked or not path.is_file():
+            continue
+        rec = read_record(path, missing_ok=True)
+        if rec is None:
+            continue
+        art = rec.get("artifact") or {}
+        st = path.stat()
+        if (art.get("size"), art.get("mtime_ns")) != (st.st_size, st.st_mtime_ns):
+            now = file_sha256(path)
+            if art.get("sha256") and now != art["sha256"]:
+                raise DataError(
+                    f"{path} changed since rule {rec.get('rule')!r} made it (sha256 {now[:12]}, recorded "
+                    f"{art['sha256'][:12]}): restore it, or rerun that rule (snakemake --forcerun {rec.get('rule')})")
+        checked.append(path)
+        queue += [resolve_recorded_path(r, rec) for r in (rec.get("extra") or {}).get("references", [])]
+    return checked
+
+
+def _flat_paths(inputs: Any) -> list[str]:
+    if isinstance(inputs, (str, os.PathLike)):
+        return [str(inputs)]
+    if isinstance(inputs, Mapping):
+        inputs = list(inputs.values())
+    out: list[str] = []
+    for item in inputs or ():
+        out += _flat_paths(item)
+    return out
 
 
 # --------------------------------------------------------------------------- provenance records

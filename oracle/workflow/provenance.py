@@ -265,7 +265,10 @@ def build_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = Non
         art_info["files"] = len(files)
         art_info["size"] = sum(f.stat().st_size for f in files)
     else:
-        art_info["size"] = art.stat().st_size
+        st = art.stat()
+        # size and mtime as written: a job that reads the artifact later rehashes it only when
+        # these differ (oracle.workflow.jobs.verify_inputs)
+        art_info["size"], art_info["mtime_ns"] = st.st_size, st.st_mtime_ns
 
     return {
         "record_version": RECORD_VERSION,

@@ -70,7 +70,7 @@ def classifier_runtime(config: Mapping, n: int, n_max: int) -> int:
 #: Minutes a prediction job asks for at most: it scores one test set (thousands of rows) with a
 #: trained model, a small fraction of a training job's time, and inside a SLURM bundle every
 #: member's limit adds up.
-PREDICTION_RUNTIME = 15
+PREDICTION_RUNTIME = 5
 
 
 def prediction_runtime(config: Mapping) -> int:

@@ -6,8 +6,8 @@
 #   scripts/ci/slurm_job_count.sh [CONFIG.yaml] [EXTRA SNAKEMAKE ARGS...]
 #   scripts/ci/slurm_job_count.sh presets/imagenet64.yaml --group-components classifiers=1
 #
-# Prints one line: jobs, local jobs, classifier jobs, group jobs, SLURM submissions, and the
-# time limit of a full classifier group (members run one after another: K x runtime).
+# Prints one line: jobs, local jobs, training and prediction jobs, group jobs, SLURM submissions,
+# and the time limit of a full classifier group (members run one after another).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SNAKEMAKE=${SNAKEMAKE:-.venv/bin/snakemake}
@@ -25,19 +25,28 @@ total=$(awk '/^total[[:space:]]/{print $2; exit}' <<<"$verbose")
 count_rule() { awk -v r="$1" '$1==r && $2 ~ /^[0-9]+$/ {n=$2; exit} END {print n+0}' <<<"$verbose"; }
 n_local=0
 for r in "${local_rules[@]}"; do n_local=$(( n_local + $(count_rule "$r") )); done
-n_clf=$(count_rule classifier)
+# a classifier is its training job and its prediction jobs, grouped together
+n_clf=$(count_rule train_classifier)
+n_pred=$(count_rule predict_classifier)
 n_bundles=$(grep -c "Group job classifiers " <<<"$verbose" || true)
 n_alone=$(grep -c "Group job classifiers_large " <<<"$verbose" || true)
-submissions=$(( total - n_local - n_clf + n_bundles + n_alone ))
+submissions=$(( total - n_local - n_clf - n_pred + n_bundles + n_alone ))
 k=$(grep -oE "classifiers=[0-9]+" <<<"$*" | tail -n1 | cut -d= -f2 || true)
 [ -n "$k" ] || k=$(sed -n 's/^[[:space:]]*-[[:space:]]*classifiers=\([0-9]*\).*/\1/p' slurm/config.yaml | head -n1)
-# Members of a bundle run one after another: the worst case is the K longest bundled jobs.
+# Members of a bundle run one after another: the worst case is the K longest bundled
+# classifiers, each its training job plus its prediction jobs.
 worst=$(.venv/bin/python - "${config:-config.yaml}" "$k" <<'PY'
 import sys, yaml
-from oracle import config as oc
+from oracle.workflow import plan, resources as res
 cfg, k = yaml.safe_load(open(sys.argv[1])), int(sys.argv[2])
-jobs = [j for j in oc.classifier_jobs(cfg) if oc.classifier_group(cfg, j["N"]) == oc.CLASSIFIER_GROUP]
-print(sum(sorted((oc.classifier_runtime(cfg, j["N"]) for j in jobs), reverse=True)[:k]))
+n_max = plan.largest_training_size(cfg)
+minutes = []
+for run in plan.classifier_runs(cfg):
+    n = plan.training_spec(cfg, run["experiment"], run["cell"])["n"]
+    if res.classifier_group(cfg, n) == res.CLASSIFIER_GROUP:
+        predictions = len(plan.evaluation_sets(cfg, run["experiment"]))
+        minutes.append(res.classifier_runtime(cfg, n, n_max) + predictions * res.prediction_runtime(cfg))
+print(sum(sorted(minutes, reverse=True)[:k]))
 PY
 )
-echo "${config:-config.yaml}: jobs=$total local=$n_local classifier=$n_clf bundles=$n_bundles (K=$k) unbundled=$n_alone sbatch_submissions=$submissions worst_bundle_time_limit=${worst}min ($(( worst / 60 ))h)"
+echo "${config:-config.yaml}: jobs=$total local=$n_local classifier=$n_clf prediction=$n_pred bundles=$n_bundles (K=$k) unbundled=$n_alone sbatch_submissions=$submissions worst_bundle_time_limit=${worst}min ($(( worst / 60 ))h)"
