@@ -346,18 +346,28 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
         current_config, config_source = load_config(run_dir / "config.yaml"), str(run_dir / "config.yaml")
 
     auditor = _Auditor(current_config, strict_code)
-    numbers_node = None
+    number_chain: list[dict] = []
     if number is not None:
-        # numbers.json itself: edited by hand, made under another config or by other code?
-        # (its other inputs are not followed: only the number's own artifact matters)
+        # numbers.json, then the part it merged the number from (numbers/<part>.json): edited by
+        # hand, made under another config or by other code? (their other inputs are not
+        # followed: only the number's own artifact matters)
         numbers_path = Path(number["numbers_file"])
-        numbers_node, _ = auditor.check(numbers_path, number["numbers_file"], is_target=True)
-        _check_number_in_numbers_record(number, art_path, auditor, numbers_node)
+        node, _ = auditor.check(numbers_path, number["numbers_file"], is_target=True)
+        number_chain.append(node)
+        holder = numbers_path
+        part = _number_part(number, numbers_path)
+        if part is not None:
+            part_path, inner_key = part
+            node, _ = auditor.check(part_path, _shown(part_path), is_target=True)
+            number_chain.append(node)
+            _check_part_entry(number, part_path, inner_key, auditor, node)
+            holder = part_path
+        _check_number_in_record(number, art_path, holder, auditor, number_chain[-1])
     tree = auditor.visit(art_path, shown, is_target=True)
     if current_config is None:
         auditor.warnings.append({"artifact": shown, "message": "no current config found (--configfile or "
                                  "<run>/config.yaml): recorded config values were not compared"})
-    return {"target": target, "number": number, "numbers_node": numbers_node,
+    return {"target": target, "number": number, "number_chain": number_chain,
             "run": str(run_dir) if run_dir else None,
             "config_source": config_source, "code_now": auditor.code_now, "tree": tree,
             "raw_inputs": auditor.raw, "oracle_checkpoints": auditor.checkpoints,
@@ -365,24 +375,57 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
             "artifacts": len(auditor.visited), "ok": not auditor.flags}
 
 
-def _check_number_in_numbers_record(number: dict, art_path: Path, auditor: _Auditor,
-                                    node: dict) -> None:
-    """If numbers.json has a record listing the artifact as an input, the hashes must agree."""
-    numbers_path = Path(number["numbers_file"])
+def _shown(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _number_part(number: dict, numbers_path: Path) -> tuple[Path, str] | None:
+    """The part file numbers.json merged `number` from, and the key inside it: the input of
+    numbers.json's record whose stem is the longest prefix of the key (``world.base`` for
+    ``world.base.aleatoric_floor``); None when there is no such record or input."""
     try:
         rec = read_record(numbers_path, missing_ok=True)
     except DataError:
-        return  # already flagged by the check of numbers.json
+        return None  # already flagged by the check of numbers.json
+    best: tuple[Path, str] | None = None
+    for inp in (rec or {}).get("inputs") or {}:
+        stem = Path(inp).stem
+        if number["key"].startswith(stem + ".") and (best is None or len(stem) > len(best[0].stem)):
+            best = (resolve_recorded_path(inp, rec, numbers_path), number["key"][len(stem) + 1:])
+    return best
+
+
+def _check_part_entry(number: dict, part_path: Path, inner_key: str, auditor: _Auditor, node: dict) -> None:
+    """numbers.json must hold the part's entry unchanged."""
+    try:
+        part = json.loads(part_path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return  # a missing or broken part is flagged by its own check
+    if part.get(inner_key, {}).get("value") != number.get("value"):
+        auditor._flag(node, f"numbers.json has {number.get('value')!r} for {number['key']!r} but its part "
+                            f"{part_path.name} has {part.get(inner_key, {}).get('value')!r} for {inner_key!r}")
+
+
+def _check_number_in_record(number: dict, art_path: Path, holder: Path, auditor: _Auditor, node: dict) -> None:
+    """The record of the file that holds the number (its numbers part) must list the number's
+    artifact among its inputs, with the artifact's current hash."""
+    try:
+        rec = read_record(holder, missing_ok=True)
+    except DataError:
+        return  # already flagged by the check of that file
     if rec is None or not art_path.exists():
         return
     target = os.path.abspath(art_path)
     for inp, h in (rec.get("inputs") or {}).items():
-        if os.path.abspath(resolve_recorded_path(inp, rec, numbers_path)) == target:
+        if os.path.abspath(resolve_recorded_path(inp, rec, holder)) == target:
             if h != path_sha256(art_path):
-                auditor._flag(node, f"numbers.json was computed from another version of {inp}: "
+                auditor._flag(node, f"{holder.name} was computed from another version of {inp}: "
                                     f"recorded {h[:SHORT]}, now {path_sha256(art_path)[:SHORT]}")
             return
-    auditor._warn(node, f"the record of numbers.json does not list {number['artifact']} among its inputs")
+    auditor._warn(node, f"the record of {holder.name} does not list {number['artifact']} among its inputs")
 
 
 # --------------------------------------------------------------------------- CLI

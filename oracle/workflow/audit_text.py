@@ -94,9 +94,9 @@ def render(report: Mapping[str, Any]) -> str:
                 node_lines(inp["node"], depth + 1)
 
     depth = 0
-    if report.get("numbers_node"):
-        node_lines(report["numbers_node"], 0)
-        depth = 1
+    for node in report.get("number_chain") or []:
+        node_lines(node, depth)
+        depth += 1
     node_lines(report["tree"], depth)
     lines.append("")
     raw, ckpt = report.get("raw_inputs") or [], report.get("oracle_checkpoints") or []
