@@ -1,4 +1,5 @@
-"""Calibration metrics against brute-force loops, scikit-learn and hand-built cases."""
+"""Calibration metrics against brute-force loops, scikit-learn, torchmetrics, hand-built cases
+and the closed-form posterior of a Gaussian world."""
 
 import numpy as np
 import pytest
@@ -12,8 +13,10 @@ from oracle.measures.calibration import (
     brier_score,
     expected_brier_score,
     expected_calibration_error,
+    overconfidence,
     pointwise_calibration_errors,
-    reliability_curve,
+    pool_reliability,
+    reliability_bins,
     true_calibration_error,
 )
 from oracle.errors import OracleError
@@ -101,11 +104,12 @@ def test_bins_are_right_closed_like_sklearn():
     assert bin_indices(conf, 10).tolist() == [0, 0, 1, 4, 5, 9]
 
 
-def test_reliability_curve_matches_sklearn_calibration_curve():
+def test_reliability_bins_match_sklearn_calibration_curve():
     rng = np.random.default_rng(2)
     probs = _random_probs(rng, 2000, 5)
     labels = rng.integers(0, 5, size=2000)
-    curve = reliability_curve(probs, labels, 10)
+    curve = reliability_bins(probs, labels, 10)
+    assert "true_probability" not in curve
     conf = probs.max(axis=1)
     correct = (probs.argmax(axis=1) == labels).astype(int)
     prob_true, prob_pred = calibration_curve(correct, conf, n_bins=10, strategy="uniform")
@@ -193,3 +197,115 @@ def test_bad_bins_and_shape_mismatch_raise():
         expected_calibration_error(p, np.zeros(4, dtype=int), n_bins=0)
     with pytest.raises(OracleError, match="probs_p"):
         true_calibration_error(p, np.ones((4, 3)) / 3)
+
+
+@pytest.mark.parametrize("n_bins", [5, 10, 15])
+def test_ece_matches_torchmetrics(n_bins):
+    """An independent implementation. Random Dirichlet confidences never sit exactly on a bin
+    edge, where torchmetrics' [lo, hi) bins and ours (lo, hi] would legitimately differ, nor at
+    exactly 1.0, which torchmetrics counts in an extra bin of its own (its issue #3510)."""
+    from torchmetrics.classification import MulticlassCalibrationError
+
+    rng = np.random.default_rng(10 + n_bins)
+    probs = _random_probs(rng, 3000, 6, concentration=0.3)
+    labels = rng.integers(0, 6, size=3000)
+    metric = MulticlassCalibrationError(num_classes=6, n_bins=n_bins, norm="l1")
+    theirs = float(metric(torch.from_numpy(probs), torch.from_numpy(labels)))
+    # torchmetrics accumulates its bins in float32: a float32 tolerance.
+    assert expected_calibration_error(probs, labels, n_bins) == pytest.approx(theirs, abs=2e-6)
+
+
+def test_confidence_exactly_one_is_in_the_last_bin():
+    # Guo et al.'s last bin is closed at 1; torchmetrics counts 1.0 in a bin of its own
+    # (issue #3510), which changes the ECE whenever the last bin holds other predictions too.
+    probs = np.array([[0.95, 0.05], [1.0, 0.0]])
+    labels = np.array([0, 1])
+    # One bin (0.9, 1]: mean confidence 0.975, accuracy 0.5.
+    assert expected_calibration_error(probs, labels, 10) == pytest.approx(0.475, abs=1e-15)
+    assert _ece_loop(probs, labels, 10) == pytest.approx(0.475, abs=1e-15)
+    assert bin_indices(np.array([1.0]), 10).tolist() == [9]
+
+
+def test_reliability_bins_true_probability_against_a_loop():
+    rng = np.random.default_rng(7)
+    q = _random_probs(rng, 400, 3)
+    p = _random_probs(rng, 400, 3)
+    labels = rng.integers(0, 3, size=400)
+    bins = reliability_bins(q, labels, 10, probs_p=p)
+    pred = q.argmax(axis=1)
+    for b in range(10):
+        members = [i for i in range(400) if b / 10 < q[i].max() <= (b + 1) / 10]
+        assert bins["count"][b] == len(members)
+        if members:
+            assert bins["true_probability"][b] == pytest.approx(np.mean([p[i, pred[i]] for i in members]), abs=1e-12)
+            assert bins["accuracy"][b] == pytest.approx(np.mean([pred[i] == labels[i] for i in members]), abs=1e-12)
+        else:
+            assert np.isnan(bins["true_probability"][b])
+    # The binned true calibration error is the count-weighted gap of these bins.
+    filled = bins["count"] > 0
+    gap = (bins["count"][filled] * np.abs(bins["confidence"][filled] - bins["true_probability"][filled])).sum() / 400
+    assert true_calibration_error(q, p, 10) == pytest.approx(gap, abs=1e-12)
+
+
+def test_pooled_bins_equal_the_bins_of_the_pooled_predictions():
+    rng = np.random.default_rng(8)
+    parts = [(_random_probs(rng, n, 4), _random_probs(rng, n, 4), rng.integers(0, 4, size=n)) for n in (50, 300, 7)]
+    pooled = pool_reliability([reliability_bins(q, y, 10, probs_p=p) for q, p, y in parts])
+    direct = reliability_bins(*(np.concatenate([part[i] for part in parts]) for i in (0, 2)), 10,
+                              probs_p=np.concatenate([part[1] for part in parts]))
+    for key in ("count", "confidence", "accuracy", "true_probability"):
+        np.testing.assert_allclose(pooled[key], direct[key], atol=1e-12, equal_nan=True)
+    # JSON form (None for empty bins) pools the same way; a key missing in one input is dropped.
+    as_json = [{k: [None if isinstance(v, float) and np.isnan(v) else v for v in np.asarray(a).tolist()]
+                for k, a in reliability_bins(q, y, 10, probs_p=p).items()} for q, p, y in parts]
+    np.testing.assert_allclose(pool_reliability(as_json)["accuracy"], direct["accuracy"], atol=1e-12, equal_nan=True)
+    assert "true_probability" not in pool_reliability([as_json[0], reliability_bins(*parts[1][::2], 10)])
+    with pytest.raises(OracleError, match="bins"):
+        pool_reliability([reliability_bins(*parts[0][::2], 10), reliability_bins(*parts[1][::2], 5)])
+
+
+def test_overconfidence_against_labels_and_truth():
+    rng = np.random.default_rng(9)
+    q = _random_probs(rng, 200, 3)
+    p = _random_probs(rng, 200, 3)
+    y = rng.integers(0, 3, size=200)
+    pred = q.argmax(axis=1)
+    conf = q.max(axis=1)
+    assert overconfidence(q, labels=y) == pytest.approx(conf.mean() - (pred == y).mean(), abs=1e-12)
+    assert overconfidence(q, probs_p=p) == pytest.approx(conf.mean() - p[np.arange(200), pred].mean(), abs=1e-12)
+    with pytest.raises(OracleError, match="exactly one"):
+        overconfidence(q)
+    with pytest.raises(OracleError, match="exactly one"):
+        overconfidence(q, labels=y, probs_p=p)
+
+
+def test_true_calibration_error_on_a_gaussian_world_against_quadrature():
+    """Two isotropic Gaussian classes: p(1|x) = sigmoid(Delta t) with t the coordinate along
+    the means (N(+-Delta/2, 1)). A model q = softmax(beta log p) (overconfident for beta > 1)
+    picks the same class, so its true calibration error is E_t |sigmoid(beta Delta |t|) -
+    sigmoid(Delta |t|)|: a 1-D integral. The Monte Carlo value from samples of the world, with
+    the posterior computed by the pipeline's own code, must match it within 4 standard errors."""
+    from scipy import integrate, special, stats
+
+    from oracle.posterior import log_likelihoods, log_posterior
+    from oracle.worlds import GaussianWorld, simplex_means
+
+    beta, n = 2.5, 40_000
+    world = GaussianWorld(simplex_means(2, 6, distance=2.0, seed=0), std=1.0)
+    x, _ = world.sample(n, generator=torch.Generator().manual_seed(0))
+    log_p = log_posterior(log_likelihoods(world, x), world.prior)
+    p = log_p.exp().numpy()
+    q = torch.softmax(beta * log_p, dim=1).numpy()
+    errors = pointwise_calibration_errors(q, p)
+    delta = 2.0 / world.sigma
+
+    def integrand(t: float) -> float:
+        dens = 0.5 * stats.norm.pdf(t - delta / 2) + 0.5 * stats.norm.pdf(t + delta / 2)
+        return dens * (special.expit(beta * delta * abs(t)) - special.expit(delta * abs(t)))
+
+    exact = sum(integrate.quad(integrand, a, b, epsabs=1e-13)[0] for a, b in ((-np.inf, 0.0), (0.0, np.inf)))
+    se = errors.std(ddof=1) / np.sqrt(n)
+    assert abs(errors.mean() - exact) < 4 * se
+    assert exact > 0.05  # the test can fail: beta = 1 would give 0
+    # Overconfident everywhere, so the truth-based overconfidence equals the pointwise error.
+    assert overconfidence(q, probs_p=p) == pytest.approx(errors.mean(), abs=1e-12)

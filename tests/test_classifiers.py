@@ -325,6 +325,18 @@ def test_evaluate_predictions_against_independent_computation():
     assert m["brier"]["mean"] == pytest.approx(((q - np.eye(k)[yn]) ** 2).sum(1).mean(), abs=1e-12)
     assert m["ece"] == pytest.approx(expected_calibration_error(q, yn, 10), abs=1e-15)
     assert m["n"] == n and m["num_classes"] == k
+    # calibration against labels and against the truth, by hand
+    conf, pred = q.max(1), q.argmax(1)
+    truth = p[np.arange(n), pred]
+    assert m["overconfidence"] == pytest.approx(conf.mean() - np.mean(pred == yn), abs=1e-12)
+    assert m["overconfidence_truth"] == pytest.approx(conf.mean() - truth.mean(), abs=1e-12)
+    assert m["calibration_pointwise"]["mean"] == pytest.approx(np.abs(conf - truth).mean(), abs=1e-12)
+    rel = m["reliability"]
+    assert sum(rel["count"]) == n and len(rel["count"]) == 10
+    top = int(np.argmax(rel["count"]))
+    members = (conf > top / 10) & (conf <= (top + 1) / 10)
+    assert rel["true_probability"][top] == pytest.approx(truth[members].mean(), abs=1e-12)
+    assert all(v is None for c, v in zip(rel["count"], rel["accuracy"]) if c == 0)
 
 
 def test_evaluate_predictions_of_the_oracle_itself():

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from oracle.errors import ConfigError
+from oracle.experiments import kind_module
 from oracle.workflow import config as oc
 from oracle.workflow import plan
 from oracle.workflow import resources as res
@@ -224,8 +225,8 @@ def test_paper_ids_must_name_an_artifact(default):
     default["paper"]["fig7"] = "scaling/soft_vs_hard"
     with pytest.raises(ConfigError, match=r"'paper\.fig7'.*no artifact 'soft_vs_hard'"):
         oc.check_config(default)
-    default["paper"]["fig7"] = "labels/soft_vs_hard"
-    with pytest.raises(ConfigError, match=r"'paper\.fig7'.*'labels' is neither"):
+    default["paper"]["fig7"] = "hard_vs_soft/soft_vs_hard"
+    with pytest.raises(ConfigError, match=r"'paper\.fig7'.*'hard_vs_soft' is neither"):
         oc.check_config(default)
 
 
@@ -303,10 +304,13 @@ def test_classifier_runs_follow_each_experiment():
     e = cfg["experiments"]["scaling"]
     scaling = [r for r in runs if r["experiment"] == "scaling"]
     assert len(scaling) == len(e["archs"]) * len(e["sizes"]) * len(e["seeds"])
-    soft = [r for r in runs if r["experiment"] == "soft_labels"]
-    assert {r["arch"] for r in soft} == {"resnet18"} and {r["cell"] for r in soft} == {"N100", "N500", "N1000", "N2000", "N5000"}
+    lab = [r for r in runs if r["experiment"] == "labels"]
+    assert {r["arch"] for r in lab} == {"resnet18"}
+    assert {r["cell"] for r in lab} == {f"{m}-N{n}" for m in ("hard", "soft") for n in (100, 500, 1000, 2000, 5000)}
+    assert len(lab) == 2 * 5 * 3
     assert len({tuple(r.values()) for r in runs}) == len(runs)
-    t = plan.training_spec(cfg, "soft_labels", "N500")
+    assert plan.training_spec(cfg, "labels", "hard-N500")["hard_label"] == "posterior_argmax"
+    t = plan.training_spec(cfg, "labels", "soft-N500")
     assert t == {"world": "base", "n": 500, "labels": "soft", "hard_label": None,
                  "training": {"epochs": 40, "min_steps": 0, "batch_size": 32, "lr": 0.0001, "weight_decay": 0.01}}
     assert plan.split_worlds(cfg) == {"base": {"seeds": [0, 1, 2], "max_n": 40000}}
@@ -418,7 +422,9 @@ def test_dry_run_builds_full_dag_without_data(path, tmp_path):
     assert counts["make_splits"] == len(plan.split_worlds(cfg))
     experiments = plan.experiment_specs(cfg)
     assert counts["experiment_numbers"] == len(experiments)
-    assert counts["experiment_table"] == sum(2 for e in experiments.values() if e["kind"] == "scaling")
+    arts = [a for e in experiments.values() for a in kind_module(e["kind"]).ARTIFACTS.values()]
+    assert counts["experiment_table"] == sum(a.type == "table" for a in arts)
+    assert counts["experiment_figure"] == sum(a.type == "figure" for a in arts)
     for rule in ("numbers", "effective_config"):
         assert counts[rule] == 1, rule
     if plan.world_kind(cfg) == "gaussian":

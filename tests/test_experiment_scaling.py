@@ -49,10 +49,11 @@ def runs():
                     "acc": 0.96 + 0.005 * np.log10(n) + rng.normal(0, 0.002), "acc_se": 0.004,
                     "acc_posterior": 0.97, "aleatoric": 0.012, "aleatoric_se": 0.001,
                     "epistemic": epi, "epistemic_se": 0.1 * epi, "total": 0.012 + epi, "total_se": 0.1 * epi,
-                    "ece": 0.02, "nll": 0.02 + epi, "bayes_accuracy": 0.9977, "bayes_accuracy_se": 0.001,
+                    "ece": 0.02 + 0.5 * epi, "ece_posterior": 0.01 + 0.5 * epi + rng.normal(0, 0.001),
+                    "calibration_pointwise": 0.03 + 0.5 * epi, "nll": 0.02 + epi, "bayes_accuracy": 0.9977, "bayes_accuracy_se": 0.001,
                 })
     df = pd.DataFrame(rows)
-    return {"runs": df, "fits": scaling.power_law_fits(df)}
+    return {"runs": df, "fits": scaling.all_fits(df)}
 
 
 def _write_metrics(root, arch, n, seed, epistemic):
@@ -78,13 +79,23 @@ def test_collect_reads_every_metrics_file_and_fits_each_seed(tmp_path):
     assert len(df) == 24 and list(df["N"][:4]) == [10, 10, 10, 100]  # sorted by arch, N, seed
     assert {"experiment", "arch", "cell", "N", "seed", "evalset", "epistemic", "epistemic_se", "acc", "ece",
             "source"} <= set(df.columns)
-    per_seed = fits[fits["kind"] == "seed"].set_index(["arch", "seed"])
+    assert set(fits["value"]) == set(scaling.FIT_VALUES)
+    epi = fits[fits["value"] == "epistemic"]
+    per_seed = epi[epi["kind"] == "seed"].set_index(["arch", "seed"])
     for arch, values in alphas.items():
         for seed, alpha in enumerate(values):
             assert math.isclose(per_seed.loc[(arch, seed), "alpha"], alpha, rel_tol=1e-9)
-        row = fits[(fits["kind"] == "arch") & (fits["arch"] == arch)].iloc[0]
+        row = epi[(epi["kind"] == "arch") & (epi["arch"] == arch)].iloc[0]
         assert math.isclose(row["alpha"], np.mean(values), rel_tol=1e-9)
         assert math.isclose(row["alpha_std"], np.std(values, ddof=1), rel_tol=1e-6)
+    # the ECE's own exponent: fitted to the ECE column, not copied from the KL
+    ece = fits[(fits["value"] == "ece") & (fits["kind"] == "seed")].set_index(["arch", "seed"])
+    sub = df[(df["arch"] == "a") & (df["seed"] == 0)]
+    slope = np.polyfit(np.log(sub["N"]), np.log(sub["ece"]), 1)[0]
+    assert math.isclose(ece.loc[("a", 0), "alpha"], -slope, rel_tol=1e-9)
+    # reliability: one row per (classifier, bin), the bins' counts add up to the test set
+    rel = data["reliability"]
+    assert len(rel) == 24 * 10 and (rel.groupby(["arch", "N", "seed"])["count"].sum() == 50).all()
 
 
 def test_metrics_file_without_its_identity_is_refused(tmp_path):
@@ -176,7 +187,7 @@ def test_figures_with_a_single_seed(runs, tmp_path):
 
 def test_numbers_spread_over_seeds_and_bayes_gaps():
     rows = [{"arch": arch, "N": n, "seed": seed, "labels": "hard", "acc": 0.6 + 0.01 * seed + (0.1 if n == 100 else 0),
-             "acc_se": 0.02, "ece": 0.05, "epistemic": 0.3 / n ** 0.2 + 0.001 * seed, "epistemic_se": 0.004,
+             "cell": f"N{n}", "acc_se": 0.02, "ece": 0.05, "ece_posterior": 0.04, "calibration_pointwise": 0.06, "epistemic": 0.3 / n ** 0.2 + 0.001 * seed, "epistemic_se": 0.004,
              "bayes_accuracy": 0.8, "bayes_accuracy_se": 0.01, "n": 400}
             for arch in ("r18", "vit") for n in (10, 100) for seed in ((0, 1) if arch == "r18" else (0,))]
     data = {"runs": pd.DataFrame(rows), "fits": pd.DataFrame()}
@@ -199,6 +210,27 @@ def test_numbers_spread_over_seeds_and_bayes_gaps():
         assert {"value", "unit", "artifact", "description"} <= set(entry)
 
 
+def test_calibration_figures(runs, tmp_path):
+    from oracle.classifiers.evaluate import evaluate_predictions
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for arch in ALPHAS:
+        for n in NS:
+            for seed in (0, 1, 2):
+                m = evaluate_predictions(log_softmax_np(3 * rng.normal(size=(80, 3))),
+                                         log_softmax_np(rng.normal(size=(80, 3))), rng.integers(0, 3, 80))
+                rel = m["reliability"]
+                rows += [{"experiment": "scaling", "arch": arch, "cell": f"N{n}", "seed": seed, "evalset": "base",
+                          "N": n, "bin": b, **{k: rel[k][b] for k in ("count", "confidence", "accuracy",
+                                                                       "true_probability")}} for b in range(10)]
+    data = {**runs, "reliability": pd.DataFrame(rows).fillna(np.nan)}
+    for name in ("calibration_vs_n", "calibration_agreement", "reliability"):
+        _check_image_pair(scaling.figure(name, data, spec(), tmp_path / name))
+    with pytest.raises(DataError, match="calibration_vs_n"):
+        scaling.figure("fig9", data, spec(), tmp_path / "x")
+
+
 def test_numbers_recover_the_exponents(runs):
     nums = scaling.numbers(runs, spec(), {"runs": "runs.csv", "fits": "fits.csv"})
     for arch, alphas in ALPHAS.items():
@@ -206,3 +238,30 @@ def test_numbers_recover_the_exponents(runs):
         assert nums[f"alpha.{arch}"]["artifact"] == "fits.csv"
         assert math.isclose(nums[f"epistemic_reduction.{arch}"]["value"], (100 / 10000) ** -np.mean(alphas),
                             rel_tol=0.05)
+    for arch in ALPHAS:
+        sub = runs["runs"][runs["runs"]["arch"] == arch]
+        per_seed = [-np.polyfit(np.log(g["N"]), np.log(g["ece"]), 1)[0] for _, g in sub.groupby("seed")]
+        assert math.isclose(nums[f"ece_alpha.{arch}"]["value"], np.mean(per_seed), rel_tol=1e-9)
+        assert f"true_ece_alpha.{arch}" in nums and f"true_ece.{arch}" in nums
+
+
+def test_agreement_numbers_against_a_hand_computation(runs):
+    from oracle.experiments._calibration import agreement_numbers
+
+    df = runs["runs"]
+    nums = agreement_numbers(df, "runs.csv")
+    diff = (df["ece"] - df["ece_posterior"]).to_numpy()
+    assert nums["calibration.n_classifiers"]["value"] == len(df)
+    assert nums["calibration.ece_label_minus_truth"]["value"] == pytest.approx(diff.mean(), abs=1e-15)
+    assert nums["calibration.ece_label_minus_truth"]["se"] == pytest.approx(diff.std(ddof=1) / np.sqrt(len(df)))
+    assert nums["calibration.ece_label_above_truth"]["value"] == pytest.approx((diff > 0).mean())
+    # Spearman = Pearson correlation of the ranks (no ties in these values)
+    ranks = [pd.Series(df[c]).rank().to_numpy() for c in ("ece", "ece_posterior")]
+    assert nums["calibration.ece_rank_correlation"]["value"] == pytest.approx(np.corrcoef(*ranks)[0, 1], abs=1e-12)
+    i = int(np.argmax(np.abs(diff)))
+    assert nums["calibration.ece_largest_difference"]["value"] == pytest.approx(diff[i], abs=1e-15)
+    assert f"cell={df.iloc[i]['cell']}" in nums["calibration.ece_largest_difference"]["description"]
+    hidden = (df["calibration_pointwise"] - df["ece_posterior"]).mean()
+    assert nums["calibration.binning_hides"]["value"] == pytest.approx(hidden, abs=1e-15)
+    with pytest.raises(DataError, match="ece_posterior"):
+        agreement_numbers(df.drop(columns="ece_posterior"), "runs.csv")

@@ -24,6 +24,7 @@ import yaml
 from scipy import stats
 from scipy.special import log_softmax
 
+from oracle.experiments import kind_module
 from oracle.workflow import config as oc
 from oracle.workflow import plan
 from oracle.errors import ConfigError
@@ -115,7 +116,9 @@ def test_preset_dry_run_has_no_data_or_flow_stage(tmp_path):
     assert counts["train_classifier"] == counts["predict_classifier"] == len(plan.classifier_runs(cfg))
     for rule in ("merge_samples", "make_splits", "world_constants", "scaling_collect", "experiment_numbers", "numbers"):
         assert counts[rule] == 1, rule
-    assert counts["experiment_table"] == counts["experiment_figure"] == 2
+    arts = [a for spec in plan.experiment_specs(cfg).values() for a in kind_module(spec["kind"]).ARTIFACTS.values()]
+    assert counts["experiment_table"] == sum(a.type == "table" for a in arts)
+    assert counts["experiment_figure"] == sum(a.type == "figure" for a in arts)
     assert not (tmp_path / "results").exists()
 
 
@@ -219,3 +222,32 @@ def test_classifier_evaluation_uses_the_exact_posteriors(run):
         assert m["epistemic"]["mean"] == pytest.approx(epistemic, rel=1e-9, abs=1e-12)
         assert m["total"]["mean"] == pytest.approx(m["aleatoric"]["mean"] + m["epistemic"]["mean"], rel=1e-12)
         assert m["bayes_accuracy"]["mean"] == pytest.approx(p.max(axis=1).mean(), rel=1e-9)
+        # the true calibration error against the closed-form posterior (the analytic world's
+        # oracle-only calibration measure, computed here without the pipeline's code)
+        q = np.exp(log_q)
+        conf, pred = q.max(axis=1), q.argmax(axis=1)
+        truth = p[np.arange(len(p)), pred]
+        assert m["calibration_pointwise"]["mean"] == pytest.approx(np.abs(conf - truth).mean(), abs=1e-9)
+        edges = np.linspace(0, 1, 11)
+        which = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, 9)
+        binned = sum(abs(conf[which == b].sum() - truth[which == b].sum()) for b in range(10)) / len(conf)
+        assert m["ece_posterior"] == pytest.approx(binned, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_labels_experiment_on_the_analytic_world(run):
+    """Hard and soft labels end to end: Figure 7, the table, the reliability diagrams and the
+    numbers exist; soft-label classifiers train on the exact posterior rows of their samples."""
+    cfg = load(SMOKE)
+    base = run / "labels" / "labels"
+    for name in ("soft_vs_hard", "reliability", "calibration_agreement"):
+        assert (base / "figures" / f"{name}.png").stat().st_size > 1000
+        assert (base / "figures" / f"{name}.png.prov.json").exists()
+    table = (base / "tables" / "label_comparison.csv").read_text().splitlines()
+    assert len(table) == 1 + 2 * len(cfg["experiments"]["labels"]["sizes"])
+    numbers = json.loads((run / "numbers.json").read_text())
+    assert 0 <= numbers["labels.soft_wins"]["value"] <= numbers["labels.n_sizes"]["value"] == 2
+    assert numbers["labels.ece_soft_max_n"]["artifact"].endswith("labels/labels/data/runs.csv")
+    for mode in ("hard", "soft"):
+        hist = json.loads((run / "classifiers" / "labels" / "test_resnet" / f"{mode}-N50" / "seed0" / "history.json").read_text())
+        assert hist["labels"] == mode and hist["N"] == 50 and "curve_acc" in hist["history"][0]

@@ -6,7 +6,7 @@ import pytest
 from PIL import Image
 
 from oracle.errors import OracleError
-from oracle.measures.calibration import reliability_curve
+from oracle.measures.calibration import reliability_bins
 from oracle.report.figures import reliability_diagram
 from oracle.report.tables import write_table
 
@@ -48,7 +48,11 @@ def test_reliability_diagram(tmp_path):
     rng = np.random.default_rng(0)
     probs = rng.dirichlet(np.ones(3), size=200)
     labels = rng.integers(0, 3, size=200)
-    _check_image_pair(reliability_diagram({"model": reliability_curve(probs, labels)}, tmp_path / "rel"))
+    truth = rng.dirichlet(np.ones(3), size=200)
+    panels = {"labels only": reliability_bins(probs, labels), "with truth": reliability_bins(probs, labels, probs_p=truth)}
+    _check_image_pair(reliability_diagram(panels, tmp_path / "rel"))
+    with pytest.raises(OracleError, match="no panels"):
+        reliability_diagram({}, tmp_path / "none")
 
 
 def test_image_grid_places_each_class_in_its_row():

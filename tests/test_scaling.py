@@ -113,7 +113,8 @@ def test_fit_seed_mean_on_identical_seeds_recovers_alpha():
     df = _runs({"resnet": [0.07, 0.07]})
     fit = fit_seed_mean(df).iloc[0]
     assert fit["alpha"] == pytest.approx(0.07, abs=1e-10)
-    assert not fit["weighted"]  # zero spread over seeds: fall back to unweighted
+    assert not fit["weighted"]
+    assert not fit_seed_mean(df, weighted=True).iloc[0]["weighted"]  # zero spread: nothing to weight by
     np.testing.assert_allclose(power_law(N_GRID, fit["coef"], fit["alpha"]), 0.5 * N_GRID**-0.07, rtol=1e-9)
 
 
@@ -138,3 +139,24 @@ def test_duplicate_runs_are_refused():
         fit_per_seed(df)
     with pytest.raises(OracleError, match="lacks column"):
         aggregate_over_seeds(df.drop(columns="seed"), ["epistemic"])
+
+
+def test_unweighted_seed_mean_fit_is_the_better_estimator():
+    """Why fit_seed_mean is unweighted by default: on simulated curves of the paper's design
+    (8 sizes, 3 seeds, alpha 0.3, 10% multiplicative noise per point) weighting by (y/se)^2
+    with se from three seeds gives a noisier alpha. Measured here: sd 0.015 weighted, 0.011
+    unweighted over 300 curves; the test asks for a clear margin on 200."""
+    rng = np.random.default_rng(0)
+    n = np.array([100, 200, 500, 1000, 2000, 5000, 10000, 40000])
+    alphas = {True: [], False: []}
+    for _ in range(200):
+        y = 0.5 * n[None, :] ** -0.3 * np.exp(0.1 * rng.standard_normal((3, n.size)))
+        df = pd.DataFrame({"arch": "a", "seed": np.repeat([0, 1, 2], n.size), "N": np.tile(n, 3),
+                           "epistemic": y.ravel()})
+        for weighted in (True, False):
+            fit = fit_seed_mean(df, weighted=weighted).iloc[0]
+            assert fit["weighted"] == weighted
+            alphas[weighted].append(fit["alpha"])
+    sd_weighted, sd_unweighted = np.std(alphas[True], ddof=1), np.std(alphas[False], ddof=1)
+    assert sd_unweighted < 0.85 * sd_weighted
+    assert abs(np.mean(alphas[False]) - 0.3) < 3 * sd_unweighted / np.sqrt(200)  # and it is unbiased

@@ -41,7 +41,12 @@ def evaluate_predictions(log_q, log_p, labels, n_bins: int = 10) -> dict[str, An
           over ``y ~ p(y|x)``.
         * ``ece`` (float): top-label ECE against the labels; ``ece_posterior`` (float): the same
           bins with correctness replaced by ``p(argmax q|x)``, an oracle-only exact
-          calibration error; ``calibration_pointwise``: ``E|max q - p(argmax q|x)|``.
+          calibration error; ``calibration_pointwise``: ``E|max q - p(argmax q|x)|`` (the true
+          calibration error without bins).
+        * ``overconfidence``: mean confidence minus accuracy on the labels;
+          ``overconfidence_truth``: mean confidence minus mean ``p(argmax q|x)``.
+        * ``reliability``: per-bin count, mean confidence, accuracy and mean true probability
+          (`oracle.measures.calibration.reliability_bins`), for reliability diagrams.
         * ``n``, ``num_classes``, ``n_bins``.
     """
     lq = torch.as_tensor(np.asarray(log_q)) if not isinstance(log_q, Tensor) else log_q.detach()
@@ -71,24 +76,47 @@ def evaluate_predictions(log_q, log_p, labels, n_bins: int = 10) -> dict[str, An
         "ece": cal.expected_calibration_error(q, yn, n_bins),
         "ece_posterior": cal.true_calibration_error(q, p, n_bins),
         "calibration_pointwise": mean_se(cal.pointwise_calibration_errors(q, p)),
+        "overconfidence": cal.overconfidence(q, labels=yn),
+        "overconfidence_truth": cal.overconfidence(q, probs_p=p),
+        "reliability": _json_bins(cal.reliability_bins(q, yn, n_bins, probs_p=p)),
     }
+
+
+def _json_bins(bins: Mapping[str, np.ndarray]) -> dict[str, list]:
+    """Reliability bins as JSON lists (None for the means of empty bins; edges left out)."""
+    return {k: [None if isinstance(v, float) and np.isnan(v) else v for v in np.asarray(a).tolist()]
+            for k, a in bins.items() if k not in ("lower", "upper")}
 
 
 def metrics_row(metrics: Mapping[str, Any]) -> dict[str, float]:
     """Flatten ``evaluate_predictions`` output to data-frame columns: ``{"mean", "se"}`` entries
-    become ``name`` and ``name_se``, plain values stay."""
+    become ``name`` and ``name_se``, numbers stay; per-bin data (``reliability``) is left out
+    (`read_reliability_frame` reads it)."""
     row: dict[str, float] = {}
     for key, value in metrics.items():
-        if isinstance(value, Mapping):
+        if isinstance(value, Mapping) and "mean" in value:
             row[key] = float(value["mean"])
             row[f"{key}_se"] = float(value["se"])
-        else:
+        elif not isinstance(value, (Mapping, list)):
             row[key] = value
     return row
 
 
 #: The identity of one evaluation of one classifier (a row of `read_metrics_frame`).
 ID_COLUMNS = ("experiment", "arch", "cell", "seed", "evalset", "N", "labels", "hard_label")
+
+
+def _read_classifier_json(path: str | os.PathLike, keys: Iterable[str], what: str, job: str) -> dict:
+    """A classifier's JSON output (metrics or history) with `keys` present; DataError naming
+    the file and the job to rerun otherwise."""
+    try:
+        blob = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DataError(f"cannot read classifier {what} {path}: {exc}") from None
+    missing = [k for k in keys if k not in blob]
+    if missing:
+        raise DataError(f"{path}: lacks key(s) {missing}; rerun its {job} job")
+    return blob
 
 
 def read_metrics_frame(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  # noqa: F821
@@ -99,13 +127,7 @@ def read_metrics_frame(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  #
 
     rows = []
     for p in paths:
-        try:
-            blob = json.loads(Path(p).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise DataError(f"cannot read classifier metrics {p}: {exc}") from None
-        missing = [k for k in (*ID_COLUMNS, "metrics") if k not in blob]
-        if missing:
-            raise DataError(f"{p}: lacks key(s) {missing}; rerun its prediction job")
+        blob = _read_classifier_json(p, (*ID_COLUMNS, "metrics"), "metrics", "prediction")
         row = {k: blob[k] for k in ID_COLUMNS}
         row.update(metrics_row(blob["metrics"]))
         row["epochs"] = blob.get("epochs")
@@ -116,3 +138,38 @@ def read_metrics_frame(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  #
         raise DataError("read_metrics_frame: no metrics files")
     df = pd.DataFrame(rows)
     return df.sort_values(["experiment", "arch", "N", "seed", "evalset"], kind="stable").reset_index(drop=True)
+
+
+def read_reliability_frame(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  # noqa: F821
+    """One row per (evaluation file, confidence bin): the identity (``ID_COLUMNS``), ``bin``
+    and the bin's ``count``, ``confidence``, ``accuracy`` and ``true_probability`` (NaN when
+    empty), from ``metrics.reliability``."""
+    import pandas as pd
+
+    rows = []
+    for p in paths:
+        blob = _read_classifier_json(p, (*ID_COLUMNS, "metrics"), "metrics", "prediction")
+        rel = blob["metrics"].get("reliability")
+        if rel is None:
+            raise DataError(f"{p}: no reliability data; rerun its prediction job")
+        for b, count in enumerate(rel["count"]):
+            rows.append({**{k: blob[k] for k in ID_COLUMNS}, "bin": b, "count": count,
+                         **{k: rel[k][b] for k in ("confidence", "accuracy", "true_probability")}})
+    return pd.DataFrame(rows)
+
+
+def read_history_frame(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  # noqa: F821
+    """One row per (classifier, epoch) from ``history.json`` files: the identity (``experiment``,
+    ``arch``, ``cell``, ``seed``, ``N``, ``labels``, ``hard_label``) and the epoch's record
+    (``epoch``, ``train_loss``, ``lr``, ``seconds`` and, with curve_size > 0, ``curve_acc`` and
+    ``curve_epistemic`` in nats)."""
+    import pandas as pd
+
+    keys = [k for k in ID_COLUMNS if k != "evalset"]
+    rows = []
+    for p in paths:
+        blob = _read_classifier_json(p, (*keys, "history"), "history", "training")
+        rows += [{**{k: blob[k] for k in keys}, **record} for record in blob["history"]]
+    if not rows:
+        raise DataError("read_history_frame: no history records")
+    return pd.DataFrame(rows)

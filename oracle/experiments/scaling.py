@@ -3,11 +3,14 @@
 Classifiers per (arch, N, seed) on one world, each evaluated on the world's fixed test set;
 their cross-entropy decomposed exactly into the aleatoric floor E[H(p)] and the epistemic
 gap E[KL(p || q)] (nats). Power laws KL ~ c N^-alpha are fitted per (arch, seed) and alpha is
-reported as mean ± std over seeds, as the paper does.
+reported as mean ± std over seeds, as the paper does; the ECE gets its own power law beside
+it (the paper: the rates differ), and calibration is measured against the labels and against
+the truth (`oracle.experiments._calibration`).
 
-Data: ``runs`` (one row per classifier: `oracle.classifiers.evaluate.read_metrics_frame`) and
-``fits`` (`power_law_fits`). Accuracies are fractions in data and numbers, percentages in
-tables and figures.
+Data: ``runs`` (one row per classifier: `oracle.classifiers.evaluate.read_metrics_frame`),
+``fits`` (`power_law_fits` of the epistemic KL, the ECE against labels and the true ECE) and
+``reliability`` (per-bin calibration data). Accuracies are fractions in data and numbers,
+percentages in tables and figures.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ from typing import Any
 import numpy as np
 
 from oracle.errors import ConfigError, DataError
-from oracle.experiments import _training
+from oracle.experiments import _calibration, _training
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "scaling"
-DATA = ("runs", "fits")
+DATA = ("runs", "fits", "reliability")
+#: The values with power-law fits in ``fits``: epistemic KL (nats), ECE against the labels and
+#: the true ECE against the exact posterior (fractions).
+FIT_VALUES = ("epistemic", "ece", "ece_posterior")
 ARTIFACTS = artifacts_by_name(
     Artifact("accuracy_vs_bayes", "table",
              "Classifiers approach the Bayes-optimal bound on oracle data: test accuracy against the "
@@ -37,12 +43,22 @@ ARTIFACTS = artifacts_by_name(
     Artifact("scaling_panels", "figure",
              "Epistemic error follows a power law even when total loss plateaus: (a) total "
              "cross-entropy (nats) with the aleatoric floor, (b) epistemic KL (nats) with power-law "
-             "fits to the seed means, (c) test accuracy (%) against the Bayes-optimal accuracy, "
-             "(d) exponent alpha per architecture, mean ± std over per-seed fits; against N (samples)."),
+             "fits to the seed means (dashed; unweighted least squares in log-log space, which is less "
+             "noisy than weighting by seed standard errors from a few seeds), (c) test accuracy (%) "
+             "against the Bayes-optimal accuracy, (d) exponent alpha per architecture, mean ± std over "
+             "per-seed fits; against N (samples)."),
     Artifact("epistemic_curves", "figure",
              "Epistemic KL (nats) against N (samples), one panel per architecture: every seed "
-             "(faint), mean ± std over seeds, the power-law fit to the seed mean (dashed) and alpha "
-             "as mean ± std of the per-seed fits."),
+             "(faint), mean ± std over seeds, the power-law fit to the seed mean (dashed, unweighted "
+             "least squares in log-log space) and alpha as mean ± std of the per-seed fits."),
+    Artifact("calibration_vs_n", "figure",
+             "Calibration against N (samples): (a) ECE against the world's labels (solid) and the true ECE "
+             "against the exact posterior (dashed), 10 equal-width bins, mean ± std over seeds, log-log; "
+             "(b) the power-law exponent of the ECE beside that of the epistemic KL per architecture, "
+             "mean ± std over per-seed fits (ECE ~ N^-alpha_ECE, KL ~ N^-alpha_KL)."),
+    Artifact("reliability", "figure",
+             _calibration.RELIABILITY_CAPTION + " One row per architecture: the smallest and largest N."),
+    Artifact("calibration_agreement", "figure", _calibration.AGREEMENT_CAPTION),
 )
 
 
@@ -85,11 +101,19 @@ def evaluation_sets(spec: Mapping) -> list[str]:
 
 # --------------------------------------------------------------------------- data
 def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, "pd.DataFrame"]:  # noqa: F821
-    """``runs`` from the classifiers' metrics files (``inputs["metrics"]``), ``fits`` from runs."""
-    from oracle.classifiers.evaluate import read_metrics_frame
+    """``runs`` and ``reliability`` from the classifiers' metrics files (``inputs["metrics"]``),
+    ``fits`` (every value of `FIT_VALUES`) from runs."""
+    from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_frame
 
     runs = read_metrics_frame(inputs["metrics"])
-    return {"runs": runs, "fits": power_law_fits(runs)}
+    return {"runs": runs, "fits": all_fits(runs), "reliability": read_reliability_frame(inputs["metrics"])}
+
+
+def all_fits(runs: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
+    """`power_law_fits` of every value of `FIT_VALUES`, one long table (column ``value``)."""
+    import pandas as pd
+
+    return pd.concat([power_law_fits(runs, v) for v in FIT_VALUES], ignore_index=True)
 
 
 def power_law_fits(df: "pd.DataFrame", value: str = "epistemic") -> "pd.DataFrame":  # noqa: F821
@@ -207,13 +231,27 @@ def _check_runs(df: "pd.DataFrame", columns: Sequence[str]) -> "pd.DataFrame":  
 
 # --------------------------------------------------------------------------- figures
 def figure(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
-    """``scaling_panels`` (paper Figure 2) or ``epistemic_curves`` (Figures 5, 6)."""
+    """``scaling_panels`` (paper Figure 2), ``epistemic_curves`` (Figures 5, 6),
+    ``calibration_vs_n``, ``reliability`` (smallest and largest N per architecture) or
+    ``calibration_agreement``."""
     runs = select_runs(data["runs"], spec["arch_labels"])
     if name == "scaling_panels":
         return scaling_panels(runs, stem)
     if name == "epistemic_curves":
         return epistemic_curves(runs, stem)
-    raise DataError(f"scaling: no figure named {name!r} (figures: scaling_panels, epistemic_curves)")
+    if name == "calibration_vs_n":
+        return _calibration.calibration_vs_n(runs, stem)
+    if name == "calibration_agreement":
+        return _calibration.agreement_figure(runs, stem)
+    if name == "reliability":
+        from oracle.report.figures import reliability_diagram
+
+        rel = data["reliability"]
+        selections = [(f"{label}, N={n}", {"arch": arch, "N": n}) for arch, label in spec["arch_labels"].items()
+                      for n in (rel[rel["arch"] == arch]["N"].min(), rel[rel["arch"] == arch]["N"].max())]
+        return reliability_diagram(_calibration.reliability_panels(rel, selections), stem, ncols=2)
+    figures = ", ".join(n for n, a in ARTIFACTS.items() if a.type == "figure")
+    raise DataError(f"scaling: no figure named {name!r} (figures: {figures})")
 
 
 def scaling_panels(df: "pd.DataFrame", stem: str | os.PathLike, acc_col: str = "acc") -> dict[str, Path]:  # noqa: F821
@@ -311,12 +349,16 @@ def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mappi
 
     * ``n_min``, ``n_max``; ``test_size`` and ``test_bayes_accuracy`` (E[max_y p(y|x)] on the
       test set the classifiers were scored on);
-    * per architecture: ``alpha.<arch>`` (mean ± std over seeds of the per-seed exponents),
-      ``accuracy.<arch>`` and ``ece.<arch>`` at the table size (default the largest N),
+    * per architecture: ``alpha.<arch>`` (mean ± std over seeds of the per-seed exponents of
+      the epistemic KL), ``ece_alpha.<arch>`` and ``true_ece_alpha.<arch>`` (the same for the
+      ECE against labels and against the truth), ``accuracy.<arch>``, ``ece.<arch>`` and
+      ``true_ece.<arch>`` at the table size (default the largest N),
       ``epistemic_min_n.<arch>``/``epistemic_max_n.<arch>``, ``accuracy_min_n``/``_max_n``, and
       ``epistemic_reduction.<arch>`` = KL(N_min) / KL(N_max) of the seed means;
     * the accuracy_vs_bayes table: ``bayes_gap.<arch>`` (percentage points) and its range over
-      architectures ``bayes_gap_min``/``bayes_gap_max``.
+      architectures ``bayes_gap_min``/``bayes_gap_max``;
+    * ``calibration.*``: whether ECE against labels and against the truth agree
+      (`oracle.experiments._calibration.agreement_numbers`).
     """
     from oracle.report.numbers import entry, over_seeds
 
@@ -333,26 +375,27 @@ def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mappi
     out["test_bayes_accuracy"] = entry(float(runs["bayes_accuracy"].iloc[0]), "fraction", runs_path,
                                        "Bayes-optimal accuracy E[max_y p(y|x)] on the oracle test set",
                                        se=float(runs["bayes_accuracy_se"].iloc[0]), se_over="test set")
-    per_arch = fits[fits["kind"] == "arch"].set_index("arch") if len(fits) and "kind" in fits else None
     for arch in spec["archs"]:
         sub = runs[runs["arch"] == arch]
         if sub.empty:
             continue
         label = labels[arch]
-        if per_arch is not None and arch in per_arch.index and "alpha" in per_arch.columns \
-                and np.isfinite(per_arch.loc[arch, "alpha"]):
-            r = per_arch.loc[arch]
-            n_seeds = int(r["n_seeds"]) if np.isfinite(r.get("n_seeds", np.nan)) else None
-            out[f"alpha.{arch}"] = entry(float(r["alpha"]), "1", fits_path,
-                                         f"{label}: exponent of epistemic KL ~ N^-alpha, mean ± std over "
-                                         f"{n_seeds} seeds", std=r.get("alpha_std"), se=r.get("alpha_se"),
-                                         se_over="seeds", n_seeds=n_seeds)
+        for value, key, what in (("epistemic", "alpha", "epistemic KL"), ("ece", "ece_alpha", "ECE against labels"),
+                                 ("ece_posterior", "true_ece_alpha", "true ECE")):
+            r = _arch_fit(fits, arch, value)
+            if r is not None:
+                n_seeds = int(r["n_seeds"]) if np.isfinite(r.get("n_seeds", np.nan)) else None
+                out[f"{key}.{arch}"] = entry(float(r["alpha"]), "1", fits_path,
+                                             f"{label}: exponent of {what} ~ N^-alpha, mean ± std over {n_seeds} "
+                                             "seeds", std=r.get("alpha_std"), se=r.get("alpha_se"),
+                                             se_over="seeds", n_seeds=n_seeds)
         at = sub[sub["N"] == n_sel]
         if len(at):
-            out[f"accuracy.{arch}"] = entry(unit="fraction", artifact=runs_path, description=(
-                f"{label}: test accuracy (world labels) at N={n_sel}, mean over seeds"), **over_seeds(at, "acc"))
-            out[f"ece.{arch}"] = entry(unit="fraction", artifact=runs_path, description=(
-                f"{label}: ECE against the world labels at N={n_sel}, mean over seeds"), **over_seeds(at, "ece"))
+            for col, key, what in (("acc", "accuracy", "test accuracy (world labels)"),
+                                   ("ece", "ece", "ECE against the world labels"),
+                                   ("ece_posterior", "true_ece", "true ECE against the exact posterior")):
+                out[f"{key}.{arch}"] = entry(unit="fraction", artifact=runs_path, description=(
+                    f"{label}: {what} at N={n_sel}, mean over seeds"), **over_seeds(at, col))
         lo, hi = int(sub["N"].min()), int(sub["N"].max())
         for tag, n in (("min_n", lo), ("max_n", hi)):
             rows = sub[sub["N"] == n]
@@ -365,7 +408,16 @@ def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mappi
             out[f"epistemic_reduction.{arch}"] = entry(float(e_lo / e_hi), "ratio", runs_path,
                                                        f"{label}: epistemic KL at N={lo} over N={hi} (seed means)")
     out.update(_bayes_gap_numbers(data, spec, runs_path))
+    out.update(_calibration.agreement_numbers(runs, runs_path))
     return out
+
+
+def _arch_fit(fits: "pd.DataFrame", arch: str, value: str) -> "pd.Series | None":  # noqa: F821
+    """The ``kind="arch"`` fit of `value` for `arch`, None when it is missing or not finite."""
+    if fits.empty or "alpha" not in fits:
+        return None
+    rows = fits[(fits["kind"] == "arch") & (fits["arch"] == arch) & (fits["value"] == value)]
+    return rows.iloc[0] if len(rows) and np.isfinite(rows.iloc[0]["alpha"]) else None
 
 
 def _bayes_gap_numbers(data: Mapping[str, Any], spec: Mapping, path: str) -> dict[str, dict]:

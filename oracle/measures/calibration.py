@@ -21,12 +21,15 @@ noise of the labels (and a positive bias from it in sparsely filled bins).
 sample by its conditional expectation ``p(yhat | x)`` under the true posterior. Binned, it is
 the ECE one would get with infinitely many labels per input (no label noise); unbinned
 (``n_bins=None``) it is the pointwise error ``E_x |max q(x) - p(argmax q(x) | x)|``, which upper
-bounds every binned version (Jensen). When labels are drawn from ``p(y|x)`` (label temperature
-T = 1) the label ECE estimates the binned true calibration error; with T != 1 the oracle
-posterior is not the conditional law of the source class and the two measure different things.
+bounds every binned version (Jensen). When the labels are draws from the world's posterior
+p_T(y|x) (the world's label, DESIGN rule 8) the label ECE estimates the binned true
+calibration error, with label noise on top; the class a sample was drawn from is such a draw
+only at T = 1.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -39,7 +42,9 @@ __all__ = [
     "brier_score",
     "brier_per_sample",
     "expected_brier_score",
-    "reliability_curve",
+    "reliability_bins",
+    "pool_reliability",
+    "overconfidence",
     "bin_indices",
 ]
 
@@ -181,24 +186,67 @@ def expected_brier_score(probs_q, probs_p) -> np.ndarray:
     return ((q - p) ** 2).sum(axis=1) + 1.0 - (p * p).sum(axis=1)
 
 
-def reliability_curve(probs, labels, n_bins: int = 10) -> dict[str, np.ndarray]:
-    """Data of a top-label reliability diagram.
+def reliability_bins(probs, labels, n_bins: int = 10, probs_p=None) -> dict[str, np.ndarray]:
+    """The data of a top-label reliability diagram, bin by bin (arrays of length n_bins;
+    equal-width bins, right-closed as in `bin_indices`).
 
-    Returns a dict of arrays of length ``n_bins``: ``lower``, ``upper`` (bin edges),
-    ``count`` (samples per bin, int64), ``confidence`` (mean confidence per bin) and
-    ``accuracy`` (fraction correct per bin); the last two are NaN for empty bins.
+    ``lower``, ``upper``: bin edges; ``count``: predictions in the bin (int64);
+    ``confidence``: their mean max_k q_k(x); ``accuracy``: the fraction whose predicted class
+    is the label (what a benchmark can see). With the exact posterior ``probs_p`` also
+    ``true_probability``: the mean of p(argmax q | x), what the accuracy estimates (the same
+    bins with infinitely many labels per input). Empty bins are NaN. Several classifiers
+    (seeds) are pooled by `pool_reliability`.
     """
     conf, correct = _top_label(probs, labels, n_bins)
     idx = bin_indices(conf, n_bins)
     count = np.bincount(idx, minlength=n_bins)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_conf = np.bincount(idx, weights=conf, minlength=n_bins) / count
-        acc = np.bincount(idx, weights=correct, minlength=n_bins) / count
+
+    def mean(values: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(count > 0, np.bincount(idx, weights=values, minlength=n_bins) / count, np.nan)
+
     edges = np.linspace(0.0, 1.0, n_bins + 1)
-    return {
-        "lower": edges[:-1],
-        "upper": edges[1:],
-        "count": count.astype(np.int64),
-        "confidence": np.where(count > 0, mean_conf, np.nan),
-        "accuracy": np.where(count > 0, acc, np.nan),
-    }
+    out = {"lower": edges[:-1], "upper": edges[1:], "count": count.astype(np.int64),
+           "confidence": mean(conf), "accuracy": mean(correct)}
+    if probs_p is not None:
+        out["true_probability"] = mean(_confidence_and_truth(probs, probs_p)[1])
+    return out
+
+
+def pool_reliability(bins: Sequence[Mapping]) -> dict[str, np.ndarray]:
+    """Several `reliability_bins` of the same n_bins pooled into one: counts added, the means
+    count-weighted (None or NaN in an empty bin is fine). Keys as in `reliability_bins`; a
+    key only some inputs have is dropped."""
+    if not bins:
+        raise OracleError("pool_reliability: no reliability data")
+    if len({len(b["count"]) for b in bins}) != 1:
+        raise OracleError("pool_reliability: the inputs have different numbers of bins")
+    counts = np.array([np.asarray(b["count"], dtype=np.float64) for b in bins])
+    total = counts.sum(axis=0)
+    n_bins = counts.shape[1]
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    out = {"lower": edges[:-1], "upper": edges[1:], "count": total.astype(np.int64)}
+    for key in ("confidence", "accuracy", "true_probability"):
+        if not all(key in b for b in bins):
+            continue
+        values = np.array([np.asarray(b[key], dtype=np.float64) for b in bins])  # None -> nan
+        weighted = np.where(counts > 0, values, 0.0) * counts
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[key] = np.where(total > 0, weighted.sum(axis=0) / total, np.nan)
+    return out
+
+
+def overconfidence(probs, labels=None, probs_p=None) -> float:
+    """Mean confidence minus accuracy (positive: overconfident; a probability difference).
+
+    Against ``labels`` [n] the accuracy is the observed fraction correct; against the exact
+    posterior ``probs_p`` [n, K] it is the mean of p(argmax q | x), the accuracy expected over
+    the labels. Exactly one of the two must be given.
+    """
+    if (labels is None) == (probs_p is None):
+        raise OracleError("overconfidence: give labels or probs_p (exactly one)")
+    if labels is not None:
+        conf, correct = _top_label(probs, labels, 1)
+        return float(conf.mean() - correct.mean())
+    conf, truth = _confidence_and_truth(probs, probs_p)
+    return float(conf.mean() - truth.mean())

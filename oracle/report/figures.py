@@ -97,28 +97,42 @@ def errorbar(ax, agg: pd.DataFrame, col: str, color, label: str, scale: float = 
                 capsize=2, lw=1.2, label=label)
 
 
-def reliability_diagram(curves: Mapping[str, Mapping[str, np.ndarray]], stem: str | os.PathLike) -> dict[str, Path]:
-    """Reliability diagrams, one panel per entry of ``curves`` (``oracle.measures.calibration.reliability_curve``).
+def reliability_diagram(panels: Mapping[str, Mapping[str, np.ndarray]], stem: str | os.PathLike,
+                        ncols: int | None = None) -> dict[str, Path]:
+    """Reliability diagrams, one panel per entry of ``panels`` ({title: bins}; bins as
+    `oracle.measures.calibration.reliability_bins` / `pool_reliability`).
 
-    Bars: accuracy per confidence bin; diagonal: perfect calibration; the bin's mean
-    confidence is marked. Empty bins are left blank.
+    Against the bin's confidence (x): bars of the empirical frequency of correct predictions
+    (what labels show) and, when the bins have ``true_probability``, points of the mean true
+    probability p(yhat|x) per bin (what the labels estimate); the diagonal is perfect
+    calibration. Both y quantities are probabilities on the same axis. Empty bins are blank;
+    the share of predictions per bin is printed under the bars.
     """
-    if not curves:
-        raise OracleError("reliability_diagram: no curves given")
-    names = list(curves)
+    if not panels:
+        raise OracleError("reliability_diagram: no panels given")
+    names = list(panels)
+    ncols = ncols or min(4, len(names))
+    nrows = -(-len(names) // ncols)
     with style():
-        fig = Figure(figsize=(3.0 * len(names), 3.0))
-        axes = np.atleast_1d(fig.subplots(1, len(names), squeeze=False)).ravel()
+        fig = Figure(figsize=(3.0 * ncols, 3.0 * nrows))
+        axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
         for ax, name in zip(axes, names):
-            c = curves[name]
-            width = np.asarray(c["upper"]) - np.asarray(c["lower"])
-            filled = np.asarray(c["count"]) > 0
-            ax.bar(np.asarray(c["lower"])[filled], np.asarray(c["accuracy"])[filled], width=width[filled],
-                   align="edge", edgecolor="k", lw=0.5, alpha=0.7, label="accuracy")
-            ax.plot(np.asarray(c["confidence"])[filled], np.asarray(c["confidence"])[filled], "r.", label="mean confidence")
+            b = panels[name]
+            lower, upper = np.asarray(b["lower"]), np.asarray(b["upper"])
+            count = np.asarray(b["count"])
+            filled = count > 0
+            ax.bar(lower[filled], np.asarray(b["accuracy"])[filled], width=(upper - lower)[filled], align="edge",
+                   edgecolor="k", lw=0.5, alpha=0.6, label="empirical frequency (labels)")
+            if "true_probability" in b:
+                ax.plot(np.asarray(b["confidence"])[filled], np.asarray(b["true_probability"])[filled], "o",
+                        color="C3", ms=4, label="mean true probability p(ŷ|x)")
             ax.plot([0, 1], [0, 1], "k--", lw=1)
-            ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence (max probability)", ylabel="accuracy (fraction)",
+            for lo, hi, c in zip(lower[filled], upper[filled], count[filled]):
+                ax.text((lo + hi) / 2, 0.02, f"{100 * c / count.sum():.0f}%", ha="center", fontsize=5)
+            ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence max q(y|x)", ylabel="probability correct",
                    title=str(name))
-            ax.legend(loc="upper left")
+            ax.legend(loc="upper left", fontsize=6)
+        for ax in axes[len(names):]:
+            ax.set_visible(False)
         fig.tight_layout()
         return save_figure(fig, stem)

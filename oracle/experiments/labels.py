@@ -1,0 +1,278 @@
+"""Experiment kind ``labels`` (paper section 4.2, appendix D, Figure 7): hard against soft labels.
+
+One architecture trained on the same images of one world with two kinds of target: *hard*,
+one class per image (by default the argmax of the world's posterior, the paper's "one-hot
+argmax"), and *soft*, the exact posterior vector p_T(y|x) itself. Both arms of a seed train
+on the same rows (the seed's nested subset), so the soft-minus-hard gain is paired by seed.
+Every classifier is scored on the world's test set against its labels and against the truth
+(`oracle.experiments._calibration`).
+
+Cells are ``hard-N<n>`` and ``soft-N<n>``. Data: ``runs`` (one row per classifier),
+``curves`` (per-epoch test accuracy and epistemic KL on classifiers.curve_size test rows,
+from the training histories) and ``reliability`` (per-bin calibration data). Accuracies are
+fractions in data and numbers, percentages in tables and figures; gains are percentage points.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from oracle.errors import ConfigError, DataError
+from oracle.experiments import _calibration, _training
+from oracle.report.paper import Artifact, artifacts_by_name
+
+KIND = "labels"
+DATA = ("runs", "curves", "reliability")
+MODES = ("hard", "soft")
+COLORS = {"soft": "#1f77b4", "hard": "#d62728"}  # the paper's blue and red
+ARTIFACTS = artifacts_by_name(
+    Artifact("label_comparison", "table",
+             "Hard against soft labels per training-set size N, mean and std over seeds: test accuracy "
+             "against the world's labels (%), epistemic error E[KL(p || q)] (nats), ECE against the labels "
+             "and the true ECE against the exact posterior (10 equal-width bins, fractions)."),
+    Artifact("soft_vs_hard", "figure",
+             "Exact soft labels against hard labels. Top: test accuracy (%) during training at three "
+             "sizes N, mean ± std over seeds, on curve_size rows of the oracle test set. Bottom left: "
+             "final test accuracy (%) against N with the Bayes-optimal accuracy. Bottom right: accuracy "
+             "gain of soft over hard labels (percentage points), mean ± std over seeds of the per-seed "
+             "(same training images) difference."),
+    Artifact("reliability", "figure",
+             _calibration.RELIABILITY_CAPTION + " Hard and soft labels at the smallest and largest N."),
+    Artifact("calibration_agreement", "figure", _calibration.AGREEMENT_CAPTION),
+)
+
+_CELL = re.compile(r"(hard|soft)-N(\d+)")
+
+
+# --------------------------------------------------------------------------- config
+def check(name: str, entry: dict, config: Mapping) -> dict:
+    """The entry with defaults filled in: ``arch`` (one architecture) becomes ``archs``;
+    ``hard_label`` defaults to ``posterior_argmax``; ``curve_sizes`` (the three sizes of the
+    figure's top row) default to the smallest, a middle and the largest N and must be sizes
+    of the experiment."""
+    key = f"experiments.{name}"
+    entry = dict(entry)
+    entry["archs"] = [entry.pop("arch")]
+    entry["labels"] = "hard"  # the hard arm's checks (hard_label: source at T != 1)
+    entry.setdefault("hard_label", "posterior_argmax")
+    spec = _training.check_classifier_entry(name, entry, config)
+    spec["labels"] = "both"
+    sizes = spec["sizes"]
+    if len(sizes) < 2:
+        raise ConfigError(f"config key '{key}.sizes': give at least two sizes (got {sizes}); the figure plots "
+                          "accuracy and gain against N")
+    curve_sizes = spec.get("curve_sizes") or [sizes[0], sizes[len(sizes) // 2], sizes[-1]]
+    for n in curve_sizes:
+        if n not in sizes:
+            raise ConfigError(f"config key '{key}.curve_sizes': N={n} is not one of the experiment's sizes {sizes}")
+    spec["curve_sizes"] = sorted(set(curve_sizes))
+    return spec
+
+
+def cell_name(mode: str, n: int) -> str:
+    """``hard-N<n>`` or ``soft-N<n>``."""
+    return f"{mode}-N{int(n)}"
+
+
+def parse_cell(cell: str) -> tuple[str, int]:
+    """Inverse of `cell_name`; ConfigError for another name."""
+    m = _CELL.fullmatch(cell)
+    if not m:
+        raise ConfigError(f"labels: cell {cell!r} is not hard-N<size> or soft-N<size>")
+    return m.group(1), int(m.group(2))
+
+
+def classifier_runs(spec: Mapping) -> list[dict]:
+    """One classifier per (N, labels, seed) of the experiment's one architecture."""
+    return [{"arch": spec["archs"][0], "cell": cell_name(mode, n), "seed": int(s)}
+            for n in spec["sizes"] for mode in MODES for s in spec["seeds"]]
+
+
+def training_spec(spec: Mapping, cell: str) -> dict:
+    """Cell ``<mode>-N<n>``: the seed's first n rows of the world's training pool, with hard
+    (``hard_label``) or soft (the exact posterior) targets."""
+    mode, n = parse_cell(cell)
+    return _training.training_spec({**spec, "labels": mode}, n)
+
+
+def evaluation_sets(spec: Mapping) -> list[str]:
+    """Every classifier is scored on the test set of the world it trained on."""
+    return [spec["world"]]
+
+
+# --------------------------------------------------------------------------- data
+def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, "pd.DataFrame"]:  # noqa: F821
+    """``runs`` and ``reliability`` from the metrics files (``inputs["metrics"]``), ``curves``
+    from the training histories (``inputs["histories"]``)."""
+    from oracle.classifiers.evaluate import read_history_frame, read_metrics_frame, read_reliability_frame
+
+    runs = read_metrics_frame(inputs["metrics"])
+    curves = read_history_frame(inputs["histories"])
+    if "curve_acc" not in curves.columns:
+        raise DataError("labels: the training histories have no test-accuracy curve; set classifiers.curve_size > 0")
+    curves = curves[["arch", "cell", "seed", "N", "labels", "epoch", "train_loss", "curve_acc", "curve_epistemic"]]
+    return {"runs": runs, "curves": curves.sort_values(["labels", "N", "seed", "epoch"]).reset_index(drop=True),
+            "reliability": read_reliability_frame(inputs["metrics"])}
+
+
+def paired_gains(runs: "pd.DataFrame", col: str = "acc") -> "pd.DataFrame":  # noqa: F821
+    """Soft minus hard ``col`` per (N, seed), the two arms of a seed having trained on the same
+    images: columns N, seed, hard, soft, gain. DataError when a (N, seed) lacks an arm."""
+    wide = runs.pivot_table(index=["N", "seed"], columns="labels", values=col, aggfunc="first")
+    missing = [m for m in MODES if m not in wide.columns]
+    if missing or wide[list(MODES)].isna().any().any():
+        raise DataError(f"labels: runs lack the {missing or 'hard or soft'} arm at some (N, seed)")
+    wide = wide[list(MODES)].reset_index()
+    wide.columns.name = None
+    wide["gain"] = wide["soft"] - wide["hard"]
+    return wide
+
+
+def gain_summary(runs: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
+    """Per N: the seed means of hard and soft accuracy, the mean gain (soft - hard, fraction)
+    with its std and se over seeds, and whether soft wins (mean gain > 0; ties are no win)."""
+    g = paired_gains(runs)
+    out = g.groupby("N").agg(hard=("hard", "mean"), soft=("soft", "mean"), gain=("gain", "mean"),
+                             gain_std=("gain", "std"), n_seeds=("gain", "size")).reset_index()
+    out["gain_se"] = out["gain_std"] / np.sqrt(out["n_seeds"])
+    # accuracies are multiples of 1/n: a tie must not become a win through rounding
+    out["soft_wins"] = out["gain"] > 1e-12
+    return out
+
+
+# --------------------------------------------------------------------------- tables
+def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple["pd.DataFrame", str]:  # noqa: F821
+    """``label_comparison``: one row per (labels, N)."""
+    if name != "label_comparison":
+        raise DataError(f"labels: no table named {name!r} (tables: label_comparison)")
+    return label_comparison(data["runs"]), ".4f"
+
+
+def label_comparison(runs: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
+    """Accuracy (%), epistemic KL (nats), ECE against labels and true ECE (fractions) per
+    (labels, N): mean and std over seeds."""
+    import pandas as pd
+
+    from oracle.measures.power_laws import aggregate_over_seeds
+
+    cols = ["acc", "epistemic", "ece", "ece_posterior"]
+    agg = aggregate_over_seeds(runs, cols, ["labels", "N"])
+    rows = []
+    for _, r in agg.iterrows():
+        rows.append({"Labels": r["labels"], "N": int(r["N"]), "Seeds": int(r["n_seeds"]),
+                     "Accuracy (%)": 100 * r["acc_mean"], "Accuracy std (%)": 100 * r["acc_std"],
+                     "Epistemic KL (nats)": r["epistemic_mean"], "Epistemic std (nats)": r["epistemic_std"],
+                     "ECE": r["ece_mean"], "ECE std": r["ece_std"], "True ECE": r["ece_posterior_mean"]})
+    return pd.DataFrame(rows).sort_values(["Labels", "N"], kind="stable").reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- figures
+def figure(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+    """``soft_vs_hard`` (Figure 7), ``reliability`` or ``calibration_agreement``."""
+    if name == "soft_vs_hard":
+        return soft_vs_hard(data["runs"], data["curves"], spec["curve_sizes"], stem)
+    if name == "reliability":
+        from oracle.report.figures import reliability_diagram
+
+        lo, hi = min(spec["sizes"]), max(spec["sizes"])
+        selections = [(f"{mode} labels, N={n}", {"labels": mode, "N": n}) for n in (lo, hi) for mode in MODES]
+        return reliability_diagram(_calibration.reliability_panels(data["reliability"], selections), stem)
+    if name == "calibration_agreement":
+        return _calibration.agreement_figure(data["runs"], stem, group="labels")
+    raise DataError(f"labels: no figure named {name!r} (figures: {', '.join(n for n in ARTIFACTS if ARTIFACTS[n].type == 'figure')})")
+
+
+def soft_vs_hard(runs: "pd.DataFrame", curves: "pd.DataFrame", curve_sizes: Sequence[int],  # noqa: F821
+                 stem: str | os.PathLike) -> dict[str, Path]:
+    """Figure 7: training curves at `curve_sizes` (top), final accuracy against N (bottom
+    left), soft-minus-hard gain against N (bottom right); mean ± std over seeds."""
+    from matplotlib.figure import Figure
+
+    from oracle.measures.power_laws import aggregate_over_seeds
+    from oracle.report.figures import errorbar, save_figure, style
+
+    agg = aggregate_over_seeds(runs, ["acc"], ["labels", "N"])
+    gains = gain_summary(runs)
+    bayes = 100.0 * float(runs["bayes_accuracy"].mean())
+    with style():
+        fig = Figure(figsize=(3.3 * max(3, len(curve_sizes)), 6.4))
+        grid = fig.add_gridspec(2, 2 * len(curve_sizes))
+        for i, n in enumerate(curve_sizes):
+            ax = fig.add_subplot(grid[0, 2 * i:2 * i + 2])
+            for mode in MODES:
+                c = curves[(curves["N"] == n) & (curves["labels"] == mode)]
+                per_epoch = c.groupby("epoch")["curve_acc"].agg(["mean", "std"]).fillna(0.0) * 100
+                ax.plot(per_epoch.index, per_epoch["mean"], color=COLORS[mode], lw=1.2, label=f"{mode} labels")
+                ax.fill_between(per_epoch.index, per_epoch["mean"] - per_epoch["std"],
+                                per_epoch["mean"] + per_epoch["std"], color=COLORS[mode], alpha=0.2, lw=0)
+            ax.set(xlabel="epoch", ylabel="test accuracy (%)", title=f"N = {n}")
+            ax.legend(loc="lower right")
+        half = len(curve_sizes)
+        ax_acc = fig.add_subplot(grid[1, :half])
+        for mode in MODES:
+            errorbar(ax_acc, agg[agg["labels"] == mode], "acc", COLORS[mode], f"{mode} labels", scale=100.0)
+        ax_acc.axhline(bayes, color="k", ls=":", lw=1.2, label=f"Bayes-optimal {bayes:.2f}%")
+        wins = int(gains["soft_wins"].sum())
+        ax_acc.set(xscale="log", xlabel="dataset size N (samples)", ylabel="final test accuracy (%)",
+                   title=f"final accuracy; soft wins at {wins} of {len(gains)} sizes")
+        ax_acc.legend(loc="lower right")
+        ax_gain = fig.add_subplot(grid[1, half:])
+        ax_gain.errorbar(gains["N"], 100 * gains["gain"], yerr=100 * gains["gain_std"].fillna(0.0), color="k",
+                         marker="o", ms=4, capsize=3, lw=1.2)
+        ax_gain.axhline(0.0, color="0.5", lw=1)
+        ax_gain.set(xscale="log", xlabel="dataset size N (samples)",
+                    ylabel="accuracy gain, soft - hard (pp)", title="gain of soft labels, mean ± std over seeds")
+        fig.tight_layout()
+        return save_figure(fig, stem)
+
+
+# --------------------------------------------------------------------------- numbers
+def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:  # noqa: F821
+    """The numbers of section 4.2 / appendix D, each an `oracle.report.numbers.entry`:
+
+    * ``n_sizes`` and ``soft_wins``: at how many sizes the seed-mean accuracy of soft labels
+      exceeds that of hard labels (the paper: 4 of 5);
+    * ``gain.N<n>`` per size and ``largest_gain`` (percentage points, soft - hard, mean ±
+      std over seeds of the paired difference; the paper: up to ~1);
+    * at the largest N, per arm: ``accuracy_<mode>_max_n``, ``epistemic_<mode>_max_n`` (nats),
+      ``ece_<mode>_max_n`` against the labels (the paper: ECE = 0.018 for soft) and
+      ``true_ece_<mode>_max_n`` against the exact posterior;
+    * ``calibration.*``: whether ECE against labels and against the truth agree
+      (`oracle.experiments._calibration.agreement_numbers`).
+    """
+    from oracle.report.numbers import entry, over_seeds
+
+    runs, path = data["runs"], data_paths["runs"]
+    gains = gain_summary(runs)
+    out = {"n_sizes": entry(len(gains), "sizes", path, "training-set sizes compared"),
+           "soft_wins": entry(int(gains["soft_wins"].sum()), "sizes", path,
+                              f"sizes (of {len(gains)}) at which soft labels reach a higher seed-mean test "
+                              "accuracy than hard labels")}
+    for _, g in gains.iterrows():
+        out[f"gain.N{int(g['N'])}"] = entry(100 * g["gain"], "percentage points", path,
+                                            f"test accuracy of soft minus hard labels at N={int(g['N'])}, mean "
+                                            "over seeds of the paired difference",
+                                            std=100 * g["gain_std"], se=100 * g["gain_se"], se_over="seeds",
+                                            n_seeds=int(g["n_seeds"]))
+    best = gains.loc[gains["gain"].idxmax()]
+    out["largest_gain"] = entry(100 * best["gain"], "percentage points", path,
+                                f"largest accuracy gain of soft over hard labels, at N={int(best['N'])}",
+                                std=100 * best["gain_std"], se=100 * best["gain_se"], se_over="seeds",
+                                n_seeds=int(best["n_seeds"]))
+    n_max = int(runs["N"].max())
+    for mode in MODES:
+        at = runs[(runs["N"] == n_max) & (runs["labels"] == mode)]
+        for col, tag, unit, what in (("acc", "accuracy", "fraction", "test accuracy"),
+                                     ("epistemic", "epistemic", "nats", "epistemic KL E[KL(p || q)]"),
+                                     ("ece", "ece", "fraction", "ECE against the world's labels (10 bins)"),
+                                     ("ece_posterior", "true_ece", "fraction",
+                                      "true ECE against the exact posterior (10 bins)")):
+            out[f"{tag}_{mode}_max_n"] = entry(unit=unit, artifact=path, description=(
+                f"{mode} labels: {what} at N={n_max}, mean over seeds"), **over_seeds(at, col))
+    out.update(_calibration.agreement_numbers(runs, path, who=("cell", "seed")))
+    return out

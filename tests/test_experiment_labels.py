@@ -1,0 +1,180 @@
+"""oracle.experiments.labels: config checks, cells, the collected data, the paired gains, the
+table, Figure 7 and the numbers, against aggregates computed here by hand."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from oracle.classifiers.evaluate import evaluate_predictions
+from oracle.errors import ConfigError, DataError
+from oracle.experiments import labels
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = yaml.safe_load((REPO / "config.yaml").read_text())
+NS = [100, 300, 1000, 2000]
+SEEDS = [0, 1, 2]
+
+
+def entry(**changes) -> dict:
+    out = {"kind": "labels", "world": "base", "arch": "test_resnet", "sizes": [100, 300, 1000], "seeds": [0, 1]}
+    out.update(changes)
+    return out
+
+
+def test_check_fills_defaults():
+    spec = labels.check("labels", entry(), DEFAULT)
+    assert spec["archs"] == ["test_resnet"] and "arch" not in spec
+    assert spec["hard_label"] == "posterior_argmax"  # the paper's one-hot argmax
+    assert spec["curve_sizes"] == [100, 300, 1000]
+    assert labels.check("labels", entry(sizes=[100, 1000]), DEFAULT)["curve_sizes"] == [100, 1000]
+    assert spec["training"] == DEFAULT["classifiers"]["training"] | {}
+
+
+def test_check_names_bad_keys():
+    with pytest.raises(ConfigError, match=r"'experiments\.labels\.curve_sizes'"):
+        labels.check("labels", entry(curve_sizes=[200]), DEFAULT)
+    with pytest.raises(ConfigError, match=r"'experiments\.labels\.sizes'.*at least two"):
+        labels.check("labels", entry(sizes=[100]), DEFAULT)
+    with pytest.raises(ConfigError, match=r"'experiments\.labels\.archs'"):
+        labels.check("labels", entry(arch="no_such_arch"), DEFAULT)
+    hot = copy.deepcopy(DEFAULT)
+    hot["worlds"]["base"]["label_temperature"] = 3.0
+    with pytest.raises(ConfigError, match=r"'experiments\.labels\.hard_label'"):
+        labels.check("labels", entry(hard_label="source"), hot)
+
+
+def test_cells_and_training_specs():
+    spec = labels.check("labels", entry(), DEFAULT)
+    runs = labels.classifier_runs(spec)
+    assert len(runs) == 3 * 2 * 2 and len({(r["cell"], r["seed"]) for r in runs}) == len(runs)
+    assert {r["cell"] for r in runs} == {f"{m}-N{n}" for m in ("hard", "soft") for n in (100, 300, 1000)}
+    hard, soft = labels.training_spec(spec, "hard-N300"), labels.training_spec(spec, "soft-N300")
+    assert hard["n"] == soft["n"] == 300 and hard["world"] == soft["world"] == "base"
+    assert (hard["labels"], hard["hard_label"]) == ("hard", "posterior_argmax")
+    assert (soft["labels"], soft["hard_label"]) == ("soft", None)
+    assert labels.parse_cell(labels.cell_name("soft", 5000)) == ("soft", 5000)
+    with pytest.raises(ConfigError, match="hard-N<size>"):
+        labels.training_spec(spec, "N300")
+
+
+def _log_softmax(a):
+    m = a.max(axis=1, keepdims=True)
+    return a - m - np.log(np.exp(a - m).sum(axis=1, keepdims=True))
+
+
+def _write_classifier(root: Path, mode: str, n: int, seed: int) -> tuple[Path, Path]:
+    """A metrics file from real evaluate_predictions output and a training history."""
+    rng = np.random.default_rng(hash((mode, n, seed)) % 2**32)
+    log_p = _log_softmax(2 * rng.normal(size=(60, 3)))
+    sharp = 3.0 if mode == "hard" else 1.0
+    log_q = _log_softmax(sharp * (log_p + rng.normal(0, 1.0 / math.sqrt(n / 100), size=(60, 3))))
+    y = np.array([rng.choice(3, p=row) for row in np.exp(log_p)])
+    ident = {"experiment": "labels", "arch": "test_resnet", "cell": f"{mode}-N{n}", "seed": seed, "N": n,
+             "labels": mode, "hard_label": "posterior_argmax" if mode == "hard" else None}
+    metrics = root / f"{mode}-{n}-{seed}.json"
+    metrics.write_text(json.dumps({**ident, "evalset": "base", "metrics": evaluate_predictions(log_q, log_p, y),
+                                   "epochs": 4, "train_seconds": 1.0}))
+    history = root / f"{mode}-{n}-{seed}.history.json"
+    records = [{"epoch": e, "train_loss": 1.0 / e, "lr": 1e-3, "seconds": 0.1, "curve_acc": 0.5 + 0.05 * e,
+                "curve_epistemic": 0.3 / e} for e in range(1, 5)]
+    history.write_text(json.dumps({**ident, "history": records}))
+    return metrics, history
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    root = tmp_path_factory.mktemp("labels")
+    files = [_write_classifier(root, m, n, s) for n in NS for m in ("hard", "soft") for s in SEEDS]
+    spec = labels.check("labels", entry(sizes=NS, seeds=SEEDS), DEFAULT)
+    data = labels.collect(spec, {"metrics": [f[0] for f in files], "histories": [f[1] for f in files]})
+    return spec, data
+
+
+def test_collect_reads_runs_curves_and_reliability(collected):
+    spec, data = collected
+    runs, curves, rel = data["runs"], data["curves"], data["reliability"]
+    assert len(runs) == len(NS) * 2 * len(SEEDS) and set(runs["labels"]) == {"hard", "soft"}
+    assert len(curves) == len(runs) * 4 and {"curve_acc", "curve_epistemic", "epoch"} <= set(curves.columns)
+    assert len(rel) == len(runs) * 10 and (rel.groupby(["cell", "seed"])["count"].sum() == 60).all()
+
+
+def test_collect_needs_training_curves(tmp_path):
+    m, h = _write_classifier(tmp_path, "hard", 100, 0)
+    blob = json.loads(h.read_text())
+    for r in blob["history"]:
+        del r["curve_acc"], r["curve_epistemic"]
+    h.write_text(json.dumps(blob))
+    with pytest.raises(DataError, match="curve_size"):
+        labels.collect({}, {"metrics": [m], "histories": [h]})
+
+
+def test_gains_are_paired_by_seed(collected):
+    runs = collected[1]["runs"]
+    gains = labels.paired_gains(runs)
+    for _, g in gains.iterrows():
+        pick = runs[(runs["N"] == g["N"]) & (runs["seed"] == g["seed"])].set_index("labels")["acc"]
+        assert g["gain"] == pytest.approx(pick["soft"] - pick["hard"], abs=1e-15)
+    summary = labels.gain_summary(runs).set_index("N")
+    for n in NS:
+        per_seed = gains[gains["N"] == n]["gain"].to_numpy()
+        assert summary.loc[n, "gain"] == pytest.approx(per_seed.mean(), abs=1e-15)
+        assert summary.loc[n, "gain_std"] == pytest.approx(per_seed.std(ddof=1), abs=1e-15)
+        assert bool(summary.loc[n, "soft_wins"]) == (per_seed.mean() > 0)
+    with pytest.raises(DataError, match="arm"):
+        labels.paired_gains(runs[~((runs["labels"] == "soft") & (runs["N"] == 300) & (runs["seed"] == 1))])
+
+
+def test_table_equals_seed_aggregates(collected):
+    spec, data = collected
+    t, fmt = labels.table("label_comparison", data, spec)
+    runs = data["runs"]
+    assert len(t) == 2 * len(NS) and fmt == ".4f"
+    row = t[(t["Labels"] == "soft") & (t["N"] == 300)].iloc[0]
+    at = runs[(runs["labels"] == "soft") & (runs["N"] == 300)]
+    assert row["Accuracy (%)"] == pytest.approx(100 * at["acc"].mean(), abs=1e-12)
+    assert row["Epistemic KL (nats)"] == pytest.approx(at["epistemic"].mean(), abs=1e-15)
+    assert row["ECE"] == pytest.approx(at["ece"].mean(), abs=1e-15)
+    assert row["True ECE"] == pytest.approx(at["ece_posterior"].mean(), abs=1e-15)
+    with pytest.raises(DataError, match="label_comparison"):
+        labels.table("table9", data, spec)
+
+
+def test_figures_write_pdf_and_png(collected, tmp_path):
+    spec, data = collected
+    for name in ("soft_vs_hard", "reliability", "calibration_agreement"):
+        paths = labels.figure(name, data, spec, tmp_path / name)
+        assert paths["pdf"].read_bytes()[:5] == b"%PDF-"
+        with Image.open(paths["png"]) as im:
+            assert im.size[0] > 300 and im.size[1] > 200
+    with pytest.raises(DataError, match="soft_vs_hard"):
+        labels.figure("fig9", data, spec, tmp_path / "x")
+
+
+def test_numbers_count_wins_and_name_the_largest_gain(collected):
+    spec, data = collected
+    runs = data["runs"]
+    nums = labels.numbers(data, spec, {"runs": "runs.csv", "curves": "curves.csv", "reliability": "rel.csv"})
+    means = runs.groupby(["N", "labels"])["acc"].mean().unstack()
+    gain = means["soft"] - means["hard"]
+    assert nums["soft_wins"]["value"] == int((gain > 1e-12).sum()) and nums["n_sizes"]["value"] == len(NS)
+    best = int(gain.idxmax())
+    assert nums["largest_gain"]["value"] == pytest.approx(100 * gain.max(), abs=1e-10)
+    assert f"N={best}" in nums["largest_gain"]["description"]
+    for n in NS:
+        assert nums[f"gain.N{n}"]["value"] == pytest.approx(100 * gain[n], abs=1e-10)
+        assert nums[f"gain.N{n}"]["n_seeds"] == len(SEEDS)
+    soft_max = runs[(runs["labels"] == "soft") & (runs["N"] == max(NS))]
+    assert nums["ece_soft_max_n"]["value"] == pytest.approx(soft_max["ece"].mean(), abs=1e-15)
+    assert nums["true_ece_soft_max_n"]["value"] == pytest.approx(soft_max["ece_posterior"].mean(), abs=1e-15)
+    assert nums["ece_soft_max_n"]["std"] == pytest.approx(soft_max["ece"].std(ddof=1), abs=1e-15)
+    assert nums["calibration.n_classifiers"]["value"] == len(runs)
+    for e in nums.values():
+        assert {"value", "unit", "artifact", "description"} <= set(e)
