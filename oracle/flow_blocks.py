@@ -50,8 +50,11 @@ class Attention(nn.Module):
         # The release computes head_dim**-0.25 squared; keep the same float for bitwise parity.
         self.scale = (head_dim**-0.25) ** 2
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, cache: _KVCache | None = None) -> Tensor:
-        """x: [B, T, C]. With `cache`, x holds the next T tokens and attends to all cached ones."""
+    def forward(self, x: Tensor, mask: Tensor | bool | None = None, cache: _KVCache | None = None) -> Tensor:
+        """x: [B, T, C]. `mask`: a boolean [T, T] attention mask, True for "exactly causal"
+        (SDPA's ``is_causal``, which lets fused kernels such as FlashAttention run; an explicit
+        mask forces a slower one), or None. With `cache`, x holds the next T tokens and attends
+        to all cached ones."""
         b, t, c = x.shape
         h = self.norm(_up(x)).type(x.dtype)  # LayerNorm in (at least) float32, as in the release
         q, k, v = self.qkv(h).reshape(b, t, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
@@ -61,7 +64,10 @@ class Attention(nn.Module):
             cache.v[:, :, start:stop] = v
             cache.length = stop
             k, v = cache.k[:, :, :stop], cache.v[:, :, :stop]
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+        if mask is True:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
         return self.proj(out.transpose(1, 2).reshape(b, t, c))
 
 
@@ -89,7 +95,7 @@ class AttentionBlock(nn.Module):
         self.attention = Attention(channels, head_dim)
         self.mlp = MLP(channels, expansion)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, cache: _KVCache | None = None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | bool | None = None, cache: _KVCache | None = None) -> Tensor:
         x = x + self.attention(x, mask, cache)
         return x + self.mlp(x)
 
@@ -152,6 +158,13 @@ class MetaBlock(nn.Module):
         dropped = (y < 0).view(-1, 1, 1)
         return torch.where(dropped, mean, self.class_embed[y.clamp(min=0)])
 
+    def attention_mask(self) -> Tensor | bool:
+        """True when the ``attn_mask`` buffer is exactly lower-triangular ones (then attention
+        runs with ``is_causal=True``), else the buffer as a boolean mask: a checkpoint may carry
+        another mask, and it is honoured as given."""
+        mask = self.attn_mask.bool()
+        return True if torch.equal(mask, torch.ones_like(mask).tril()) else mask
+
     def _split(self, out: Tensor) -> tuple[Tensor, Tensor]:
         if self.nvp:
             a, b = out.chunk(2, dim=-1)
@@ -167,7 +180,7 @@ class MetaBlock(nn.Module):
         cls = self.class_term(y)
         if cls is not None:
             h = h + cls
-        mask = self.attn_mask.bool()
+        mask = self.attention_mask()
         for layer in self.attn_blocks:
             h = layer(h, mask)
         out = self.proj_out(h)

@@ -61,6 +61,13 @@ def _autocast_off(device: torch.device):
     return torch.autocast(device_type=device.type, enabled=False)
 
 
+def _autocast(device: torch.device, dtype: torch.dtype | None):
+    """Autocast to `dtype` when one is given (a precision mode asked for it), else off."""
+    if dtype is None:
+        return _autocast_off(device)
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
 # --------------------------------------------------------------------------------------------
 # The flow
 # --------------------------------------------------------------------------------------------
@@ -233,17 +240,20 @@ class TarFlow(nn.Module):
         z = z.double()
         return -0.5 * (z.pow(2) / var).sum(dim=(1, 2)) - 0.5 * (torch.log(var) + _LOG_2PI).sum()
 
-    def log_prob(self, x: Tensor, y: Tensor | None = None, base_temperature: float = 1.0) -> Tensor:
+    def log_prob(self, x: Tensor, y: Tensor | None = None, base_temperature: float = 1.0,
+                 autocast_dtype: torch.dtype | None = None) -> Tensor:
         """Exact log density log p(x | y) in nats per image, float64 [n].
 
         log N(z; 0, tau^2 var) over all D dims + sum over blocks of log|det dz/dx|, with the
-        sums accumulated in float64. x is cast to the parameter dtype; autocast is disabled.
+        sums accumulated in float64. x is cast to the parameter dtype; a caller's autocast is
+        disabled, unless `autocast_dtype` (e.g. torch.bfloat16, `oracle.precision`) asks for
+        one: then the network runs under it and only the sums stay float64.
         y=None (or -1 entries) uses the mean class embedding of a conditional flow.
         """
         self._check_x(x)
         tau = self._check_temperature(base_temperature)
         y = self._check_y(y, x.shape[0])
-        with _autocast_off(self.device):
+        with _autocast(self.device, autocast_dtype):
             z, _, shifts = self._transform(x.to(device=self.device, dtype=self.dtype), y)
             logdet = torch.zeros(x.shape[0], dtype=torch.float64, device=self.device)
             for a in shifts:
@@ -256,8 +266,10 @@ class TarFlow(nn.Module):
         classes: Tensor,
         base_temperature: float = 1.0,
         max_rows: int | None = None,
+        autocast_dtype: torch.dtype | None = None,
     ) -> Tensor:
-        """log p(x_i | y = classes_j) for every pair, float64 [n, k], nats per image.
+        """log p(x_i | y = classes_j) for every pair, float64 [n, k], nats per image
+        (`autocast_dtype` as in `log_prob`).
 
         Expands to n*k rows (row i*k + j) and evaluates them in one forward pass, or in
         chunks of `max_rows` rows to bound memory (rows are gathered per chunk, so the
@@ -274,7 +286,7 @@ class TarFlow(nn.Module):
             rows = torch.arange(s, min(s + step, n * k))
             out[rows.to(self.device)] = self.log_prob(
                 x[rows.div(k, rounding_mode="floor").to(x.device)],
-                classes[rows % k], base_temperature)
+                classes[rows % k], base_temperature, autocast_dtype)
         return out.reshape(n, k)
 
     # -- sampling -------------------------------------------------------------------------
@@ -380,17 +392,18 @@ class PerClassFlows(nn.Module):
             raise DataError(f"labels must lie in [0, {self.num_classes - 1}]; got [{int(y.min())}, {int(y.max())}]")
         return y
 
-    def log_prob(self, x: Tensor, y: Tensor, base_temperature: float = 1.0) -> Tensor:
+    def log_prob(self, x: Tensor, y: Tensor, base_temperature: float = 1.0,
+                 autocast_dtype: torch.dtype | None = None) -> Tensor:
         """log p(x | y) with flow y of each row: float64 [n], nats per image."""
         y = self._check_y(y, x.shape[0])
         out = torch.empty(x.shape[0], dtype=torch.float64, device=self.device)
         for k in torch.unique(y).tolist():
             rows = y == k
-            out[rows] = self.flows[k].log_prob(x[rows], None, base_temperature)
+            out[rows] = self.flows[k].log_prob(x[rows], None, base_temperature, autocast_dtype)
         return out
 
     def log_prob_classes(self, x: Tensor, classes: Tensor, base_temperature: float = 1.0,
-                         max_rows: int | None = None) -> Tensor:
+                         max_rows: int | None = None, autocast_dtype: torch.dtype | None = None) -> Tensor:
         """float64 [n, k]: column j is flow classes[j] on every image (one pass per class,
         in chunks of `max_rows` images)."""
         classes = torch.as_tensor(classes).reshape(-1)
@@ -400,7 +413,8 @@ class PerClassFlows(nn.Module):
         out = torch.empty(n, classes.numel(), dtype=torch.float64, device=self.device)
         for j, k in enumerate(classes.tolist()):
             for s in range(0, n, step):
-                out[s : s + step, j] = self.flows[k].log_prob(x[s : s + step], None, base_temperature)
+                out[s : s + step, j] = self.flows[k].log_prob(x[s : s + step], None, base_temperature,
+                                                              autocast_dtype)
         return out
 
     @torch.no_grad()

@@ -20,8 +20,12 @@ Conventions (they make a shard a pure function of its arguments):
   ``index_offset = s * n`` by default, i.e. every shard of a run has the same ``n`` and the
   indices of the run are ``0 .. n_shards*n - 1`` without gaps or overlap. Pass
   ``index_offset`` explicitly for uneven shards.
-* **Exactness (DESIGN rule 2).** Samples are rounded to float32 first; ``log p(x|k)`` for every
-  class k is then computed at exactly the stored float32 values, in float64.
+* **Exactness (DESIGN rules 2, 9).** Samples are rounded to float32 first; ``log p(x|k)`` for
+  every class k is then computed at exactly the stored float32 values, in the world's precision
+  mode with float64 sums (`oracle.precision`). Before the first row, the mode's error against
+  float64 is measured on ``precision_rows`` samples of the world drawn from a stream of their
+  own (:func:`precision_seed`: the shard's rows do not change) and stored as the shard's
+  ``precision_*`` attributes; ``precision="auto"`` picks the fastest mode within tolerance.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from oracle.errors import ShardError
 from oracle.posterior import log_likelihoods, log_posterior
 from oracle.io.shards import ShardWriter
 
-__all__ = ["batch_seed", "label_seed", "draw_labels", "write_sample_shard"]
+__all__ = ["batch_seed", "label_seed", "precision_seed", "draw_labels", "precision_attrs", "write_sample_shard"]
 
 # attributes the sampler owns: they must describe the world and call, so callers may not set them
 _OWNED = ("prior", "label_temperature", "base_temperature", "seed", "shard", "n_shards")
@@ -55,6 +59,36 @@ def label_seed(seed: int, shard: int, batch: int) -> int:
     """A 63-bit seed of the label draws of batch ``batch`` of shard ``shard`` (T != 1)."""
     digest = hashlib.sha256(f"oracle.sampling/labels/v1:{int(seed)}:{int(shard)}:{int(batch)}".encode()).digest()
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def precision_seed(seed: int, shard: int) -> int:
+    """A 63-bit seed of the samples a shard measures its precision bound on."""
+    digest = hashlib.sha256(f"oracle.sampling/precision/v1:{int(seed)}:{int(shard)}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def precision_attrs(world, mode: str | None, rows: int, tolerance: float, seed: int, shard: int,
+                    generator_device: str = "cpu") -> dict:
+    """Set the world's scoring precision (`mode`; None keeps the world's, "auto" chooses) and
+    measure its error against float64 on `rows` samples of the world (DESIGN rule 9):
+    the shard attributes ``precision``, ``precision_tolerance``, ``precision_rows``,
+    ``precision_max_abs_dlogp`` (nats), ``precision_max_abs_dp``, ``precision_max_kl`` (nats)."""
+    from oracle.precision import choose_precision, measure_precision
+
+    gen = torch.Generator(device=generator_device).manual_seed(precision_seed(seed, shard))
+    x, _ = world.sample(int(rows), gen)
+    x32 = x.detach().to("cpu", torch.float32)
+    if not hasattr(world, "scoring"):  # an analytic world computes in float64 only
+        chosen, err = "float64", measure_precision(world, x32, "float64")
+    elif mode == "auto":
+        chosen, err = choose_precision(world, x32, tolerance)
+    else:
+        chosen = mode or world.precision
+        err = measure_precision(world, x32, chosen)
+    if hasattr(world, "scoring"):
+        world.precision = chosen
+    return {"precision": chosen, "precision_tolerance": float(tolerance), "precision_rows": int(rows),
+            **{f"precision_{k}": float(v) for k, v in err.items()}}
 
 
 def draw_labels(log_post: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -81,7 +115,8 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
                        batch_size: int = 256, class_batch: int | None = None,
                        attrs: Mapping | None = None, generator_device: str = "cpu",
                        index_offset: int | None = None, resume: bool = True,
-                       progress: bool = True) -> dict:
+                       progress: bool = True, precision: str | None = None,
+                       precision_rows: int = 16, precision_tolerance: float = 1e-4) -> dict:
     """Sample ``n`` labelled examples from ``world`` into the shard file ``path``.
 
     Args:
@@ -100,6 +135,9 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
         index_offset: first global index (default ``shard * n``).
         resume: continue a partial file left by a killed attempt (same arguments required).
         progress: tqdm bar over batches.
+        precision: the scoring mode (`oracle.precision`; None = the world's, "auto" = the
+            fastest within `precision_tolerance` of float64 in max |d p(y|x)|); its error is
+            measured on `precision_rows` samples and stored (`precision_attrs`).
 
     Returns ``{"path", "rows", "index_start", "index_stop", "class_counts", "resumed_rows",
     "wall_s", "samples_per_s"}``.
@@ -126,6 +164,8 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
     file_attrs.update(owned)
     file_attrs.setdefault("oracle_sha256", world.fingerprint())
     file_attrs.setdefault("code_version", _default_code_version())
+    file_attrs.update(precision_attrs(world, precision, precision_rows, precision_tolerance, seed, shard,
+                                      generator_device))
     tempered = float(world.label_temperature) != 1.0
     file_attrs.update(batch_size=batch_size, generator_device=str(generator_device),
                       index_offset=offset, n=n, world=type(world).__name__, sampler="oracle.sampling/v1",

@@ -43,4 +43,4 @@ rule numbers:
     conda:
         ENV
     script:
-        "../scripts/numbers.py"
+        "../scripts/merge_numbers.py"

@@ -1,15 +1,16 @@
-"""Benchmark: how far float32 log-likelihoods are from float64 ones, and what that does to posteriors.
+"""Benchmark: the precision modes of the oracle's log-likelihoods (oracle.precision), side by side.
 
-The oracle evaluates flows in float32 (fast on GPUs) and accumulates the per-image sums in
-float64 (DESIGN rule 3). This script measures the price: the same weights are evaluated once as
-a float32 model and once as a float64 model on the same inputs, and it reports
+For each mode (float64, float32, bf16 autocast, and TF32 on CUDA) on the same weights and the
+same inputs, in one process with the timings interleaved (median of --repeats):
 
-* max and median |log p32(x|k) - log p64(x|k)| in nats per image, and the same per dimension;
-* the largest effect on the exact posteriors: max |p32(y|x) - p64(y|x)| and max KL(p64 || p32)
-  in nats, at the world's label temperature.
+* throughput: (image x class) evaluations of log p(x|k) per second, and its ratio to float32;
+* error against float64: max |d log p(x|k)| (nats per image, and per dimension), max
+  |d p_T(y|x)| and max KL(p64 || p_mode) (nats), at the world's label temperature;
+* the mode ``auto`` would pick at --tolerance (the first of oracle.precision.fastest_first
+  within it).
 
-Inputs are samples from the float64 flow itself (what the oracle evaluates in practice), or real
-images from a `--data` HDF5 file. Not a test: it asserts nothing.
+Inputs are samples of the flow itself (what the oracle evaluates in practice). Not a test: it
+asserts nothing.
 
 Usage::
 
@@ -20,16 +21,18 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import platform
+import statistics
 import sys
+import time
 from pathlib import Path
 
 import torch
 
 from oracle.flow_checkpoints import build_flow, load_flow
-from oracle.posterior import log_likelihoods, log_posterior
+from oracle.posterior import log_likelihoods
+from oracle.precision import choose_precision, measure_precision
 from oracle.worlds import FlowWorld
 
 SIZES = {
@@ -51,33 +54,32 @@ def _random_flow(spec: dict, seed: int) -> torch.nn.Module:
     return flow
 
 
-def measure(flow64: torch.nn.Module, x: torch.Tensor, label_temperature: float,
-            device: torch.device, class_batch: int | None) -> dict:
-    """Compare float32 and float64 evaluations of the same flow on x (float64 [n, C, H, W])."""
-    flow64 = flow64.to(device=device, dtype=torch.float64).eval()
-    flow32 = copy.deepcopy(flow64).to(dtype=torch.float32).eval()
-    with torch.no_grad():
-        l64 = log_likelihoods(FlowWorld(flow64, label_temperature=label_temperature), x.double(),
-                              class_batch=class_batch).cpu()
-        # the float32 model reads the float32 array, as it does in the pipeline (rule 2)
-        l32 = log_likelihoods(FlowWorld(flow32, label_temperature=label_temperature), x.float(),
-                              class_batch=class_batch).cpu()
-    diff = (l32 - l64).abs()
+def measure(world: FlowWorld, x: torch.Tensor, modes: list[str], repeats: int,
+            class_batch: int | None) -> dict[str, dict]:
+    """Per mode: evaluations/s (median over `repeats`, modes interleaved) and the error
+    against float64 (oracle.precision.measure_precision)."""
+    n_evals = x.shape[0] * world.num_classes
+    times: dict[str, list[float]] = {m: [] for m in modes}
+    for _ in range(repeats):
+        for mode in modes:
+            with world.scoring(mode):
+                log_likelihoods(world, x[:2], class_batch=class_batch)  # warm-up (float64 copy, kernels)
+                if x.device.type == "cuda":
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                log_likelihoods(world, x, class_batch=class_batch)
+                if x.device.type == "cuda":
+                    torch.cuda.synchronize()
+                times[mode].append(time.perf_counter() - t0)
     dims = x[0].numel()
-    lp64 = log_posterior(l64, None, label_temperature)
-    lp32 = log_posterior(l32, None, label_temperature)
-    kl = (lp64.exp() * (lp64 - lp32)).sum(dim=1)
-    return {
-        "n_images": int(x.shape[0]), "num_classes": int(l64.shape[1]), "dims": int(dims),
-        "label_temperature": label_temperature,
-        "loglik_abs_diff_max_nats": float(diff.max()),
-        "loglik_abs_diff_median_nats": float(diff.median()),
-        "loglik_abs_diff_max_nats_per_dim": float(diff.max() / dims),
-        "loglik_magnitude_median_nats": float(l64.abs().median()),
-        "posterior_abs_diff_max": float((lp32.exp() - lp64.exp()).abs().max()),
-        "posterior_kl_max_nats": float(kl.max()),
-        "posterior_kl_mean_nats": float(kl.mean()),
-    }
+    out = {}
+    for mode in modes:
+        err = measure_precision(world, x, mode)
+        out[mode] = {"evals_per_s": n_evals / statistics.median(times[mode]), **err,
+                     "max_abs_dlogp_per_dim": err["max_abs_dlogp"] / dims}
+    for mode in modes:
+        out[mode]["speed_vs_float32"] = out[mode]["evals_per_s"] / out["float32"]["evals_per_s"]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,10 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--class-batch", type=int, default=None)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--tolerance", type=float, default=1e-4, help="max |d p(y|x)| that auto accepts")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args(argv)
 
     torch.manual_seed(args.seed)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     if args.flow is not None:
         flow, spec = load_flow(args.flow)
@@ -101,14 +108,20 @@ def main(argv: list[str] | None = None) -> int:
     else:
         spec = SIZES[args.size]
         flow, name = _random_flow(spec, args.seed), f"{args.size} (random weights)"
-    flow = flow.to(device=device, dtype=torch.float64).eval()
+    flow = flow.to(device=device, dtype=torch.float32).eval()
+    world = FlowWorld(flow, label_temperature=args.label_temperature)
     gen = torch.Generator(device="cpu").manual_seed(args.seed)
-    y = torch.arange(args.n) % flow.num_classes
+    x, _ = world.sample(args.n, gen)
+    x = x.float().clamp(-1, 1)
+    modes = ["float64", "float32", "bf16"] + (["tf32"] if device.type == "cuda" else [])
     with torch.no_grad():
-        x = flow.sample(y.to(device), generator=gen).clamp(-1, 1)
+        per_mode = measure(world, x, modes, args.repeats, args.class_batch)
+    auto, _ = choose_precision(world, x, args.tolerance)
     result = {"flow": name, "device": str(device), "torch": torch.__version__,
-              "machine": platform.processor() or platform.machine(),
-              **measure(flow, x, args.label_temperature, device, args.class_batch)}
+              "machine": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
+              "n_images": int(x.shape[0]), "num_classes": world.num_classes, "dims": int(x[0].numel()),
+              "label_temperature": args.label_temperature, "tolerance": args.tolerance, "auto_picks": auto,
+              "modes": per_mode}
     text = json.dumps(result, indent=2)
     print(text)
     if args.json_out:

@@ -3,7 +3,8 @@
 The world is the oracle stage's model (a flow or a Gaussian world), loaded by
 oracle.worlds.world_from_checkpoint with the world's prior and temperatures. Each row:
 y ~ prior, x ~ p(x|y), the world's label y ~ p_T(y|x) and log p(x|k) for every class k at the
-stored float32 x (oracle.sampling). A killed job leaves .shard-XXXX.h5.partial, which the
+stored float32 x (oracle.sampling), in the precision mode of samples.precision with its measured
+error against float64 in the shard's attributes (oracle.precision). A killed job leaves .shard-XXXX.h5.partial, which the
 rerun resumes.
 """
 
@@ -28,6 +29,7 @@ with script_job(sm) as started:
         batch_size=s["batch_size"], class_batch=s["class_batch"],
         attrs={"oracle_sha256": file_sha256(sm.input.world), "world_name": sm.wildcards.world},
         generator_device="cpu", index_offset=sum(sizes[:shard]), resume=True,
+        precision=s["precision"], precision_rows=s["precision_rows"], precision_tolerance=s["precision_tolerance"],
     )
     print({k: v for k, v in info.items() if k != "path"})
     record_job(sm, started, seed=w["seed"], extra={"device": str(device)})

@@ -456,3 +456,35 @@ def test_checkpoint_num_classes(tmp_path):
         checkpoint_num_classes(tmp_path / "nope.pth", "native")
     with pytest.raises(DataError, match="public_tarflow"):
         checkpoint_num_classes(public, "native")
+
+
+@pytest.mark.parametrize("double", [True, False])
+def test_causal_attention_flag_equals_the_explicit_mask(double):
+    """The attention runs with is_causal=True (fused kernels) when the mask buffer is exactly
+    lower-triangular; an explicit boolean mask gives the same numbers, and a checkpoint's
+    non-causal mask is honoured rather than replaced."""
+    from oracle.flow_blocks import Attention
+
+    g = torch.Generator().manual_seed(3)
+    dtype = torch.float64 if double else torch.float32
+    att = Attention(32, 16).to(dtype)
+    x = torch.randn(5, 9, 32, generator=g, dtype=dtype)
+    tol = dict(rtol=0, atol=1e-12) if double else dict(rtol=1e-5, atol=1e-6)
+    explicit = att(x, torch.ones(9, 9, dtype=torch.bool).tril())
+    torch.testing.assert_close(att(x, True), explicit, **tol)
+    # ... and the flag really is causal: changing a later token leaves earlier outputs alone
+    x2 = x.clone()
+    x2[:, 5:] += torch.randn(5, 4, 32, generator=g, dtype=dtype)  # (not a constant: LayerNorm removes those)
+    torch.testing.assert_close(att(x2, True)[:, :5], att(x, True)[:, :5], **tol)
+    assert not torch.allclose(att(x2, True)[:, 5:], att(x, True)[:, 5:])
+
+    model = tiny(num_classes=2, double=double)
+    block = model.blocks[0]
+    assert block.attention_mask() is True
+    xi = torch.rand(4, 1, 4, 4, generator=g, dtype=dtype) * 2 - 1
+    y = torch.tensor([0, 1, 0, 1])
+    before = model.log_prob(xi, y)
+    with torch.no_grad():
+        block.attn_mask[2, 0] = 0.0  # not the causal mask (row T-1 would not do: its output is shifted out)
+    assert isinstance(block.attention_mask(), torch.Tensor)
+    assert not torch.allclose(model.log_prob(xi, y), before)

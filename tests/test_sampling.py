@@ -185,7 +185,9 @@ RESUME_SCRIPT = textwrap.dedent("""
     real_sample, calls = world.sample, [0]
     def sample(n, generator=None):
         calls[0] += 1
-        if calls[0] == 4:  # killed while batch 3 is being made: 3 batches are committed
+        # call 1 draws the precision-check samples; killed while batch 3 is being made
+        # (call 5): 3 batches are committed
+        if calls[0] == 5:
             os.kill(os.getpid(), signal.SIGKILL)
         return real_sample(n, generator)
     world.sample = sample

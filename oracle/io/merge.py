@@ -17,7 +17,7 @@ import numpy as np
 from oracle.errors import ShardError
 from oracle.io.atomic import to_jsonable
 from oracle.io.h5_attrs import file_attrs, same_attr
-from oracle.io.shards import (DATASETS, DTYPES, FILL, MERGE_KEYS, PER_SHARD_ATTRS, REQUIRED_ATTRS, open_samples,
+from oracle.io.shards import (DATASETS, DTYPES, FILL, MERGE_KEYS, PER_SHARD_ATTRS, PRECISION_BOUNDS, REQUIRED_ATTRS, open_samples,
                               partial_path)
 
 
@@ -98,6 +98,11 @@ def merge_shards(paths: Iterable[str | os.PathLike], out_path: str | os.PathLike
             f.attrs["code_version"] = code_versions[0] if same_code else "mixed"
             if not same_code:
                 f.attrs["code_versions"] = json.dumps(code_versions)
+            if all("precision" in i["attrs"] for i in infos):
+                modes = {str(i["attrs"]["precision"]) for i in infos}
+                f.attrs["precision"] = modes.pop() if len(modes) == 1 else "mixed"
+                for key in PRECISION_BOUNDS:
+                    f.attrs[key] = max(float(i["attrs"][key]) for i in infos)
             f.attrs["shard"] = -1
             f.attrs["shards"] = json.dumps(rel)
             f.attrs["shard_ids"] = np.asarray([int(i["attrs"]["shard"]) for i in infos], dtype=np.int64)

@@ -4,8 +4,12 @@ invertible maps)."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import hashlib
+import inspect
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -30,6 +34,10 @@ class FlowWorld(World):
 
     Inputs are moved to the flow's device and dtype; log-likelihoods come back as float64 on
     the device of ``x``. Evaluation runs under ``torch.no_grad`` with the flow in eval mode.
+
+    ``precision`` is the mode log-likelihoods are scored in (`oracle.precision`: float64,
+    float32, tf32, bf16; default the flow's own dtype); samples are always drawn at the flow's
+    dtype. float64 scores with a float64 copy of the flow, made on first use.
     """
 
     def __init__(self, flow: torch.nn.Module, prior=None, label_temperature: float = 1.0,
@@ -49,6 +57,8 @@ class FlowWorld(World):
                 )
         super().__init__(k, prior, label_temperature, base_temperature)
         self.flow = flow.eval()
+        self._flow64: torch.nn.Module | None = None
+        self.precision = "float64" if self.dtype == torch.float64 else "float32"
         if hasattr(flow, "event_shape"):
             self.event_shape = tuple(int(v) for v in flow.event_shape)
         else:  # a TarFlow-like module without the property
@@ -57,10 +67,9 @@ class FlowWorld(World):
             self.event_shape = (int(flow.in_channels), *hw)
         self._has_classes = hasattr(flow, "log_prob_classes")
         if self._has_classes:
-            import inspect
-
             params = inspect.signature(flow.log_prob_classes).parameters
             self._classes_takes_tau = "base_temperature" in params
+            self._classes_takes_autocast = "autocast_dtype" in params
             if not self._classes_takes_tau and self.base_temperature != 1.0:
                 # a log_prob_classes without base_temperature evaluates at tau = 1: wrong density
                 self._has_classes = False
@@ -79,21 +88,60 @@ class FlowWorld(World):
         p = next(self.flow.parameters(), None)
         return p.dtype if p is not None else torch.float32
 
+    @property
+    def precision(self) -> str:
+        """The precision mode log-likelihoods are scored in (`oracle.precision`)."""
+        return self._precision
+
+    @precision.setter
+    def precision(self, mode: str) -> None:
+        from oracle.precision import check_mode
+
+        self._precision = check_mode(mode, self.device)
+
+    @contextlib.contextmanager
+    def scoring(self, mode: str) -> Iterator[None]:
+        """Score in precision `mode` inside the block; the world's own mode is restored after."""
+        before = self.precision
+        self.precision = mode
+        try:
+            yield
+        finally:
+            self._precision = before
+
+    def _scoring_flow(self) -> torch.nn.Module:
+        if self.precision != "float64" or self.dtype == torch.float64:
+            return self.flow
+        if self._flow64 is None:
+            self._flow64 = copy.deepcopy(self.flow).to(torch.float64).eval()
+        return self._flow64
+
     @torch.no_grad()
     def _log_likelihood_classes(self, x: Tensor, classes: Tensor) -> Tensor:
-        xf = x.to(self.device, self.dtype)
+        from oracle.precision import autocast_dtype, matmul_precision
+
+        flow = self._scoring_flow()
+        xf = x.to(self.device, torch.float64 if flow is not self.flow else self.dtype)
         c = classes.to(self.device)
-        if self._has_classes:
-            if self._classes_takes_tau:
-                ll = self.flow.log_prob_classes(xf, c, base_temperature=self.base_temperature)
+        extra = {}
+        if (cast := autocast_dtype(self.precision)) is not None:
+            takes = self._classes_takes_autocast if self._has_classes else \
+                "autocast_dtype" in inspect.signature(flow.log_prob).parameters
+            if not takes:
+                raise WorldError(f"precision {self.precision!r}: {type(flow).__name__} takes no autocast_dtype")
+            extra["autocast_dtype"] = cast
+        with matmul_precision(self.precision, self.device):
+            if self._has_classes:
+                if self._classes_takes_tau:
+                    ll = flow.log_prob_classes(xf, c, base_temperature=self.base_temperature, **extra)
+                else:
+                    ll = flow.log_prob_classes(xf, c, **extra)
             else:
-                ll = self.flow.log_prob_classes(xf, c)
-        else:
-            cols = []
-            for k in c.tolist():
-                yk = torch.full((xf.shape[0],), k, dtype=torch.long, device=self.device)
-                cols.append(self.flow.log_prob(xf, yk, base_temperature=self.base_temperature))
-            ll = torch.stack(cols, dim=1)
+                cols = []
+                for k in c.tolist():
+                    yk = torch.full((xf.shape[0],), k, dtype=torch.long, device=self.device)
+                    cols.append(flow.log_prob(xf, yk, base_temperature=self.base_temperature, **extra))
+                ll = torch.stack(cols, dim=1)
         return ll.to(torch.float64).to(x.device)
 
     @torch.no_grad()
