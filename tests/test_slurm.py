@@ -299,14 +299,14 @@ def test_smoke_through_slurm_equals_local_run(slurm_cluster: None, tmp_path: Pat
     assert len(oracle) == 1
     info = _scontrol(oracle[0])
     assert _minutes(info["TimeLimit"]) == resources["oracle"]["runtime"], info["TimeLimit"]
-    assert info["MinMemoryNode"] == f"{res['oracle']['mem_mb']}M", info["MinMemoryNode"]
+    assert info["MinMemoryNode"] == f"{resources['oracle']['mem_mb']}M", info["MinMemoryNode"]
     assert int(info["CPUs/Task"]) == resources["oracle"]["cpus"], info["CPUs/Task"]
     # members run one after another inside a group job: time adds up, memory and CPUs do not
     if len(groups) == 1:
         info = _scontrol(groups[0])
         runtime = resources["classifiers"]["runtime"]
         assert _minutes(info["TimeLimit"]) == n_classifier * runtime + (n_jobs - n_classifier) * min(runtime, 5)
-        assert info["MinMemoryNode"] == f"{res['classifiers']['mem_mb']}M"
+        assert info["MinMemoryNode"] == f"{resources['classifiers']['mem_mb']}M"
         assert int(info["CPUs/Task"]) == resources["classifiers"]["cpus"]
 
     # -- identical numbers: every JSON (classifier metrics, numbers.json, ...) ...
