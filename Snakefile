@@ -58,6 +58,9 @@ include: "rules/splits.smk"
 include: "rules/classifiers.smk"
 include: "rules/experiments.smk"
 include: "rules/scaling.smk"
+include: "rules/shift.smk"
+include: "rules/estimators.smk"
+include: "rules/difficulty.smk"
 include: "rules/numbers.smk"
 
 
