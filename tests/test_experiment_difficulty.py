@@ -15,6 +15,7 @@ import yaml
 from oracle.errors import ConfigError
 from oracle.experiments import difficulty
 from tests.test_experiment_kinds import DEFAULT
+from tests.test_experiment_shift import csv_roundtrip
 
 TAUS = {"tau0.5": 0.5, "base": 1.0, "tau2": 2.0}
 
@@ -42,7 +43,7 @@ def test_collect_table_numbers_and_figure(tmp_path):
     closed = {"tau0.5": 0.0012, "base": 0.021, "tau2": 0.149}
     # written in another order than the spec's: the curve follows the spec
     paths = [constants_file(tmp_path, w, TAUS[w], bayes[w], closed[w]) for w in ("tau2", "base", "tau0.5")]
-    data = difficulty.collect(spec(), {"constants": [str(p) for p in paths]})
+    data = csv_roundtrip(difficulty.collect(spec(), {"constants": [str(p) for p in paths]}), tmp_path)
     curve = data["curve"]
     assert list(curve["world"]) == list(TAUS)
     assert np.allclose(curve["bayes_error"], [bayes[w] for w in TAUS])
@@ -61,7 +62,7 @@ def test_collect_table_numbers_and_figure(tmp_path):
     # no closed form anywhere: the table drops those columns, the numbers have none
     (tmp_path / "plain").mkdir()
     plain = [constants_file(tmp_path / "plain", w, TAUS[w], bayes[w]) for w in TAUS]
-    data = difficulty.collect(spec(), {"constants": [str(p) for p in plain]})
+    data = csv_roundtrip(difficulty.collect(spec(), {"constants": [str(p) for p in plain]}), tmp_path / "plain")
     t, _ = difficulty.table("difficulty_vs_tau", data, spec())
     assert "Closed form (%)" not in t.columns
     assert not any(k.startswith("bayes_error_closed_form") for k in difficulty.numbers(data, spec(), {"curve": "c"}))

@@ -16,6 +16,7 @@ from oracle.experiments import estimators
 from oracle.io.predictions import write_predictions
 from oracle.measures import estimators as est
 from tests.test_experiment_kinds import DEFAULT
+from tests.test_experiment_shift import csv_roundtrip
 
 NOISE = [0.1, 0.3]
 WORLDS = ["tau1.5", "skew"]
@@ -108,7 +109,7 @@ def collected(tmp_path):
                                  "oracle_accuracy_noisy": {"mean": 1 - sigma, "se": 0.01}}))
         noise.append(str(n))
     data = estimators.collect(s, {"predictions": preds, "metrics": metrics, "divergences": div, "noise": noise})
-    return s, data, raw, bayes
+    return s, csv_roundtrip(data, tmp_path), raw, bayes
 
 
 def test_estimates_are_the_estimators_applied_to_each_file(collected):

@@ -9,6 +9,7 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from oracle.errors import ConfigError
@@ -105,7 +106,17 @@ def collected(tmp_path):
         p.write_text(json.dumps({"sigma": sigma, "posterior_shift": {"mean": sigma * 2, "se": 0.01},
                                  "oracle_accuracy_noisy": {"mean": 1 - sigma, "se": 0.004}}))
         noise.append(str(p))
-    return s, shift.collect(s, {"metrics": metrics, "histories": histories, "divergences": [str(div)], "noise": noise})
+    data = shift.collect(s, {"metrics": metrics, "histories": histories, "divergences": [str(div)], "noise": noise})
+    return s, csv_roundtrip(data, tmp_path)
+
+
+def csv_roundtrip(data, tmp_path):
+    """The data as the table, figure and numbers jobs see it: written to CSV and read back."""
+    out = {}
+    for name, frame in data.items():
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+        out[name] = pd.read_csv(tmp_path / f"{name}.csv")
+    return out
 
 
 def test_configurations_against_hand_aggregates(collected):

@@ -15,7 +15,6 @@ from oracle.classifiers import shifted
 from oracle.classifiers.data import evaluation_set, training_set
 from oracle.errors import DataError, OracleError
 from oracle.io.samples import read_rows
-from oracle.io.shards import ShardWriter
 from oracle.io.splits import make_splits, read_splits_h5, write_splits_h5
 from oracle.noisy_samples import add_clipped_noise, noise_seed, posterior_shift, write_noisy_test_set
 from oracle.posterior import log_posterior
@@ -68,7 +67,7 @@ def test_clipped_noise():
 
 @pytest.fixture
 def gaussian_files(tmp_path):
-    """A two-class... three-class Gaussian world's samples (T = 1) written as the workflow does, and splits."""
+    """A three-class Gaussian world's samples (T = 1) written as the workflow does, and splits."""
     from oracle.sampling import write_sample_shard
 
     rng = np.random.default_rng(0)

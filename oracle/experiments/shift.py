@@ -294,8 +294,9 @@ def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple
     raise DataError(f"shift: no table named {name!r} (tables: {', '.join(a for a in ARTIFACTS if ARTIFACTS[a].type == 'table')})")
 
 
-def _prior_text(prior_json: str) -> str:
-    p = json.loads(prior_json)
+def _prior_text(prior_json: str | float) -> str:
+    """The prior column as text; "null" (no resampling: the pool's rows) reads back from CSV as NaN."""
+    p = json.loads(prior_json) if isinstance(prior_json, str) else None
     return "(pool)" if p is None else "(" + ", ".join(f"{v:g}" for v in p) + ")"
 
 
