@@ -59,6 +59,9 @@ include: "rules/classifiers.smk"
 include: "rules/experiments.smk"
 include: "rules/scaling.smk"
 include: "rules/labels.smk"
+include: "rules/shift.smk"
+include: "rules/estimators.smk"
+include: "rules/difficulty.smk"
 include: "rules/numbers.smk"
 
 

@@ -4,7 +4,8 @@
 #                                                  file when classifiers.keep_models is false)
 #   .../history.json                               per-epoch loss, lr and, on curve_size rows of
 #                                                  the world's test set, accuracy and epistemic KL
-#   .../predictions/<evalset>.h5                   log q(y|x) on the evaluation set's test rows
+#   .../predictions/<evalset>.h5                   logits and log q(y|x) on the evaluation set's
+#                                                  test rows (a world's, or a noisy copy of them)
 #   .../metrics/<evalset>.json                     accuracy, decomposition (nats), calibration
 # What a cell trains on comes from its experiment's kind (oracle.experiments.<kind>.
 # training_spec). Jobs share the group "classifiers" so a cluster profile can bundle many short
@@ -24,7 +25,7 @@ rule train_classifier:
         arch=lambda wildcards: plan.arch_spec(config, wildcards.arch),
         curve_size=config["classifiers"]["curve_size"],
         device=config["device"],
-        config_keys=lambda wildcards: keys.classifier_keys(config, wildcards.experiment, wildcards.arch),
+        config_keys=lambda wildcards: keys.classifier_keys(config, wildcards.experiment, wildcards.arch, wildcards.cell),
     group:
         classifier_group
     log:
@@ -42,17 +43,16 @@ rule train_classifier:
 
 rule predict_classifier:
     input:
+        unpack(evalset_inputs),
         model=MODEL,
         history=HISTORY,
-        samples=lambda wildcards: world_samples(wildcards.evalset),
-        splits=lambda wildcards: world_splits(wildcards.evalset),
     output:
         predictions=PREDICTIONS,
         metrics=METRICS,
     params:
         training=training,
         device=config["device"],
-        config_keys=lambda wildcards: keys.classifier_keys(config, wildcards.experiment, wildcards.arch),
+        config_keys=lambda wildcards: keys.classifier_keys(config, wildcards.experiment, wildcards.arch, wildcards.cell),
     group:
         classifier_group
     log:

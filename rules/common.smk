@@ -5,6 +5,8 @@
 #   results/<run>/oracle/flow.pt (gaussian_world.pt)            rules/oracle.smk
 #   results/<run>/validation/...                                rules/validation.smk
 #   results/<run>/samples/<world>/{shard-XXXX,all}.h5, constants.json   rules/samples.smk
+#   results/<run>/samples/<world>/noise<sigma>/{test.h5,constants.json}  (a noisy test set)
+#   results/<run>/samples/<world>/kl_from_<reference>.json       (exact KL vs Monte Carlo)
 #   results/<run>/splits/<world>.h5                             rules/splits.smk
 #   results/<run>/classifiers/<experiment>/<arch>/<cell>/seed<s>/...   rules/classifiers.smk
 #   results/<run>/<kind>/<experiment>/data/*.csv                rules/<kind>.smk
@@ -42,7 +44,10 @@ wildcard_constraints:
     kind=_one_of(e["kind"] for e in EXPERIMENTS.values()),
     arch=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     cell=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-    evalset=_one_of(WORLDS),
+    # a world's test set, or a noisy copy of it (<world>-noise<sigma>, plan.noisy_set_name)
+    evalset=f"(?:{_one_of(WORLDS)})(?:{plan.NOISE_TAG}\\d[\\d.e+-]*)?",
+    sigma=r"\d[\d.e+-]*",
+    reference=_one_of(WORLDS),
     shard=r"\d{4}",
     seed=r"\d+",
     artifact=r"[a-z0-9_]+",
@@ -57,6 +62,9 @@ ORACLE_LOG = f"{RUN}/oracle/train_log.jsonl"
 SHARD = f"{RUN}/samples/{{world}}/shard-{{shard}}.h5"
 SAMPLES = f"{RUN}/samples/{{world}}/all.h5"
 CONSTANTS = f"{RUN}/samples/{{world}}/constants.json"
+NOISY_SAMPLES = f"{RUN}/samples/{{world}}/noise{{sigma}}/test.h5"
+NOISY_CONSTANTS = f"{RUN}/samples/{{world}}/noise{{sigma}}/constants.json"
+DIVERGENCE = f"{RUN}/samples/{{world}}/kl_from_{{reference}}.json"
 SPLITS = f"{RUN}/splits/{{world}}.h5"
 CLASSIFIER = f"{RUN}/classifiers/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}"
 MODEL = f"{CLASSIFIER}/model.pt"
@@ -101,10 +109,62 @@ def experiment_runs(name):
     return [r for r in RUNS if r["experiment"] == name]
 
 
+def prediction_runs(name):
+    """The classifiers whose predictions experiment `name` reads: its own, or those it borrows
+    from another experiment (spec borrowed_runs, kind estimators)."""
+    return EXPERIMENTS[name].get("borrowed_runs") or experiment_runs(name)
+
+
 def experiment_metrics(name):
-    """metrics/<evalset>.json of every classifier of experiment `name` on every evaluation set."""
-    return [METRICS.format(**r, evalset=e) for r in experiment_runs(name)
+    """metrics/<evalset>.json of every classifier experiment `name` reads, on every evaluation set."""
+    return [METRICS.format(**r, evalset=e) for r in prediction_runs(name) for e in plan.evaluation_sets(config, name)]
+
+
+def experiment_predictions(name):
+    """predictions/<evalset>.h5 of every classifier experiment `name` reads, on every evaluation set."""
+    return [PREDICTIONS.format(**r, evalset=e) for r in prediction_runs(name)
             for e in plan.evaluation_sets(config, name)]
+
+
+def evalset_inputs(wildcards):
+    """The samples and splits an evaluation set is read from: a world's merged samples, or the
+    noisy copy of its test set; the world's splits either way."""
+    world, sigma = plan.parse_evalset(wildcards.evalset, WORLDS)
+    samples = world_samples(world) if sigma is None else NOISY_SAMPLES.format(world=world, sigma=plan.sigma_text(sigma))
+    return {"samples": samples, "splits": world_splits(world)}
+
+
+def noisy_constants(world, sigmas):
+    """noise<sigma>/constants.json of `world`'s noisy test sets."""
+    return [NOISY_CONSTANTS.format(world=world, sigma=plan.sigma_text(s)) for s in sigmas]
+
+
+def divergences(worlds, reference):
+    """kl_from_<reference>.json of each of `worlds`."""
+    return [DIVERGENCE.format(world=w, reference=reference) for w in worlds]
+
+
+def shift_inputs(name):
+    """What the shift collect reads: metrics and histories of its classifiers, the exact-KL
+    checks of its variant training worlds, the oracle's posterior shift at its noise levels."""
+    spec = EXPERIMENTS[name]
+    mod = kind_module("shift")
+    return {"metrics": experiment_metrics(name), "histories": experiment_histories(name),
+            "divergences": divergences(mod.variant_worlds(spec), spec["world"]),
+            "noise": noisy_constants(spec["world"], mod.noise_levels(spec))}
+
+
+def estimators_inputs(name):
+    """What the estimators collect reads: predictions (logits) and metrics of the models it
+    evaluates on every set, the exact-KL checks of its variants, its noisy sets' constants."""
+    spec = EXPERIMENTS[name]
+    return {"predictions": experiment_predictions(name), "metrics": experiment_metrics(name),
+            "divergences": divergences(spec["worlds"], spec["world"]), "noise": noisy_constants(spec["world"], spec["noise"])}
+
+
+def difficulty_inputs(name):
+    """What the difficulty collect reads: the constants of each of its worlds."""
+    return {"constants": [CONSTANTS.format(world=w) for w in EXPERIMENTS[name]["worlds"]]}
 
 
 def experiment_histories(name):

@@ -77,3 +77,63 @@ rule world_constants:
 rule samples:
     input:
         SAMPLE_TARGETS,
+
+
+# Derived from a world's samples, where an experiment asks for them (not in `samples`):
+# noisy_test_set -> samples/<world>/noise<sigma>/test.h5: the world's test rows with
+# x' = clip(x + eps, -1, 1), eps ~ N(0, sigma^2) (seeded from the world's seed), log p(x'|k)
+# recomputed by the frozen model at the stored x' (DESIGN rule 2), the clean rows' labels;
+# constants.json beside it: the oracle's own posterior shift E[KL(p(y|x) || p(y|x'))] and its
+# accuracy on x' (oracle.noisy_samples). world_divergence -> samples/<world>/kl_from_<reference>.json:
+# the exact KL of the world from a reference world with the same densities (prior part +
+# D/2 (r^2 - 1 - ln r^2)) beside its Monte Carlo estimate from the model's own log densities.
+
+
+rule noisy_test_set:
+    input:
+        samples=SAMPLES,
+        splits=SPLITS,
+        world=ORACLE,
+    output:
+        samples=NOISY_SAMPLES,
+        constants=NOISY_CONSTANTS,
+    params:
+        sigma=lambda wildcards: float(wildcards.sigma),
+        world_seed=lambda wildcards: WORLDS[wildcards.world]["seed"],
+        samples=config["samples"],
+        device=config["device"],
+        config_keys=lambda wildcards: keys.noisy_set_keys(config, wildcards.world),
+    log:
+        f"{LOGS}/samples/{{world}}/noise{{sigma}}.log",
+    benchmark:
+        f"{BENCHMARKS}/samples/{{world}}/noise{{sigma}}.tsv"
+    resources:
+        **res.rule_resources(config, "samples"),
+    threads: res.rule_threads(config, "samples")
+    conda:
+        ENV
+    script:
+        "../scripts/noisy_test_set.py"
+
+
+rule world_divergence:
+    input:
+        samples=SAMPLES,
+        world=ORACLE,
+    output:
+        DIVERGENCE,
+    params:
+        reference=lambda wildcards: WORLDS[wildcards.reference],
+        device=config["device"],
+        config_keys=lambda wildcards: keys.divergence_keys(config, wildcards.reference),
+    log:
+        f"{LOGS}/samples/{{world}}/kl_from_{{reference}}.log",
+    benchmark:
+        f"{BENCHMARKS}/samples/{{world}}/kl_from_{{reference}}.tsv"
+    resources:
+        **res.rule_resources(config, "samples"),
+    threads: res.rule_threads(config, "samples")
+    conda:
+        ENV
+    script:
+        "../scripts/world_divergence.py"

@@ -1,6 +1,7 @@
 """Rule `predict_classifier`: a trained classifier on one evaluation set (a world's fixed test
-set) -> predictions/<evalset>.h5 (log q per test row) and metrics/<evalset>.json (accuracy
-against the world's labels, the exact decomposition in nats, calibration)."""
+set, or a noisy copy of it) -> predictions/<evalset>.h5 (logits and log q per test row) and
+metrics/<evalset>.json (accuracy against the world's labels, the exact decomposition in nats
+against the oracle's posterior at the evaluated x, calibration)."""
 
 import json
 from pathlib import Path
@@ -10,7 +11,7 @@ import torch
 from oracle.classifiers.checkpoints import load_model
 from oracle.classifiers.data import evaluation_set
 from oracle.classifiers.evaluate import evaluate_predictions
-from oracle.classifiers.predict import predict_log_probs
+from oracle.classifiers.predict import predict_logits
 from oracle.devices import pick_device
 from oracle.io.atomic import write_json_atomic
 from oracle.io.predictions import write_predictions
@@ -24,10 +25,12 @@ with script_job(sm) as started:
     history = json.loads(Path(sm.input.history).read_text())
     ev = evaluation_set(sm.input.samples, sm.input.splits)
     batch = max(256, sm.params.training["training"]["batch_size"])
-    log_q = predict_log_probs(model, torch.from_numpy(ev.x), batch_size=batch, device=device)
+    logits = predict_logits(model, torch.from_numpy(ev.x), batch_size=batch, device=device)
+    log_q = torch.log_softmax(logits, dim=1)
     metrics = evaluate_predictions(log_q, ev.log_p, ev.labels)
     evalset = sm.wildcards.evalset
-    write_predictions(sm.output.predictions, log_q.numpy(), ev.rows, ev.labels, attrs={**identity, "evalset": evalset})
+    write_predictions(sm.output.predictions, log_q.numpy(), ev.rows, ev.labels, attrs={**identity, "evalset": evalset},
+                      logits=logits.numpy())
     write_json_atomic(sm.output.metrics, {**identity, "evalset": evalset, "epochs": history["epochs"],
                                           "train_seconds": history["train_seconds"], "metrics": metrics})
     print(f"{sm.wildcards.experiment}/{sm.wildcards.arch}/{sm.wildcards.cell}/seed{sm.wildcards.seed} on {evalset}: "

@@ -1,6 +1,7 @@
 """Rule `train_classifier`: train one (experiment, arch, cell, seed) classifier on its world's
 oracle samples -> model.pt (spec + weights) and history.json (per-epoch loss, lr and, on
-classifiers.curve_size test rows, accuracy and exact epistemic KL).
+classifiers.curve_size test rows, accuracy and exact epistemic KL; with a validation split its
+per-epoch val_acc; with a training-time shift what it realised: class counts, noise std).
 
 A training checkpoint next to the outputs (train_state.pt) lets a killed job resume; it is
 removed once the outputs exist.
@@ -29,7 +30,9 @@ with script_job(sm) as started:
     _, c, h, _ = data.x.shape
     pretrained = arch["pretrained"] if isinstance(arch["pretrained"], str) else None
     model = build_classifier(arch["model"], data.num_classes, int(c), int(h), arch["input_size"], pretrained, seed=seed)
-    epochs = effective_epochs(spec["n"], tr["epochs"], tr["batch_size"], tr["min_steps"])
+    val_fraction = float(spec.get("val_fraction") or 0.0)
+    n_fit = spec["n"] - int(round(val_fraction * spec["n"]))  # the rows train_classifier fits on
+    epochs = effective_epochs(n_fit, tr["epochs"], tr["batch_size"], tr["min_steps"])
     curve_size = int(sm.params.curve_size)
     monitor = curve_monitor(evaluation_set(sm.input.samples, sm.input.splits, curve_size), device) if curve_size else None
     state = Path(sm.output.model).with_name("train_state.pt")
@@ -37,12 +40,14 @@ with script_job(sm) as started:
         model, torch.from_numpy(data.x), torch.from_numpy(data.targets), soft=data.soft, epochs=epochs,
         batch_size=tr["batch_size"], lr=tr["lr"], weight_decay=tr["weight_decay"], seed=seed, device=device,
         checkpoint_path=state, num_classes=data.num_classes, monitor=monitor,
+        val_fraction=val_fraction,
     )
     identity = {"experiment": wc.experiment, "arch": wc.arch, "model": arch["model"], "cell": wc.cell, "seed": seed,
                 "N": spec["n"], "world": spec["world"], "labels": spec["labels"], "hard_label": spec["hard_label"]}
     save_model(sm.output.model, model.cpu(), meta=identity)
     write_json_atomic(sm.output.history, {**identity, "epochs": epochs, "device": str(device), "curve_size": curve_size,
-                                          "train_seconds": sum(r["seconds"] for r in history), "history": history})
+                                          "train_seconds": sum(r["seconds"] for r in history), "history": history,
+                                          "shift": data.shift})
     state.unlink(missing_ok=True)
     print(f"{wc.experiment}/{wc.arch}/{wc.cell}/seed{seed}: {epochs} epochs, final loss {history[-1]['train_loss']:.4f}")
     record_job(sm, started, extra={"device": str(device)})

@@ -89,8 +89,8 @@ def test_check_fills_defaults_and_names_bad_keys(kind):
             t = mod.training_spec(spec, cell)
             world = plan.world_spec(DEFAULT, t["world"])
             assert 1 <= t["n"] <= world["n_total"] - world["test_size"]
-        for evalset in mod.evaluation_sets(spec):
-            plan.world_spec(DEFAULT, evalset)
+        for evalset in mod.evaluation_sets(spec):  # a world's test set or a noisy copy of it
+            plan.world_spec(DEFAULT, plan.parse_evalset(evalset, DEFAULT["worlds"])[0])
         if "world" in entry:
             bad = copy.deepcopy(DEFAULT)
             bad["experiments"][name]["world"] = "no_such_world"

@@ -1,20 +1,24 @@
 """The rows a classifier trains and is scored on, read from a world's samples and splits.
 
 A training set is the seed's first N rows of the world's training pool
-(`oracle.io.splits.training_indices`) with targets from `oracle.classifiers.targets`; an
-evaluation set is the world's fixed test set with the world's labels and exact posteriors.
+(`oracle.io.splits.training_indices`) with targets from `oracle.classifiers.targets`, or, when
+its spec asks for a training-time shift (``class_prior``, ``noise_std``), the rows and images
+of `oracle.classifiers.shifted`; an evaluation set is the world's fixed test set with the
+world's labels and exact posteriors (or a file derived from it, such as a noisy test set of
+`oracle.noisy_samples`, which holds exactly those rows).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from oracle.classifiers.targets import training_targets
+from oracle.errors import DataError
 from oracle.io.samples import posterior_rows, read_rows
 from oracle.io.splits import read_splits_h5, training_indices
 
@@ -22,7 +26,8 @@ from oracle.io.splits import read_splits_h5, training_indices
 @dataclass(frozen=True)
 class TrainingSet:
     """x float32 [n, C, H, W]; targets int64 [n] (hard) or float32 [n, K] (soft); rows: indices
-    into the sample file; num_classes K; attrs: the sample file's attributes."""
+    into the sample file; num_classes K; attrs: the sample file's attributes; shift: what a
+    training-time shift realised (class counts, resampled classes, noise std; {} without)."""
 
     x: np.ndarray
     targets: np.ndarray
@@ -30,6 +35,7 @@ class TrainingSet:
     rows: np.ndarray
     num_classes: int
     attrs: dict
+    shift: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -44,22 +50,59 @@ class EvaluationSet:
 
 
 def training_set(samples: str | os.PathLike, splits: str | os.PathLike, spec: Mapping, seed: int) -> TrainingSet:
-    """The training set of a training spec (`oracle.experiments._training.training_spec`) and seed."""
-    rows = training_indices(read_splits_h5(splits), seed, spec["n"])
+    """The training set of a training spec (`oracle.experiments._training.training_spec`) and seed.
+
+    Optional spec keys (training-time shift, paper appendix F): ``class_prior`` (K floats:
+    class counts ~ Multinomial(n, pi) from the seed's permutation of the pool, with replacement
+    when a class runs short) and ``noise_std`` (sigma > 0: x' = clip(x + eps, -1, 1) on the
+    selected rows). Targets stay those of the selected rows (DESIGN rule 8).
+    """
+    from oracle.classifiers.shifted import shifted_rows
+    from oracle.noisy_samples import add_clipped_noise, noise_seed
+
+    splits_data = read_splits_h5(splits)
+    prior = spec.get("class_prior")
+    shift: dict = {}
+    if prior is None:
+        rows = training_indices(splits_data, seed, spec["n"])
+    else:
+        order = training_indices(splits_data, seed, len(splits_data["order"][int(seed)]))
+        pool = read_rows(samples, order, fields=("label",))
+        if len(prior) != int(pool["attrs"]["num_classes"]):
+            raise DataError(f"class_prior has {len(prior)} entries but {samples} has "
+                            f"{int(pool['attrs']['num_classes'])} classes")
+        rows, shift = shifted_rows(order, pool["label"], spec["n"], prior, seed)
     data = read_rows(samples, rows)
     attrs = data["attrs"]
+    sigma = float(spec.get("noise_std") or 0.0)
+    if sigma > 0:
+        rng = np.random.default_rng(noise_seed(seed, sigma, stream="train"))
+        data["x"] = add_clipped_noise(data["x"], sigma, rng)
+        shift = {**shift, "noise_std": sigma}
     log_p = posterior_rows(data["loglik"], attrs)
     targets = training_targets(spec["labels"], spec["hard_label"], data["label"], log_p,
                                source_class=data["source_class"], label_temperature=float(attrs["label_temperature"]))
-    return TrainingSet(data["x"], targets, spec["labels"] == "soft", rows, int(attrs["num_classes"]), attrs)
+    return TrainingSet(data["x"], targets, spec["labels"] == "soft", rows, int(attrs["num_classes"]), attrs, shift)
 
 
 def evaluation_set(samples: str | os.PathLike, splits: str | os.PathLike, limit: int | None = None) -> EvaluationSet:
-    """The world's test set (its first `limit` rows when given)."""
+    """The world's test set (its first `limit` rows when given).
+
+    A derived test set (attribute ``derived_test_set``, e.g. a noisy test set) holds exactly
+    the world's test rows in the order of `splits`: its file rows are read in order, and
+    ``rows`` are still the world's row indices, so its predictions pair with the clean ones.
+    """
     rows = read_splits_h5(splits)["test"]
+    attrs = read_rows(samples, np.arange(0), fields=())["attrs"]
+    file_rows = rows
+    if attrs.get("derived_test_set"):
+        if int(attrs.get("n_test_rows", -1)) != len(rows):
+            raise DataError(f"{samples} holds {attrs.get('n_test_rows')} test rows but {splits} has {len(rows)}: "
+                            "rerun the job that derived it")
+        file_rows = np.arange(len(rows))
     if limit is not None:
-        rows = rows[: int(limit)]
-    data = read_rows(samples, rows, fields=("x", "label", "loglik"))
+        rows, file_rows = rows[: int(limit)], file_rows[: int(limit)]
+    data = read_rows(samples, file_rows, fields=("x", "label", "loglik"))
     return EvaluationSet(data["x"], data["label"], posterior_rows(data["loglik"], data["attrs"]), rows)
 
 

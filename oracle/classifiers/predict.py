@@ -1,4 +1,5 @@
-"""Model log-probabilities log q(y|x) of a trained classifier."""
+"""Model log-probabilities log q(y|x) of a trained classifier, and its raw logits (what
+logit-based accuracy estimators such as MaNo read, `oracle.measures.estimators`)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,18 @@ from oracle.devices import autocast, pick_device
 
 
 @torch.no_grad()
-def predict_log_probs(
+def predict_logits(
     model: nn.Module,
     x: Tensor,
     batch_size: int = 256,
     device: str | torch.device | None = "cpu",
     amp: bool = False,
 ) -> Tensor:
-    """Model log-probabilities ``log q(y|x)``: Tensor[n, K] float64 on the CPU (natural log).
+    """The model's logits: Tensor[n, K] float64 on the CPU.
 
-    The log-softmax is taken in float64 on the logits. By default the forward pass runs in
-    float32 even on CUDA: the epistemic KL is a small difference of log-probabilities and
-    bf16 logits (3 significant digits) would blur it; ``amp=True`` trades that for speed.
+    By default the forward pass runs in float32 even on CUDA: the epistemic KL is a small
+    difference of log-probabilities and bf16 logits (3 significant digits) would blur it;
+    ``amp=True`` trades that for speed.
     """
     device = device if isinstance(device, torch.device) else pick_device(device)
     x = _check_images(x)
@@ -32,5 +33,17 @@ def predict_log_probs(
         xb = x[start:start + batch_size].to(device, non_blocking=True)
         with autocast(device, enabled=amp):
             logits = model(xb)
-        out.append(torch.log_softmax(logits.to(torch.float64), dim=1).cpu())
+        out.append(logits.to(torch.float64).cpu())
     return torch.cat(out)
+
+
+def predict_log_probs(
+    model: nn.Module,
+    x: Tensor,
+    batch_size: int = 256,
+    device: str | torch.device | None = "cpu",
+    amp: bool = False,
+) -> Tensor:
+    """Model log-probabilities ``log q(y|x)``: Tensor[n, K] float64 on the CPU (natural log),
+    the log-softmax in float64 of `predict_logits`."""
+    return torch.log_softmax(predict_logits(model, x, batch_size, device, amp), dim=1)

@@ -14,10 +14,11 @@ from oracle.errors import DataError
 
 
 def write_predictions(path: str | os.PathLike, log_q: np.ndarray, index: np.ndarray,
-                      label: np.ndarray, attrs: Mapping | None = None) -> None:
+                      label: np.ndarray, attrs: Mapping | None = None, logits: np.ndarray | None = None) -> None:
     """``predictions/<evalset>.h5``: ``log_q`` float64 [n, K] (natural log), ``index`` int64 [n]
     (rows of the evaluation set's samples/<world>/all.h5), ``label`` int64 [n] (the world's
-    labels of those rows); attributes as JSON text."""
+    labels of those rows), optionally ``logits`` float64 [n, K] (the raw model outputs, which
+    logit-based accuracy estimators read); attributes as JSON text."""
     import h5py
 
     from oracle.io.atomic import atomic_output
@@ -31,13 +32,18 @@ def write_predictions(path: str | os.PathLike, log_q: np.ndarray, index: np.ndar
             f.create_dataset("log_q", data=log_q)
             f.create_dataset("index", data=index)
             f.create_dataset("label", data=np.asarray(label, dtype=np.int64))
+            if logits is not None:
+                logits = np.asarray(logits, dtype=np.float64)
+                if logits.shape != log_q.shape:
+                    raise DataError(f"{path}: logits {logits.shape} and log_q {log_q.shape} disagree")
+                f.create_dataset("logits", data=logits)
             for key, value in (attrs or {}).items():
                 f.attrs[key] = json.dumps(value, sort_keys=True, default=str)
             f.attrs["complete"] = True
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, Any]:
-    """Inverse of :func:`write_predictions`."""
+    """Inverse of :func:`write_predictions` (``logits`` only when the file has them)."""
     import h5py
 
     p = Path(path)
@@ -46,6 +52,6 @@ def read_predictions(path: str | os.PathLike) -> dict[str, Any]:
     with h5py.File(p, "r") as f:
         if not f.attrs.get("complete", False):
             raise DataError(f"{p} is incomplete: rerun its predict_classifier job")
-        out = {name: f[name][()] for name in ("log_q", "index", "label")}
+        out = {name: f[name][()] for name in ("log_q", "index", "label", "logits") if name in f}
         out["attrs"] = {k: json.loads(v) for k, v in f.attrs.items() if k != "complete"}
     return out

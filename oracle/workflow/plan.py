@@ -174,6 +174,27 @@ def classifier_runs(config: Mapping, experiments: Iterable[str] | None = None) -
     return out
 
 
+def prediction_runs(config: Mapping, experiment: str) -> list[dict]:
+    """{experiment, arch, cell, seed} of every classifier whose predictions `experiment` reads:
+    its own classifiers, or those it evaluates without training them (spec ``borrowed_runs``,
+    kind estimators: the classifiers of another experiment)."""
+    spec = experiment_spec(config, experiment)
+    if "borrowed_runs" in spec:
+        return [dict(r) for r in spec["borrowed_runs"]]
+    return classifier_runs(config, [experiment])
+
+
+def prediction_jobs(config: Mapping) -> list[tuple[str, str, str, int, str]]:
+    """Every prediction the run makes, once: (experiment, arch, cell, seed, evaluation set)
+    of each classifier on each set an experiment reads it on."""
+    out = set()
+    for name in config.get("experiments") or {}:
+        sets = evaluation_sets(config, name)
+        out |= {(r["experiment"], r["arch"], r["cell"], int(r["seed"]), e) for r in prediction_runs(config, name)
+                for e in sets}
+    return sorted(out)
+
+
 def training_spec(config: Mapping, experiment: str, cell: str) -> dict:
     """What the classifiers of one cell of an experiment train on (see
     `oracle.experiments._training.training_spec`)."""
@@ -191,17 +212,52 @@ def evaluation_sets(config: Mapping, experiment: str) -> list[str]:
     return kind_module(spec["kind"]).evaluation_sets(spec)
 
 
+#: An evaluation set is a world's test set (named by the world) or a noisy copy of it
+#: (``<world>-noise<sigma>``, `oracle.noisy_samples`), which reads the world's splits.
+NOISE_TAG = "-noise"
+
+
+def sigma_text(sigma: float) -> str:
+    """The one spelling of a noise std in names and paths (``0.1``, ``0.05``, ``1e-05``)."""
+    return f"{float(sigma):g}"
+
+
+def noisy_set_name(world: str, sigma: float) -> str:
+    """The evaluation set of `world`'s test set with clipped Gaussian noise of std `sigma`:
+    ``<world>-noise<sigma>`` (`sigma_text`: equal sigmas share one file)."""
+    return f"{world}{NOISE_TAG}{sigma_text(sigma)}"
+
+
+def parse_evalset(name: str, worlds: Iterable[str]) -> tuple[str, float | None]:
+    """(world, sigma) of an evaluation set name: sigma None for a world's own test set.
+    ConfigError when `name` names neither a world nor a noisy set of one."""
+    worlds = list(worlds)
+    if name in worlds:
+        return name, None
+    world, tag, sigma = name.rpartition(NOISE_TAG)
+    if tag and world in worlds:
+        try:
+            value = float(sigma)
+        except ValueError:
+            value = math.nan
+        if value > 0 and noisy_set_name(world, value) == name:
+            return world, value
+    raise ConfigError(f"evaluation set {name!r} is neither a world ({', '.join(worlds)}) nor "
+                      f"<world>{NOISE_TAG}<sigma> of one")
+
+
 def split_worlds(config: Mapping) -> dict[str, dict]:
     """The worlds that need a splits file, with what it must hold: {world: {"seeds": sorted
-    training seeds, "max_n": largest training-set size}} (a world only tested on has no
-    seeds and max_n 0)."""
+    training seeds, "max_n": largest training-set size}} (a world only tested on, directly or
+    through a noisy copy of its test set, has no seeds and max_n 0)."""
     from oracle.experiments import kind_module
 
     out: dict[str, dict] = {}
+    names = list(config["worlds"])
     for spec in experiment_specs(config).values():
         mod = kind_module(spec["kind"])
-        for world in mod.evaluation_sets(spec):
-            out.setdefault(world, {"seeds": set(), "max_n": 0})
+        for evalset in mod.evaluation_sets(spec):
+            out.setdefault(parse_evalset(evalset, names)[0], {"seeds": set(), "max_n": 0})
         for run in mod.classifier_runs(spec):
             t = mod.training_spec(spec, run["cell"])
             slot = out.setdefault(t["world"], {"seeds": set(), "max_n": 0})

@@ -57,7 +57,9 @@ def splits_keys(config: Mapping, world: str) -> list[str]:
     that train on it (one permutation of the pool each)."""
     keys = world_keys(config, world, ("test_size", "seed"))
     for name, entry in (config.get("experiments") or {}).items():
-        if entry.get("world") == world and "seeds" in entry:
+        trains_here = entry.get("world") == world or any(
+            (c or {}).get("world") == world for c in (entry.get("configurations") or {}).values())
+        if trains_here and "seeds" in entry:
             keys.append(quoted("experiments", name, "seeds"))
     return keys
 
@@ -67,13 +69,17 @@ def arch_keys(config: Mapping, arch: str) -> list[str]:
     return [quoted("classifiers", "archs", arch, k) for k in config["classifiers"]["archs"][arch] if k != "label"]
 
 
-def classifier_keys(config: Mapping, experiment: str, arch: str) -> list[str]:
+def classifier_keys(config: Mapping, experiment: str, arch: str, cell: str | None = None) -> list[str]:
     """One classifier: its experiment's world and labels, its training hyperparameters (the
     experiment's overrides, else classifiers.training), its architecture, and curve_size
-    (the training history scores that many test rows each epoch)."""
+    (the training history scores that many test rows each epoch); for a kind whose cells are
+    configured one by one (shift), the training size, validation split and its cell's entry."""
     spec = experiment_spec(config, experiment)
     entry = config["experiments"][experiment]
-    keys = [quoted("experiments", experiment, k) for k in ("world", "labels", "hard_label") if k in entry]
+    keys = [quoted("experiments", experiment, k) for k in ("world", "labels", "hard_label", "size", "val_fraction")
+            if k in entry]
+    if cell is not None and cell in (entry.get("configurations") or {}):
+        keys.append(quoted("experiments", experiment, "configurations", cell))
     overrides = entry.get("training") or {}
     for k in spec["training"]:
         keys.append(quoted("experiments", experiment, "training", k) if k in overrides
@@ -86,6 +92,18 @@ def experiment_keys(config: Mapping, experiment: str) -> list[str]:
     architecture it shows (labels and order)."""
     spec = experiment_spec(config, experiment)
     return [quoted("experiments", experiment)] + [quoted("classifiers", "archs", a) for a in spec.get("archs", [])]
+
+
+def noisy_set_keys(config: Mapping, world: str) -> list[str]:
+    """A noisy test set of a world: the noise stream derives from the world's seed; the
+    likelihood passes run in samples.batch_size rows of samples.class_batch classes."""
+    return world_keys(config, world, ("seed",)) + ["samples.batch_size", "samples.class_batch"]
+
+
+def divergence_keys(config: Mapping, reference: str) -> list[str]:
+    """The KL of a world from `reference`: the reference's prior and base temperature (the
+    world's own are in its samples, an input)."""
+    return world_keys(config, reference, ("prior", "base_temperature"))
 
 
 def world_constants_keys(config: Mapping) -> list[str]:

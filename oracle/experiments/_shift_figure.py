@@ -1,0 +1,93 @@
+"""The figure of experiment kind ``shift`` (paper Figure 3, panels a-f), from its
+``configurations`` data (`oracle.experiments.shift.configuration_frame`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+#: Marker and colour index of each shift type (`oracle.experiments.shift.TYPES`).
+_STYLE = {"baseline": ("o", 7), "prior": ("D", 0), "noise": ("v", 3), "prior+noise": ("s", 1),
+          "variant": ("*", 2), "variant+noise": ("P", 4)}
+
+
+def _kl_axis(conf: "pd.DataFrame") -> np.ndarray:  # noqa: F821
+    """The x of panels (a), (b): the exact KL for world variants, KL_y otherwise (the paper's axis)."""
+    kl_y = conf["kl_y_empirical"].fillna(conf["kl_y_target"]).fillna(0.0).to_numpy(float)
+    variant = conf["shift_type"].str.startswith("variant").to_numpy()
+    exact = conf["kl_exact"].to_numpy(float)
+    return np.where(variant & np.isfinite(exact), exact, kl_y)
+
+
+def shift_panels(conf: "pd.DataFrame", fits: Mapping[str, Mapping], stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+    """Six panels (module docstring of `oracle.experiments.shift`); error bars: std over runs."""
+    import seaborn as sns
+    from matplotlib.figure import Figure
+
+    from oracle.report.figures import save_figure, style
+
+    colors = sns.color_palette("colorblind", 8)
+    x = _kl_axis(conf)
+    acc, acc_std = 100 * conf["acc"].to_numpy(float), 100 * conf["acc_std"].fillna(0.0).to_numpy(float)
+    drop = -conf["delta_pp"].to_numpy(float)
+    types = conf["shift_type"].to_numpy()
+    with style():
+        fig = Figure(figsize=(13, 7.5))
+        axes = fig.subplots(2, 3).ravel()
+        for t, (marker, ci) in _STYLE.items():
+            m = types == t
+            if not m.any():
+                continue
+            label = {"variant": "world variant (exact KL)", "variant+noise": "variant + noise"}.get(t, t)
+            for ax, y, err in ((axes[0], acc, acc_std), (axes[1], drop, acc_std)):
+                ax.errorbar(x[m], y[m], yerr=err[m], fmt=marker, color=colors[ci], ms=7, capsize=2, label=label)
+        axes[0].set(xlabel="KL (nats): KL_y, or exact for world variants", ylabel="baseline test accuracy (%)",
+                    title="(a) accuracy vs KL")
+        axes[1].axhline(0.0, color="k", lw=0.8)
+        axes[1].set(xlabel="KL (nats): KL_y, or exact for world variants", ylabel="accuracy drop (pp)",
+                    title="(b) drop vs KL")
+        prior = conf[conf["shift_type"].isin(["baseline", "prior"])].sort_values("kl_y_empirical")
+        axes[2].errorbar(prior["kl_y_empirical"], 100 * prior["acc"], yerr=100 * prior["acc_std"].fillna(0.0),
+                         marker="D", color=colors[0], capsize=2)
+        axes[2].set(xlabel="KL_y empirical (nats)", ylabel="baseline test accuracy (%)", title="(c) prior shift only")
+        noise = conf[conf["shift_type"].isin(["baseline", "noise"])].sort_values("noise_std")
+        axes[3].errorbar(noise["noise_std"], 100 * noise["acc"], yerr=100 * noise["acc_std"].fillna(0.0),
+                         marker="v", color=colors[3], capsize=2, label="classifiers trained on x'")
+        oracle = noise[np.isfinite(noise["oracle_acc_noisy"].to_numpy(float))]
+        if len(oracle):
+            axes[3].errorbar(oracle["noise_std"], 100 * oracle["oracle_acc_noisy"],
+                             yerr=100 * oracle["oracle_acc_noisy_se"], marker="x", ls="--", color="k", capsize=2,
+                             label="oracle argmax p(y|x') on noised test x'")
+        axes[3].set(xlabel="noise σ (on the [-1, 1] scale)", ylabel="accuracy (%)", title="(d) covariate shift only")
+        axes[3].legend(loc="best")
+        present = [t for t in _STYLE if t != "baseline" and (types == t).any()]
+        means = [drop[types == t].mean() for t in present]
+        spread = [drop[types == t].std(ddof=1) if (types == t).sum() > 1 else 0.0 for t in present]
+        axes[4].bar(range(len(present)), means, yerr=spread, capsize=3, color=[colors[_STYLE[t][1]] for t in present])
+        axes[4].set_xticks(range(len(present)), present, rotation=20, ha="right")
+        axes[4].set(ylabel="mean accuracy drop (pp)", title="(e) drop by shift type (± std over configurations)")
+        _fit_panel(axes[5], conf, fits, colors)
+        axes[0].legend(loc="best")
+        fig.tight_layout()
+        return save_figure(fig, stem)
+
+
+def _fit_panel(ax, conf: "pd.DataFrame", fits: Mapping[str, Mapping], colors) -> None:  # noqa: F821
+    drop = -conf["delta_pp"].to_numpy(float)
+    kl_y = conf["kl_y_empirical"].fillna(conf["kl_y_target"]).fillna(0.0).to_numpy(float)
+    paper = ~conf["shift_type"].str.startswith("variant").to_numpy()
+    exact = conf["kl_exact"].to_numpy(float)
+    for name, xs, mask, color, what in (("kl_y", kl_y, paper, colors[0], "drop ~ KL_y (paper's configurations)"),
+                                        ("exact", exact, np.isfinite(exact), colors[2], "drop ~ exact KL")):
+        fit = fits[name]
+        ax.scatter(xs[mask], drop[mask], color=color, s=25)
+        if np.isfinite(fit["r2"]):
+            grid = np.linspace(np.nanmin(xs[mask]), np.nanmax(xs[mask]), 20)
+            ax.plot(grid, fit["intercept"] + fit["slope"] * grid, color=color, lw=1.2,
+                    label=f"{what}: R² = {fit['r2']:.3f} (n = {fit['n']})")
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set(xlabel="KL (nats)", ylabel="accuracy drop (pp)", title="(f) linear fits of drop on KL")
+    ax.legend(loc="best")

@@ -1,0 +1,336 @@
+"""Experiment kind ``estimators`` (the MaNo seed): label-free accuracy estimators scored against
+the true accuracy, and against the Bayes-optimal accuracy where the shift is exact.
+
+The models are those of another experiment (``models``, of kind scaling, optionally filtered by
+``archs``, ``sizes``, ``seeds``): trained on its world, predicted here on shifted test sets:
+
+* ``noise``: the world's test set with clipped Gaussian noise of each sigma
+  (`oracle.noisy_samples`); its labels are those of the clean rows, so the true accuracy is
+  exact, but there is no Bayes accuracy (x' is not a draw from a world); the oracle's own
+  posterior shift and accuracy on x' are reported instead;
+* ``worlds``: world variants (base temperature tau, class prior pi): their own test sets,
+  with the exact KL from the models' world and the variant's exact Bayes accuracy
+  E[max_y p(y|x)] on the same rows.
+
+Estimators (`oracle.measures.estimators`: MaNo, ATC-MC, ATC-NE, ConfScore, Entropy, Nuclear)
+see only the model's outputs. ATC's thresholds are fitted on the models' own world's clean test
+set, the in-distribution labelled split (the models never trained on it); that set is not
+among the scored ones. Per model, each method is scored over the shifted sets by R^2 and
+Spearman's rho against the true accuracy and, where it predicts an accuracy, by the mean
+absolute error; and over the exact variants against their Bayes accuracy (how much of the
+estimate follows the irreducible part of the drop). Scores are then averaged over models.
+
+Data: ``estimates`` (model x set x method), ``scores`` (model x method x target), ``sets``
+(one row per evaluation set). Accuracies are fractions in data, percent in tables.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from oracle.errors import ConfigError, DataError
+from oracle.report.paper import Artifact, artifacts_by_name
+
+KIND = "estimators"
+DATA = ("estimates", "scores", "sets")
+ARTIFACTS = artifacts_by_name(
+    Artifact("estimator_scores", "table",
+             "Label-free accuracy estimators on shifted oracle test sets: R^2 of a linear fit and Spearman's "
+             "rho (signed) of each estimate against the true accuracy over the shifted sets, and the mean "
+             "absolute error (pp) of methods that predict an accuracy; R^2 and rho against the exact Bayes "
+             "accuracy over the world variants. Mean ± std over models."),
+    Artifact("shifted_sets", "table",
+             "The shifted test sets: kind and parameter, exact KL from the models' world (nats, with its "
+             "Monte Carlo check ± SE), the oracle's posterior shift E[KL(p(y|x) || p(y|x'))] (nats) and its "
+             "accuracy on x' (%) for noise, the models' accuracy (%, mean ± std over models), the Bayes "
+             "accuracy (%) of exact variants, and the share of the accuracy drop that is irreducible "
+             "(Bayes drop / model drop)."),
+    Artifact("estimates_vs_accuracy", "figure",
+             "Each estimator's estimate against the true accuracy (%) of every model on every shifted set "
+             "(colour: shift kind; open circle: the clean in-distribution set, not scored); dashed: "
+             "estimate = accuracy for methods that predict an accuracy. Titles: R^2 and rho, mean over models."),
+)
+
+
+def check(name: str, entry: dict, config: Mapping) -> dict:
+    """``models`` names an experiment of kind scaling; ``archs``/``sizes``/``seeds`` (null: all
+    of it) select its classifiers; ``noise`` (sigmas > 0) and ``worlds`` (variants other than
+    the models' world) make at least three shifted sets."""
+    from oracle.experiments._training import size_cell
+    from oracle.workflow.plan import experiment_spec, noisy_set_name, world_specs
+
+    key = f"experiments.{name}"
+    source_name = entry.get("models")
+    exps = config.get("experiments") or {}
+    if source_name not in exps or exps[source_name]["kind"] != "scaling":
+        known = [n for n, e in exps.items() if e["kind"] == "scaling"]
+        raise ConfigError(f"config key '{key}.models': {source_name!r} is not an experiment of kind scaling "
+                          f"({', '.join(known) or 'none'})")
+    source = experiment_spec(config, source_name)
+    for opt, have in (("archs", source["archs"]), ("sizes", source["sizes"]), ("seeds", source["seeds"])):
+        chosen = entry.get(opt) or list(have)
+        bad = [v for v in chosen if v not in have]
+        if bad:
+            raise ConfigError(f"config key '{key}.{opt}': {bad} not among the {opt} of experiment {source_name!r} ({have})")
+        entry[opt] = list(chosen)
+    world = source["world"]
+    worlds = world_specs(config)
+    for w in entry.get("worlds") or []:
+        if w not in worlds or w == world:
+            raise ConfigError(f"config key '{key}.worlds': {w!r} is not a world variant other than the models' "
+                              f"world {world!r} (worlds: {', '.join(worlds)})")
+    entry["worlds"] = list(entry.get("worlds") or [])
+    entry["noise"] = [float(s) for s in entry.get("noise") or []]
+    entry["world"] = world
+    entry["noise_sets"] = {noisy_set_name(world, s): s for s in entry["noise"]}
+    entry["shifted_sets"] = [*entry["noise_sets"], *entry["worlds"]]
+    if len(entry["shifted_sets"]) < 3:
+        raise ConfigError(f"config key '{key}': {len(entry['shifted_sets'])} shifted sets (noise + worlds); R^2 and "
+                          "Spearman's rho need at least 3")
+    entry["borrowed_runs"] = [{"experiment": source_name, "arch": a, "cell": size_cell(n), "seed": int(s)}
+                     for a in entry["archs"] for n in entry["sizes"] for s in entry["seeds"]]
+    entry["world_parameters"] = {w: {"prior": worlds[w]["prior"], "base_temperature": worlds[w]["base_temperature"]}
+                                 for w in [world, *entry["worlds"]]}
+    entry["arch_labels"] = source["arch_labels"]
+    return entry
+
+
+def classifier_runs(spec: Mapping) -> list[dict]:
+    """None of its own: it predicts the classifiers of experiment ``models`` (spec ``borrowed_runs``)."""
+    return []
+
+
+def training_spec(spec: Mapping, cell: str) -> dict:
+    raise ConfigError(f"experiment kind estimators trains no classifiers (asked for cell {cell!r}); its models are "
+                      f"those of experiment {spec['models']!r}")
+
+
+def evaluation_sets(spec: Mapping) -> list[str]:
+    """The models' clean test set (ATC's in-distribution split) and every shifted set."""
+    return [spec["world"], *spec["shifted_sets"]]
+
+
+# --------------------------------------------------------------------------- data
+def _read_json(path: str) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from None
+
+
+def _set_info(spec: Mapping, evalset: str) -> tuple[str, str]:
+    """(shift kind, parameter text) of an evaluation set."""
+    if evalset == spec["world"]:
+        return "clean", "in-distribution"
+    if evalset in spec["noise_sets"]:
+        return "noise", f"σ={spec['noise_sets'][evalset]:g}"
+    p, b = spec["world_parameters"][evalset], spec["world_parameters"][spec["world"]]
+    parts = [f"τ={p['base_temperature']:g}"] if p["base_temperature"] != b["base_temperature"] else []
+    parts += ["π=" + ",".join(f"{v:g}" for v in p["prior"])] if p["prior"] != b["prior"] and p["prior"] else []
+    return "variant", "; ".join(parts) or "same parameters"
+
+
+def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, "pd.DataFrame"]:  # noqa: F821
+    """``estimates``, ``scores`` and ``sets`` from the predictions (``inputs["predictions"]``,
+    logits and log q), metrics (``inputs["metrics"]``: accuracy, Bayes accuracy), the variants'
+    divergence checks (``inputs["divergences"]``) and the noisy sets' constants (``inputs["noise"]``)."""
+    import pandas as pd
+
+    from oracle.io.predictions import read_predictions
+    from oracle.measures import estimators as est
+
+    metrics = {}
+    for path in inputs["metrics"]:
+        m = _read_json(path)
+        metrics[(m["arch"], m["cell"], int(m["seed"]), m["evalset"])] = m["metrics"]
+    preds = {}
+    for path in inputs["predictions"]:
+        p = read_predictions(path)
+        a = p["attrs"]
+        if "logits" not in p:
+            raise DataError(f"{path} has no logits (MaNo needs them): rerun its predict_classifier job")
+        preds[(a["arch"], a["cell"], int(a["seed"]), a["evalset"])] = p
+    rows = []
+    for run in spec["borrowed_runs"]:
+        ident = (run["arch"], run["cell"], run["seed"])
+        clean = preds.get((*ident, spec["world"]))
+        if clean is None:
+            raise DataError(f"estimators: no predictions of {ident} on {spec['world']!r}")
+        thresholds = est.fit_atc(clean["log_q"], clean["label"])
+        for evalset in evaluation_sets(spec):
+            p, m = preds.get((*ident, evalset)), metrics.get((*ident, evalset))
+            if p is None or m is None:
+                raise DataError(f"estimators: no predictions or metrics of {ident} on {evalset!r}")
+            kind, param = _set_info(spec, evalset)
+            acc = float(np.mean(p["log_q"].argmax(1) == p["label"]))
+            bayes = m["bayes_accuracy"] if kind in ("variant", "clean") else {"mean": math.nan, "se": math.nan}
+            for method, value in est.estimate_all(p["logits"], p["log_q"], thresholds).items():
+                rows.append({"arch": run["arch"], "cell": run["cell"], "seed": run["seed"], "evalset": evalset,
+                             "shift": kind, "parameter": param, "method": method, "estimate": value,
+                             "accuracy": acc, "bayes_accuracy": bayes["mean"], "bayes_accuracy_se": bayes["se"],
+                             "n": int(len(p["label"]))})
+    estimates = pd.DataFrame(rows)
+    divergences = {d["world"]: d for d in map(_read_json, inputs.get("divergences", []))}
+    noise = {round(float(n["sigma"]), 12): n for n in map(_read_json, inputs.get("noise", []))}
+    return {"estimates": estimates, "scores": score_frame(estimates),
+            "sets": set_frame(spec, estimates, divergences, noise)}
+
+
+def score_frame(estimates: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
+    """Per model and method: scores against ``accuracy`` over the shifted sets and against
+    ``bayes_accuracy`` over the exact variants (`oracle.measures.estimators.score`)."""
+    import pandas as pd
+
+    from oracle.measures import estimators as est
+
+    out = []
+    shifted = estimates[estimates["shift"] != "clean"]
+    for (arch, cell, seed, method), g in shifted.groupby(["arch", "cell", "seed", "method"], sort=True):
+        for target, sub in (("accuracy", g), ("bayes_accuracy", g[g["shift"] == "variant"])):
+            out.append({"arch": arch, "cell": cell, "seed": seed, "method": method, "target": target,
+                        **est.score(method, sub["estimate"], sub[target])})
+    return pd.DataFrame(out)
+
+
+def set_frame(spec: Mapping, estimates: "pd.DataFrame", divergences: Mapping[str, Mapping],  # noqa: F821
+              noise: Mapping[float, Mapping]) -> "pd.DataFrame":  # noqa: F821
+    """One row per evaluation set (clean first): accuracy over models, exact quantities."""
+    import pandas as pd
+
+    one = estimates[estimates["method"] == estimates["method"].iloc[0]]
+    clean = one[one["shift"] == "clean"]
+    acc0, bayes0 = clean["accuracy"].mean(), clean["bayes_accuracy"].mean()
+    rows = []
+    for evalset in evaluation_sets(spec):
+        g = one[one["evalset"] == evalset]
+        kind, param = _set_info(spec, evalset)
+        div = divergences.get(evalset, {})
+        nz = noise.get(round(spec["noise_sets"].get(evalset, -1.0), 12), {})
+        drop, bayes = 100 * (acc0 - g["accuracy"].mean()), g["bayes_accuracy"].mean()
+        bayes_drop = 100 * (bayes0 - bayes)
+        rows.append({
+            "evalset": evalset, "shift": kind, "parameter": param, "n": int(g["n"].iloc[0]),
+            "kl_exact": div.get("closed_form", {}).get("total", 0.0 if kind == "clean" else math.nan),
+            "kl_monte_carlo": div.get("monte_carlo", {}).get("mean", math.nan),
+            "kl_monte_carlo_se": div.get("monte_carlo", {}).get("se", math.nan),
+            "posterior_shift": nz.get("posterior_shift", {}).get("mean", math.nan),
+            "posterior_shift_se": nz.get("posterior_shift", {}).get("se", math.nan),
+            "oracle_acc_noisy": nz.get("oracle_accuracy_noisy", {}).get("mean", math.nan),
+            "accuracy": g["accuracy"].mean(), "accuracy_std": g["accuracy"].std(ddof=1), "n_models": len(g),
+            "bayes_accuracy": bayes, "drop_pp": drop, "bayes_drop_pp": bayes_drop,
+            "irreducible_share": bayes_drop / drop if kind == "variant" and abs(drop) > 1e-12 else math.nan,
+        })
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- tables, figure, numbers
+def _summary(scores: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
+    """Mean and std over models of every score, one row per (method, target)."""
+    agg = scores.groupby(["method", "target"], sort=False)[["r2", "spearman", "mae"]].agg(["mean", "std"])
+    agg.columns = [f"{a}_{b}" for a, b in agg.columns]
+    return agg.reset_index()
+
+
+def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple["pd.DataFrame", str]:  # noqa: F821
+    """``estimator_scores`` or ``shifted_sets``."""
+    import pandas as pd
+
+    from oracle.measures.estimators import METHODS
+
+    if name == "estimator_scores":
+        s = _summary(data["scores"]).set_index(["method", "target"])
+        rows = []
+        for method, (label, predicts) in METHODS.items():
+            a, b = s.loc[(method, "accuracy")], s.loc[(method, "bayes_accuracy")]
+            rows.append({"Method": label, "Predicts accuracy": "yes" if predicts else "score",
+                         "R²": a["r2_mean"], "R² std": a["r2_std"], "ρ": a["spearman_mean"], "ρ std": a["spearman_std"],
+                         "MAE (pp)": 100 * a["mae_mean"], "MAE std (pp)": 100 * a["mae_std"],
+                         "R² vs Bayes": b["r2_mean"], "ρ vs Bayes": b["spearman_mean"]})
+        return pd.DataFrame(rows), ".3f"
+    if name == "shifted_sets":
+        c = data["sets"]
+        return pd.DataFrame({
+            "Set": c["evalset"], "Shift": c["shift"], "Parameter": c["parameter"], "Exact KL (nats)": c["kl_exact"],
+            "MC KL": c["kl_monte_carlo"], "± SE": c["kl_monte_carlo_se"],
+            "Oracle posterior shift (nats)": c["posterior_shift"], "Oracle acc on x' (%)": 100 * c["oracle_acc_noisy"],
+            "Accuracy (%)": 100 * c["accuracy"], "Acc std (%)": 100 * c["accuracy_std"],
+            "Bayes acc (%)": 100 * c["bayes_accuracy"], "Drop (pp)": c["drop_pp"], "Bayes drop (pp)": c["bayes_drop_pp"],
+            "Irreducible share": c["irreducible_share"]}), ".4g"
+    raise DataError(f"estimators: no table named {name!r} (tables: estimator_scores, shifted_sets)")
+
+
+def figure(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+    """``estimates_vs_accuracy``: one panel per method."""
+    import seaborn as sns
+    from matplotlib.figure import Figure
+
+    from oracle.measures.estimators import METHODS
+    from oracle.report.figures import save_figure, style
+
+    if name != "estimates_vs_accuracy":
+        raise DataError(f"estimators: no figure named {name!r} (figures: estimates_vs_accuracy)")
+    e = data["estimates"]
+    s = _summary(data["scores"]).set_index(["method", "target"])
+    colors = dict(zip(("noise", "variant", "clean"), sns.color_palette("colorblind", 3)))
+    with style():
+        fig = Figure(figsize=(11, 6.5))
+        for ax, (method, (label, predicts)) in zip(fig.subplots(2, 3).ravel(), METHODS.items()):
+            g = e[e["method"] == method]
+            for kind, sub in g.groupby("shift"):
+                scale = 100.0 if predicts else 1.0
+                ax.scatter(100 * sub["accuracy"], scale * sub["estimate"], s=22, color=colors[kind], label=kind,
+                           facecolors="none" if kind == "clean" else colors[kind])
+            if predicts:
+                lo, hi = ax.get_xlim()
+                ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+            r = s.loc[(method, "accuracy")]
+            ax.set(xlabel="true accuracy (%)", ylabel=f"{label} estimate" + (" (%)" if predicts else " (score)"),
+                   title=f"{label}: R² = {r['r2_mean']:.3f}, ρ = {r['spearman_mean']:.3f}")
+            ax.legend(loc="best")
+        fig.tight_layout()
+        return save_figure(fig, stem)
+
+
+def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:  # noqa: F821
+    """Per method: ``r2.<m>``, ``spearman.<m>``, ``mae.<m>`` (predictors), ``r2_bayes.<m>``,
+    ``spearman_bayes.<m>`` (mean ± std over models); per shifted set: ``accuracy.<set>``,
+    ``bayes_accuracy.<set>``, ``kl_exact.<set>``, ``irreducible_share.<set>``,
+    ``posterior_shift.<set>``; ``n_models``, ``n_shifted_sets``."""
+    from oracle.measures.estimators import METHODS
+    from oracle.report.numbers import entry
+
+    scores_path, sets_path = data_paths["scores"], data_paths["sets"]
+    s = _summary(data["scores"]).set_index(["method", "target"])
+    n_models = int(data["scores"][["arch", "cell", "seed"]].drop_duplicates().shape[0])
+    out = {"n_models": entry(n_models, "models", scores_path, "classifiers whose estimates are scored"),
+           "n_shifted_sets": entry(len(spec["shifted_sets"]), "sets", scores_path, "shifted test sets per model")}
+    for method, (label, predicts) in METHODS.items():
+        a, b = s.loc[(method, "accuracy")], s.loc[(method, "bayes_accuracy")]
+        out[f"r2.{method}"] = entry(a["r2_mean"], "1", scores_path, f"{label}: R^2 against the true accuracy over "
+                                    f"the shifted sets, mean over {n_models} models", std=a["r2_std"])
+        out[f"spearman.{method}"] = entry(a["spearman_mean"], "1", scores_path, f"{label}: Spearman rho against the "
+                                          "true accuracy, mean over models", std=a["spearman_std"])
+        if predicts:
+            out[f"mae.{method}"] = entry(a["mae_mean"], "fraction", scores_path, f"{label}: mean absolute error of "
+                                         "the accuracy estimate, mean over models", std=a["mae_std"])
+        out[f"r2_bayes.{method}"] = entry(b["r2_mean"], "1", scores_path, f"{label}: R^2 against the exact Bayes "
+                                          "accuracy over the world variants", std=b["r2_std"])
+        out[f"spearman_bayes.{method}"] = entry(b["spearman_mean"], "1", scores_path, f"{label}: Spearman rho against "
+                                                "the exact Bayes accuracy over the world variants", std=b["spearman_std"])
+    for _, r in data["sets"].iterrows():
+        name = r["evalset"]
+        out[f"accuracy.{name}"] = entry(r["accuracy"], "fraction", sets_path, f"{name} ({r['parameter']}): true "
+                                        "accuracy, mean over models", std=r["accuracy_std"])
+        for col, unit, desc in (("bayes_accuracy", "fraction", "exact Bayes accuracy E[max p(y|x)] on its test rows"),
+                                ("kl_exact", "nats", "exact KL from the models' world"),
+                                ("irreducible_share", "ratio", "Bayes-accuracy drop / model accuracy drop"),
+                                ("posterior_shift", "nats", "oracle's posterior shift E[KL(p(y|x) || p(y|x'))]")):
+            if r["shift"] != "clean" and np.isfinite(r[col]):
+                out[f"{col}.{name}"] = entry(r[col], unit, sets_path, f"{name} ({r['parameter']}): {desc}")
+    return out

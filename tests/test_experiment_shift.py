@@ -1,0 +1,202 @@
+"""oracle.experiments.shift: configurations from the config, the training spec of each, the data
+collected from metrics, histories, divergence checks and noisy-set constants, and Tables 7-9,
+Figure 3 and the numbers, each against aggregates computed here by hand."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from oracle.errors import ConfigError
+from oracle.experiments import shift
+from oracle.measures.divergences import label_kl, tau_kl
+from tests.test_experiment_kinds import DEFAULT
+
+PAPER = {  # Table 7 / 8 style: name -> (prior, sigma, world, accuracy per seed)
+    "balanced": ([0.33, 0.33, 0.34], 0.0, "base", [0.977, 0.976, 0.978]),
+    "imb70": ([0.7, 0.2, 0.1], 0.0, "base", [0.974, 0.975, 0.973]),
+    "imb50": ([0.5, 0.3, 0.2], 0.0, "base", [0.975, 0.974, 0.976]),
+    "noise0.1": ([0.33, 0.33, 0.34], 0.1, "base", [0.96, 0.95, 0.965]),
+    "noise0.15": ([0.33, 0.33, 0.34], 0.15, "base", [0.8, 0.7, 0.85]),
+    "imb50-noise": ([0.5, 0.3, 0.2], 0.05, "base", [0.97, 0.968, 0.972]),
+    "tau": (None, 0.0, "tau0.9", [0.95, 0.94, 0.955]),
+}
+SEEDS = [0, 1, 2]
+
+
+def config():
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["worlds"] = {"base": {"prior": None, "label_temperature": 1.0, "base_temperature": 1.0},
+                     "tau0.9": {"base_temperature": 0.9, "n_total": 1500, "test_size": 500}}
+    cfg["experiments"] = {"sh": {
+        "kind": "shift", "world": "base", "archs": ["test_resnet"], "size": 1000, "val_fraction": 0.2,
+        "seeds": SEEDS, "labels": "hard", "baseline": "balanced",
+        "configurations": {n: {"prior": p, "noise_std": s, **({"world": w} if w != "base" else {})}
+                           for n, (p, s, w, _) in PAPER.items()}}}
+    return cfg
+
+
+def spec():
+    cfg = config()
+    return shift.check("sh", copy.deepcopy(cfg["experiments"]["sh"]), cfg)
+
+
+def test_check_fills_defaults_and_training_specs():
+    s = spec()
+    assert s["labels"] == "hard" and s["sizes"] == [1000] and s["configurations"]["tau"]["world"] == "tau0.9"
+    assert s["configurations"]["balanced"]["label"] == "balanced"
+    t = shift.training_spec(s, "imb70")
+    assert (t["world"], t["n"], t["class_prior"], t["noise_std"], t["val_fraction"]) == ("base", 1000, [0.7, 0.2, 0.1], 0.0, 0.2)
+    assert shift.training_spec(s, "tau")["world"] == "tau0.9" and shift.training_spec(s, "tau")["class_prior"] is None
+    assert len(shift.classifier_runs(s)) == len(PAPER) * len(SEEDS)
+    assert shift.evaluation_sets(s) == ["base"]
+    assert shift.variant_worlds(s) == ["tau0.9"] and shift.noise_levels(s) == [0.05, 0.1, 0.15]
+    types = {c: shift.shift_type(s, c) for c in PAPER}
+    assert types == {"balanced": "baseline", "imb70": "prior", "imb50": "prior", "noise0.1": "noise",
+                     "noise0.15": "noise", "imb50-noise": "prior+noise", "tau": "variant"}
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda e: e.update(baseline="nope"), r"'experiments\.sh\.baseline'"),
+    (lambda e: e["configurations"]["imb70"].update(prior=[0.7, 0.2, 0.2]), r"configurations\.imb70\.prior': must sum"),
+    (lambda e: e["configurations"]["tau"].update(world="nowhere"), r"configurations\.tau\.world': no world"),
+    (lambda e: e.update(size=1001), r"'experiments\.sh\.size': N=1001 exceeds the training pool of world 'tau0.9'"),
+    (lambda e: e.update(archs=["nope"]), r"'experiments\.sh\.archs'"),
+])
+def test_check_names_the_bad_key(change, match):
+    cfg = config()
+    change(cfg["experiments"]["sh"])
+    with pytest.raises(ConfigError, match=match):
+        shift.check("sh", copy.deepcopy(cfg["experiments"]["sh"]), cfg)
+
+
+def counts_of(prior, seed):
+    return [int(round(1000 * p)) + d for p, d in zip(prior, (seed, -seed, 0))]
+
+
+@pytest.fixture
+def collected(tmp_path):
+    s = spec()
+    metrics, histories = [], []
+    for cell, (prior, _, _, accs) in PAPER.items():
+        for seed, acc in zip(SEEDS, accs):
+            m = tmp_path / f"m-{cell}-{seed}.json"
+            m.write_text(json.dumps({
+                "experiment": "sh", "arch": "test_resnet", "cell": cell, "seed": seed, "evalset": "base", "N": 1000,
+                "labels": "hard", "hard_label": "label", "epochs": 3, "train_seconds": 1.0,
+                "metrics": {"acc": {"mean": acc, "se": 0.003}, "bayes_accuracy": {"mean": 0.998, "se": 0.001},
+                            "num_classes": 3, "n": 2000}}))
+            h = tmp_path / f"h-{cell}-{seed}.json"
+            shift_info = {"counts": counts_of(prior, seed), "unique_rows": 990, "resampled": []} if prior else {}
+            h.write_text(json.dumps({"arch": "test_resnet", "cell": cell, "seed": seed,
+                                     "history": [{"val_acc": 0.5}, {"val_acc": acc + 0.005}], "shift": shift_info}))
+            metrics.append(str(m))
+            histories.append(str(h))
+    div = tmp_path / "kl.json"
+    div.write_text(json.dumps({"world": "tau0.9", "closed_form": {"prior": 0.0, "tau": tau_kl(64, 0.9), "total": tau_kl(64, 0.9)},
+                               "monte_carlo": {"mean": 0.65, "se": 0.02, "n": 4096}, "z": -0.6}))
+    noise = []
+    for sigma in (0.05, 0.1, 0.15):
+        p = tmp_path / f"noise{sigma}.json"
+        p.write_text(json.dumps({"sigma": sigma, "posterior_shift": {"mean": sigma * 2, "se": 0.01},
+                                 "oracle_accuracy_noisy": {"mean": 1 - sigma, "se": 0.004}}))
+        noise.append(str(p))
+    data = shift.collect(s, {"metrics": metrics, "histories": histories, "divergences": [str(div)], "noise": noise})
+    return s, csv_roundtrip(data, tmp_path)
+
+
+def csv_roundtrip(data, tmp_path):
+    """The data as the table, figure and numbers jobs see it: written to CSV and read back."""
+    out = {}
+    for name, frame in data.items():
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+        out[name] = pd.read_csv(tmp_path / f"{name}.csv")
+    return out
+
+
+def test_configurations_against_hand_aggregates(collected):
+    s, data = collected
+    c = data["configurations"].set_index("cell")
+    base = np.mean(PAPER["balanced"][3])
+    for cell, (prior, sigma, world, accs) in PAPER.items():
+        r = c.loc[cell]
+        assert r["acc"] == pytest.approx(np.mean(accs), abs=1e-12)
+        assert r["acc_std"] == pytest.approx(np.std(accs, ddof=1), abs=1e-12)
+        assert r["delta_pp"] == pytest.approx(100 * (np.mean(accs) - base), abs=1e-9)
+        assert r["val_acc"] == pytest.approx(np.mean(accs) + 0.005, abs=1e-12)
+        if prior is not None:
+            kl = [sum(c_ / 1000 * math.log(c_ / 1000 * 3) for c_ in counts_of(prior, sd)) for sd in SEEDS]
+            assert r["kl_y_target"] == pytest.approx(label_kl(prior), abs=1e-14)
+            assert r["kl_y_empirical"] == pytest.approx(np.mean(kl), abs=1e-12)
+            assert r["kl_y_empirical_std"] == pytest.approx(np.std(kl, ddof=1), abs=1e-12)
+        if sigma > 0:
+            assert math.isnan(r["kl_exact"])  # noise has no tractable density
+            assert r["posterior_shift"] == pytest.approx(2 * sigma) and r["oracle_acc_noisy"] == pytest.approx(1 - sigma)
+        elif world == "base":
+            assert r["kl_exact"] == pytest.approx(label_kl(prior), abs=1e-14)  # the world's prior is uniform
+    assert c.loc["tau", "kl_exact"] == pytest.approx(tau_kl(64, 0.9)) and c.loc["tau", "kl_monte_carlo"] == 0.65
+    runs = data["runs"]
+    assert len(runs) == len(PAPER) * len(SEEDS) and set(runs["shift_type"]) == set(shift.TYPES[:5])
+
+
+def test_tables_7_8_9(collected):
+    s, data = collected
+    t7, _ = shift.table("shift_configurations", data, s)
+    assert list(t7["Configuration"]) == list(PAPER) and t7.loc[0, "pi"] == "(0.33, 0.33, 0.34)"
+    assert t7.loc[6, "pi"] == "(pool)" and t7.loc[0, "KL_y (target)"] == pytest.approx(1.0e-4, rel=5e-3)
+    t8, fmt = shift.table("shift_accuracy", data, s)
+    assert fmt == ".2f" and t8.loc[0, "Δ TestAcc (pp)"] == 0.0
+    assert t8["Test Error (%)"].to_numpy() == pytest.approx(100 - t8["Test Acc (%)"].to_numpy())
+    t9, _ = shift.table("shift_axes", data, s)
+    assert list(t9["Prior config"].dropna()) == ["balanced", "imb70", "imb50"]
+    assert list(t9["sigma"].dropna()) == [0.1, 0.15]  # noise only, with the baseline prior; sorted by sigma
+    assert t9["Oracle acc on x' (%)"].dropna().tolist() == pytest.approx([90.0, 85.0])
+
+
+def test_drop_fits_and_numbers(collected, tmp_path):
+    s, data = collected
+    c = data["configurations"]
+    fits = shift.drop_fits(c)
+    paper = c[~c["shift_type"].str.startswith("variant")]
+    x, y = paper["kl_y_empirical"].to_numpy(), -paper["delta_pp"].to_numpy()
+    assert fits["kl_y"]["n"] == 6 and fits["kl_y"]["r2"] == pytest.approx(np.corrcoef(x, y)[0, 1] ** 2, rel=1e-9)
+    ex = c[np.isfinite(c["kl_exact"])]
+    assert fits["exact"]["n"] == 4  # balanced, two imbalances, the tau variant
+    assert fits["exact"]["r2"] == pytest.approx(np.corrcoef(ex["kl_exact"], -ex["delta_pp"])[0, 1] ** 2, rel=1e-9)
+    nums = shift.numbers(data, s, {"runs": "runs.csv", "configurations": "conf.csv"})
+    assert nums["r2_drop_vs_kl_y"]["value"] == pytest.approx(fits["kl_y"]["r2"])
+    assert nums["accuracy.noise0.15"]["value"] == pytest.approx(np.mean(PAPER["noise0.15"][3]))
+    assert nums["kl_exact.tau"]["value"] == pytest.approx(tau_kl(64, 0.9))
+    assert nums["kl_monte_carlo.tau"]["se"] == 0.02 and nums["posterior_shift.noise0.1"]["unit"] == "nats"
+    assert "kl_exact.noise0.1" not in nums and nums["oracle_accuracy_noisy.noise0.1"]["unit"] == "fraction"
+    assert all(e["artifact"] == "conf.csv" for e in nums.values())
+    paths = shift.figure("shift_panels", data, s, tmp_path / "fig3")
+    assert paths["pdf"].read_bytes().startswith(b"%PDF") and paths["png"].stat().st_size > 20_000
+
+
+def test_paper_preset_has_the_ten_configurations_of_table_7():
+    from pathlib import Path
+
+    import yaml
+
+    afhq = yaml.safe_load((Path(__file__).resolve().parents[1] / "presets" / "afhq256.yaml").read_text())
+    e = afhq["experiments"]["shift"]
+    confs = e["configurations"]
+    got = {(tuple(c["prior"]), c.get("noise_std", 0.0)) for c in confs.values()}
+    balanced = (0.33, 0.33, 0.34)
+    want = {(balanced, 0.0), ((0.4, 0.35, 0.25), 0.0), ((0.5, 0.3, 0.2), 0.0), ((0.6, 0.25, 0.15), 0.0),
+            ((0.7, 0.2, 0.1), 0.0), (balanced, 0.05), (balanced, 0.1), (balanced, 0.15), ((0.5, 0.3, 0.2), 0.05),
+            ((0.7, 0.2, 0.1), 0.1)}
+    assert len(confs) == 10 and got == want
+    # Table 6: ResNet-50, 5,000 samples, 80/20, AdamW (wd 0.01), lr 1e-4, cosine over 40 epochs, batch 32, 3 seeds
+    assert e["size"] == 5000 and e["val_fraction"] == 0.2 and len(e["seeds"]) == 3 and len(e["archs"]) == 1
+    assert afhq["classifiers"]["archs"][e["archs"][0]].get("model", e["archs"][0]) == "resnet50"
+    tr = {**afhq["classifiers"]["training"], **(e.get("training") or {})}
+    assert (tr["epochs"], tr["batch_size"], tr["lr"], tr["weight_decay"], tr["min_steps"]) == (40, 32, 1e-4, 0.01, 0)
+    assert {afhq["paper"][k] for k in ("table7", "table8", "table9", "fig3")} == {
+        "shift/shift_configurations", "shift/shift_accuracy", "shift/shift_axes", "shift/shift_panels"}

@@ -1,0 +1,96 @@
+"""End to end: the experiment kinds shift, estimators and difficulty through the workflow on the
+analytic two-class world of tests/smoke/kinds.yaml (world variants, noisy test sets, models
+borrowed from another experiment), checked against closed forms and the files they read.
+
+Marked slow: `make test-fast` skips it."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from oracle.measures.divergences import label_kl, tau_kl
+from tests.test_workflow import REPO, snakemake
+
+CONFIG = REPO / "tests" / "smoke" / "kinds.yaml"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("kinds")
+    proc = snakemake(work, "--configfile", str(CONFIG), timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return work / "results" / "kinds"
+
+
+def cfg() -> dict:
+    return yaml.safe_load(CONFIG.read_text())
+
+
+def test_tau_variant_kl_is_the_closed_form_and_agrees_with_monte_carlo(run):
+    d = json.loads((run / "samples" / "tau1.3" / "kl_from_base.json").read_text())
+    assert d["dim"] == 16 and d["closed_form"]["tau"] == pytest.approx(tau_kl(16, 1.3), rel=1e-12)
+    assert d["agrees_within_3se"], d
+    skew = json.loads((run / "samples" / "skew" / "kl_from_base.json").read_text())
+    assert skew["closed_form"]["total"] == pytest.approx(label_kl([0.8, 0.2]), rel=1e-12) and skew["agrees_within_3se"]
+
+
+def test_noisy_test_set_is_the_worlds_test_set_with_noise(run):
+    with h5py.File(run / "samples" / "base" / "noise0.2" / "test.h5", "r") as f, \
+            h5py.File(run / "splits" / "base.h5", "r") as s, h5py.File(run / "samples" / "base" / "all.h5", "r") as a:
+        test = s["test"][()]
+        np.testing.assert_array_equal(f["label"][()], a["label"][()][test])
+        x = f["x"][()]
+        assert x.min() >= -1 and x.max() <= 1 and not np.array_equal(x, a["x"][()][test])
+        assert float(f.attrs["noise_std"]) == 0.2
+
+
+def test_shift_tables_and_training_sets(run):
+    conf = pd.read_csv(run / "shift" / "shift" / "data" / "configurations.csv").set_index("cell")
+    assert conf.loc["imb", "kl_y_target"] == pytest.approx(label_kl([0.9, 0.1]), rel=1e-12)
+    assert conf.loc["imb", "kl_exact"] == pytest.approx(label_kl([0.9, 0.1]), rel=1e-12)
+    assert conf.loc["tau", "kl_exact"] == pytest.approx(tau_kl(16, 1.3), rel=1e-12)
+    assert math.isnan(conf.loc["noise", "kl_exact"]) and conf.loc["noise", "posterior_shift"] > 0
+    for seed in (0, 1):
+        h = json.loads((run / "classifiers" / "shift" / "test_resnet" / "imb" / f"seed{seed}" / "history.json").read_text())
+        assert sum(h["shift"]["counts"]) == 300 and 0 <= h["history"][-1]["val_acc"] <= 1
+    t8 = pd.read_csv(run / "shift" / "shift" / "tables" / "shift_accuracy.csv")
+    assert t8.loc[0, "Δ TestAcc (pp)"] == 0.0 and len(t8) == 4
+    assert "(paper Table 7)" in (run / "shift" / "shift" / "tables" / "shift_configurations.md").read_text()
+
+
+def test_estimators_read_the_borrowed_models_predictions(run):
+    est = pd.read_csv(run / "estimators" / "estimators" / "data" / "estimates.csv")
+    assert set(est["evalset"]) == {"base", "base-noise0.2", "base-noise0.5", "tau1.3", "skew"}
+    pred = run / "classifiers" / "scaling" / "test_resnet" / "N300" / "seed1" / "predictions" / "base-noise0.5.h5"
+    with h5py.File(pred, "r") as f:
+        acc = float(np.mean(f["log_q"][()].argmax(1) == f["label"][()]))
+        assert "logits" in f
+    row = est[(est["seed"] == 1) & (est["evalset"] == "base-noise0.5")]
+    assert np.allclose(row["accuracy"], acc)
+    scores = pd.read_csv(run / "estimators" / "estimators" / "data" / "scores.csv")
+    assert len(scores) == 2 * 6 * 2  # models x methods x targets
+
+
+def test_difficulty_against_the_closed_form_and_numbers(run):
+    curve = pd.read_csv(run / "difficulty" / "difficulty" / "data" / "curve.csv").set_index("world")
+    g = cfg()["oracle"]["gaussian"]
+    for world, tau in (("base", 1.0), ("tau1.3", 1.3)):
+        closed = 0.5 * math.erfc(g["separation"] / (2 * tau) / math.sqrt(2))
+        assert curve.loc[world, "bayes_error_closed_form"] == pytest.approx(closed, rel=1e-9)
+        assert abs(curve.loc[world, "closed_form_z"]) < 3
+    numbers = json.loads((run / "numbers.json").read_text())
+    for key in ("shift.r2_drop_vs_kl_y", "shift.kl_exact.tau", "estimators.r2.mano", "difficulty.bayes_error.tau1.3"):
+        assert key in numbers and numbers[key]["artifact"], key
+    for artifact in ("shift/shift/figures/shift_panels.png", "estimators/estimators/figures/estimates_vs_accuracy.png",
+                     "difficulty/difficulty/figures/difficulty_curve.png", "samples/base/noise0.2/test.h5",
+                     "samples/tau1.3/kl_from_base.json"):
+        assert (run / artifact).is_file() and (run / f"{artifact}.prov.json").is_file(), artifact
