@@ -58,6 +58,7 @@ include: "rules/splits.smk"
 include: "rules/classifiers.smk"
 include: "rules/experiments.smk"
 include: "rules/scaling.smk"
+include: "rules/active.smk"
 include: "rules/numbers.smk"
 
 

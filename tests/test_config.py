@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from oracle.errors import ConfigError
+from oracle.experiments import kind_module
 from oracle.workflow import config as oc
 from oracle.workflow import plan
 from oracle.workflow import resources as res
@@ -418,7 +419,12 @@ def test_dry_run_builds_full_dag_without_data(path, tmp_path):
     assert counts["make_splits"] == len(plan.split_worlds(cfg))
     experiments = plan.experiment_specs(cfg)
     assert counts["experiment_numbers"] == len(experiments)
-    assert counts["experiment_table"] == sum(2 for e in experiments.values() if e["kind"] == "scaling")
+    tables = {e["kind"]: sum(a.type == "table" for a in kind_module(e["kind"]).ARTIFACTS.values())
+              for e in experiments.values()}
+    assert counts["experiment_table"] == sum(tables[e["kind"]] for e in experiments.values())
+    active = {n: e for n, e in experiments.items() if e["kind"] == "active"}
+    assert counts.get("active_learning", 0) == sum(len(kind_module("active").runs(e)) for e in active.values())
+    assert counts.get("active_collect", 0) == len(active)
     for rule in ("numbers", "effective_config"):
         assert counts[rule] == 1, rule
     if plan.world_kind(cfg) == "gaussian":
