@@ -363,6 +363,12 @@ def test_numbers_with_a_configured_target_and_an_undefined_ratio(collected):
     nums = active.numbers({**data, "rounds": flat}, spec_for_numbers(), paths)
     assert nums["gain_ratio.test_resnet"]["value"] is None
     assert "seed(s) [1]" in nums["gain_ratio.test_resnet"]["description"]
+    ent = flat["strategy"] == "max_entropy"
+    flat.loc[ent, "acc"] = flat.loc[ent, "seed"].map({0: 0.60, 1: 0.62})  # max entropy never gains
+    nums = active.numbers({**data, "rounds": flat}, spec_for_numbers(), paths)
+    assert nums["target_accuracy.test_resnet"]["value"] is None
+    assert "undefined" in nums["target_accuracy.test_resnet"]["description"]
+    assert nums["fewer_labels.test_resnet"]["value"] is None and nums["gain_ratio_of_means.test_resnet"]["value"] is None
 
 
 def test_labels_to_reach():

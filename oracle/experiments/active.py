@@ -439,7 +439,8 @@ def _paper_comparison(sub, gains: Mapping, spec: Mapping, arch: str, path: str) 
         end = float(curves["max_entropy"].groupby("round")["acc"].mean().iloc[-1])
         target = 0.5 * (start + end) if end > start else math.nan
         how = (f"mid-regime: halfway between the round-0 accuracy {start:.4f} and Max Entropy's final accuracy "
-               f"{end:.4f} (seed means)")
+               f"{end:.4f} (seed means)" if end > start else
+               f"undefined: Max Entropy's final accuracy {end:.4f} does not exceed the round-0 accuracy {start:.4f}")
     out[f"target_accuracy.{arch}"] = entry(target, "fraction", path, f"{label}: accuracy target of labels_to_target, {how}")
     needed = {}
     for s, c in curves.items():
