@@ -247,11 +247,12 @@ def acquisition_panels(rounds: "pd.DataFrame", spec: Mapping, stem: str | os.Pat
             last = a[a["labelled"] == a["labelled"].max()].set_index("strategy").loc[strategies]
             x = np.arange(len(strategies))
             acc = 100 * last["acc_mean"].to_numpy()
-            row[2].bar(x, acc, yerr=100 * last["acc_std"].fillna(0.0).to_numpy(), capsize=3,
-                       color=[STRATEGY_COLORS[s] for s in strategies])
-            lo, hi = float(np.nanmin(acc)), float(np.nanmax(acc))
-            pad = max(1.0, 0.5 * (hi - lo))
-            row[2].set_ylim(max(0.0, lo - 3 * pad), min(100.0, hi + pad))
+            err = 100 * last["acc_std"].fillna(0.0).to_numpy()
+            row[2].bar(x, acc, yerr=err, capsize=3, color=[STRATEGY_COLORS[s] for s in strategies])
+            # zoomed like the paper's panel (c), but every error bar stays inside
+            lo, hi = float(np.nanmin(acc - err)), float(np.nanmax(acc + err))
+            pad = max(1.0, 0.25 * (hi - lo))
+            row[2].set_ylim(max(0.0, lo - pad), min(100.0, hi + pad))
             row[2].set_xticks(x, [STRATEGY_LABELS[s] for s in strategies], rotation=20, ha="right")
             label = spec["arch_labels"][arch]
             row[0].set(xlabel="labels (initial set included)", ylabel="test accuracy (%)", title=f"(a) {label}: accuracy")
