@@ -62,6 +62,7 @@ include: "rules/labels.smk"
 include: "rules/shift.smk"
 include: "rules/estimators.smk"
 include: "rules/difficulty.smk"
+include: "rules/active.smk"
 include: "rules/numbers.smk"
 
 

@@ -10,12 +10,14 @@
 #   results/<run>/splits/<world>.h5                             rules/splits.smk
 #   results/<run>/classifiers/<experiment>/<arch>/<cell>/seed<s>/...   rules/classifiers.smk
 #   results/<run>/<kind>/<experiment>/data/*.csv                rules/<kind>.smk
+#   results/<run>/active/<experiment>/runs/<arch>/<strategy>/seed<s>/rounds.json   rules/active.smk
 #   results/<run>/<kind>/<experiment>/{tables,figures}/...      rules/experiments.smk
 #   results/<run>/numbers/*.json, numbers.{json,tex}            rules/numbers.smk (and the
 #                                                               experiment and validation files)
 
 import re
 
+from oracle.active_learning import STRATEGIES
 from oracle.experiments import kind_module
 from oracle.workflow import config as oc
 from oracle.workflow import plan
@@ -52,6 +54,7 @@ wildcard_constraints:
     seed=r"\d+",
     artifact=r"[a-z0-9_]+",
     data=r"[a-z0-9_]+",
+    strategy=_one_of(STRATEGIES),
 
 
 # ----------------------------------------------------------------------------- paths
@@ -85,6 +88,8 @@ VALIDATION_METRICS = f"{VALIDATION_DIR}/metrics.json"
 VALIDATION_TABLE = f"{VALIDATION_DIR}/tables/{{artifact}}"
 VALIDATION_FIGURE = f"{VALIDATION_DIR}/figures/{{artifact}}"
 VALIDATION_NUMBERS = f"{RUN}/numbers/validation.json"
+ACTIVE_RUN = f"{RUN}/active/{{experiment}}/runs/{{arch}}/{{strategy}}/seed{{seed}}"
+ACTIVE_ROUNDS = f"{ACTIVE_RUN}/rounds.json"
 LOGS = f"{RUN}/logs"
 BENCHMARKS = f"{RUN}/benchmarks"
 
@@ -267,6 +272,18 @@ def classifier_group(wildcards):
 def classifier_runtime(wildcards):
     """Minutes a training job asks for (grows with N under runtime_scales_with_n)."""
     return res.classifier_runtime(config, training(wildcards)["n"], N_MAX)
+
+
+def active_rounds(name):
+    """rounds.json of every run (arch, strategy, seed) of `active` experiment `name`."""
+    return [ACTIVE_ROUNDS.format(experiment=name, **r) for r in kind_module("active").runs(EXPERIMENTS[name])]
+
+
+def active_runtime(wildcards):
+    """Minutes an active-learning run asks for: one classifier job's time per round, each at
+    that round's labelled-set size (resources.classifiers.runtime_scales_with_n)."""
+    labels = EXPERIMENTS[wildcards.experiment]["labels_per_round"]
+    return sum(res.classifier_runtime(config, n, N_MAX) for n in labels)
 
 
 # ----------------------------------------------------------------------------- targets

@@ -426,6 +426,9 @@ def test_dry_run_builds_full_dag_without_data(path, tmp_path):
     arts = [a for e in experiments.values() for a in kind_module(e["kind"]).ARTIFACTS.values()]
     assert counts["experiment_table"] == sum(a.type == "table" for a in arts)
     assert counts["experiment_figure"] == sum(a.type == "figure" for a in arts)
+    active = {n: e for n, e in experiments.items() if e["kind"] == "active"}
+    assert counts.get("active_learning", 0) == sum(len(kind_module("active").runs(e)) for e in active.values())
+    assert counts.get("active_collect", 0) == len(active)
     for rule in ("numbers", "effective_config"):
         assert counts[rule] == 1, rule
     if plan.world_kind(cfg) == "gaussian":

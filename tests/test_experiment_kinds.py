@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from oracle.errors import ConfigError
-from oracle.experiments import INTERFACE, kind_module, kinds
+from oracle.experiments import INTERFACE, OPTIONAL, kind_module, kinds
 from oracle.report.paper import Artifact
 from oracle.workflow import config as oc
 from oracle.workflow import plan
@@ -32,6 +32,7 @@ SIGNATURES = {
     "table": ["name", "data", "spec"],
     "figure": ["name", "data", "spec", "stem"],
     "numbers": ["data", "spec", "data_paths"],
+    "split_needs": ["spec"],  # optional
 }
 
 
@@ -52,6 +53,8 @@ def test_module_has_the_interface(kind):
     assert not missing, f"oracle.experiments.{kind} lacks {missing}"
     assert mod.KIND == kind and mod.DATA and all(isinstance(d, str) for d in mod.DATA)
     for name, params in SIGNATURES.items():
+        if name in OPTIONAL and not hasattr(mod, name):
+            continue
         assert list(inspect.signature(getattr(mod, name)).parameters)[: len(params)] == params, name
     assert mod.ARTIFACTS
     for name, art in mod.ARTIFACTS.items():
@@ -91,6 +94,10 @@ def test_check_fills_defaults_and_names_bad_keys(kind):
             assert 1 <= t["n"] <= world["n_total"] - world["test_size"]
         for evalset in mod.evaluation_sets(spec):  # a world's test set or a noisy copy of it
             plan.world_spec(DEFAULT, plan.parse_evalset(evalset, DEFAULT["worlds"])[0])
+        for world, need in (mod.split_needs(spec) if hasattr(mod, "split_needs") else {}).items():
+            w = plan.world_spec(DEFAULT, world)
+            assert need["seeds"] and 1 <= need["max_n"] <= w["n_total"] - w["test_size"]
+            assert set(need["seeds"]) <= set(plan.split_worlds(DEFAULT)[world]["seeds"])
         if "world" in entry:
             bad = copy.deepcopy(DEFAULT)
             bad["experiments"][name]["world"] = "no_such_world"

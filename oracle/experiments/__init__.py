@@ -22,6 +22,13 @@ adding a kind edits no function here. Its interface:
 ``figure(name, data, spec, stem) -> paths``  one figure as <stem>.pdf/.png
 ``numbers(data, spec, data_paths) -> dict``  its in-text numbers (``oracle.report.numbers.entry``)
 
+Optional (`OPTIONAL`; the workflow and the contract test check them only where defined):
+
+``split_needs(spec) -> {world: {"seeds",      the training seeds and largest training-set size
+"max_n"}}``                                  it needs in a world's splits file, for a kind that
+                                             trains its own models outside the classifiers
+                                             stage (`oracle.workflow.plan.split_worlds`)
+
 The workflow side is ``rules/<kind>.smk`` (the rule that collects its data) and the generic
 table, figure and numbers rules of ``rules/experiments.smk``; its config is the schema's
 ``$defs/experiment_<kind>``. A contract test (tests/test_experiment_kinds.py) runs over every
@@ -40,6 +47,8 @@ from oracle.errors import ConfigError
 #: What every kind module defines (the contract test checks them).
 INTERFACE = ("KIND", "ARTIFACTS", "DATA", "check", "classifier_runs", "training_spec", "evaluation_sets",
              "collect", "table", "figure", "numbers")
+#: What a kind module may define (the contract test checks them where present).
+OPTIONAL = ("split_needs",)
 
 
 @functools.cache

@@ -249,7 +249,8 @@ def parse_evalset(name: str, worlds: Iterable[str]) -> tuple[str, float | None]:
 def split_worlds(config: Mapping) -> dict[str, dict]:
     """The worlds that need a splits file, with what it must hold: {world: {"seeds": sorted
     training seeds, "max_n": largest training-set size}} (a world only tested on, directly or
-    through a noisy copy of its test set, has no seeds and max_n 0)."""
+    through a noisy copy of its test set, has no seeds and max_n 0): from every kind's
+    classifier runs and evaluation sets, and from the optional `split_needs` of a kind."""
     from oracle.experiments import kind_module
 
     out: dict[str, dict] = {}
@@ -263,6 +264,11 @@ def split_worlds(config: Mapping) -> dict[str, dict]:
             slot = out.setdefault(t["world"], {"seeds": set(), "max_n": 0})
             slot["seeds"].add(int(run["seed"]))
             slot["max_n"] = max(slot["max_n"], int(t["n"]))
+        # kinds that train outside the classifiers stage (active) declare what they need
+        for world, want in (mod.split_needs(spec) if hasattr(mod, "split_needs") else {}).items():
+            slot = out.setdefault(world, {"seeds": set(), "max_n": 0})
+            slot["seeds"].update(int(s) for s in want["seeds"])
+            slot["max_n"] = max(slot["max_n"], int(want["max_n"]))
     return {w: {"seeds": sorted(v["seeds"]), "max_n": v["max_n"]} for w, v in out.items()}
 
 

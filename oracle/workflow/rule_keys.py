@@ -110,3 +110,23 @@ def world_constants_keys(config: Mapping) -> list[str]:
     """A world's constants: a function of its samples and of the world file (both inputs);
     oracle.world decides whether the closed form is computed."""
     return ["oracle.world"] if "world" in config["oracle"] else []
+
+
+#: Keys of an `active` entry that decide its runs (target_accuracy only changes its numbers).
+ACTIVE_RUN_KEYS = ("world", "labels", "hard_label", "strategies", "initial_size", "rounds", "batch", "pool_size",
+                   "mc_samples", "drop_rate")
+
+
+def active_keys(config: Mapping, experiment: str, arch: str) -> list[str]:
+    """One active-learning run (arch, strategy, seed) of an `active` experiment: the entry's
+    keys that decide its rounds (every strategy is scored on the pool, so the strategy list
+    counts), its training hyperparameters (the experiment's overrides, else
+    classifiers.training) and its architecture."""
+    spec = experiment_spec(config, experiment)
+    entry = config["experiments"][experiment]
+    keys = [quoted("experiments", experiment, k) for k in ACTIVE_RUN_KEYS if k in entry]
+    overrides = entry.get("training") or {}
+    for k in spec["training"]:
+        keys.append(quoted("experiments", experiment, "training", k) if k in overrides
+                    else quoted("classifiers", "training", k))
+    return keys + arch_keys(config, arch)

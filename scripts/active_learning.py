@@ -1,0 +1,34 @@
+"""Rule `active_learning`: one active-learning run (experiment, arch, strategy, seed) on its
+world's oracle samples -> rounds.json (per round: labels, test accuracy and exact epistemic
+KL, the selected sample rows, Spearman correlations of every score with the exact parts).
+
+The finished rounds are kept in resume/ beside the output, so a killed job resumes at its last
+finished round with the same selections; the folder is removed once rounds.json exists.
+"""
+
+import shutil
+from pathlib import Path
+
+from oracle.active_learning import ActiveSettings, load_active_data, run_active_learning
+from oracle.devices import pick_device
+from oracle.io.atomic import write_json_atomic
+from oracle.workflow.jobs import record_job, script_job
+
+sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
+
+with script_job(sm) as started:
+    spec, arch, wc = sm.params.spec, sm.params.arch, sm.wildcards
+    seed = int(wc.seed)
+    data = load_active_data(sm.input.samples, sm.input.splits, seed, spec["initial_size"], spec["pool_size"],
+                            spec["labels"], spec["hard_label"] if spec["labels"] == "hard" else None)
+    settings = ActiveSettings.from_spec(spec, wc.strategy)
+    device = pick_device(sm.params.device)
+    state = Path(sm.output.rounds).with_name("resume")
+    rounds = run_active_learning(data, arch, settings, seed, device=device, state_dir=state)
+    write_json_atomic(sm.output.rounds, {
+        "experiment": wc.experiment, "arch": wc.arch, "model": arch["model"], "strategy": wc.strategy, "seed": seed,
+        "world": spec["world"], "labels": spec["labels"], "hard_label": spec["hard_label"],
+        "initial_size": spec["initial_size"], "pool_size": spec["pool_size"], "batch": spec["batch"],
+        "drop_rate": spec["drop_rate"], "mc_samples": spec["mc_samples"], "device": str(device), "rounds": rounds})
+    shutil.rmtree(state, ignore_errors=True)
+    record_job(sm, started, extra={"device": str(device)})
