@@ -6,6 +6,10 @@ The finished rounds are kept in resume/ beside the output, so a killed job resum
 finished round with the same selections; the folder is removed once rounds.json exists.
 """
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import shutil
 from pathlib import Path
 

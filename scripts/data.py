@@ -7,6 +7,10 @@ trained). The records hash the raw files read (for digits scikit-learn's bundled
 inputs and name their identity in ``extra.raw_data``: the end of every audit chain.
 """
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 from oracle.io.raw_files import raw_data_inputs
 from oracle.io.images import write_images_h5
 from oracle.io.real_data import load_split

@@ -1,5 +1,9 @@
 """Rule `effective_config`: the config this run used (after schema defaults) -> results/<run>/config.yaml."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import yaml
 
 from oracle.workflow.jobs import record_job, script_job

@@ -1,6 +1,10 @@
 """Rule `<kind>_collect` (rules/<kind>.smk): an experiment's data files from its inputs ->
 <kind>/<experiment>/data/<data>.csv, computed by oracle.experiments.<kind>.collect."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 from oracle.experiments import kind_module
 from oracle.io.atomic import atomic_output
 from oracle.workflow.jobs import record_job, script_job

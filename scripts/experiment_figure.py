@@ -1,6 +1,10 @@
 """Rule `experiment_figure`: one figure of an experiment, from its data files ->
 <kind>/<experiment>/figures/<artifact>.{pdf,png} (oracle.experiments.<kind>.figure)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 from pathlib import Path
 
 import pandas as pd

@@ -2,6 +2,10 @@
 numbers/<experiment>.json (oracle.experiments.<kind>.numbers; keys without the experiment
 prefix, which the merge into numbers.json adds)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import pandas as pd
 
 from oracle.experiments import kind_module

@@ -1,6 +1,10 @@
 """Rule `experiment_table`: one table of an experiment, from its data files ->
 <kind>/<experiment>/tables/<artifact>.{csv,md,tex} (oracle.experiments.<kind>.table)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 from pathlib import Path
 
 import pandas as pd

@@ -2,6 +2,10 @@
 the artifact it was read from, description) and numbers.tex (one macro per number, and
 \\paper<Id> per paper artifact: its path)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import json
 from pathlib import Path
 

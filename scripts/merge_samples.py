@@ -1,6 +1,10 @@
 """Rule `merge_samples`: the shards of one world -> samples/<world>/all.h5, HDF5 virtual
 datasets (no copy)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 from oracle.io.merge import merge_shards
 from oracle.io.shards import verify_shard
 from oracle.workflow.jobs import record_job, script_job

@@ -3,6 +3,10 @@ samples/<world>/noise<sigma>/test.h5 (x', log p(x'|k) by the frozen model at the
 the clean rows' labels) and constants.json (the oracle's posterior shift E[KL(p(y|x) ||
 p(y|x'))] and accuracy on x', the clean Bayes accuracy; oracle.noisy_samples)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 from oracle.devices import pick_device
 from oracle.io.atomic import write_json_atomic
 from oracle.io.samples import sample_world

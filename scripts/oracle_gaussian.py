@@ -5,6 +5,10 @@ samples stage loads it with world_from_checkpoint like a flow file and applies t
 and temperatures. No real data are read.
 """
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import math
 
 import torch

@@ -3,6 +3,10 @@
 Checks the checkpoint's class count against data/train.h5 before loading it.
 """
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import json
 
 from oracle.workflow import plan

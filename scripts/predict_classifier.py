@@ -3,6 +3,10 @@ set, or a noisy copy of it) -> predictions/<evalset>.h5 (logits and log q per te
 metrics/<evalset>.json (accuracy against the world's labels, the exact decomposition in nats
 against the oracle's posterior at the evaluated x, calibration)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import json
 from pathlib import Path
 

@@ -8,6 +8,10 @@ error against float64 in the shard's attributes (oracle.precision). A killed job
 rerun resumes.
 """
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 from oracle.devices import pick_device
 from oracle.sampling import write_sample_shard
 from oracle.workflow.plan import shard_sizes

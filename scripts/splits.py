@@ -2,6 +2,10 @@
 training seed, stratified by the world's label -> splits/<world>.h5 (row indices into
 samples/<world>/all.h5)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 from oracle.io.samples import read_rows
 from oracle.io.splits import make_splits, write_splits_h5
 from oracle.workflow.jobs import record_job, script_job

@@ -7,6 +7,10 @@ A training checkpoint next to the outputs (train_state.pt) lets a killed job res
 removed once the outputs exist.
 """
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 from pathlib import Path
 
 import torch

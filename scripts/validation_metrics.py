@@ -5,6 +5,10 @@ for FID/IS, ResNet or a domain CNN trained here for the rest), posterior stabili
 the frozen flow. The logic is oracle.validation.run.run_validation; see its docstring for choices.
 """
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import numpy as np
 from threadpoolctl import threadpool_limits
 

@@ -1,6 +1,10 @@
 """Rule `validation_nn_distances`: validation/metrics.json -> validation/figures/nn_distances
 (paper Figure 4: nearest-neighbour distances with the memorization threshold)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import json
 from pathlib import Path
 

@@ -1,6 +1,10 @@
 """Rule `validation_numbers`: validation/metrics.json -> numbers/validation.json (FID or FD under
 its feature space's name, IS, coverage, memorization, diversity, stability, BPD)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import json
 from pathlib import Path
 

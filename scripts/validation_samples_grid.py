@@ -1,6 +1,10 @@
 """Rule `validation_samples_grid`: samples/base/all.h5 -> validation/figures/samples_grid.{pdf,png}, the first
 oracle samples of each class, one row per class (a look at the world before trusting it)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import numpy as np
 
 from oracle.workflow.jobs import record_job, script_job

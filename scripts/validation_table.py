@@ -1,6 +1,10 @@
 """Rule `validation_table`: validation/metrics.json -> validation/tables/<artifact>.{csv,md,tex}:
 ``checks`` (paper Table 3) or ``summary`` (Table 4); metric names carry their feature space."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import json
 from pathlib import Path
 

@@ -7,6 +7,10 @@ analytic world with two classes also has its Bayes error in closed form (DESIGN 
 within 3 standard errors. The model file must be the one the samples were drawn from.
 """
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 from oracle.io.samples import posterior_rows, read_rows, sample_world
 from oracle.io.atomic import write_json_atomic
 from oracle.measures.world_constants import closed_form_comparison, world_constants

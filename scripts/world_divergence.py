@@ -3,6 +3,10 @@ share the frozen densities (prior part + D/2 (r^2 - 1 - ln r^2)) beside its Mont
 estimate from the model's own log densities at the world's samples ->
 samples/<world>/kl_from_<reference>.json (oracle.measures.divergences)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import math
 
 import numpy as np

@@ -1,6 +1,10 @@
 """Rule `world_numbers`: one world's constants -> numbers/world.<world>.json (aleatoric floor,
 Bayes error and accuracy, I(X;Y), the closed-form Bayes error of an analytic world)."""
 
+from oracle.workflow.job_server import delegate
+
+delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+
 import json
 from pathlib import Path
 
