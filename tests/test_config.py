@@ -462,6 +462,20 @@ def test_cli_rejects_unknown_key_naming_it(tmp_path):
     assert "config key 'splits': unknown key 'sizes'" in proc.stderr + proc.stdout
 
 
+@pytest.mark.parametrize("key, value, expected", [
+    ("model", "test_resnett", "'classifiers.archs.test_resnet.model': 'test_resnett' is not a timm model name"),
+    ("pretrained", "weights/nope.pth", "'classifiers.archs.test_resnet.pretrained': 'weights/nope.pth' does not exist"),
+])
+def test_the_workflow_refuses_a_bad_arch_when_it_reads_the_config(tmp_path, key, value, expected):
+    """Found when the config is read (even a dry run), not after data, flow and samples."""
+    cfg = load(DEFAULT)
+    cfg["classifiers"]["archs"]["test_resnet"][key] = value
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    proc = snakemake("-n", "--configfile", str(bad), cwd=tmp_path)
+    assert proc.returncode != 0 and expected in proc.stderr + proc.stdout, proc.stderr[-2000:]
+
+
 def test_lint_is_clean(tmp_path):
     proc = snakemake("--lint", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

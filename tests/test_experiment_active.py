@@ -256,6 +256,42 @@ def test_a_killed_run_resumes_at_its_last_round_with_the_same_selections(data, t
     assert trained == [12, 17, 22, 27] and [r["labelled"] for r in changed] == [12, 17, 22, 27]
 
 
+@pytest.mark.parametrize("change", ["lr", "targets", "truncated"])
+def test_stale_or_damaged_round_state_is_discarded_and_the_result_is_a_fresh_runs(data, tmp_path, monkeypatch, capsys,
+                                                                                    change):
+    """Round state written for another run (a learning rate or targets that keep every shape)
+    or truncated by a kill is never resumed: one line names the file, and the rounds equal a
+    fresh run's exactly."""
+    import dataclasses
+
+    s = settings("max_entropy", rounds=1)
+    real_save = al.torch_save_atomic
+
+    def save_then_die(state, path):
+        real_save(state, path)
+        raise KeyboardInterrupt  # killed right after round 0 was saved
+
+    state_dir = tmp_path / "resume"
+    monkeypatch.setattr(al, "torch_save_atomic", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        al.run_active_learning(data, ARCH, s, seed=0, state_dir=state_dir)
+    monkeypatch.setattr(al, "torch_save_atomic", real_save)
+    state = state_dir / "state.pt"
+    new_data, new_s = data, s
+    if change == "lr":
+        new_s = dataclasses.replace(s, lr=1e-3)
+    elif change == "targets":
+        new_data = dataclasses.replace(data, targets=(data.targets + 1) % 3)
+    else:
+        state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
+    capsys.readouterr()
+    got = al.run_active_learning(new_data, ARCH, new_s, seed=0, state_dir=state_dir)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("discarding")]
+    assert len(lines) == 1 and str(state) in lines[0], lines
+    assert ("unreadable" in lines[0]) if change == "truncated" else ("another run" in lines[0])
+    assert strip(got) == strip(al.run_active_learning(new_data, ARCH, new_s, seed=0))
+
+
 def test_settings_refuse_what_the_pool_cannot_give(data):
     with pytest.raises(ConfigError, match="exceed the pool"):
         al.run_active_learning(data, ARCH, settings("random", rounds=10, batch=10), seed=0)

@@ -125,12 +125,13 @@ def test_kill_and_resume_is_bit_identical(tmp_path, mode, kill_step):
     assert state_equal(ref, again)
 
 
-@pytest.mark.parametrize("change", ["lr", "data", "head_dim", "truncated"])
+@pytest.mark.parametrize("change", ["lr", "steps", "data", "head_dim", "channels", "truncated"])
 def test_stale_or_damaged_resume_state_is_discarded_and_the_result_is_a_fresh_runs(tmp_path, change, capsys):
     """Resume state written for another run is never used: a changed setting that keeps every
-    weight shape (the learning rate; head_dim through the caller's resume key), changed
-    training data, or a checkpoint truncated by a kill. The result equals a fresh run's bit
-    for bit, and the log says in one line what was discarded."""
+    weight shape (the learning rate; head_dim through the caller's resume key), more steps or
+    wider layers (these used to stop the job: a refusal to resume, a size-mismatch traceback),
+    changed training data, or a checkpoint truncated by a kill. The result equals a fresh
+    run's bit for bit, and the log says in one line what was discarded."""
     images, labels = toy_data()
     spec = dict(SPEC, num_classes=2)
     with pytest.raises(Killed):
@@ -143,8 +144,12 @@ def test_stale_or_damaged_resume_state_is_discarded_and_the_result_is_a_fresh_ru
         c = cfg(lr=1e-3)
     elif change == "data":
         x, y = images.flip(0), labels.flip(0)
+    elif change == "steps":
+        c = cfg(steps=18)
     elif change == "head_dim":
         new_spec = dict(spec, head_dim=8)  # same parameter shapes, another model
+    elif change == "channels":
+        new_spec = dict(spec, channels=48)
     else:
         ckpt.write_bytes(ckpt.read_bytes()[: ckpt.stat().st_size // 2])
     capsys.readouterr()

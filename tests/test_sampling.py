@@ -213,3 +213,26 @@ def test_killed_shard_resumes_to_the_same_file(tmp_path):
         np.testing.assert_array_equal(got[name], ref[name])
     assert summary["class_counts"] == np.bincount(ref["source_class"], minlength=2).tolist()
     assert not partial_path(path).exists()
+
+
+def test_identical_runs_give_identical_flow_and_shard_bytes(tmp_path):
+    """The frozen world is byte-reproducible (issue 14, item 3): the same flow saved under two
+    names (the workflow saves through a random temporary name) has one sha256, and shards
+    sampled from either copy, each recording its flow file's sha256, are identical files. A
+    torch.save straight to the file names the archive's root folder after it, which made every
+    provenance hash downstream differ between identical runs."""
+    from oracle.flow_checkpoints import load_flow, save_flow
+    from oracle.workflow.hashing import file_sha256
+
+    spec = dict(in_channels=1, img_size=4, patch_size=2, channels=16, head_dim=8, num_blocks=2,
+                layers_per_block=1, num_classes=2)
+    digests = []
+    for run in ("a", "b"):
+        flow_path = tmp_path / run / f"flow-{run}.pt"
+        save_flow(flow_path, build_flow(spec, seed=0), spec, extra={"run": "same"})
+        flow, _ = load_flow(flow_path)
+        shard = tmp_path / run / "shard-0000.h5"
+        write_sample_shard(FlowWorld(flow), shard, 12, seed=1, shard=0, n_shards=1, batch_size=6, progress=False,
+                           attrs={"oracle_sha256": file_sha256(flow_path), "code_version": "test"})
+        digests.append((file_sha256(flow_path), file_sha256(shard)))
+    assert digests[0] == digests[1]

@@ -166,6 +166,27 @@ def test_resume_refuses_a_partial_with_other_attributes(tmp_path, capsys):
         np.testing.assert_array_equal(got[name], fresh[name])
 
 
+def test_resume_discards_a_truncated_partial(tmp_path, capsys):
+    """A partial shard cut short (the disk filled, a copy was interrupted) cannot be reopened:
+    it is discarded with one line naming it, never resumed, and the shard equals a fresh one."""
+    path = tmp_path / "s.h5"
+    w = ShardWriter(path, K, EVENT, attrs()).open()
+    w.write(*rows(40))
+    w._f.close()  # the killed process's leftover
+    tmp = partial_path(path)
+    tmp.write_bytes(tmp.read_bytes()[: tmp.stat().st_size // 2])
+    with ShardWriter(path, K, EVENT, attrs(), resume=True) as w2:
+        assert w2.resumed_rows == 0
+        w2.write(*rows(5, seed=7))
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("discarding")]
+    assert len(lines) == 1 and str(tmp) in lines[0]
+    with ShardWriter(tmp_path / "fresh.h5", K, EVENT, attrs()) as w3:
+        w3.write(*rows(5, seed=7))
+    got, fresh = read_shard(path), read_shard(tmp_path / "fresh.h5")
+    for name in ("x", "source_class", "label", "loglik", "index"):
+        np.testing.assert_array_equal(got[name], fresh[name])
+
+
 def test_writer_validation(tmp_path):
     path = tmp_path / "s.h5"
     bad = attrs()
