@@ -121,3 +121,25 @@ def test_streamed_checkpoint_resumes(world_files, tmp_path):
     a, b = full.state_dict(), resumed.state_dict()
     assert len(history) == 2 and all(torch.equal(a[k], b[k]) for k in a)
     assert history[0] == state["history"][0]  # resumed (its first epoch's wall time kept), not redone
+
+
+def test_rows_of_a_merged_file(tmp_path):
+    """all.h5 holds virtual datasets over the shards: a streamed batch crossing two shards reads
+    the same bytes as the shards themselves."""
+    from oracle.io.merge import merge_shards
+
+    rng = np.random.default_rng(1)
+    paths, xs = [], []
+    for shard in range(2):
+        x = rng.uniform(-1, 1, (10, 3, 8, 8)).astype(np.float32)
+        attrs = {"oracle_sha256": "0" * 64, "prior": [0.5, 0.5], "label_temperature": 1.0, "base_temperature": 1.0,
+                 "seed": 0, "shard": shard, "n_shards": 2, "code_version": "test"}
+        with ShardWriter(tmp_path / f"shard-{shard}.h5", 2, (3, 8, 8), attrs, chunk_rows=3) as w:
+            y = rng.integers(0, 2, 10)
+            w.write(x, y, y, rng.normal(size=(10, 2)), np.arange(10) + 10 * shard)
+        paths.append(tmp_path / f"shard-{shard}.h5")
+        xs.append(x)
+    merged = merge_shards(paths, tmp_path / "all.h5")
+    rows = np.array([19, 0, 9, 10, 4, 5, 6, 15])
+    ds = SampleRows(merged, rows)
+    np.testing.assert_array_equal(ds[torch.arange(8)].numpy(), np.concatenate(xs)[rows])
