@@ -64,6 +64,7 @@ include: "rules/estimators.smk"
 include: "rules/difficulty.smk"
 include: "rules/active.smk"
 include: "rules/numbers.smk"
+include: "rules/timings.smk"
 
 
 localrules:
@@ -75,16 +76,14 @@ localrules:
     classifiers,
     experiments,
     validation,
+    timings,
 
 
 rule all:
     input:
-        SAMPLE_TARGETS,
-        EXPERIMENT_TARGETS,
-        NUMBERS_JSON,
-        NUMBERS_TEX,
-        VALIDATION_TARGETS if config["validation"]["enabled"] else [],
-        f"{RUN}/config.yaml",
+        RUN_TARGETS,
+        TIMINGS_CSV,
+        TIMINGS_MD,
     default_target: True
 
 

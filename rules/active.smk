@@ -24,7 +24,7 @@ rule active_learning:
     log:
         f"{LOGS}/active/{{experiment}}/{{arch}}/{{strategy}}/seed{{seed}}.log",
     benchmark:
-        f"{BENCHMARKS}/active/{{experiment}}/{{arch}}/{{strategy}}/seed{{seed}}.tsv"
+        f"{BENCHMARKS}/active_learning/{{experiment}}/{{arch}}/{{strategy}}/seed{{seed}}.tsv"
     resources:
         **res.rule_resources(config, "classifiers") | {"runtime": active_runtime},
     threads: res.rule_threads(config, "classifiers")
@@ -46,7 +46,7 @@ rule active_collect:
     log:
         f"{LOGS}/active/{{experiment}}/collect.log",
     benchmark:
-        f"{BENCHMARKS}/active/{{experiment}}/collect.tsv"
+        f"{BENCHMARKS}/active_collect/{{experiment}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1

@@ -31,7 +31,7 @@ rule train_classifier:
     log:
         f"{LOGS}/classifiers/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}/train.log",
     benchmark:
-        f"{BENCHMARKS}/classifiers/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}/train.tsv"
+        f"{BENCHMARKS}/train_classifier/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}.tsv"
     resources:
         **res.rule_resources(config, "classifiers") | {"runtime": classifier_runtime},
     threads: res.rule_threads(config, "classifiers")
@@ -58,7 +58,7 @@ rule predict_classifier:
     log:
         f"{LOGS}/classifiers/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}/predict-{{evalset}}.log",
     benchmark:
-        f"{BENCHMARKS}/classifiers/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}/predict-{{evalset}}.tsv"
+        f"{BENCHMARKS}/predict_classifier/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}/{{evalset}}.tsv"
     resources:
         **res.rule_resources(config, "classifiers") | {"runtime": res.prediction_runtime(config)},
     threads: res.rule_threads(config, "classifiers")

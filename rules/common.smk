@@ -92,6 +92,8 @@ ACTIVE_RUN = f"{RUN}/active/{{experiment}}/runs/{{arch}}/{{strategy}}/seed{{seed
 ACTIVE_ROUNDS = f"{ACTIVE_RUN}/rounds.json"
 LOGS = f"{RUN}/logs"
 BENCHMARKS = f"{RUN}/benchmarks"
+TIMINGS_CSV = f"{RUN}/timings.csv"
+TIMINGS_MD = f"{RUN}/timings.md"
 
 
 def world_samples(world):

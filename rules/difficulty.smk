@@ -16,7 +16,7 @@ rule difficulty_collect:
     log:
         f"{LOGS}/difficulty/{{experiment}}/collect.log",
     benchmark:
-        f"{BENCHMARKS}/difficulty/{{experiment}}/collect.tsv"
+        f"{BENCHMARKS}/difficulty_collect/{{experiment}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1

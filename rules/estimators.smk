@@ -22,7 +22,7 @@ rule estimators_collect:
     log:
         f"{LOGS}/estimators/{{experiment}}/collect.log",
     benchmark:
-        f"{BENCHMARKS}/estimators/{{experiment}}/collect.tsv"
+        f"{BENCHMARKS}/estimators_collect/{{experiment}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1

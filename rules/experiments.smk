@@ -20,7 +20,7 @@ rule experiment_table:
     log:
         f"{LOGS}/{{kind}}/{{experiment}}/tables/{{artifact}}.log",
     benchmark:
-        f"{BENCHMARKS}/{{kind}}/{{experiment}}/tables/{{artifact}}.tsv"
+        f"{BENCHMARKS}/experiment_table/{{kind}}/{{experiment}}/{{artifact}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1
@@ -42,7 +42,7 @@ rule experiment_figure:
     log:
         f"{LOGS}/{{kind}}/{{experiment}}/figures/{{artifact}}.log",
     benchmark:
-        f"{BENCHMARKS}/{{kind}}/{{experiment}}/figures/{{artifact}}.tsv"
+        f"{BENCHMARKS}/experiment_figure/{{kind}}/{{experiment}}/{{artifact}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1
@@ -63,7 +63,7 @@ rule experiment_numbers:
     log:
         f"{LOGS}/numbers/{{experiment}}.log",
     benchmark:
-        f"{BENCHMARKS}/numbers/{{experiment}}.tsv"
+        f"{BENCHMARKS}/experiment_numbers/{{experiment}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1

@@ -20,7 +20,7 @@ rule labels_collect:
     log:
         f"{LOGS}/labels/{{experiment}}/collect.log",
     benchmark:
-        f"{BENCHMARKS}/labels/{{experiment}}/collect.tsv"
+        f"{BENCHMARKS}/labels_collect/{{experiment}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1

@@ -14,7 +14,7 @@ rule world_numbers:
     log:
         f"{LOGS}/numbers/world.{{world}}.log",
     benchmark:
-        f"{BENCHMARKS}/numbers/world.{{world}}.tsv"
+        f"{BENCHMARKS}/world_numbers/{{world}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1
@@ -36,7 +36,7 @@ rule numbers:
     log:
         f"{LOGS}/numbers/numbers.log",
     benchmark:
-        f"{BENCHMARKS}/numbers/numbers.tsv"
+        f"{BENCHMARKS}/numbers.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1

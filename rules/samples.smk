@@ -20,7 +20,7 @@ rule sample_shard:
     log:
         f"{LOGS}/samples/{{world}}/shard-{{shard}}.log",
     benchmark:
-        f"{BENCHMARKS}/samples/{{world}}/shard-{{shard}}.tsv"
+        f"{BENCHMARKS}/sample_shard/{{world}}/shard-{{shard}}.tsv"
     resources:
         **res.rule_resources(config, "samples"),
     threads: res.rule_threads(config, "samples")
@@ -41,7 +41,7 @@ rule merge_samples:
     log:
         f"{LOGS}/samples/{{world}}/merge.log",
     benchmark:
-        f"{BENCHMARKS}/samples/{{world}}/merge.tsv"
+        f"{BENCHMARKS}/merge_samples/{{world}}.tsv"
     resources:
         **res.rule_resources(config, "splits"),
     threads: 1
@@ -64,7 +64,7 @@ rule world_constants:
     log:
         f"{LOGS}/samples/{{world}}/constants.log",
     benchmark:
-        f"{BENCHMARKS}/samples/{{world}}/constants.tsv"
+        f"{BENCHMARKS}/world_constants/{{world}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: res.rule_threads(config, "analysis")
@@ -106,7 +106,7 @@ rule noisy_test_set:
     log:
         f"{LOGS}/samples/{{world}}/noise{{sigma}}.log",
     benchmark:
-        f"{BENCHMARKS}/samples/{{world}}/noise{{sigma}}.tsv"
+        f"{BENCHMARKS}/noisy_test_set/{{world}}/noise{{sigma}}.tsv"
     resources:
         **res.rule_resources(config, "samples"),
     threads: res.rule_threads(config, "samples")
@@ -129,7 +129,7 @@ rule world_divergence:
     log:
         f"{LOGS}/samples/{{world}}/kl_from_{{reference}}.log",
     benchmark:
-        f"{BENCHMARKS}/samples/{{world}}/kl_from_{{reference}}.tsv"
+        f"{BENCHMARKS}/world_divergence/{{world}}/kl_from_{{reference}}.tsv"
     resources:
         **res.rule_resources(config, "samples"),
     threads: res.rule_threads(config, "samples")

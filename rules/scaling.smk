@@ -19,7 +19,7 @@ rule scaling_collect:
     log:
         f"{LOGS}/scaling/{{experiment}}/collect.log",
     benchmark:
-        f"{BENCHMARKS}/scaling/{{experiment}}/collect.tsv"
+        f"{BENCHMARKS}/scaling_collect/{{experiment}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1

@@ -20,7 +20,7 @@ rule shift_collect:
     log:
         f"{LOGS}/shift/{{experiment}}/collect.log",
     benchmark:
-        f"{BENCHMARKS}/shift/{{experiment}}/collect.tsv"
+        f"{BENCHMARKS}/shift_collect/{{experiment}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1

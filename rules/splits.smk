@@ -17,7 +17,7 @@ rule make_splits:
     log:
         f"{LOGS}/splits/{{world}}.log",
     benchmark:
-        f"{BENCHMARKS}/splits/{{world}}.tsv"
+        f"{BENCHMARKS}/make_splits/{{world}}.tsv"
     resources:
         **res.rule_resources(config, "splits"),
     threads: res.rule_threads(config, "splits")

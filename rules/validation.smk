@@ -35,7 +35,7 @@ rule validation_metrics:
     log:
         f"{LOGS}/validation/metrics.log",
     benchmark:
-        f"{BENCHMARKS}/validation/metrics.tsv"
+        f"{BENCHMARKS}/validation_metrics.tsv"
     resources:
         **res.rule_resources(config, "validation"),
     threads: res.rule_threads(config, "validation")
@@ -59,7 +59,7 @@ rule validation_table:
     log:
         f"{LOGS}/validation/tables/{{artifact}}.log",
     benchmark:
-        f"{BENCHMARKS}/validation/tables/{{artifact}}.tsv"
+        f"{BENCHMARKS}/validation_table/{{artifact}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1
@@ -82,7 +82,7 @@ rule validation_nn_distances:
     log:
         f"{LOGS}/validation/figures/{{artifact}}.log",
     benchmark:
-        f"{BENCHMARKS}/validation/figures/{{artifact}}.tsv"
+        f"{BENCHMARKS}/validation_nn_distances/{{artifact}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1
@@ -107,7 +107,7 @@ rule validation_samples_grid:
     log:
         f"{LOGS}/validation/figures/{{artifact}}.log",
     benchmark:
-        f"{BENCHMARKS}/validation/figures/{{artifact}}.tsv"
+        f"{BENCHMARKS}/validation_samples_grid/{{artifact}}.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1
@@ -127,7 +127,7 @@ rule validation_numbers:
     log:
         f"{LOGS}/numbers/validation.log",
     benchmark:
-        f"{BENCHMARKS}/numbers/validation.tsv"
+        f"{BENCHMARKS}/validation_numbers.tsv"
     resources:
         **res.rule_resources(config, "analysis"),
     threads: 1

@@ -29,7 +29,7 @@ sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 with script_job(sm) as started:
     spec, arch, wc = sm.params.training, sm.params.arch, sm.wildcards
     seed, tr = int(wc.seed), sm.params.training["training"]
-    data = training_set(sm.input.samples, sm.input.splits, spec, seed)
+    data = training_set(sm.input.samples, sm.input.splits, spec, seed, stream=True)  # memory flat in N
     device = pick_device(sm.params.device)
     _, c, h, _ = data.x.shape
     pretrained = arch["pretrained"] if isinstance(arch["pretrained"], str) else None
@@ -41,7 +41,7 @@ with script_job(sm) as started:
     monitor = curve_monitor(evaluation_set(sm.input.samples, sm.input.splits, curve_size), device) if curve_size else None
     state = Path(sm.output.model).with_name("train_state.pt")
     model, history = train_classifier(
-        model, torch.from_numpy(data.x), torch.from_numpy(data.targets), soft=data.soft, epochs=epochs,
+        model, data.images(), torch.from_numpy(data.targets), soft=data.soft, epochs=epochs,
         batch_size=tr["batch_size"], lr=tr["lr"], weight_decay=tr["weight_decay"], seed=seed, device=device,
         checkpoint_path=state, num_classes=data.num_classes, monitor=monitor,
         val_fraction=val_fraction,

@@ -429,7 +429,7 @@ def test_dry_run_builds_full_dag_without_data(path, tmp_path):
     active = {n: e for n, e in experiments.items() if e["kind"] == "active"}
     assert counts.get("active_learning", 0) == sum(len(kind_module("active").runs(e)) for e in active.values())
     assert counts.get("active_collect", 0) == len(active)
-    for rule in ("numbers", "effective_config"):
+    for rule in ("numbers", "effective_config", "timings"):
         assert counts[rule] == 1, rule
     if plan.world_kind(cfg) == "gaussian":
         # the analytic world needs no real data and no flow

@@ -2,7 +2,8 @@
 
 Modules: `build` (the model and its input pipeline), `train`, `predict`, `evaluate`,
 `targets` (training labels), `checkpoints` (stored models), `data` (training and evaluation
-sets read from a world's samples and splits).
+sets read from a world's samples and splits), `stream` (training images read batch by batch
+from the sample file, so a job's memory does not grow with N; bit-identical training).
 
 The input pipeline is part of the classifier
 --------------------------------------------

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from oracle.classifiers.stream import SampleRows
 from oracle.classifiers.targets import training_targets
 from oracle.errors import DataError
 from oracle.io.samples import posterior_rows, read_rows
@@ -25,17 +26,21 @@ from oracle.io.splits import read_splits_h5, training_indices
 
 @dataclass(frozen=True)
 class TrainingSet:
-    """x float32 [n, C, H, W]; targets int64 [n] (hard) or float32 [n, K] (soft); rows: indices
+    """x float32 [n, C, H, W] (in memory, or a `SampleRows` reading them from the file); targets int64 [n] (hard) or float32 [n, K] (soft); rows: indices
     into the sample file; num_classes K; attrs: the sample file's attributes; shift: what a
     training-time shift realised (class counts, resampled classes, noise std; {} without)."""
 
-    x: np.ndarray
+    x: np.ndarray | SampleRows
     targets: np.ndarray
     soft: bool
     rows: np.ndarray
     num_classes: int
     attrs: dict
     shift: dict = field(default_factory=dict)
+
+    def images(self) -> torch.Tensor | SampleRows:
+        """``x`` as `train_classifier` takes it."""
+        return self.x if isinstance(self.x, SampleRows) else torch.from_numpy(self.x)
 
 
 @dataclass(frozen=True)
@@ -49,13 +54,19 @@ class EvaluationSet:
     rows: np.ndarray
 
 
-def training_set(samples: str | os.PathLike, splits: str | os.PathLike, spec: Mapping, seed: int) -> TrainingSet:
+def training_set(samples: str | os.PathLike, splits: str | os.PathLike, spec: Mapping, seed: int,
+                 stream: bool = False) -> TrainingSet:
     """The training set of a training spec (`oracle.experiments._training.training_spec`) and seed.
 
     Optional spec keys (training-time shift, paper appendix F): ``class_prior`` (K floats:
     class counts ~ Multinomial(n, pi) from the seed's permutation of the pool, with replacement
     when a class runs short) and ``noise_std`` (sigma > 0: x' = clip(x + eps, -1, 1) on the
     selected rows). Targets stay those of the selected rows (DESIGN rule 8).
+
+    stream: ``x`` is a `SampleRows` that reads the images batch by batch (memory flat in N;
+    labels and log-likelihoods, [n] and [n, K], are still read whole). A set with noise
+    (``noise_std`` > 0) is always read into memory: its noise is one draw over the whole
+    [n, ...] array, which a batch reader could only reproduce by drawing it all.
     """
     from oracle.classifiers.shifted import shifted_rows
     from oracle.noisy_samples import add_clipped_noise, noise_seed
@@ -72,9 +83,12 @@ def training_set(samples: str | os.PathLike, splits: str | os.PathLike, spec: Ma
             raise DataError(f"class_prior has {len(prior)} entries but {samples} has "
                             f"{int(pool['attrs']['num_classes'])} classes")
         rows, shift = shifted_rows(order, pool["label"], spec["n"], prior, seed)
-    data = read_rows(samples, rows)
-    attrs = data["attrs"]
     sigma = float(spec.get("noise_std") or 0.0)
+    streamed = stream and sigma == 0
+    data = read_rows(samples, rows, fields=("source_class", "label", "loglik") + (() if streamed else ("x",)))
+    if streamed:
+        data["x"] = SampleRows(samples, rows)
+    attrs = data["attrs"]
     if sigma > 0:
         rng = np.random.default_rng(noise_seed(seed, sigma, stream="train"))
         data["x"] = add_clipped_noise(data["x"], sigma, rng)

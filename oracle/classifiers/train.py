@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from oracle.classifiers.stream import SampleRows, batch_loader
 from oracle.devices import autocast, pick_device
 from oracle.errors import ConfigError, DataError, OracleError
 from oracle.io.atomic import atomic_output, torch_save_atomic
@@ -33,8 +34,11 @@ def _derive_seed(seed: int, stream: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{int(seed)}:{stream}".encode()).digest()[:8], "little") >> 1
 
 
-def _check_images(x: Tensor) -> Tensor:
-    if not isinstance(x, Tensor) or x.ndim != 4 or x.dtype != torch.float32:
+def _check_images(x: Tensor | SampleRows) -> Tensor | SampleRows:
+    if isinstance(x, SampleRows):
+        if len(x.shape) != 4:
+            raise DataError(f"x: {x.path} holds samples of shape {x.shape[1:]}; expected images [C, H, W]")
+    elif not isinstance(x, Tensor) or x.ndim != 4 or x.dtype != torch.float32:
         raise DataError(f"x: expected a float32 tensor [n, C, H, W], got {getattr(x, 'dtype', type(x))} "
                         f"{tuple(getattr(x, 'shape', ()))}")
     if x.shape[0] == 0:
@@ -99,7 +103,8 @@ def _resume_key(model: nn.Module, x: Tensor, t: Tensor, **hyper) -> dict:
         "spec": getattr(model, "spec", {"class": type(model).__name__}),
         "initial_weights": array_sha256(*model.state_dict().values()),
         "code": code, "timm": importlib.metadata.version("timm"),
-        "x_shape": list(x.shape), "x": array_sha256(x), "targets": array_sha256(t),
+        "x_shape": list(x.shape), "x": x.fingerprint() if isinstance(x, SampleRows) else array_sha256(x),
+        "targets": array_sha256(t),
         **hyper,
     })
 
@@ -111,7 +116,7 @@ def _write_log(path: Path, history: list[dict]) -> None:
 
 def train_classifier(
     model: nn.Module,
-    x: Tensor,
+    x: Tensor | SampleRows,
     targets,
     *,
     soft: bool,
@@ -126,12 +131,15 @@ def train_classifier(
     checkpoint_path: str | os.PathLike | None = None,
     num_classes: int | None = None,
     monitor: Callable[[nn.Module], Mapping[str, float]] | None = None,
+    loader_workers: int = 0,
 ) -> tuple[nn.Module, list[dict]]:
     """Train ``model`` on images ``x`` with hard or soft labels (see the module docstring).
 
     Args:
         model: maps float32 [b, C, H, W] in [-1, 1] to logits [b, K] (``build_classifier``).
-        x: training images, float32 [n, C, H, W], on the CPU (batches are moved to ``device``).
+        x: training images, float32 [n, C, H, W], on the CPU (batches are moved to ``device``),
+            or a `SampleRows` that reads each batch from the sample file: the same batches in
+            the same order, so the result is bit-identical to training on its rows in memory.
         targets: int64 [n] class labels (``soft=False``) or float [n, K] probabilities
             (``soft=True``, e.g. the oracle posterior ``exp(log_p)``).
         soft: which loss to use.
@@ -149,6 +157,8 @@ def train_classifier(
             to the epoch's record (training curves, e.g. accuracy and epistemic KL on a slice of
             the test set). It runs with the random state forked, so the training itself does
             not depend on whether or what it measures.
+        loader_workers: processes reading the batches of a `SampleRows` ahead of the training
+            step (0: read in this process); ignored for an in-memory ``x``.
     Returns:
         ``(model, history)``: the trained model in eval mode on ``device`` and one dict per
         epoch with ``epoch``, ``train_loss`` (mean over the epoch's steps, nats), ``lr`` (at the
@@ -188,6 +198,7 @@ def train_classifier(
     start_epoch = 0
     ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
     cuda_devices = [device] if device.type == "cuda" else []
+    loader, epoch_batches = batch_loader(x, loader_workers) if isinstance(x, SampleRows) else (None, None)
 
     with torch.random.fork_rng(devices=cuda_devices):
         torch.manual_seed(_derive_seed(seed, "model"))
@@ -211,8 +222,14 @@ def train_classifier(
             model.train()
             order = train_idx[torch.randperm(len(train_idx), generator=shuffle)]
             loss_sum = torch.zeros((), dtype=torch.float64, device=device)
-            for batch in _batches(order, batch_size):
-                xb = x[batch].to(device, non_blocking=True)
+            batches = _batches(order, batch_size)
+            if loader is None:
+                images = (x[b] for b in batches)
+            else:
+                epoch_batches.batches = batches
+                images = iter(loader)
+            for batch, xb in zip(batches, images, strict=True):
+                xb = xb.to(device, non_blocking=True)
                 tb = t[batch].to(device, non_blocking=True)
                 with autocast(device):
                     logits = model(xb)

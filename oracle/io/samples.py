@@ -34,15 +34,18 @@ def read_rows(samples_path: str | os.PathLike, indices: np.ndarray | None,
         idx = np.asarray(indices, dtype=np.int64)
         if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= n)):
             raise DataError(f"{samples_path}: row indices outside [0, {n})")
-        order = np.argsort(idx, kind="stable")
-        sorted_idx = idx[order]
-        uniq, inverse = np.unique(sorted_idx, return_inverse=True)
-        back = np.empty_like(order)
-        back[order] = np.arange(order.size)
         for name in fields:
-            block = f[name][uniq] if uniq.size else f[name][:0]
-            out[name] = block[inverse][back]
+            out[name] = take_rows(f[name], idx)
     return out
+
+
+def take_rows(dataset, idx: np.ndarray) -> np.ndarray:
+    """Rows `idx` (int64 [m], in range, any order, repeats allowed) of an h5py dataset, in the
+    order given: HDF5 fancy indexing needs increasing unique indices, so the rows are read
+    sorted and once each, then put back in the requested order."""
+    uniq, inverse = np.unique(idx, return_inverse=True)
+    block = dataset[uniq] if uniq.size else dataset[:0]
+    return block[inverse.reshape(-1)]
 
 
 def posterior_rows(loglik: np.ndarray, attrs: Mapping) -> np.ndarray:

@@ -120,3 +120,13 @@ def write_table(
     }
     write_all(contents)
     return paths
+
+
+def write_csv_markdown(df: pd.DataFrame, csv: str | os.PathLike, md: str | os.PathLike, caption: str,
+                       float_format: FloatFormat = ".4f") -> None:
+    """Write ``df`` as a CSV (full precision) and a Markdown table, for tables that have no
+    place in the paper's LaTeX (e.g. a run's timings)."""
+    if not isinstance(df, pd.DataFrame):
+        raise OracleError(f"write_csv_markdown: expected a pandas DataFrame, got {type(df).__name__}")
+    write_all({Path(csv): df.to_csv(index=False, lineterminator="\n").encode("utf-8"),
+               Path(md): _render_markdown(df, caption, float_format).encode("utf-8")})

@@ -1,0 +1,33 @@
+# The run's timing table: after every other target of `all`, the benchmark file of each job
+# (benchmarks/<rule>.tsv or benchmarks/<rule>/<wildcards>.tsv) summed per rule. The benchmark
+# files are globbed by the script: they are written after their job ends, and this rule has no
+# benchmark of its own, so it cannot wait on itself.
+
+RUN_TARGETS = [
+    *SAMPLE_TARGETS,
+    *EXPERIMENT_TARGETS,
+    NUMBERS_JSON,
+    NUMBERS_TEX,
+    *(VALIDATION_TARGETS if config["validation"]["enabled"] else []),
+    f"{RUN}/config.yaml",
+]
+
+
+rule timings:
+    input:
+        RUN_TARGETS,
+    output:
+        csv=report(TIMINGS_CSV, caption="../report/timings.rst", category="Timings"),
+        md=TIMINGS_MD,
+    params:
+        benchmarks=BENCHMARKS,
+        config_keys=[],  # a function of the benchmark files alone
+    log:
+        f"{LOGS}/timings.log",
+    resources:
+        **res.rule_resources(config, "analysis"),
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/timings.py"

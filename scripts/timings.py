@@ -1,0 +1,20 @@
+"""Rule `timings`: every benchmark file of the run -> timings.csv and timings.md (per rule:
+jobs, total and largest wall seconds, largest resident set in MB; slowest rule first).
+
+It runs after every other target of `all`, so the benchmark folder then holds a file for each
+job of the run (the files are globbed here: a rule cannot name its own benchmark as input).
+"""
+
+from oracle.report.tables import write_csv_markdown
+from oracle.report.timings import timings_table
+from oracle.workflow.jobs import record_job, script_job
+
+sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
+
+with script_job(sm) as started:
+    df = timings_table(sm.params.benchmarks)
+    write_csv_markdown(df, sm.output.csv, sm.output.md, float_format=".1f",
+                       caption="Where the run's time went: wall seconds and peak resident memory (MB) per rule")
+    total = df[df["rule"] == "total"]
+    print(f"{len(df) - len(total)} rules, {int(total['jobs'].sum())} jobs, {float(total['total_s'].sum()):.0f} s in all")
+    record_job(sm, started)
