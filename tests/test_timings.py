@@ -53,6 +53,11 @@ def test_timings_per_rule(tmp_path):
     assert md.startswith("Table: timings") and "train_classifier" in md
     assert "60.0" in md and "–" in md  # the unsampled memory shows as a dash
 
+    # under the local job server the benchmarks measured each job's client: no memory column
+    served = timings_table(root, memory=False)
+    assert served["max_rss_mb"].isna().all()
+    assert served["total_s"].tolist() == pytest.approx(df["total_s"].tolist())
+
 
 def test_empty_and_bad_files(tmp_path):
     assert timings_table(tmp_path / "none").empty

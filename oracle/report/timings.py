@@ -49,16 +49,17 @@ def benchmark_files(root: str | os.PathLike) -> dict[str, list[Path]]:
     return groups
 
 
-def timings_table(root: str | os.PathLike) -> pd.DataFrame:
+def timings_table(root: str | os.PathLike, memory: bool = True) -> pd.DataFrame:
     """Per rule: ``jobs``, ``total_s`` and ``max_s`` (wall seconds, summed and largest over its
     jobs) and ``max_rss_mb`` (largest resident set of one job, MB; NaN if none was sampled),
     slowest rule first, then a row ``total`` over all of them. Empty (columns only) when `root`
-    holds no benchmark file."""
+    holds no benchmark file. memory=False leaves ``max_rss_mb`` NaN: when the local job server
+    ran the jobs, Snakemake measured only the client process of each job, not its work."""
     rows = []
     for rule, paths in benchmark_files(root).items():
         jobs = [read_benchmark(p) for p in paths]
         seconds = np.array([j["s"] for j in jobs])
-        rss = np.array([j["max_rss"] for j in jobs])
+        rss = np.array([j["max_rss"] if memory else float("nan") for j in jobs])
         rows.append({"rule": rule, "jobs": len(jobs), "total_s": float(seconds.sum()), "max_s": float(seconds.max()),
                      "max_rss_mb": float(np.nanmax(rss)) if np.isfinite(rss).any() else float("nan")})
     df = pd.DataFrame(rows, columns=list(TIMING_COLUMNS))

@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_PRELOAD", "delegate", "run_in_server", "server_wanted", "socket_path"]
+__all__ = ["DEFAULT_PRELOAD", "delegate", "run_in_server", "server_configured", "server_wanted", "socket_path"]
 
 #: Imported once by the server; each is optional (a module that fails to import is skipped).
 DEFAULT_PRELOAD = ("numpy", "torch", "torchvision", "timm", "h5py", "scipy.stats", "scipy.optimize",
@@ -51,10 +51,14 @@ _START_TIMEOUT_S = 300.0
 
 
 def server_wanted(config: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether a script should run in the local job server: config ``job_server.enabled``
-    (true, false, or "auto" = on unless inside a SLURM job), never inside a server child."""
-    if environ.get(_CHILD_ENV):
-        return False
+    """Whether a script should hand itself to the local job server: `server_configured`, and
+    not already running inside a server child."""
+    return not environ.get(_CHILD_ENV) and server_configured(config, environ)
+
+
+def server_configured(config: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether this process's jobs run in the job server: config ``job_server.enabled`` (true,
+    false, or "auto" = on unless inside a SLURM job)."""
     enabled = (config.get("job_server") or {}).get("enabled", False)
     if enabled == "auto":
         return not environ.get("SLURM_JOB_ID")
