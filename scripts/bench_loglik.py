@@ -23,17 +23,16 @@ CUDA it is torch.cuda.max_memory_allocated minus the memory allocated before the
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
 from oracle.flow_checkpoints import build_flow
+from oracle.io.atomic import write_json_atomic
 from oracle.posterior import log_likelihoods
 from oracle.worlds import FlowWorld
 
@@ -190,11 +189,7 @@ def main(argv=None) -> int:
     out = {"device": str(device), "machine": machine(), "args": vars(args), "results": results,
            "loadavg_1min_before_after": [load_before[0], os.getloadavg()[0]]}
     if args.json_out:
-        path = Path(args.json_out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(out, indent=2))
-        os.replace(tmp, path)
+        write_json_atomic(args.json_out, out)
     return 0
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from oracle.flow_checkpoints import build_flow, load_flow
+from oracle.io.atomic import write_json_atomic
 from oracle.posterior import log_likelihoods
 from oracle.precision import choose_precision, measure_precision
 from oracle.worlds import FlowWorld
@@ -122,11 +123,9 @@ def main(argv: list[str] | None = None) -> int:
               "n_images": int(x.shape[0]), "num_classes": world.num_classes, "dims": int(x[0].numel()),
               "label_temperature": args.label_temperature, "tolerance": args.tolerance, "auto_picks": auto,
               "modes": per_mode}
-    text = json.dumps(result, indent=2)
-    print(text)
+    print(json.dumps(result, indent=2))
     if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        args.json_out.write_text(text + "\n")
+        write_json_atomic(args.json_out, result)
     return 0
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 import torch
 
 from oracle.flow_checkpoints import build_flow
+from oracle.io.atomic import write_json_atomic
 
 SIZES = {
     "small-1x8x8": dict(in_channels=1, img_size=8, patch_size=2, channels=64, num_blocks=4,
@@ -119,11 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = [bench(module, s, SIZES[s], args.n_images, args.k, args.repeats, args.seed) for s in args.sizes]
     result = {"torch": torch.__version__, "machine": platform.processor() or platform.machine(),
               "threads": torch.get_num_threads(), "results": rows}
-    text = json.dumps(result, indent=2)
-    print(text)
+    print(json.dumps(result, indent=2))
     if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        args.json_out.write_text(text + "\n")
+        write_json_atomic(args.json_out, result)
     return 0
 
 

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from oracle.classifiers.stream_bench import MODES, epoch_run, throughput_run, write_synthetic_shard
+from oracle.io.atomic import write_json_atomic
 
 p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 p.add_argument("--shard", type=Path, required=True, help="the synthetic shard (written when missing)")
@@ -48,5 +49,4 @@ for n, mode in [(n, m) for n in a.sizes for m in MODES] + [(a.throughput_n, "thr
           f"samples/s, ratio {r['ratio']:.3f} ({r['rounds']} rounds)" if mode == "throughput" else
           f"epoch {r['epoch_s']:.1f} s, peak RSS {r['peak_rss_mb']:.0f} MB (before data {r['rss_before_mb']:.0f})"), flush=True)
 if a.json_out:
-    a.json_out.parent.mkdir(parents=True, exist_ok=True)
-    a.json_out.write_text(json.dumps(results, indent=1) + "\n")
+    write_json_atomic(a.json_out, results)
