@@ -24,6 +24,7 @@ rule train_classifier:
         training=training,
         arch=lambda wildcards: plan.arch_spec(config, wildcards.arch),
         curve_size=config["classifiers"]["curve_size"],
+        curve_points=config["classifiers"]["curve_points"],
         device=config["device"],
         config_keys=lambda wildcards: keys.classifier_keys(config, wildcards.experiment, wildcards.arch, wildcards.cell),
     group:

@@ -1,7 +1,7 @@
 # Experiment kind `labels` (oracle/experiments/labels.py): hard against soft labels, from the
 # metrics and training histories of its classifiers (cells hard-N<n>, soft-N<n>)
 #   labels/<experiment>/data/runs.csv          one row per classifier (accuracy, decomposition, calibration)
-#   labels/<experiment>/data/curves.csv        test accuracy and epistemic KL per epoch (training curves)
+#   labels/<experiment>/data/curves.csv        per-epoch loss; test accuracy and epistemic KL at curve epochs
 #   labels/<experiment>/data/reliability.csv   per-bin calibration data (reliability diagrams)
 # Its tables, figures and numbers come from rules/experiments.smk.
 
@@ -16,7 +16,7 @@ rule labels_collect:
         reliability=f"{RUN}/labels/{{experiment}}/data/reliability.csv",
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
-        config_keys=lambda wildcards: keys.experiment_keys(config, wildcards.experiment) + ["classifiers.curve_size"],
+        config_keys=lambda wildcards: keys.experiment_keys(config, wildcards.experiment) + ["classifiers.curve_size", "classifiers.curve_points"],
     log:
         f"{LOGS}/labels/{{experiment}}/collect.log",
     benchmark:

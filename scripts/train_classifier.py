@@ -1,6 +1,7 @@
 """Rule `train_classifier`: train one (experiment, arch, cell, seed) classifier on its world's
 oracle samples -> model.pt (spec + weights) and history.json (per-epoch loss, lr and, on
-classifiers.curve_size test rows, accuracy and exact epistemic KL; with a validation split its
+classifiers.curve_size test rows after classifiers.curve_points epochs, accuracy and exact
+epistemic KL; with a validation split its
 per-epoch val_acc; with a training-time shift what it realised: class counts, noise std).
 
 A training checkpoint next to the outputs (train_state.pt) lets a killed job resume; it is
@@ -18,7 +19,7 @@ import torch
 from oracle.classifiers.build import build_classifier
 from oracle.classifiers.checkpoints import save_model
 from oracle.classifiers.data import curve_monitor, evaluation_set, training_set
-from oracle.classifiers.train import train_classifier
+from oracle.classifiers.train import curve_epochs, train_classifier
 from oracle.devices import pick_device
 from oracle.io.atomic import write_json_atomic
 from oracle.workflow.plan import effective_epochs
@@ -39,17 +40,20 @@ with script_job(sm) as started:
     epochs = effective_epochs(n_fit, tr["epochs"], tr["batch_size"], tr["min_steps"])
     curve_size = int(sm.params.curve_size)
     monitor = curve_monitor(evaluation_set(sm.input.samples, sm.input.splits, curve_size), device) if curve_size else None
+    scored = curve_epochs(epochs, sm.params.curve_points) if curve_size else []
     state = Path(sm.output.model).with_name("train_state.pt")
     model, history = train_classifier(
         model, data.images(), torch.from_numpy(data.targets), soft=data.soft, epochs=epochs,
         batch_size=tr["batch_size"], lr=tr["lr"], weight_decay=tr["weight_decay"], seed=seed, device=device,
         checkpoint_path=state, num_classes=data.num_classes, monitor=monitor,
+        monitor_epochs=scored,
         val_fraction=val_fraction,
     )
     identity = {"experiment": wc.experiment, "arch": wc.arch, "model": arch["model"], "cell": wc.cell, "seed": seed,
                 "N": spec["n"], "world": spec["world"], "labels": spec["labels"], "hard_label": spec["hard_label"]}
     save_model(sm.output.model, model.cpu(), meta=identity)
     write_json_atomic(sm.output.history, {**identity, "epochs": epochs, "device": str(device), "curve_size": curve_size,
+                                          "curve_epochs": scored,
                                           "train_seconds": sum(r["seconds"] for r in history), "history": history,
                                           "shift": data.shift})
     state.unlink(missing_ok=True)

@@ -217,17 +217,80 @@ def test_checkpoint_resume_matches_uninterrupted_run(data, tmp_path, monkeypatch
     monkeypatch.setattr(training, "torch_save_atomic", save_then_die)
     with pytest.raises(KeyboardInterrupt):
         train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **hyper,
-                         checkpoint_path=ckpt, log_path=log_path)
+                         checkpoint_path=ckpt, log_path=log_path, checkpoint_seconds=0)
     monkeypatch.setattr(training, "torch_save_atomic", real_save)
     assert len(log_path.read_text().splitlines()) == 1
     # A fresh process builds the model again (same seed: same initial weights) and resumes
     model = build_classifier("test_resnet", 3, 1, 8, seed=0)
-    resumed, history = train_classifier(model, x, y, soft=False, **hyper, checkpoint_path=ckpt, log_path=log_path)
+    resumed, history = train_classifier(model, x, y, soft=False, **hyper, checkpoint_path=ckpt, log_path=log_path,
+                                        checkpoint_seconds=0)
     assert _same(_weights(full), _weights(resumed))
     assert [h["train_loss"] for h in history] == [h["train_loss"] for h in full_history]
     lines = [json.loads(line) for line in log_path.read_text().splitlines()]
     assert [r["epoch"] for r in lines] == [1, 2, 3]
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporaries
+
+
+@pytest.mark.parametrize(("epochs", "points", "expected"), [
+    (100, 10, [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]),
+    (15, 10, [2, 3, 5, 6, 8, 9, 11, 12, 14, 15]),
+    (10, 10, list(range(1, 11))),
+    (3, 10, [1, 2, 3]),
+    (7, None, list(range(1, 8))),
+    (5, 1, [5]),
+])
+def test_curve_epochs_spread_evenly_and_end_with_the_last(epochs, points, expected):
+    assert training.curve_epochs(epochs, points) == expected
+
+
+@pytest.mark.parametrize("points", [0, -2, 2.5])
+def test_curve_epochs_rejects_a_bad_count(points):
+    with pytest.raises(ConfigError, match="curve_points"):
+        training.curve_epochs(10, points)
+
+
+def test_sparse_monitor_leaves_training_unchanged(data):
+    """The monitor runs only at `monitor_epochs`, and when it runs does not change the weights
+    (its random draws are forked off)."""
+    x, y = data
+    hyper = {**HYPER, "epochs": 4}
+    plain, _ = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **hyper)
+    seen = []
+
+    def monitor(model):
+        seen.append(torch.rand(()).item())  # draws from the global generator
+        return {"probe": float(len(seen))}
+
+    monitored, history = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False,
+                                          **hyper, monitor=monitor, monitor_epochs=[2, 4])
+    assert _same(_weights(plain), _weights(monitored))
+    assert [h.get("probe") for h in history] == [None, 1.0, None, 2.0]
+
+
+def test_checkpoints_are_spaced_by_checkpoint_seconds(data, tmp_path, monkeypatch):
+    """0 s: a checkpoint after every epoch but the last (the outputs follow it); a long
+    interval: none in a run shorter than it; a clock past the interval: one per interval."""
+    x, y = data
+    saved = []
+    monkeypatch.setattr(training, "torch_save_atomic", lambda state, path: saved.append(state["epoch"]))
+    hyper = {**HYPER, "epochs": 4}
+    for seconds, expected in ((0, [1, 2, 3]), (3600, [])):
+        saved.clear()
+        train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **hyper,
+                         checkpoint_path=tmp_path / "state.pt", checkpoint_seconds=seconds)
+        assert saved == expected, seconds
+    now = [0.0]  # a clock that advances 40 s per epoch (the monitor runs once per epoch)
+    monkeypatch.setattr(training.time, "perf_counter", lambda: now[0])
+    hyper = {**HYPER, "epochs": 6}
+
+    def tick(model):
+        now[0] += 40.0
+        return {}
+
+    saved.clear()
+    train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **hyper, monitor=tick,
+                     checkpoint_path=tmp_path / "state.pt", checkpoint_seconds=60)
+    assert saved == [2, 4]  # 80 s and 160 s; epoch 6 is the last
 
 
 @pytest.mark.parametrize("change", ["lr", "initial_weights", "targets", "truncated"])
@@ -247,7 +310,7 @@ def test_stale_or_damaged_train_state_is_discarded(data, tmp_path, monkeypatch, 
     monkeypatch.setattr(training, "torch_save_atomic", save_then_die)
     with pytest.raises(KeyboardInterrupt):
         train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=0), x, y, soft=False, **hyper,
-                         checkpoint_path=ckpt)
+                         checkpoint_path=ckpt, checkpoint_seconds=0)
     monkeypatch.setattr(training, "torch_save_atomic", real_save)
     new_hyper, seed, targets = dict(hyper), 0, y
     if change == "lr":
@@ -260,7 +323,7 @@ def test_stale_or_damaged_train_state_is_discarded(data, tmp_path, monkeypatch, 
         ckpt.write_bytes(ckpt.read_bytes()[: ckpt.stat().st_size // 3])
     capsys.readouterr()
     got, _ = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=seed), x, targets, soft=False,
-                              **new_hyper, checkpoint_path=ckpt)
+                              **new_hyper, checkpoint_path=ckpt, checkpoint_seconds=0)
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("discarding")]
     assert len(lines) == 1 and str(ckpt) in lines[0]
     fresh, _ = train_classifier(build_classifier("test_resnet", 3, 1, 8, seed=seed), x, targets, soft=False,

@@ -513,3 +513,39 @@ def test_code_check_names_the_changed_module(tmp_path):
     (tmp_path / "oracle" / "c.py").unlink()
     clear_hash_cache()
     assert changed_code_files(rec, root=tmp_path) == ["oracle/a.py changed", "oracle/c.py removed"]
+
+
+def test_code_files_matches_resolving_every_path(tmp_path, monkeypatch):
+    """The folder-cached resolution of `code_files` against resolving each path in full: a
+    repository file reached through a symlinked folder and through a symlinked file counts, a
+    root-level script and a dot-folder keep their names, .venv and files outside do not."""
+    import oracle.workflow.provenance as prov
+
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / ".hooks").mkdir()
+    (repo / ".venv" / "lib").mkdir(parents=True)
+    for rel in ("pkg/mod.py", "script.py", ".hooks/check.py", ".venv/lib/dep.py"):
+        (repo / rel).write_text(f"# {rel}\n")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "other.py").write_text("# other\n")
+    (tmp_path / "linked_dir").symlink_to(repo / "pkg")
+    (outside / "linked_file.py").symlink_to(repo / "script.py")
+    extra = [tmp_path / "linked_dir" / "mod.py", outside / "linked_file.py", repo / ".hooks" / "check.py",
+             repo / ".venv" / "lib" / "dep.py", outside / "other.py"]
+    monkeypatch.setattr(prov, "REPO_ROOT", repo.resolve())
+    monkeypatch.setattr(sys, "modules", {})
+    prov._code_folder.cache_clear()
+    try:
+        got = prov.code_files(extra)
+    finally:
+        prov._code_folder.cache_clear()
+    brute = {}
+    for p in extra:
+        rel = Path(os.path.realpath(p)).relative_to(repo.resolve()) if os.path.realpath(p).startswith(
+            str(repo.resolve()) + os.sep) else None
+        if rel is not None and ".venv" not in rel.parts:
+            brute[rel.as_posix()] = file_sha256(os.path.realpath(p))
+    assert got == dict(sorted(brute.items()))
+    assert set(got) == {"pkg/mod.py", "script.py", ".hooks/check.py"}

@@ -112,12 +112,12 @@ def test_streamed_checkpoint_resumes(world_files, tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         train_classifier(build_classifier("test_resnet", K, 3, 8, seed=0), data.images(), t, epochs=2,
-                         checkpoint_path=ckpt, monitor=stop_in_epoch_two, **hyper)
+                         checkpoint_path=ckpt, monitor=stop_in_epoch_two, checkpoint_seconds=0, **hyper)
     state = torch.load(ckpt, weights_only=False)
     assert state["epoch"] == 1
     again = training_set(samples, splits, spec(), seed=0, stream=True)  # a new job, the same rows
     resumed, history = train_classifier(build_classifier("test_resnet", K, 3, 8, seed=0), again.images(), t,
-                                        epochs=2, checkpoint_path=ckpt, **hyper)
+                                        epochs=2, checkpoint_path=ckpt, checkpoint_seconds=0, **hyper)
     a, b = full.state_dict(), resumed.state_dict()
     assert len(history) == 2 and all(torch.equal(a[k], b[k]) for k in a)
     assert history[0] == state["history"][0]  # resumed (its first epoch's wall time kept), not redone

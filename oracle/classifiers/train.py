@@ -9,7 +9,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +90,17 @@ def _evaluate_loss(model, x, t, idx, soft, batch_size, device) -> dict[str, floa
     return {"val_loss": loss_sum / len(idx), "val_acc": correct / len(idx)}
 
 
+def curve_epochs(epochs: int, points: int | None) -> list[int]:
+    """The epochs (1-based) at which a training curve is measured: every epoch when `points`
+    is None or at least `epochs`, else `points` epochs spaced evenly, ending with the last
+    (ceil(i * epochs / points), i = 1..points)."""
+    if points is not None and (not isinstance(points, (int, np.integer)) or points < 1):
+        raise ConfigError(f"curve_points={points!r}: expected a positive integer or null")
+    if points is None or points >= epochs:
+        return list(range(1, epochs + 1))
+    return [math.ceil(i * epochs / points) for i in range(1, points + 1)]
+
+
 def _resume_key(model: nn.Module, x: Tensor, t: Tensor, **hyper) -> dict:
     """What a training checkpoint must match to be resumed: the model (spec, initial weights,
     the code that defines it and timm's version), the data, the targets and the
@@ -131,7 +142,9 @@ def train_classifier(
     checkpoint_path: str | os.PathLike | None = None,
     num_classes: int | None = None,
     monitor: Callable[[nn.Module], Mapping[str, float]] | None = None,
+    monitor_epochs: Collection[int] | None = None,
     loader_workers: int = 0,
+    checkpoint_seconds: float = 60.0,
 ) -> tuple[nn.Module, list[dict]]:
     """Train ``model`` on images ``x`` with hard or soft labels (see the module docstring).
 
@@ -153,12 +166,18 @@ def train_classifier(
             checkpoint written for the same model, data, targets and hyperparameters is resumed,
             any other (or a damaged one) is discarded with one printed line.
         num_classes: K when the model lacks a ``num_classes`` attribute.
-        monitor: called after every epoch with the model in eval mode; its numbers are added
-            to the epoch's record (training curves, e.g. accuracy and epistemic KL on a slice of
+        monitor: called after an epoch with the model in eval mode; its numbers are added to
+            the epoch's record (training curves, e.g. accuracy and epistemic KL on a slice of
             the test set). It runs with the random state forked, so the training itself does
-            not depend on whether or what it measures.
+            not depend on whether, when or what it measures.
+        monitor_epochs: the epochs (1-based) after which `monitor` runs (`curve_epochs`);
+            None: every epoch.
         loader_workers: processes reading the batches of a `SampleRows` ahead of the training
             step (0: read in this process); ignored for an in-memory ``x``.
+        checkpoint_seconds: with `checkpoint_path`, the state is saved after an epoch once this
+            many seconds have passed since the last save (or the start); 0: after every epoch.
+            A small model trains for hundreds of one-step epochs, where saving each would cost
+            more than the steps; a killed job loses at most this much training.
     Returns:
         ``(model, history)``: the trained model in eval mode on ``device`` and one dict per
         epoch with ``epoch``, ``train_loss`` (mean over the epoch's steps, nats), ``lr`` (at the
@@ -215,6 +234,7 @@ def train_classifier(
             start_epoch = int(state["epoch"])
             log.info("resumed %s at epoch %d/%d", ckpt, start_epoch, epochs)
 
+        last_saved = time.perf_counter()
         bar = tqdm(total=(epochs - start_epoch) * steps_per_epoch, desc="train classifier", disable=None,
                    unit="step", leave=False)
         for epoch in range(start_epoch, epochs):
@@ -246,7 +266,7 @@ def train_classifier(
                 raise OracleError(f"training diverged: train_loss={record['train_loss']} at epoch {epoch + 1}; lower lr={lr}")
             if n_val:
                 record.update(_evaluate_loss(model, x, t, val_idx, soft, batch_size, device))
-            if monitor is not None:
+            if monitor is not None and (monitor_epochs is None or epoch + 1 in monitor_epochs):
                 model.eval()
                 with torch.random.fork_rng(devices=cuda_devices), torch.no_grad():
                     record.update({k: float(v) for k, v in monitor(model).items()})
@@ -256,7 +276,7 @@ def train_classifier(
             log.info("epoch %s", json.dumps(record, sort_keys=True))
             if log_path is not None:
                 _write_log(Path(log_path), history)
-            if ckpt is not None:
+            if ckpt is not None and epoch + 1 < epochs and time.perf_counter() - last_saved >= checkpoint_seconds:
                 torch_save_atomic({
                     "format": CHECKPOINT_FORMAT, "epoch": epoch + 1, "resume_key": key,
                     "model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -265,6 +285,7 @@ def train_classifier(
                     "cuda_rng": torch.cuda.get_rng_state(device) if cuda_devices else None,
                     "history": history,
                 }, ckpt)
+                last_saved = time.perf_counter()
         bar.close()
     model.eval()
     return model, history

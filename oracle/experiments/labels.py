@@ -205,7 +205,7 @@ def soft_vs_hard(runs: "pd.DataFrame", curves: "pd.DataFrame", curve_sizes: Sequ
         for i, n in enumerate(curve_sizes):
             ax = fig.add_subplot(grid[0, 2 * i:2 * i + 2])
             for mode in MODES:
-                c = curves[(curves["N"] == n) & (curves["labels"] == mode)]
+                c = curves[(curves["N"] == n) & (curves["labels"] == mode)].dropna(subset=["curve_acc"])
                 per_epoch = c.groupby("epoch")["curve_acc"].agg(["mean", "std"]).fillna(0.0) * 100
                 ax.plot(per_epoch.index, per_epoch["mean"], color=COLORS[mode], lw=1.2, label=f"{mode} labels")
                 ax.fill_between(per_epoch.index, per_epoch["mean"] - per_epoch["std"],

@@ -71,8 +71,8 @@ def arch_keys(config: Mapping, arch: str) -> list[str]:
 
 def classifier_keys(config: Mapping, experiment: str, arch: str, cell: str | None = None) -> list[str]:
     """One classifier: its experiment's world and labels, its training hyperparameters (the
-    experiment's overrides, else classifiers.training), its architecture, and curve_size
-    (the training history scores that many test rows each epoch); for a kind whose cells are
+    experiment's overrides, else classifiers.training), its architecture, and curve_size and
+    curve_points (the training history scores that many test rows after so many epochs); for a kind whose cells are
     configured one by one (shift), the training size, validation split and its cell's entry."""
     spec = experiment_spec(config, experiment)
     entry = config["experiments"][experiment]
@@ -84,7 +84,7 @@ def classifier_keys(config: Mapping, experiment: str, arch: str, cell: str | Non
     for k in spec["training"]:
         keys.append(quoted("experiments", experiment, "training", k) if k in overrides
                     else quoted("classifiers", "training", k))
-    return keys + arch_keys(config, arch) + ["classifiers.curve_size"]
+    return keys + arch_keys(config, arch) + ["classifiers.curve_size", "classifiers.curve_points"]
 
 
 def experiment_keys(config: Mapping, experiment: str) -> list[str]:
