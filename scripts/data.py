@@ -7,9 +7,9 @@ trained). The records hash the raw files read (for digits scikit-learn's bundled
 inputs and name their identity in ``extra.raw_data``: the end of every audit chain.
 """
 
-from oracle.workflow.job_server import delegate
-
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
+# Runs inline, not in the job server (oracle.workflow.job_server): the run's first job, which
+# would wait ~8 s for the server to import torch & co. on the path to the flow, where its own
+# imports take ~3 s.
 
 from oracle.io.raw_files import raw_data_inputs
 from oracle.io.images import write_images_h5

@@ -4,6 +4,7 @@ directory, environment and exit status; a killed client takes its job with it.""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -98,3 +99,23 @@ def test_server_wanted() -> None:
     assert not js.server_wanted({"job_server": {"enabled": False}}, {})
     assert not js.server_wanted({}, {})
     assert js.socket_path(PRELOAD) != js.socket_path(("numpy", "torch"))
+
+
+#: Rule scripts that run inline on purpose: the flow trains for minutes with its own thread
+#: count (and relaunches itself under torchrun), and `data` is the run's first job, which would
+#: wait for the server's imports on the path to the flow.
+INLINE_SCRIPTS = {"oracle_train.py", "data.py"}
+
+
+def test_every_rule_script_hands_itself_to_the_server_first():
+    """A rule script that forgets `delegate` silently pays its imports on every local job; one
+    that calls it after other imports pays them too."""
+    root = Path(__file__).resolve().parents[1]
+    rule_files = [root / "Snakefile", *sorted((root / "rules").glob("*.smk"))]
+    scripts = {name for f in rule_files for name in re.findall(r'"(?:\.\./)?scripts/(\w+\.py)"', f.read_text())}
+    assert len(scripts) > 20 and INLINE_SCRIPTS <= scripts
+    for name in sorted(scripts - INLINE_SCRIPTS):
+        statements = [ln for ln in (root / "scripts" / name).read_text().splitlines()
+                      if ln.startswith(("import ", "from ", "delegate("))]
+        assert statements[0] == "from oracle.workflow.job_server import delegate", name
+        assert statements[1].startswith("delegate(snakemake)"), name
