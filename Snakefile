@@ -14,6 +14,7 @@ import os
 from snakemake.utils import min_version, validate
 
 from oracle.workflow import config as oc
+from oracle.workflow import job_server
 
 min_version("9.0")
 
@@ -37,6 +38,8 @@ oc.check_config(config)
 # misspelled architecture fails now, not when its job starts after hours of flow training
 if workflow.is_main_process:
     oc.check_classifier_archs(config)
+    # the local job server stays up while this run lives (oracle.workflow.job_server)
+    job_server.mark_run()
 
 
 # `snakemake --report report.html`: this text heads the report; tables and figures are marked

@@ -119,3 +119,36 @@ def test_every_rule_script_hands_itself_to_the_server_first():
                       if ln.startswith(("import ", "from ", "delegate("))]
         assert statements[0] == "from oracle.workflow.job_server import delegate", name
         assert statements[1].startswith("delegate(snakemake)"), name
+
+
+def test_server_outlives_idle_time_while_its_run_lives(scripts: Path) -> None:
+    """A job marked with a run's process id keeps the server up past `idle` seconds (the flow
+    trains inline for minutes); once that process has ended, the server exits after `idle`."""
+    run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    client = textwrap.dedent("""
+        import sys
+        from oracle.workflow.job_server import run_in_server
+        sys.exit(run_in_server(sys.argv[2:], preload=("numpy",), idle_s=1.0, directory=sys.argv[1]) & 0xFF)
+    """)
+    (scripts / "short_idle.py").write_text(client)
+    try:
+        done = subprocess.run([sys.executable, str(scripts / "short_idle.py"), str(scripts), str(scripts / "job.py"),
+                               "d.txt", "1", "0"], cwd=scripts / "work", capture_output=True, text=True, timeout=120,
+                              env={**os.environ, js._RUN_ENV: str(run.pid)})
+        assert done.returncode == 0, done.stderr
+        sock = js.socket_path(PRELOAD, scripts)
+        time.sleep(4.0)  # well past idle_s = 1
+        assert sock.exists(), "the server quit while its run was alive"
+    finally:
+        run.kill()
+        run.wait()
+    deadline = time.monotonic() + 30
+    while sock.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not sock.exists(), "the server outlived its run by more than idle_s"
+
+
+def test_mark_run_names_this_process() -> None:
+    env: dict = {}
+    js.mark_run(env)
+    assert env == {js._RUN_ENV: str(os.getpid())}

@@ -17,8 +17,11 @@ client, so their CPU time and memory columns do not cover the child (wall time d
 
 The server is single-threaded (``selectors`` over the listening socket, client sockets and the
 children's pidfds), so forking never copies a lock held by another thread, and it never runs a
-torch operation itself, so each child initialises its own OpenMP pool. It exits after `idle`
-seconds without a job. Under SLURM (``SLURM_JOB_ID`` set) scripts run inline: a cluster job
+torch operation itself, so each child initialises its own OpenMP pool. It exits `idle` seconds
+after its last job, but not while a Snakemake run that sent it a job is still alive (the
+Snakefile marks its jobs with `mark_run`): the flow trains inline for minutes with no job in
+the server, and a server that quit then would put its imports on the run's critical path
+again. Under SLURM (``SLURM_JOB_ID`` set) scripts run inline: a cluster job
 is a process of its own anyway.
 """
 
@@ -40,12 +43,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_PRELOAD", "delegate", "run_in_server", "server_configured", "server_wanted", "socket_path"]
+__all__ = ["DEFAULT_PRELOAD", "delegate", "mark_run", "run_in_server", "server_configured", "server_wanted",
+           "socket_path"]
 
 #: Imported once by the server; each is optional (a module that fails to import is skipped).
 DEFAULT_PRELOAD = ("numpy", "torch", "torchvision", "timm", "h5py", "scipy.stats", "scipy.optimize",
                    "pandas", "matplotlib.pyplot", "sklearn.linear_model", "snakemake.script")
 _CHILD_ENV = "ORACLE_JOB_SERVER_CHILD"
+_RUN_ENV = "ORACLE_RUN_PID"
 _PROTOCOL = 1
 _START_TIMEOUT_S = 300.0
 
@@ -63,6 +68,25 @@ def server_configured(config: Mapping[str, Any], environ: Mapping[str, str] = os
     if enabled == "auto":
         return not environ.get("SLURM_JOB_ID")
     return bool(enabled)
+
+
+def mark_run(environ: os._Environ | dict = os.environ) -> None:
+    """Call in the Snakemake main process: its jobs inherit this process's id, and a server
+    that ran one of them stays up until this process has ended (then `idle` seconds more)."""
+    environ[_RUN_ENV] = str(os.getpid())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie has ended; its parent just has not collected it yet
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
 
 
 def socket_path(preload: Sequence[str], directory: str | os.PathLike | None = None) -> Path:
@@ -215,10 +239,14 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, ("accept", None))
     jobs: dict[int, tuple[socket.socket, int]] = {}  # pid -> (client, pidfd)
+    runs: set[int] = set()  # Snakemake runs that sent a job (mark_run)
     last = time.monotonic()
     print(f"serving {path} (pid {os.getpid()})", flush=True)
     try:
-        while jobs or time.monotonic() - last < idle_s:
+        while jobs or runs or time.monotonic() - last < idle_s:
+            for run in [r for r in runs if not _alive(r)]:
+                runs.discard(run)
+                last = time.monotonic()
             for key, _ in sel.select(timeout=1.0):
                 what, pid = key.data
                 if what == "accept":
@@ -229,6 +257,8 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
                         print(f"bad request: {exc}", flush=True)
                         conn.close()
                         continue
+                    with contextlib.suppress(KeyError, TypeError, ValueError):
+                        runs.add(int(request["env"][_RUN_ENV]))
                     child = os.fork()
                     if child == 0:
                         listener.close()
