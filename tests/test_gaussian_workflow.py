@@ -250,4 +250,7 @@ def test_labels_experiment_on_the_analytic_world(run):
     assert numbers["labels.ece_soft_max_n"]["artifact"].endswith("labels/labels/data/runs.csv")
     for mode in ("hard", "soft"):
         hist = json.loads((run / "classifiers" / "labels" / "test_resnet" / f"{mode}-N50" / "seed0" / "history.json").read_text())
-        assert hist["labels"] == mode and hist["N"] == 50 and "curve_acc" in hist["history"][0]
+        assert hist["labels"] == mode and hist["N"] == 50
+        # classifiers.curve_points: 3 -> the curve is scored after 3 epochs, the last among them
+        scored = [r["epoch"] for r in hist["history"] if "curve_acc" in r]
+        assert scored == hist["curve_epochs"] and len(scored) == 3 and scored[-1] == hist["epochs"]
