@@ -19,6 +19,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from oracle.classifiers.train import curve_epochs
+
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "tests" / "smoke" / "config.yaml"
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -164,9 +166,14 @@ def test_classifier_metrics_match_their_predictions(smoke_run):
         assert math.isclose(row["epistemic"], kl, rel_tol=1e-9, abs_tol=1e-12)
         assert math.isclose(row["acc"], (log_q.argmax(axis=1) == labels[index]).mean(), rel_tol=1e-12)
         assert not (folder / "train_state.pt").exists()
-        history = json.loads((folder / "history.json").read_text())["history"]
+        blob = json.loads((folder / "history.json").read_text())
+        history = blob["history"]
         assert [h["epoch"] for h in history] == list(range(1, row["epochs"] + 1))
-        assert all(0 <= h["curve_acc"] <= 1 and h["curve_epistemic"] >= 0 for h in history)
+        # the curve is scored after classifiers.curve_points epochs spread evenly, the last among them
+        assert blob["curve_epochs"] == curve_epochs(row["epochs"], cfg["classifiers"]["curve_points"])
+        scored = [h for h in history if "curve_acc" in h]
+        assert [h["epoch"] for h in scored] == blob["curve_epochs"]
+        assert all(0 <= h["curve_acc"] <= 1 and h["curve_epistemic"] >= 0 for h in scored)
 
 
 def test_every_artifact_has_provenance_log_and_benchmark(smoke_run):
