@@ -18,11 +18,10 @@ import torch
 
 from oracle.classifiers.build import build_classifier
 from oracle.classifiers.checkpoints import save_model
-from oracle.classifiers.data import curve_monitor, evaluation_set, training_set
+from oracle.classifiers.data import curve_monitor, evaluation_set, training_epochs, training_set
 from oracle.classifiers.train import curve_epochs, train_classifier
 from oracle.devices import pick_device
 from oracle.io.atomic import write_json_atomic
-from oracle.workflow.plan import effective_epochs
 from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
@@ -35,9 +34,7 @@ with script_job(sm) as started:
     _, c, h, _ = data.x.shape
     pretrained = arch["pretrained"] if isinstance(arch["pretrained"], str) else None
     model = build_classifier(arch["model"], data.num_classes, int(c), int(h), arch["input_size"], pretrained, seed=seed)
-    val_fraction = float(spec.get("val_fraction") or 0.0)
-    n_fit = spec["n"] - int(round(val_fraction * spec["n"]))  # the rows train_classifier fits on
-    epochs = effective_epochs(n_fit, tr["epochs"], tr["batch_size"], tr["min_steps"])
+    epochs = training_epochs(spec)
     curve_size = int(sm.params.curve_size)
     monitor = curve_monitor(evaluation_set(sm.input.samples, sm.input.splits, curve_size), device) if curve_size else None
     scored = curve_epochs(epochs, sm.params.curve_points) if curve_size else []
@@ -45,16 +42,14 @@ with script_job(sm) as started:
     model, history = train_classifier(
         model, data.images(), torch.from_numpy(data.targets), soft=data.soft, epochs=epochs,
         batch_size=tr["batch_size"], lr=tr["lr"], weight_decay=tr["weight_decay"], seed=seed, device=device,
-        checkpoint_path=state, num_classes=data.num_classes, monitor=monitor,
-        monitor_epochs=scored,
-        val_fraction=val_fraction,
+        checkpoint_path=state, num_classes=data.num_classes, monitor=monitor, monitor_epochs=scored,
+        val_fraction=float(spec.get("val_fraction") or 0.0),
     )
     identity = {"experiment": wc.experiment, "arch": wc.arch, "model": arch["model"], "cell": wc.cell, "seed": seed,
                 "N": spec["n"], "world": spec["world"], "labels": spec["labels"], "hard_label": spec["hard_label"]}
     save_model(sm.output.model, model.cpu(), meta=identity)
     write_json_atomic(sm.output.history, {**identity, "epochs": epochs, "device": str(device), "curve_size": curve_size,
-                                          "curve_epochs": scored,
-                                          "train_seconds": sum(r["seconds"] for r in history), "history": history,
+                                          "curve_epochs": scored, "train_seconds": sum(r["seconds"] for r in history), "history": history,
                                           "shift": data.shift})
     state.unlink(missing_ok=True)
     print(f"{wc.experiment}/{wc.arch}/{wc.cell}/seed{seed}: {epochs} epochs, final loss {history[-1]['train_loss']:.4f}")

@@ -301,3 +301,21 @@ def test_curve_monitor_against_numpy(world_files):
     assert got["curve_acc"] == pytest.approx(acc, abs=1e-15)
     assert got["curve_epistemic"] == pytest.approx(np.mean((p * (ev.log_p - log_q)).sum(1)), rel=0, abs=1e-12)
     assert got["curve_epistemic"] > 0
+
+
+@pytest.mark.parametrize(("n", "val_fraction", "expected"), [(70, None, 50), (70, 0.2, 100), (50, 0.0, 100),
+                                                             (1000, 0.2, 10), (2000, None, 10)])
+def test_training_epochs_count_the_rows_left_after_the_validation_split(n, val_fraction, expected):
+    """Epochs of a spec (10 epochs, at least 100 steps of 64): 70 rows are 2 batches (50
+    epochs), but 56 after a 20% validation split are 1 (100 epochs); checked against counting
+    steps epoch by epoch."""
+    from oracle.classifiers.data import training_epochs
+
+    spec = {"n": n, "training": {"epochs": 10, "batch_size": 64, "min_steps": 100}}
+    if val_fraction is not None:
+        spec["val_fraction"] = val_fraction
+    n_fit = n - round((val_fraction or 0.0) * n)
+    brute = 10
+    while brute * -(-n_fit // 64) < 100:
+        brute += 1
+    assert training_epochs(spec) == brute == expected

@@ -218,23 +218,29 @@ def test_rounds_share_round_zero_and_never_acquire_twice(data):
     assert other_seed[0]["selected"] != runs["random"][0]["selected"]
 
 
+def _killed_after_round(data, s, state_dir, monkeypatch, last_round: int) -> None:
+    """Run active learning into `state_dir` and kill it (KeyboardInterrupt) right after round
+    `last_round` was saved."""
+    real_save = al.torch_save_atomic
+
+    def save_then_die(state, path):
+        real_save(state, path)
+        if len(state["rounds"]) == last_round + 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(al, "torch_save_atomic", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        al.run_active_learning(data, ARCH, s, seed=0, state_dir=state_dir)
+    monkeypatch.setattr(al, "torch_save_atomic", real_save)
+
+
 def test_a_killed_run_resumes_at_its_last_round_with_the_same_selections(data, tmp_path, monkeypatch, capsys):
     import oracle.classifiers.train as train_mod
 
     s = settings("bald", rounds=3)
     full = al.run_active_learning(data, ARCH, s, seed=0)
-    real_save = al.torch_save_atomic
-
-    def save_then_die(state, path):
-        real_save(state, path)
-        if len(state["rounds"]) == 2:
-            raise KeyboardInterrupt  # killed right after round 1 was saved
-
     state_dir = tmp_path / "resume"
-    monkeypatch.setattr(al, "torch_save_atomic", save_then_die)
-    with pytest.raises(KeyboardInterrupt):
-        al.run_active_learning(data, ARCH, s, seed=0, state_dir=state_dir)
-    monkeypatch.setattr(al, "torch_save_atomic", real_save)
+    _killed_after_round(data, s, state_dir, monkeypatch, 1)
     trained = []
     real_train = train_mod.train_classifier
 
@@ -265,17 +271,8 @@ def test_stale_or_damaged_round_state_is_discarded_and_the_result_is_a_fresh_run
     import dataclasses
 
     s = settings("max_entropy", rounds=1)
-    real_save = al.torch_save_atomic
-
-    def save_then_die(state, path):
-        real_save(state, path)
-        raise KeyboardInterrupt  # killed right after round 0 was saved
-
     state_dir = tmp_path / "resume"
-    monkeypatch.setattr(al, "torch_save_atomic", save_then_die)
-    with pytest.raises(KeyboardInterrupt):
-        al.run_active_learning(data, ARCH, s, seed=0, state_dir=state_dir)
-    monkeypatch.setattr(al, "torch_save_atomic", real_save)
+    _killed_after_round(data, s, state_dir, monkeypatch, 0)
     state = state_dir / "state.pt"
     new_data, new_s = data, s
     if change == "lr":

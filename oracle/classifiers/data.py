@@ -54,6 +54,17 @@ class EvaluationSet:
     rows: np.ndarray
 
 
+def training_epochs(spec: Mapping) -> int:
+    """Epochs of a training spec's classifier (`oracle.experiments._training.training_spec`):
+    `oracle.workflow.plan.effective_epochs` of the rows it fits on, N less the validation split
+    (``val_fraction``) that `train_classifier` holds out."""
+    from oracle.workflow.plan import effective_epochs
+
+    tr, n = spec["training"], int(spec["n"])
+    n_fit = n - int(round(float(spec.get("val_fraction") or 0.0) * n))
+    return effective_epochs(n_fit, tr["epochs"], tr["batch_size"], tr["min_steps"])
+
+
 def training_set(samples: str | os.PathLike, splits: str | os.PathLike, spec: Mapping, seed: int,
                  stream: bool = False) -> TrainingSet:
     """The training set of a training spec (`oracle.experiments._training.training_spec`) and seed.

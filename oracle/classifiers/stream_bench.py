@@ -62,12 +62,9 @@ def epoch_run(path: str | os.PathLike, n: int, mode: str, arch: str = "test_resn
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}: expected one of {MODES}")
     torch.set_num_threads(int(threads))
-    meta = read_rows(path, None, fields=("label",))
-    n_file, k = len(meta["label"]), int(meta["attrs"]["num_classes"])
-    rows = np.random.default_rng(seed).permutation(n_file)[: int(n)]
-    shape = tuple(int(s) for s in meta["attrs"]["event_shape"])
+    rows, fit, labels, k, shape = _bench_rows(path, n, seed, batch_size, max_steps)
     model = build_classifier(arch, k, shape[0], shape[1], input_size, seed=seed)
-    targets = torch.from_numpy(meta["label"][rows])
+    targets = torch.from_numpy(labels)
     # oneDNN builds its kernels and thread pool in the first steps (a first epoch of 16 steps
     # took 7x the third): warm up on 128 random images (6 MB) so the timed epoch is steady
     warm = torch.rand(128, *shape) * 2 - 1
@@ -75,7 +72,6 @@ def epoch_run(path: str | os.PathLike, n: int, mode: str, arch: str = "test_resn
                      weight_decay=0.0, seed=seed, num_classes=k)
     rss_before = peak_rss_mb()
     started = time.perf_counter()
-    fit = len(rows) if max_steps is None else min(len(rows), int(max_steps) * batch_size)
     if mode == "stream":
         x = SampleRows(path, rows[:fit])
     else:
@@ -86,6 +82,20 @@ def epoch_run(path: str | os.PathLike, n: int, mode: str, arch: str = "test_resn
     epoch_s = float(history[0]["seconds"])
     return {"n": int(n), "fit": fit, "mode": mode, "workers": int(workers), "load_s": load_s, "epoch_s": epoch_s,
             "samples_per_s": fit / epoch_s, "rss_before_mb": rss_before, "peak_rss_mb": peak_rss_mb()}
+
+
+def _bench_rows(path: str | os.PathLike, n: int, seed: int, batch_size: int, max_steps: int | None
+                ) -> tuple[np.ndarray, int, np.ndarray, int, tuple[int, ...]]:
+    """The benchmark's rows of `path`: a seeded random `n` of them in random order, how many of
+    them an epoch fits on (``max_steps`` batches at most), their labels, the class count and
+    the event shape."""
+    from oracle.io.samples import read_rows
+
+    meta = read_rows(path, None, fields=("label",))
+    rows = np.random.default_rng(seed).permutation(len(meta["label"]))[: int(n)]
+    fit = len(rows) if max_steps is None else min(len(rows), int(max_steps) * batch_size)
+    return (rows, fit, meta["label"][rows], int(meta["attrs"]["num_classes"]),
+            tuple(int(s) for s in meta["attrs"]["event_shape"]))
 
 
 def throughput_run(path: str | os.PathLike, n: int, rounds: int = 3, arch: str = "test_resnet",
@@ -104,11 +114,8 @@ def throughput_run(path: str | os.PathLike, n: int, rounds: int = 3, arch: str =
     from oracle.io.samples import read_rows
 
     torch.set_num_threads(int(threads))
-    meta = read_rows(path, None, fields=("label",))
-    k, shape = int(meta["attrs"]["num_classes"]), tuple(int(s) for s in meta["attrs"]["event_shape"])
-    rows = np.random.default_rng(seed).permutation(len(meta["label"]))[: int(n)]
-    fit = len(rows) if max_steps is None else min(len(rows), int(max_steps) * batch_size)
-    rows, targets = rows[:fit], torch.from_numpy(meta["label"][rows[:fit]])
+    rows, fit, labels, k, shape = _bench_rows(path, n, seed, batch_size, max_steps)
+    rows, targets = rows[:fit], torch.from_numpy(labels[:fit])
     sources = {"stream": SampleRows(path, rows), "memory": torch.from_numpy(read_rows(path, rows, fields=("x",))["x"])}
     out: dict = {"n": int(n), "fit": fit, "rounds": int(rounds), "workers": int(workers), "stream": [], "memory": []}
     for r in range(int(rounds) + 1):
