@@ -11,7 +11,7 @@ term -- is accumulated in float64 whatever the mode, `oracle.flows`):
 
 "Exact" then means exact up to the error of the mode against float64 on the same weights,
 measured on samples of the world itself (`measure_precision`) and written into every shard
-(`oracle.sampling`): the largest |d log p(x|k)| (nats), the largest |d p_T(y|x)| and the largest
+(`oracle.sample_shards`): the largest |d log p(x|k)| (nats), the largest |d p_T(y|x)| and the largest
 KL(p64 || p_mode) (nats). ``auto`` takes the first mode of `fastest_first` whose posterior error
 stays below a tolerance (`choose_precision`); the order comes from scripts/bench_precision.py
 (docs/benchmarks.md), not from timing each shard (too noisy to decide anything).

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from oracle.workflow.audit import audit, check_numbers, main
-from oracle.workflow.hashing import clear_hash_cache
+from oracle.io.hashing import clear_hash_cache
 from oracle.workflow.provenance import read_record, record_path, write_record
 
 RUN = "results/demo"

@@ -1,5 +1,5 @@
 """Experiment kind `active` (oracle.experiments.active) and its round loop
-(oracle.active_learning): config checks, the data of a run (initial set, pool and test set
+(oracle.classifiers.active_learning): config checks, the data of a run (initial set, pool and test set
 disjoint, in the seed's order), the exact-epistemic strategy acquiring the largest KL(p || q)
 (recomputed here with numpy), a killed run resuming to the same selections, and the paper's
 numbers against a hand computation."""
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-import oracle.active_learning as al
+import oracle.classifiers.active_learning as al
 from oracle.classifiers.data import EvaluationSet
 from oracle.classifiers.predict import predict_log_probs
 from oracle.errors import ConfigError, DataError

@@ -60,8 +60,8 @@ def test_posterior_rows_is_tempered_bayes_rule(shard):
 
 
 def test_sample_world_checks_the_model_file(tmp_path):
-    from oracle.sampling import write_sample_shard
-    from oracle.workflow.hashing import file_sha256
+    from oracle.sample_shards import write_sample_shard
+    from oracle.io.hashing import file_sha256
     from oracle.worlds import GaussianWorld, save_gaussian_world
 
     world = GaussianWorld(torch.tensor([[0.0, 0.0], [2.0, 0.0]], dtype=torch.float64), std=1.0, prior=[0.3, 0.7])

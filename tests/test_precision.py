@@ -14,7 +14,7 @@ from oracle.io.shards import read_shard
 from oracle.posterior import log_likelihoods
 from oracle.precision import (check_mode, choose_precision, fastest_first, matmul_precision, measure_precision,
                               posterior_error)
-from oracle.sampling import precision_seed, write_sample_shard
+from oracle.sample_shards import precision_seed, write_sample_shard
 from oracle.worlds import FlowWorld, GaussianWorld
 
 

@@ -5,7 +5,7 @@ A training set is the seed's first N rows of the world's training pool
 its spec asks for a training-time shift (``class_prior``, ``noise_std``), the rows and images
 of `oracle.classifiers.shifted`; an evaluation set is the world's fixed test set with the
 world's labels and exact posteriors (or a file derived from it, such as a noisy test set of
-`oracle.noisy_samples`, which holds exactly those rows).
+`oracle.noisy_test_sets`, which holds exactly those rows).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def training_set(samples: str | os.PathLike, splits: str | os.PathLike, spec: Ma
     [n, ...] array, which a batch reader could only reproduce by drawing it all.
     """
     from oracle.classifiers.shifted import shifted_rows
-    from oracle.noisy_samples import add_clipped_noise, noise_seed
+    from oracle.noisy_test_sets import add_clipped_noise, noise_seed
 
     splits_data = read_splits_h5(splits)
     prior = spec.get("class_prior")

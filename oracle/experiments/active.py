@@ -1,7 +1,7 @@
 """Experiment kind ``active`` (paper section 4.4, Figures 8 and 9): pool-based active learning
 with the exact epistemic uncertainty of every pool sample known.
 
-One run per (arch, strategy, seed) (`oracle.active_learning`): a seeded initial labelled set,
+One run per (arch, strategy, seed) (`oracle.classifiers.active_learning`): a seeded initial labelled set,
 R rounds of ``batch`` labels from a pool disjoint from the world's test set, the model
 retrained from scratch every round. Strategies: ``random``, ``max_entropy`` (H(q)),
 ``max_epistemic`` (the exact KL(p || q), the oracle's upper bound) and ``bald`` (MC dropout,
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oracle.active_learning import STRATEGIES
+from oracle.classifiers.active_learning import STRATEGIES
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import _training
 from oracle.report.paper import Artifact, artifacts_by_name

@@ -5,7 +5,7 @@ The models are those of another experiment (``models``, of kind scaling, optiona
 ``archs``, ``sizes``, ``seeds``): trained on its world, predicted here on shifted test sets:
 
 * ``noise``: the world's test set with clipped Gaussian noise of each sigma
-  (`oracle.noisy_samples`); its labels are those of the clean rows, so the true accuracy is
+  (`oracle.noisy_test_sets`); its labels are those of the clean rows, so the true accuracy is
   exact, but there is no Bayes accuracy (x' is not a draw from a world); the oracle's own
   posterior shift and accuracy on x' are reported instead;
 * ``worlds``: world variants (base temperature tau, class prior pi): their own test sets,

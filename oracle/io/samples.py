@@ -60,7 +60,7 @@ def posterior_rows(loglik: np.ndarray, attrs: Mapping) -> np.ndarray:
 def sample_world(world_path: str | os.PathLike, samples_path: str | os.PathLike, map_location: str = "cpu"):
     """The world a sample file was drawn from: the model file `world_path` (refused unless its
     sha256 is the file's ``oracle_sha256``) with the file's prior and temperatures."""
-    from oracle.workflow.hashing import file_sha256
+    from oracle.io.hashing import file_sha256
     from oracle.worlds import world_from_checkpoint
 
     attrs = read_rows(samples_path, np.arange(0), fields=())["attrs"]

@@ -70,7 +70,7 @@ def verify_inputs(inputs: Any) -> list[Path]:
     samples file) has those checked too. DataError naming the file on a mismatch.
     """
     from oracle.errors import DataError
-    from oracle.workflow.hashing import file_sha256
+    from oracle.io.hashing import file_sha256
     from oracle.workflow.provenance import read_record, resolve_recorded_path
 
     checked: list[Path] = []

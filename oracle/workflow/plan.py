@@ -213,7 +213,7 @@ def evaluation_sets(config: Mapping, experiment: str) -> list[str]:
 
 
 #: An evaluation set is a world's test set (named by the world) or a noisy copy of it
-#: (``<world>-noise<sigma>``, `oracle.noisy_samples`), which reads the world's splits.
+#: (``<world>-noise<sigma>``, `oracle.noisy_test_sets`), which reads the world's splits.
 NOISE_TAG = "-noise"
 
 

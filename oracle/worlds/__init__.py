@@ -17,7 +17,7 @@ number refers to (DESIGN.md, rule 1):
   ``tau``.
 
 Every world exposes the same small interface, used by :mod:`oracle.posterior` and
-:mod:`oracle.sampling`::
+:mod:`oracle.sample_shards`::
 
     world.num_classes: int
     world.prior: Tensor[K] float64          # sums to 1
