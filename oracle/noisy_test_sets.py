@@ -77,7 +77,7 @@ def _precision(world: Any, attrs: dict) -> dict[str, Any]:
     """Set a flow world's scoring mode to that of the samples file `attrs` ("mixed" or absent:
     float64, whose bound is 0) and return the precision attributes the noisy file stores."""
     from oracle.io.shards import PRECISION_BOUNDS
-    from oracle.precision import PRECISIONS
+    from oracle.float_precision import PRECISIONS
 
     mode = str(attrs.get("precision", "float64"))
     if mode not in PRECISIONS:

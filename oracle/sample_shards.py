@@ -22,7 +22,7 @@ Conventions (they make a shard a pure function of its arguments):
   ``index_offset`` explicitly for uneven shards.
 * **Exactness (DESIGN rules 2, 9).** Samples are rounded to float32 first; ``log p(x|k)`` for
   every class k is then computed at exactly the stored float32 values, in the world's precision
-  mode with float64 sums (`oracle.precision`). Before the first row, the mode's error against
+  mode with float64 sums (`oracle.float_precision`). Before the first row, the mode's error against
   float64 is measured on ``precision_rows`` samples of the world drawn from a stream of their
   own (:func:`precision_seed`: the shard's rows do not change) and stored as the shard's
   ``precision_*`` attributes; ``precision="auto"`` picks the fastest mode within tolerance.
@@ -73,7 +73,7 @@ def precision_attrs(world, mode: str | None, rows: int, tolerance: float, seed: 
     measure its error against float64 on `rows` samples of the world (DESIGN rule 9):
     the shard attributes ``precision``, ``precision_tolerance``, ``precision_rows``,
     ``precision_max_abs_dlogp`` (nats), ``precision_max_abs_dp``, ``precision_max_kl`` (nats)."""
-    from oracle.precision import choose_precision, measure_precision
+    from oracle.float_precision_error import choose_precision, measure_precision
 
     gen = torch.Generator(device=generator_device).manual_seed(precision_seed(seed, shard))
     x, _ = world.sample(int(rows), gen)
@@ -135,7 +135,7 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
         index_offset: first global index (default ``shard * n``).
         resume: continue a partial file left by a killed attempt (same arguments required).
         progress: tqdm bar over batches.
-        precision: the scoring mode (`oracle.precision`; None = the world's, "auto" = the
+        precision: the scoring mode (`oracle.float_precision`; None = the world's, "auto" = the
             fastest within `precision_tolerance` of float64 in max |d p(y|x)|); its error is
             measured on `precision_rows` samples and stored (`precision_attrs`).
 

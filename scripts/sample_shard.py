@@ -4,7 +4,7 @@ The world is the oracle stage's model (a flow or a Gaussian world), loaded by
 oracle.worlds.world_from_checkpoint with the world's prior and temperatures. Each row:
 y ~ prior, x ~ p(x|y), the world's label y ~ p_T(y|x) and log p(x|k) for every class k at the
 stored float32 x (oracle.sample_shards), in the precision mode of samples.precision with its measured
-error against float64 in the shard's attributes (oracle.precision). A killed job leaves .shard-XXXX.h5.partial, which the
+error against float64 in the shard's attributes (oracle.float_precision). A killed job leaves .shard-XXXX.h5.partial, which the
 rerun resumes.
 """
 
