@@ -9,7 +9,7 @@ delegate(snakemake)  # noqa: F821 - a local run hands this script to the job ser
 
 from oracle.devices import pick_device
 from oracle.io.atomic import write_json_atomic
-from oracle.io.samples import sample_world
+from oracle.worlds import sample_world
 from oracle.noisy_test_sets import noise_seed, write_noisy_test_set
 from oracle.workflow.jobs import record_job, script_job
 

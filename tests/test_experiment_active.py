@@ -104,7 +104,7 @@ def world_files(tmp_path):
 
 
 def test_run_data_follow_the_seed_order_and_keep_the_test_set_apart(world_files):
-    from oracle.io.samples import posterior_rows
+    from oracle.posterior import posterior_rows
     from oracle.io.splits import read_splits_h5
 
     samples, splits, x, label, ll = world_files

@@ -14,7 +14,7 @@ import torch
 from oracle.classifiers import shifted
 from oracle.classifiers.data import evaluation_set, training_set
 from oracle.errors import DataError, OracleError
-from oracle.io.samples import read_rows
+from oracle.io.sample_rows import read_rows
 from oracle.io.splits import make_splits, read_splits_h5, write_splits_h5
 from oracle.noisy_test_sets import add_clipped_noise, noise_seed, posterior_shift, write_noisy_test_set
 from oracle.posterior import log_posterior

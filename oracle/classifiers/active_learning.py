@@ -118,7 +118,8 @@ def load_active_data(samples: str | os.PathLike, splits: str | os.PathLike, seed
     the training pool is too small or (a corrupt splits file) the pool meets the test set."""
     from oracle.classifiers.data import evaluation_set
     from oracle.classifiers.targets import training_targets
-    from oracle.io.samples import posterior_rows, read_rows
+    from oracle.io.sample_rows import read_rows
+    from oracle.posterior import posterior_rows
     from oracle.io.splits import read_splits_h5, training_indices
 
     parts = read_splits_h5(splits)

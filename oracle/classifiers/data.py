@@ -20,7 +20,8 @@ import torch
 from oracle.classifiers.stream import SampleRows
 from oracle.classifiers.targets import training_targets
 from oracle.errors import DataError
-from oracle.io.samples import posterior_rows, read_rows
+from oracle.io.sample_rows import read_rows
+from oracle.posterior import posterior_rows
 from oracle.io.splits import read_splits_h5, training_indices
 
 

@@ -57,7 +57,7 @@ def epoch_run(path: str | os.PathLike, n: int, mode: str, arch: str = "test_resn
     from oracle.classifiers.build import build_classifier
     from oracle.classifiers.stream import SampleRows
     from oracle.classifiers.train import train_classifier
-    from oracle.io.samples import read_rows
+    from oracle.io.sample_rows import read_rows
 
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}: expected one of {MODES}")
@@ -89,7 +89,7 @@ def _bench_rows(path: str | os.PathLike, n: int, seed: int, batch_size: int, max
     """The benchmark's rows of `path`: a seeded random `n` of them in random order, how many of
     them an epoch fits on (``max_steps`` batches at most), their labels, the class count and
     the event shape."""
-    from oracle.io.samples import read_rows
+    from oracle.io.sample_rows import read_rows
 
     meta = read_rows(path, None, fields=("label",))
     rows = np.random.default_rng(seed).permutation(len(meta["label"]))[: int(n)]
@@ -111,7 +111,7 @@ def throughput_run(path: str | os.PathLike, n: int, rounds: int = 3, arch: str =
     from oracle.classifiers.build import build_classifier
     from oracle.classifiers.stream import SampleRows
     from oracle.classifiers.train import train_classifier
-    from oracle.io.samples import read_rows
+    from oracle.io.sample_rows import read_rows
 
     torch.set_num_threads(int(threads))
     rows, fit, labels, k, shape = _bench_rows(path, n, seed, batch_size, max_steps)

@@ -1,4 +1,4 @@
-"""oracle.io.samples and oracle.io.predictions: rows of a sample file, their exact posteriors,
+"""oracle.io.sample_rows and oracle.io.predictions: rows of a sample file, their exact posteriors,
 the world they were drawn from, and prediction files."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ import torch
 
 from oracle.errors import DataError
 from oracle.io.predictions import read_predictions, write_predictions
-from oracle.io.samples import posterior_rows, read_rows, sample_world
+from oracle.io.sample_rows import read_rows
+from oracle.posterior import posterior_rows
+from oracle.worlds import sample_world
 
 
 def log_softmax_np(a: np.ndarray) -> np.ndarray:
