@@ -103,7 +103,7 @@ def draw_labels(log_post: torch.Tensor, generator: torch.Generator) -> torch.Ten
 
 def _default_code_version() -> str:
     try:
-        from oracle.workflow.provenance import code_version
+        from oracle.code_version import code_version
 
         info = code_version()
         return f"{info.get('commit', 'unknown')}{'-dirty' if info.get('dirty') else ''}"

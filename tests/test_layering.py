@@ -9,7 +9,7 @@ Groups, bottom to top, and the groups each may import (besides itself):
 group         modules                              may import
 ============  ==========================================================================
 shared        oracle, oracle.errors,               --
-              oracle.devices
+              oracle.devices, oracle.code_version
 io            oracle.io.*                          shared
 report        oracle.report.*                      shared, io
 world         every other top-level module,        shared, io
@@ -33,7 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-SHARED = {"oracle", "oracle.errors", "oracle.devices"}
+SHARED = {"oracle", "oracle.errors", "oracle.devices", "oracle.code_version"}
 SUBPACKAGES = ("io", "report", "worlds", "measures", "validation", "classifiers", "experiments", "workflow")
 ALLOWED = {
     "shared": set(),

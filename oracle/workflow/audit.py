@@ -52,7 +52,8 @@ from oracle.errors import DataError, OracleError
 from oracle.workflow.audit_text import SHORT, code_str, render
 from oracle.io.hashing import file_sha256, path_sha256
 from oracle.workflow.config_keys import config_leaves, get_config_value
-from oracle.workflow.provenance import REPO_ROOT, code_version, read_record, resolve_recorded_path
+from oracle.code_version import code_version
+from oracle.workflow.provenance import REPO_ROOT, read_record, resolve_recorded_path
 
 _ABSENT = object()  # a config key the current config lacks (not provenance._MISSING: that means "raise")
 
