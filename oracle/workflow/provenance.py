@@ -45,14 +45,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import hashlib
 import importlib.metadata
 import json
 import math
 import os
 import platform
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping
