@@ -214,7 +214,7 @@ def _train(data: ActiveData, positions: np.ndarray, arch: Mapping, s: ActiveSett
 
     from oracle.classifiers.build import build_classifier
     from oracle.classifiers.train import train_classifier
-    from oracle.workflow.plan import effective_epochs
+    from oracle.classifiers.specs import effective_epochs
 
     _, c, h, _ = data.x.shape
     pretrained = arch["pretrained"] if isinstance(arch.get("pretrained"), str) else None
@@ -233,7 +233,7 @@ def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSetting
                         device: str | torch.device = "cpu", state_dir: str | os.PathLike | None = None) -> list[dict]:
     """Run R + 1 rounds (module docstring); one record per round.
 
-    arch: {model (timm name), input_size, pretrained} (`oracle.workflow.plan.arch_spec`).
+    arch: {model (timm name), input_size, pretrained} (`oracle.classifiers.specs.arch_spec`).
     Each record: ``round``, ``labelled`` (labels used for training), ``epochs``,
     ``train_seconds``, ``train_loss``, the test metrics ``acc``, ``epistemic``, ``total``,
     ``aleatoric``, ``bayes_accuracy`` (each with ``_se``), ``ece``, ``test_size``; and for

@@ -57,9 +57,9 @@ class EvaluationSet:
 
 def training_epochs(spec: Mapping) -> int:
     """Epochs of a training spec's classifier (`oracle.experiments._training.training_spec`):
-    `oracle.workflow.plan.effective_epochs` of the rows it fits on, N less the validation split
+    `oracle.classifiers.specs.effective_epochs` of the rows it fits on, N less the validation split
     (``val_fraction``) that `train_classifier` holds out."""
-    from oracle.workflow.plan import effective_epochs
+    from oracle.classifiers.specs import effective_epochs
 
     tr, n = spec["training"], int(spec["n"])
     n_fit = n - int(round(float(spec.get("val_fraction") or 0.0) * n))

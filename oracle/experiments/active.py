@@ -82,7 +82,7 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
                           f"got {spec['drop_rate']}")
     if int(spec["initial_size"]) < 2:
         raise ConfigError(f"config key '{key}.initial_size': a classifier needs at least 2 labelled samples")
-    from oracle.workflow.plan import world_spec
+    from oracle.world_specs import world_spec
 
     world = world_spec(config, spec["world"])
     pool = world["n_total"] - world["test_size"]

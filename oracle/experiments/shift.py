@@ -78,7 +78,7 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     """The entry with defaults filled in. Configurations: ``prior`` (K floats summing to 1, or
     null), ``noise_std`` (>= 0, default 0), ``world`` (default the experiment's), ``label``
     (default the name); ``baseline`` names one of them; ``size`` fits every training pool."""
-    from oracle.workflow.plan import known_num_classes, world_specs
+    from oracle.world_specs import known_num_classes, world_specs
 
     key = f"experiments.{name}"
     entry.setdefault("labels", "hard")
