@@ -119,8 +119,8 @@ def load_active_data(samples: str | os.PathLike, splits: str | os.PathLike, seed
     from oracle.classifiers.data import evaluation_set
     from oracle.classifiers.targets import training_targets
     from oracle.io.sample_rows import read_rows
-    from oracle.posterior import posterior_rows
     from oracle.io.splits import read_splits_h5, training_indices
+    from oracle.posterior import posterior_rows
 
     parts = read_splits_h5(splits)
     rows = training_indices(parts, seed, int(initial_size) + int(pool_size))
@@ -213,8 +213,8 @@ def _train(data: ActiveData, positions: np.ndarray, arch: Mapping, s: ActiveSett
     import torch
 
     from oracle.classifiers.build import build_classifier
-    from oracle.classifiers.train import train_classifier
     from oracle.classifiers.specs import effective_epochs
+    from oracle.classifiers.train import train_classifier
 
     _, c, h, _ = data.x.shape
     pretrained = arch["pretrained"] if isinstance(arch.get("pretrained"), str) else None
