@@ -10,6 +10,7 @@
 # splits, classifiers, experiments, numbers, validation, and every paper id of `paper:`.
 
 import os
+import time
 
 from snakemake.utils import min_version, validate
 
@@ -40,6 +41,7 @@ if workflow.is_main_process:
     oc.check_classifier_archs(config)
     # the local job server stays up while this run lives (oracle.workflow.job_server)
     job_server.mark_run()
+RUN_STARTED = time.time()  # the end-of-run summary's wall time
 
 
 # `snakemake --report report.html`: this text heads the report; tables and figures are marked
@@ -107,3 +109,10 @@ rule effective_config:
         "envs/oracle.yaml"
     script:
         "scripts/effective_config.py"
+
+
+# The end of a run: its wall time, where results, report and timings are, its headline numbers.
+onsuccess:
+    from oracle.report.summary import run_summary
+
+    print(run_summary(RUN, time.time() - RUN_STARTED), flush=True)

@@ -22,7 +22,7 @@ rule timings:
         md=TIMINGS_MD,
     params:
         benchmarks=BENCHMARKS,
-        run=RUN,  # provenance records: the jobs and their inputs, for the critical path
+        run=lambda wildcards, output: os.path.dirname(output.csv),  # provenance records: jobs and inputs
         logs=LOGS,  # <log>.rss.json: peak memory of the job server's children
         config_keys=[],  # a function of the benchmark files alone
     log:
