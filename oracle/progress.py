@@ -104,7 +104,7 @@ class Progress:
         moved = self.done - self.start
         if moved > 0 and elapsed > 0:
             rate = moved / elapsed
-            parts.append(f"{rate:.3g} {self.unit}/s")
+            parts.append(f"{rate:.0f} {self.unit}/s" if rate >= 100 else f"{rate:.3g} {self.unit}/s")
             parts.append(f"elapsed {format_seconds(elapsed)}")
             if self.done < self.total:
                 parts.append(f"ETA {format_seconds((self.total - self.done) / rate)}")

@@ -39,6 +39,16 @@ def test_resumed_count_is_left_out_of_the_rate():
     assert bar.update(80) == "shard 0: sample 80/100 (80.0%) | 2 sample/s | elapsed 10s | ETA 10s"
 
 
+def test_fast_rates_read_as_plain_numbers():
+    clock, out = Clock(), io.StringIO()
+    bar = Progress("shard 1", 20000, unit="sample", stream=out, clock=clock)
+    clock.t += 2.0
+    assert bar.finish() == "shard 1: sample 0/20000 (0.0%) | elapsed 2s"
+    assert bar.update(17084) is None  # throttled: the last line was just written
+    clock.t += 10.0
+    assert bar.update(17084) == "shard 1: sample 17084/20000 (85.4%) | 1424 sample/s | elapsed 12s | ETA 2s"
+
+
 def test_disabled_and_no_time_elapsed():
     clock, out = Clock(), io.StringIO()
     off = Progress("rank 1", 10, stream=out, clock=clock, enabled=False)
