@@ -14,6 +14,8 @@ import time
 
 from snakemake.utils import min_version, validate
 
+RUN_STARTED = time.time()  # the end-of-run summary's wall time: before the config checks (timm)
+
 from oracle.workflow import config as oc
 from oracle.workflow import job_server
 
@@ -41,7 +43,6 @@ if workflow.is_main_process:
     oc.check_classifier_archs(config)
     # the local job server stays up while this run lives (oracle.workflow.job_server)
     job_server.mark_run()
-RUN_STARTED = time.time()  # the end-of-run summary's wall time
 
 
 # `snakemake --report report.html`: this text heads the report; tables and figures are marked
