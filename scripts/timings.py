@@ -20,10 +20,11 @@ sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 
 with script_job(sm) as started:
     served = server_configured(sm.config)  # then benchmarks measured each job's client, not its work
+    # no record at all: a server that records no memory, so no rule's benchmark can be trusted
     df = timings_table(sm.params.benchmarks, memory=not served,
-                       rss=read_rss_records(sm.params.logs) if served else None)
-    memory = ("peak resident memory (MB) of each job's process forked by the local job server (- where not recorded)"
-              if served else "peak resident memory (MB)")
+                       rss=(read_rss_records(sm.params.logs) or None) if served else None)
+    memory = ("peak resident memory (MB): of each job's process forked by the local job server, or, for rules "
+              "that run inline (data, flow training), Snakemake's benchmark" if served else "peak resident memory (MB)")
     jobs = {name: job for name, job in provenance_jobs(sm.params.run).items() if job["rule"] != sm.rule}
     time_jobs_by_benchmarks(jobs, sm.params.benchmarks)
     path_s, chain = critical_path(jobs)

@@ -57,12 +57,14 @@ def timings_table(root: str | os.PathLike, memory: bool = True, rss: Mapping[str
     was sampled), slowest rule first, then a row ``total`` over all of them. Empty (columns
     only) when `root` holds no benchmark file. memory=False: the local job server ran the
     jobs, so Snakemake measured only each job's client, not its work; ``max_rss_mb`` is then
-    the rule's value in `rss` (`read_rss_records`), NaN for a rule it lacks."""
+    the rule's value in `rss` (`read_rss_records`: the server records every job it runs), and
+    for a rule `rss` lacks, whose jobs ran inline (flow training, data), the benchmark's; NaN
+    everywhere without `rss`."""
     rows = []
     for rule, paths in benchmark_files(root).items():
         jobs = [read_benchmark(p) for p in paths]
         seconds = np.array([j["s"] for j in jobs])
-        if memory:
+        if memory or (rss is not None and rule not in rss):
             rss_mb = np.array([j["max_rss"] for j in jobs])
         else:
             rss_mb = np.array([(rss or {}).get(rule, float("nan"))])
