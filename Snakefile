@@ -10,8 +10,11 @@
 # splits, classifiers, experiments, numbers, validation, and every paper id of `paper:`.
 
 import os
+import time
 
 from snakemake.utils import min_version, validate
+
+RUN_STARTED = time.time()  # the end-of-run summary's wall time: before the config checks (timm)
 
 from oracle.workflow import config as oc
 from oracle.workflow import job_server
@@ -107,3 +110,10 @@ rule effective_config:
         "envs/oracle.yaml"
     script:
         "scripts/effective_config.py"
+
+
+# The end of a run: its wall time, where results, report and timings are, its headline numbers.
+onsuccess:
+    from oracle.report.summary import run_summary
+
+    print(run_summary(RUN, time.time() - RUN_STARTED), flush=True)

@@ -37,8 +37,8 @@ from collections.abc import Mapping
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
+from oracle.progress import Progress
 from oracle.errors import ShardError
 from oracle.posterior import log_likelihoods, log_posterior
 from oracle.io.shards import ShardWriter
@@ -134,7 +134,7 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
             latents there, so a seed gives the same latents on any model device).
         index_offset: first global index (default ``shard * n``).
         resume: continue a partial file left by a killed attempt (same arguments required).
-        progress: tqdm bar over batches.
+        progress: a progress line (`oracle.progress`) every ~10 s.
         precision: the scoring mode (`oracle.float_precision`; None = the world's, "auto" = the
             fastest within `precision_tolerance` of float64 in max |d p(y|x)|); its error is
             measured on `precision_rows` samples and stored (`precision_attrs`).
@@ -183,8 +183,8 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
         if resumed:
             counts += np.bincount(writer.written("source_class"), minlength=K)
         n_batches = -(-n // batch_size)
-        for b in tqdm(range(done_batches, n_batches), desc=f"shard {shard}", disable=not progress,
-                      initial=done_batches, total=n_batches, unit="batch"):
+        bar = Progress(f"shard {shard}", n, unit="sample", start=resumed, enabled=progress)
+        for b in range(done_batches, n_batches):
             m = min(batch_size, n - b * batch_size)
             gen = torch.Generator(device=generator_device).manual_seed(batch_seed(seed, shard, b))
             x, y = world.sample(m, gen)
@@ -199,6 +199,8 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
             start = offset + b * batch_size
             writer.write(x32.numpy(), y_np, labels, ll.numpy(), np.arange(start, start + m, dtype=np.int64))
             counts += np.bincount(y_np, minlength=K)
+            bar.update(start - offset + m)
+        bar.finish()
     wall = time.perf_counter() - t0
     return {
         "path": str(path), "rows": n, "index_start": offset, "index_stop": offset + n,

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from oracle.progress import Progress
 from oracle.errors import ConfigError, DataError
 from oracle.io.atomic import torch_save_atomic
 from oracle.io.resume import array_sha256, canonical_key, load_resume_state, source_sha256
@@ -267,6 +268,7 @@ def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSetting
             print(f"resuming active learning at round {len(records)}/{s.rounds}", flush=True)
     labelled = np.concatenate([np.arange(data.initial_size), *[np.asarray(c, np.int64) for c in chosen]]).astype(np.int64)
     batch = max(256, s.batch_size)
+    rounds = Progress(f"active learning {s.strategy}", s.rounds + 1, unit="round", start=len(records), every_s=0)
     for r in range(len(records), s.rounds + 1):
         ckpt = state_dir / "train_state.pt" if state_dir is not None else None
         model, record = _train(data, labelled, arch, s, seed, device, ckpt)
@@ -290,8 +292,7 @@ def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSetting
         records.append(record)
         chosen.append([int(v) for v in pick])
         labelled = np.concatenate([labelled, pick])
-        print(f"round {r}: {record['labelled']} labels, acc {record['acc']:.4f}, "
-              f"epistemic {record['epistemic']:.4f} nats", flush=True)
+        rounds.update(r + 1, labels=record["labelled"], acc=record["acc"], epistemic_nats=record["epistemic"])
         if state_dir is not None:
             torch_save_atomic({"format": STATE_FORMAT, "resume_key": key, "rounds": records, "chosen": chosen},
                               state_dir / "state.pt")
