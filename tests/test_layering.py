@@ -9,7 +9,8 @@ Groups, bottom to top, and the groups each may import (besides itself):
 group         modules                              may import
 ============  ==========================================================================
 shared        oracle, oracle.errors,               --
-              oracle.devices, oracle.code_version
+              oracle.devices, oracle.code_version,
+              oracle.progress
 io            oracle.io.*                          shared
 report        oracle.report.*                      shared, io
 world         every other top-level module,        shared, io
@@ -33,7 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-SHARED = {"oracle", "oracle.errors", "oracle.devices", "oracle.code_version"}
+SHARED = {"oracle", "oracle.errors", "oracle.devices", "oracle.code_version", "oracle.progress"}
 SUBPACKAGES = ("io", "report", "worlds", "measures", "validation", "classifiers", "experiments", "workflow")
 ALLOWED = {
     "shared": set(),
