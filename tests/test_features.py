@@ -204,3 +204,59 @@ def test_metric_names_follow_the_feature_space():
     assert features.feature_space_name("domain") == "domain CNN trained on the real train split"
     with pytest.raises(OracleError, match="feature kind"):
         features.frechet_metric_name("vgg")
+
+
+# ------------------------------------------------------------------ TF-FID Inception: hand-written vs library
+
+
+def _random_tf_fid_state_dict(seed: int) -> dict:
+    """Random weights in the TF-FID file layout (pt_inception-2015-12-05 names, fc 1008 x 2048).
+
+    BatchNorm statistics come from one training-mode pass over random images (so activations
+    stay of order 1 through the 94 conv layers) and the BN affine terms are drawn at random: a
+    wrong pool or a wrong BN epsilon anywhere in the network changes the features.
+    """
+    torch.manual_seed(seed)
+    net = torchvision.models.Inception3(num_classes=1008, aux_logits=False, init_weights=True)
+    for m in net.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.momentum = None  # running stats = plain average over the calibration pass
+            torch.nn.init.uniform_(m.weight, 0.5, 1.5)
+            torch.nn.init.normal_(m.bias, 0.0, 0.1)
+    net.train()
+    with torch.no_grad():
+        net(torch.rand(4, 3, 299, 299) * 2 - 1)
+    return {k: v for k, v in net.state_dict().items() if not k.endswith("num_batches_tracked")}
+
+
+def test_library_inception_matches_hand_written_fid_layout(tmp_path):
+    """torchmetrics' FID Inception (torch-fidelity's network) and the hand-written pool-patched
+    torchvision network give the same pool3 features on the same weights and 299x299 inputs
+    (where neither resizes). Measured on CPU: max |difference| 0 (bit-identical) for features of
+    size up to ~11; the bound allows float32 reordering on other devices. The unpatched
+    torchvision pooling on the same file must differ, so the comparison can fail."""
+    from torchmetrics.image.fid import NoTrainInceptionV3
+
+    path = tmp_path / "pt_inception-2015-12-05-random.pth"
+    torch.save(_random_tf_fid_state_dict(5), path)
+    old = pretrained_nets.load_inception(path)
+    assert old.layout == "fid"
+    lib = NoTrainInceptionV3(name="inception-v3-compat", features_list=["2048", "logits"],
+                             feature_extractor_weights_path=str(path))
+    imgs = torch.randint(0, 256, (3, 3, 299, 299), dtype=torch.uint8,
+                         generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        f_lib, logits_lib = lib._torch_fidelity_forward(imgs)
+        f_old = old.forward_features((imgs.float() - 128) / 128)  # the library's input scaling
+        logits_old = old.logits_from_features(f_old)
+    assert f_old.shape == f_lib.shape == (3, 2048)
+    assert f_lib.abs().mean() > 0.05 and f_lib.std(0).mean() > 1e-3  # not a degenerate network
+    diff = (f_old - f_lib).abs().max().item()
+    scale = f_lib.abs().max().item()
+    print(f"max |hand-written - library| pool3 feature difference: {diff:.3g} (max |feature| {scale:.3g})")
+    assert diff <= 1e-5 * max(scale, 1.0)
+    np.testing.assert_allclose(logits_old.numpy(), logits_lib.numpy(), rtol=1e-4, atol=1e-4)
+    with torch.no_grad():
+        f_unpatched = pretrained_nets.load_inception(path, layout="torchvision").forward_features(
+            (imgs.float() - 128) / 128)
+    assert (f_unpatched - f_lib).abs().max() > 100 * max(diff, 1e-5)
