@@ -65,3 +65,25 @@ def test_public_protocol_samples_are_clipped_guided_and_denoised():
     assert not torch.allclose(x, plain)
     with pytest.raises(OracleError, match="guidance"):
         public_protocol_samples(m, y, guidance=-1.0, noise_std=0.05)
+
+
+def test_public_protocol_fid_runs_on_tf_fid_weights_only(tmp_path):
+    import numpy as np
+    import torchvision
+
+    from oracle.validation.public_fid import public_protocol_fid
+
+    torch.manual_seed(5)
+    fid_w = tmp_path / "pt_inception-2015-12-05-random.pth"
+    torch.save(torchvision.models.Inception3(num_classes=1008, aux_logits=False, init_weights=False).state_dict(), fid_w)
+    m = _flow().float()
+    real = np.random.default_rng(0).integers(0, 256, (6, 1, 4, 4), dtype=np.uint8)
+    out = public_protocol_fid(m, real, inception_weights=str(fid_w), guidance=1.0, noise_std=0.05,
+                              n_samples=5, batch_size=4)
+    assert out["exact_samples"] is False and out["n_samples"] == 5 and out["n_real"] == 6
+    assert np.isfinite(out["fid_public_protocol"]) and out["fid_public_protocol"] >= 0
+    assert "annealed" in out["frechet_name"] and "self-denoised" in out["frechet_name"]
+    tv_w = tmp_path / "inception_v3_tv.pth"
+    torch.save(torchvision.models.Inception3(num_classes=1000, aux_logits=False, init_weights=False).state_dict(), tv_w)
+    with pytest.raises(OracleError, match="not the TF-FID Inception"):
+        public_protocol_fid(m, real, inception_weights=str(tv_w), guidance=1.0, noise_std=0.05, n_samples=5)

@@ -61,3 +61,87 @@ def public_protocol_samples(model, y: Tensor | None, *, guidance: float, noise_s
         if torch.isfinite(x).all():
             return x.clamp(-1.0, 1.0)
     raise OracleError(f"public_protocol_samples: non-finite images in {max_redraws + 1} draws")
+
+
+def public_protocol_fid(model, real_images, *, inception_weights: str, guidance: float, noise_std: float,
+                        n_samples: int = 50000, batch_size: int = 64, seed: int = 0,
+                        device: str | torch.device = "cpu", denoise: bool = True, annealed: bool = True) -> dict:
+    """FID of the public TarFlow protocol's samples against ``real_images`` (comparable with
+    published TarFlow FIDs; NOT a property of the oracle, whose data are exact samples).
+
+    ``model`` a TarFlow (class labels drawn uniformly for a conditional one); ``real_images``
+    uint8 [N, C, H, W] (the real training split, as the public script's reference
+    statistics); ``inception_weights`` the local TF-FID file (torchvision-layout weights are
+    refused: the number would not be an FID). Returns a JSON-able dict.
+    """
+    import numpy as np
+
+    from oracle.validation import features as ft
+    from oracle.validation import metrics as mt
+    from oracle.validation.pretrained_nets import load_inception
+
+    if n_samples < 2:
+        raise OracleError(f"public_protocol_fid: n_samples={n_samples} must be >= 2")
+    device = torch.device(device)
+    net = load_inception(inception_weights).to(device)
+    if net.feature_kind != "inception-fid":
+        raise OracleError(f"public_protocol_fid: {inception_weights!r} is not the TF-FID Inception "
+                          "(pt_inception-2015-12-05, 1008 classes): the result would not be an FID")
+    f_real = ft.extract_features(net, real_images, batch_size, device)
+    model.to(device).eval()
+    gen = torch.Generator().manual_seed(int(seed))
+    feats = []
+    for start in range(0, int(n_samples), int(batch_size)):
+        b = min(int(batch_size), int(n_samples) - start)
+        y = torch.randint(model.num_classes, (b,), generator=gen).to(device) if model.num_classes else None
+        x = public_protocol_samples(model, y, guidance=guidance, noise_std=noise_std, generator=gen, n=b,
+                                    denoise=denoise, annealed=annealed)
+        feats.append(ft.extract_features(net, x.float(), batch_size, device))
+    f_s = np.concatenate(feats)
+    return {"fid_public_protocol": mt.frechet_distance(*mt.feature_stats(f_s), *mt.feature_stats(f_real)),
+            "frechet_name": f"FID (public TarFlow protocol: guidance {guidance:g}"
+                            f"{' annealed' if annealed else ''}{', self-denoised' if denoise else ''})",
+            "feature_space": ft.feature_space_name(net), "n_samples": int(n_samples),
+            "n_real": int(real_images.shape[0]), "guidance": float(guidance), "annealed": bool(annealed),
+            "denoise": bool(denoise), "noise_std": float(noise_std), "seed": int(seed),
+            "exact_samples": False}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m oracle.validation.public_fid``: the public TarFlow FID protocol for a trained
+    flow file (``results/<run>/oracle/flow.pt``), against a real split file
+    (``results/<run>/data/train.h5``); writes a JSON file. The samples are not kept."""
+    import argparse
+
+    from oracle.devices import pick_device
+    from oracle.flow_checkpoints import load_flow
+    from oracle.io.atomic import write_json_atomic
+    from oracle.io.images import read_images_h5
+
+    ap = argparse.ArgumentParser(prog="python -m oracle.validation.public_fid", description=main.__doc__)
+    ap.add_argument("--flow", required=True, help="flow file written by the oracle stage")
+    ap.add_argument("--real", required=True, help="real images (.h5 written by the data stage)")
+    ap.add_argument("--inception-weights", required=True, help="local pt_inception-2015-12-05 file")
+    ap.add_argument("--noise-std", type=float, required=True, help="the flow's training noise (oracle.train.noise_std)")
+    ap.add_argument("--guidance", type=float, default=0.0, help="CFG weight (public ImageNet-64 command: 2.3)")
+    ap.add_argument("--no-denoise", action="store_true")
+    ap.add_argument("--constant-guidance", action="store_true", help="no annealing of the guidance weight")
+    ap.add_argument("--n", type=int, default=50000, help="samples (public script: 50,000)")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--out", required=True, help="JSON file to write")
+    a = ap.parse_args(argv)
+    device = pick_device(a.device)
+    model, _ = load_flow(a.flow, map_location=device)
+    real = read_images_h5(a.real)["images"]
+    out = public_protocol_fid(model, real, inception_weights=a.inception_weights, guidance=a.guidance,
+                              noise_std=a.noise_std, n_samples=a.n, batch_size=a.batch_size, seed=a.seed,
+                              device=device, denoise=not a.no_denoise, annealed=not a.constant_guidance)
+    write_json_atomic(a.out, {**out, "flow": str(a.flow), "real": str(a.real)})
+    print(f"{out['frechet_name']}: {out['fid_public_protocol']:.3f} ({a.n} samples) -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
