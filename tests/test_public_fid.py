@@ -75,7 +75,8 @@ def test_public_protocol_fid_runs_on_tf_fid_weights_only(tmp_path):
 
     torch.manual_seed(5)
     fid_w = tmp_path / "pt_inception-2015-12-05-random.pth"
-    torch.save(torchvision.models.Inception3(num_classes=1008, aux_logits=False, init_weights=False).state_dict(), fid_w)
+    net = torchvision.models.Inception3(num_classes=1008, aux_logits=False, init_weights=False)
+    torch.save(net.state_dict(), fid_w)
     m = _flow().float()
     real = np.random.default_rng(0).integers(0, 256, (6, 1, 4, 4), dtype=np.uint8)
     out = public_protocol_fid(m, real, inception_weights=str(fid_w), guidance=1.0, noise_std=0.05,
@@ -84,6 +85,7 @@ def test_public_protocol_fid_runs_on_tf_fid_weights_only(tmp_path):
     assert np.isfinite(out["fid_public_protocol"]) and out["fid_public_protocol"] >= 0
     assert "annealed" in out["frechet_name"] and "self-denoised" in out["frechet_name"]
     tv_w = tmp_path / "inception_v3_tv.pth"
-    torch.save(torchvision.models.Inception3(num_classes=1000, aux_logits=False, init_weights=False).state_dict(), tv_w)
+    net = torchvision.models.Inception3(num_classes=1000, aux_logits=False, init_weights=False)
+    torch.save(net.state_dict(), tv_w)
     with pytest.raises(OracleError, match="not the TF-FID Inception"):
         public_protocol_fid(m, real, inception_weights=str(tv_w), guidance=1.0, noise_std=0.05, n_samples=5)
