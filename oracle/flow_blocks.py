@@ -209,13 +209,16 @@ class MetaBlock(nn.Module):
         return self._split(self.proj_out(h))
 
     def reverse(
-        self, z: Tensor, y: Tensor | None = None, guidance: float = 0.0, use_cache: bool = True
+        self, z: Tensor, y: Tensor | None = None, guidance: float = 0.0, use_cache: bool = True,
+        annealed: bool = False,
     ) -> Tensor:
         """Invert `forward`: z [n, T, F] -> x [n, T, F], one token at a time.
 
         `use_cache=False` recomputes the full causal network for every token (O(T^2) work);
         it exists as a reference for the cached path. `guidance` > 0 is classifier-free
         guidance: NOT the inverse of `forward`, for pictures only (see TarFlow.sample).
+        `annealed`: the weight of token i+1 is guidance * (i + 1) / (T - 1), rising to
+        `guidance` at the last token (the public TarFlow FID script's schedule).
         """
         z = self.permute(z)
         n, t, _ = z.shape
@@ -227,11 +230,12 @@ class MetaBlock(nn.Module):
         else:
             y_run, rows = y, n
 
-        def combine(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+        def combine(a: Tensor, b: Tensor, i: int) -> tuple[Tensor, Tensor]:
             if not guidance:
                 return a, b
+            g = guidance * (i + 1) / (t - 1) if annealed else guidance
             (a_c, a_u), (b_c, b_u) = a.chunk(2), b.chunk(2)
-            return a_c + guidance * (a_c - a_u), b_c + guidance * (b_c - b_u)
+            return a_c + g * (a_c - a_u), b_c + g * (b_c - b_u)
 
         if use_cache:
             caches = [_KVCache(rows, layer.attention.num_heads, t, layer.attention.head_dim, self.pos_embed)
@@ -242,13 +246,13 @@ class MetaBlock(nn.Module):
                 token = x[:, i : i + 1]
                 if guidance:
                     token = torch.cat([token, token])
-                a, b = combine(*self._token_params(token, i, pos, cls, caches))
+                a, b = combine(*self._token_params(token, i, pos, cls, caches), i)
                 scale = _up(a[:, 0]).exp().type(a.dtype)
                 x[:, i + 1] = z[:, i + 1] * scale + b[:, 0]
         else:
             for i in range(t - 1):
                 inp = torch.cat([x, x]) if guidance else x
-                a, b = combine(*self.affine_params(inp, y_run))
+                a, b = combine(*self.affine_params(inp, y_run), i)
                 scale = _up(a[:, i + 1]).exp().type(a.dtype)
                 x[:, i + 1] = z[:, i + 1] * scale + b[:, i + 1]
         return self.permute(x)

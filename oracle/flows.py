@@ -302,15 +302,19 @@ class TarFlow(nn.Module):
         return eps * (tau * self.var.sqrt())
 
     @torch.no_grad()
-    def reverse(self, z: Tensor, y: Tensor | None = None, guidance: float = 0.0, use_cache: bool = True) -> Tensor:
-        """Latent tokens z [n, T, C*p*p] -> image [n, C, H, W] (the exact inverse when guidance=0)."""
+    def reverse(self, z: Tensor, y: Tensor | None = None, guidance: float = 0.0, use_cache: bool = True,
+                annealed_guidance: bool = False) -> Tensor:
+        """Latent tokens z [n, T, C*p*p] -> image [n, C, H, W] (the exact inverse when guidance=0).
+
+        annealed_guidance: within each block the guidance weight rises linearly over the tokens
+        (see `MetaBlock.reverse`); pictures and the public FID protocol only."""
         y = self._check_y(y, z.shape[0])
         if guidance and self.num_classes == 0:
             raise OracleError("guidance needs a class-conditional TarFlow")
         with _autocast_off(self.device):
             x = z.to(device=self.device, dtype=self.dtype)
             for block in reversed(self.blocks):
-                x = block.reverse(x, y, float(guidance), use_cache)
+                x = block.reverse(x, y, float(guidance), use_cache, annealed_guidance)
         return self.unpatchify(x)
 
     @torch.no_grad()

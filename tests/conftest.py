@@ -15,3 +15,41 @@ def one_thread():
     with threadpool_limits(1):
         yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def _random_timm_weights(tmp_path_factory):
+    """model name -> a file holding a randomly initialised timm state dict of that model."""
+    cache = {}
+
+    def get(model: str):
+        if model not in cache:
+            import timm
+
+            path = tmp_path_factory.mktemp("weights") / f"{model}.pth"
+            torch.save(timm.create_model(model, pretrained=False).state_dict(), path)
+            cache[model] = path
+        return cache[model]
+
+    return get
+
+
+@pytest.fixture
+def place_pretrained(_random_timm_weights):
+    """``place(cfg, workdir)``: put a random-weight state dict of the right architecture at
+    every relative ``classifiers.archs.<arch>.pretrained`` file of ``cfg`` under ``workdir``.
+    The workflow refuses a config whose weights file is missing (a paper preset names its
+    ImageNet-1K ResNet-50), so a dry run without data still needs the file."""
+    import os
+    from pathlib import Path
+
+    def place(cfg: dict, workdir) -> None:
+        for name, arch in cfg["classifiers"]["archs"].items():
+            pre = arch.get("pretrained")
+            if isinstance(pre, str) and not Path(pre).is_absolute():
+                dest = Path(workdir) / pre
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                if not dest.exists():
+                    os.symlink(_random_timm_weights(arch.get("model", name)), dest)
+
+    return place

@@ -314,7 +314,7 @@ def test_classifier_runs_follow_each_experiment():
     t = plan.training_spec(cfg, "labels", "soft-N500")
     assert t == {"world": "base", "n": 500, "labels": "soft", "hard_label": None,
                  "training": {"epochs": 40, "min_steps": 0, "batch_size": 32, "lr": 0.0001, "weight_decay": 0.01}}
-    assert plan.split_worlds(cfg) == {"base": {"seeds": [0, 1, 2], "max_n": 40000}}
+    assert plan.split_worlds(cfg) == {"base": {"seeds": [0, 1, 2], "max_n": 50000}}
 
 
 def test_an_experiment_overrides_single_training_keys(default):
@@ -363,17 +363,27 @@ def test_flow_spec_checks_divisibility(default):
         plan.flow_spec(default, 1, 8, 10)
 
 
+def e_max(cfg: dict) -> int:
+    return max(cfg["experiments"]["scaling"]["sizes"])
+
+
 def test_paper_values_in_presets():
     """Table 5 and section 4 values, read from the paper by hand."""
     afhq = load(REPO / "presets" / "afhq256.yaml")
     f, t = afhq["oracle"]["flow"], afhq["oracle"]["train"]
     assert (afhq["data"]["image_size"], f["channels"], f["patch_size"], f["num_blocks"], f["layers_per_block"]) == (256, 768, 8, 8, 8)
     assert (t["noise_std"], t["lr"], t["batch_size"], t["epochs"], t["label_dropout"]) == (0.07, 1e-4, 256, 4000, 0.1)
-    assert afhq["worlds"]["base"]["label_temperature"] == 500 and afhq["samples"]["n_total"] == 50000
+    assert afhq["worlds"]["base"]["label_temperature"] == 500
+    # Table 1 at N = 50K, scored on appendix F.1's 2,000-row test set; the pool must hold 50K
+    assert afhq["splits"]["test_size"] == 2000 and e_max(afhq) == 50000 == afhq["experiments"]["scaling"]["table_size"]
+    assert afhq["samples"]["n_total"] - afhq["splits"]["test_size"] >= 50000
     e = afhq["experiments"]["scaling"]
     assert {100, 1000, 5000, 10000, 40000} <= set(e["sizes"]) and len(e["seeds"]) == 3
     assert e["hard_label"] == "label"  # T = 500: train on y ~ p_T(y|x), never the source class
-    assert afhq["oracle"]["checkpoint_format"] == "public_tarflow"
+    assert afhq["oracle"]["checkpoint"] is None  # appendix C: trained from scratch, not the public checkpoint
+    # Table 6: ImageNet-1K-pretrained ResNet-50, from a local file the config names
+    shift_arch = afhq["classifiers"]["archs"][afhq["experiments"]["shift"]["archs"][0]]
+    assert shift_arch["model"] == "resnet50" and str(shift_arch["pretrained"]).endswith(".pth")
     i64 = load(REPO / "presets" / "imagenet64.yaml")
     f, t = i64["oracle"]["flow"], i64["oracle"]["train"]
     assert (f["channels"], f["patch_size"], t["noise_std"], t["batch_size"], t["epochs"]) == (768, 2, 0.05, 256, 200)
@@ -406,10 +416,11 @@ def job_counts(stdout: str) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("path", [None, SMOKE, *PRESETS], ids=lambda p: "default" if p is None else p.stem if p.stem != "config" else "smoke")
-def test_dry_run_builds_full_dag_without_data(path, tmp_path):
+def test_dry_run_builds_full_dag_without_data(path, tmp_path, place_pretrained):
     args = ["-n", "--cores", "1", "--quiet", "rules"]
     if path is not None:
         args = ["--configfile", str(path), *args]
+    place_pretrained(load(path or DEFAULT), tmp_path)  # local weights are checked when the config is read
     proc = snakemake(*args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     counts = job_counts(proc.stdout)

@@ -45,26 +45,6 @@ def test_load_inception_torchvision_layout_matches_torchvision_forward(tv_incept
     np.testing.assert_allclose(probs, torch.softmax(ref_logits.double(), 1).numpy(), rtol=1e-5, atol=1e-7)
 
 
-def test_fid_layout_blocks_pool_like_tensorflow():
-    torch.manual_seed(2)
-    fid = pretrained_nets._build_inception("fid", 1008).eval()
-    tv = torchvision.models.Inception3(num_classes=1008, aux_logits=False, init_weights=False).eval()
-    tv.load_state_dict(fid.state_dict())
-    with torch.no_grad():
-        # constant input: a pool that ignores padding returns the input itself at the borders too
-        x = torch.full((1, 192, 6, 6), 0.7)
-        out = fid.Mixed_5b(x)
-        np.testing.assert_allclose(out[:, -32:], fid.Mixed_5b.branch_pool(x), rtol=1e-5, atol=1e-6)
-        assert not torch.allclose(tv.Mixed_5b(x)[:, -32:], out[:, -32:])
-        np.testing.assert_allclose(tv.Mixed_5b(x)[:, :-32], out[:, :-32], rtol=1e-5, atol=1e-6)
-        # last block: max pool in the pool branch, other branches unchanged
-        z = torch.randn(1, 2048, 5, 5)
-        out7 = fid.Mixed_7c(z)
-        np.testing.assert_allclose(out7[:, -192:], fid.Mixed_7c.branch_pool(F.max_pool2d(z, 3, 1, 1)),
-                                   rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(tv.Mixed_7c(z)[:, :-192], out7[:, :-192], rtol=1e-5, atol=1e-6)
-
-
 def test_load_inception_detects_pytorch_fid_layout(tmp_path):
     torch.manual_seed(3)
     sd = torchvision.models.Inception3(num_classes=1008, aux_logits=False, init_weights=False).state_dict()
@@ -72,7 +52,7 @@ def test_load_inception_detects_pytorch_fid_layout(tmp_path):
     torch.save(sd, path)
     net = pretrained_nets.load_inception(path)
     assert net.feature_kind == "inception-fid"
-    assert isinstance(net.net.Mixed_7c, pretrained_nets._FIDInceptionE2)
+    assert isinstance(net, pretrained_nets.FIDInceptionFeatureNet)
     assert features.frechet_metric_name(net) == "FID"
     gray = torch.rand(1, 1, 16, 16) * 2 - 1  # grayscale is repeated to 3 channels
     f_fid = features.extract_features(net, gray)
@@ -204,3 +184,60 @@ def test_metric_names_follow_the_feature_space():
     assert features.feature_space_name("domain") == "domain CNN trained on the real train split"
     with pytest.raises(OracleError, match="feature kind"):
         features.frechet_metric_name("vgg")
+
+
+# ------------------------------------------------------------------ TF-FID Inception: hand-written vs library
+
+
+def _random_tf_fid_state_dict(seed: int) -> dict:
+    """Random weights in the TF-FID file layout (pt_inception-2015-12-05 names, fc 1008 x 2048).
+
+    BatchNorm statistics come from one training-mode pass over random images (so activations
+    stay of order 1 through the 94 conv layers) and the BN affine terms are drawn at random: a
+    wrong pool or a wrong BN epsilon anywhere in the network changes the features.
+    """
+    torch.manual_seed(seed)
+    net = torchvision.models.Inception3(num_classes=1008, aux_logits=False, init_weights=True)
+    for m in net.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.momentum = None  # running stats = plain average over the calibration pass
+            torch.nn.init.uniform_(m.weight, 0.5, 1.5)
+            torch.nn.init.normal_(m.bias, 0.0, 0.1)
+    net.train()
+    with torch.no_grad():
+        net(torch.rand(4, 3, 299, 299) * 2 - 1)
+    return {k: v for k, v in net.state_dict().items() if not k.endswith("num_batches_tracked")}
+
+
+# pool3 features of the hand-written pool-patched torchvision network (retired) on
+# _random_tf_fid_state_dict(5) and the images below, recorded at commit 39e7632 where
+# test_library_inception_matches_hand_written_fid_layout compared it with torchmetrics'
+# network on these inputs: max |difference| 0 (bit-identical on CPU).
+_HAND_WRITTEN_ROW_SUMS = [1223.61736945773, 1192.4575875074224, 1258.9558778754435]
+_HAND_WRITTEN_FIRST4 = [[0.5221691131591797, 0.23883762955665588, 0.36826324462890625, 0.11145661026239395],
+                        [0.32093435525894165, 0.3619440197944641, 0.2567733824253082, 0.18693873286247253],
+                        [0.8365086317062378, 0.4209265112876892, 0.2222442477941513, 0.07427434623241425]]
+
+
+def test_library_fid_inception_reproduces_hand_written_features(tmp_path):
+    """load_inception's TF-FID net (torchmetrics' network) gives the retired hand-written
+    network's pool3 features on the same random weights and 299x299 uint8 images, and the
+    torchvision layout (TF pooling missing) does not: the comparison can fail."""
+    path = tmp_path / "pt_inception-2015-12-05-random.pth"
+    torch.save(_random_tf_fid_state_dict(5), path)
+    net = pretrained_nets.load_inception(path)
+    assert isinstance(net, pretrained_nets.FIDInceptionFeatureNet)
+    imgs = torch.randint(0, 256, (3, 3, 299, 299), dtype=torch.uint8,
+                         generator=torch.Generator().manual_seed(6))
+    f, p = features.features_and_probs(net, imgs.numpy(), batch_size=2)
+    assert f.shape == (3, 2048) and p.shape == (3, 1008)
+    np.testing.assert_allclose(f.sum(1), _HAND_WRITTEN_ROW_SUMS, rtol=1e-5)
+    np.testing.assert_allclose(f[:, :4], _HAND_WRITTEN_FIRST4, rtol=1e-4, atol=1e-6)
+    # the library's own entry point on the same uint8 images: the wrapper adds nothing
+    with torch.no_grad():
+        direct = net.net(imgs).double().numpy()
+    np.testing.assert_array_equal(f, direct)
+    logits = torch.from_numpy(f).float() @ net.net.fc.weight.T  # torch-fidelity's logits_unbiased
+    np.testing.assert_allclose(p, torch.softmax(logits.double(), 1).numpy(), rtol=1e-5, atol=1e-9)
+    f_tv = features.extract_features(pretrained_nets.load_inception(path, layout="torchvision"), imgs.numpy())
+    assert np.abs(f_tv.sum(1) - _HAND_WRITTEN_ROW_SUMS).max() > 1.0

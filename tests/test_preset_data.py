@@ -67,8 +67,9 @@ def _data_stage(tmp_path: Path, cfg: dict, target: str) -> subprocess.CompletedP
 
 @pytest.mark.slow
 @pytest.mark.parametrize("preset", sorted(FAKES))
-def test_the_data_stage_of_every_preset_reads_its_documented_layout(preset, tmp_path):
+def test_the_data_stage_of_every_preset_reads_its_documented_layout(preset, tmp_path, place_pretrained):
     cfg = yaml.safe_load((REPO / "presets" / f"{preset}.yaml").read_text())
+    place_pretrained(cfg, tmp_path)  # local weights are checked when the config is read
     root = tmp_path / "raw"
     FAKES[preset](root)
     cfg["data"]["root"] = str(root)

@@ -95,11 +95,12 @@ def test_profile_bundles_classifiers(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("preset", sorted((REPO / "presets").glob("*.yaml")), ids=lambda p: p.stem)
-def test_every_preset_dry_runs_with_the_profile(preset: Path, tmp_path: Path) -> None:
+def test_every_preset_dry_runs_with_the_profile(preset: Path, tmp_path: Path, place_pretrained) -> None:
     """Each paper preset builds its whole DAG through the SLURM profile without data present,
     and its classifier jobs are bundled into group jobs."""
-    out = _profile_dry_run(preset, tmp_path)
     cfg = yaml.safe_load(preset.read_text())
+    place_pretrained(cfg, tmp_path)  # local weights are checked when the config is read
+    out = _profile_dry_run(preset, tmp_path)
     groups = [res.classifier_group(cfg, plan.training_spec(cfg, r["experiment"], r["cell"])["n"])
               for r in plan.classifier_runs(cfg)]
     n_small, n_large = groups.count(res.CLASSIFIER_GROUP), groups.count(res.LARGE_CLASSIFIER_GROUP)

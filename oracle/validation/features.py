@@ -10,11 +10,11 @@ Three kinds of feature network, each an ``nn.Module`` with the same small interf
 The pretrained kinds (Inception-v3, ResNet) are loaded by `oracle.validation.pretrained_nets`.
 
 Kinds:
-``inception-fid``          Inception-v3 pool3 (2048-d) with the TF-FID weights in pytorch-fid's
-                           layout (``pt_inception-2015-12-05-*.pth``: 1008 classes, the
-                           FIDInceptionA/C/E pooling patches). The only kind whose Frechet
-                           distance is called "FID" and comparable to published FID values (up to
-                           the resize differences noted in pytorch-fid).
+``inception-fid``          Inception-v3 pool3 (2048-d) with the TF-FID weights
+                           (``pt_inception-2015-12-05-*.pth``: 1008 classes), run by torchmetrics'
+                           FID network (torch-fidelity's port of the TF graph) on images rounded
+                           to uint8. The only kind whose Frechet distance is called "FID" and
+                           comparable to published FID values computed with torchmetrics' defaults.
 ``inception-torchvision``  Inception-v3 pool3 from a torchvision-layout state dict (e.g. the
                            IMAGENET1K_V1 weights saved locally); its FID differs from TF-FID.
 ``resnet``                 torchvision ResNet-18/34/50/101/152 penultimate (avgpool) features from
@@ -262,7 +262,7 @@ def class_probs(net: nn.Module, x, batch_size: int = 256,
 # --------------------------------------------------------------------------------------------
 
 _GENERIC_SPACE = {
-    "inception-fid": "inception-v3 pool3 (local weights, pytorch-fid/TF-FID layout)",
+    "inception-fid": "inception-v3 pool3 (local TF-FID weights, torchmetrics/torch-fidelity network)",
     "inception-torchvision": "inception-v3 pool3 (local weights, torchvision layout)",
     "resnet": "resnet avgpool (local torchvision weights)",
     "domain": "domain CNN trained on the real train split",

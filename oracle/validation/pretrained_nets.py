@@ -1,6 +1,7 @@
-"""Pretrained feature networks read from local weight files: Inception-v3 (pytorch-fid's
-TF-FID layout or torchvision's) and torchvision ResNets; see `oracle.validation.features` for
-the interface every feature network keeps and what each kind's distances may be called.
+"""Pretrained feature networks read from local weight files: Inception-v3 (the TF-FID weights
+run by torchmetrics' FID network, or torchvision's) and torchvision ResNets; see
+`oracle.validation.features` for the interface every feature network keeps and what each
+kind's distances may be called.
 """
 
 from __future__ import annotations
@@ -44,83 +45,75 @@ def _check_keys(sd: dict, expected: dict, path, what: str, supported: str) -> No
 # --------------------------------------------------------------------------------------------
 
 
-def _tf_avg_pool(x: torch.Tensor) -> torch.Tensor:
-    # TF's average pool divides by the number of real (unpadded) pixels.
-    return F.avg_pool2d(x, kernel_size=3, stride=1, padding=1, count_include_pad=False)
+def _to_uint8(x: torch.Tensor) -> torch.Tensor:
+    """Images on [-1, 1] -> uint8 [0, 255] by rounding (uint8 inputs, mapped x/127.5 - 1 by the
+    extraction helpers, come back exactly). FID is defined on 8-bit images; the public TarFlow
+    script truncates ``(x + 1) / 2 * 255`` instead, half a level lower on average."""
+    return ((x + 1) * 127.5).round().clamp(0, 255).to(torch.uint8)
 
 
-def _tf_max_pool(x: torch.Tensor) -> torch.Tensor:
-    # The TF graph behind FID has a max pool in the last block's pool branch.
-    return F.max_pool2d(x, kernel_size=3, stride=1, padding=1)
+class FIDInceptionFeatureNet(nn.Module):
+    """TF-FID Inception-v3 pool3 features (2048-d) through torchmetrics' FID network.
 
-
-class _PoolPatched:
-    """Mixin: recompute the pool branch of a torchvision Inception block with ``_pool``.
-
-    torchvision's blocks hard-code an average pool that counts padding. The TF-FID graph pools
-    differently; parameter names stay identical, so a pytorch-fid file loads with strict=True.
-    The parent's pool branch is computed and discarded (a 1x1 conv: a few % of the block).
+    The network is ``torchmetrics.image.fid.NoTrainInceptionV3`` (torch-fidelity's port of the
+    TF graph behind FID), built from a LOCAL weights file; nothing is downloaded. Images on
+    [-1, 1] are rounded to uint8 and handed to the library unchanged, which resizes them to
+    299x299 as torchmetrics' ``FrechetInceptionDistance`` does by default (bilinear,
+    antialiased; the public TarFlow FID script uses these defaults) and maps them to
+    ``(x - 128) / 128``. Grayscale inputs are repeated to 3 channels. Class logits are
+    torch-fidelity's ``logits_unbiased`` (fc without bias), the ones torchmetrics' Inception
+    Score uses.
     """
 
-    _pool = staticmethod(_tf_avg_pool)
+    def __init__(self, path: str, antialias: bool = True):
+        super().__init__()
+        from torchmetrics.image.fid import NoTrainInceptionV3
+
+        try:
+            self.net = NoTrainInceptionV3(name="inception-v3-compat", features_list=["2048"],
+                                          feature_extractor_weights_path=str(path), antialias=antialias)
+        except Exception as e:  # the library reads the file itself: a wrapped dict fails there
+            raise OracleError(f"Inception weights {str(path)!r}: torchmetrics/torch-fidelity could not "
+                              f"load it ({type(e).__name__}); save the plain state dict, as in "
+                              "pt_inception-2015-12-05-6726825d.pth") from e
+        self.weights_file = str(path)
+        self.layout = "fid"
+        self.has_head = True
+        self.feature_kind = "inception-fid"
+        self.feature_space = (f"inception-v3 pool3 (local weights: {Path(path).name}, TF-FID "
+                              "network of torchmetrics/torch-fidelity)")
+        self.feature_dim = 2048
+
+    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[1] == 1:
+            x = x.expand(-1, 3, -1, -1)
+        u8 = x if x.dtype == torch.uint8 else _to_uint8(x)
+        return self.net(u8)
+
+    def logits_from_features(self, f: torch.Tensor) -> torch.Tensor:
+        return f @ self.net.fc.weight.T
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        outputs = self._forward(x)
-        outputs[-1] = self.branch_pool(self._pool(x))
-        return torch.cat(outputs, 1)
+        return self.logits_from_features(self.forward_features(x))
 
 
-class _FIDInceptionA(_PoolPatched, torchvision.models.inception.InceptionA):
-    pass
+class TorchvisionInceptionFeatureNet(nn.Module):
+    """torchvision Inception-v3 pool3 features (2048-d) of images on [-1, 1].
 
-
-class _FIDInceptionC(_PoolPatched, torchvision.models.inception.InceptionC):
-    pass
-
-
-class _FIDInceptionE1(_PoolPatched, torchvision.models.inception.InceptionE):
-    pass
-
-
-class _FIDInceptionE2(_PoolPatched, torchvision.models.inception.InceptionE):
-    _pool = staticmethod(_tf_max_pool)
-
-
-def _build_inception(layout: str, num_classes: int) -> torchvision.models.Inception3:
-    from torchvision.models.inception import BasicConv2d, InceptionAux, InceptionB, InceptionD
-
-    if layout == "fid":
-        blocks = [BasicConv2d, _FIDInceptionA, InceptionB, _FIDInceptionC, InceptionD,
-                  _FIDInceptionE1, InceptionAux]
-    else:
-        blocks = None
-    net = torchvision.models.Inception3(num_classes=num_classes, aux_logits=False,
-                                        transform_input=False, inception_blocks=blocks,
-                                        init_weights=False)
-    if layout == "fid":
-        net.Mixed_7c = _FIDInceptionE2(2048)
-    return net
-
-
-class InceptionFeatureNet(nn.Module):
-    """Inception-v3 pool3 features (2048-d) of images on [-1, 1].
-
-    Inputs are resized to 299x299 (bilinear, align_corners=False, as pytorch-fid) and fed on the
-    [-1, 1] scale both weight sets expect (pytorch-fid maps [0, 1] -> [-1, 1]; torchvision's
-    ``transform_input`` maps ImageNet-normalized input to the same scale). Grayscale inputs are
-    repeated to 3 channels.
+    Inputs are resized to 299x299 (bilinear, align_corners=False) and fed on the [-1, 1] scale
+    torchvision's ``transform_input`` maps ImageNet-normalized input to. Grayscale inputs are
+    repeated to 3 channels. Its Frechet distance differs from TF-FID.
     """
 
-    def __init__(self, net: torchvision.models.Inception3, layout: str, weights_file: str,
-                 has_head: bool):
+    def __init__(self, net: torchvision.models.Inception3, weights_file: str, has_head: bool):
         super().__init__()
         self.net = net
-        self.layout = layout
+        self.layout = "torchvision"
         self.has_head = has_head
         self.weights_file = weights_file
-        self.feature_kind = "inception-fid" if layout == "fid" else "inception-torchvision"
+        self.feature_kind = "inception-torchvision"
         self.feature_space = (f"inception-v3 pool3 (local weights: {Path(weights_file).name}, "
-                              f"{'pytorch-fid/TF-FID' if layout == 'fid' else 'torchvision'} layout)")
+                              "torchvision layout)")
         self.feature_dim = 2048
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
@@ -145,19 +138,23 @@ class InceptionFeatureNet(nn.Module):
         return self.logits_from_features(self.forward_features(x))
 
 
-_INCEPTION_SUPPORTED = ("torchvision Inception3 parameter names; fc with 1008 outputs = pytorch-fid "
-                        "pt_inception-2015-12-05 (TF-FID), otherwise torchvision inception_v3")
+_INCEPTION_SUPPORTED = ("torchvision Inception3 parameter names; fc with 1008 outputs = the TF-FID "
+                        "weights pt_inception-2015-12-05 (pytorch-fid / torch-fidelity), otherwise "
+                        "torchvision inception_v3")
 
 
-def load_inception(path: str | os.PathLike, layout: str = "auto") -> InceptionFeatureNet:
+def load_inception(path: str | os.PathLike, layout: str = "auto") -> nn.Module:
     """Inception-v3 feature network from a LOCAL state-dict file (eval mode, on CPU).
 
     Supported layouts (both use torchvision's Inception3 parameter names):
-    - ``"fid"``: pytorch-fid's ``pt_inception-2015-12-05-6726825d.pth`` (TF-FID weights,
-      fc [1008, 2048], no AuxLogits), run with the TF pooling patches of FIDInceptionA/C/E;
-    - ``"torchvision"``: a torchvision ``inception_v3`` state dict (AuxLogits.* are ignored).
-    ``layout="auto"`` picks "fid" when fc has 1008 outputs, else "torchvision". A file without
-    ``fc.*`` gives features only. Anything else raises OracleError naming these layouts.
+    - ``"fid"``: the TF-FID weights ``pt_inception-2015-12-05-6726825d.pth`` (pytorch-fid's
+      file; torch-fidelity's ``weights-inception-2015-12-05-6726825d.pth`` is the same; fc
+      [1008, 2048], no AuxLogits), run by torchmetrics' FID network: ``FIDInceptionFeatureNet``;
+    - ``"torchvision"``: a torchvision ``inception_v3`` state dict (AuxLogits.* are ignored):
+      ``TorchvisionInceptionFeatureNet``.
+    ``layout="auto"`` picks "fid" when fc has 1008 outputs, else "torchvision". A torchvision
+    file without ``fc.*`` gives features only. Anything else raises OracleError naming these
+    layouts.
     """
     if layout not in ("auto", "fid", "torchvision"):
         raise OracleError(f"load_inception: layout={layout!r}, expected 'auto', 'fid' or 'torchvision'")
@@ -167,11 +164,18 @@ def load_inception(path: str | os.PathLike, layout: str = "auto") -> InceptionFe
     num_classes = int(sd["fc.weight"].shape[0]) if has_head else 1000
     if layout == "auto":
         layout = "fid" if num_classes == 1008 else "torchvision"
-    net = _build_inception(layout, num_classes)
+    # parameter names and shapes are checked on torchvision's Inception3, whose names the TF-FID
+    # file shares, so a wrong file gets a one-line error before the library reads it
+    net = torchvision.models.Inception3(num_classes=num_classes, aux_logits=False,
+                                        transform_input=False, init_weights=False)
     expected = {k: v for k, v in net.state_dict().items() if has_head or not k.startswith("fc.")}
+    if layout == "fid" and not has_head:
+        expected = net.state_dict()  # the library's network always has the 1008-way fc
     _check_keys(sd, expected, path, "Inception", _INCEPTION_SUPPORTED)
+    if layout == "fid":
+        return FIDInceptionFeatureNet(str(path)).eval()
     net.load_state_dict(sd, strict=has_head)
-    return InceptionFeatureNet(net, layout, str(path), has_head).eval()
+    return TorchvisionInceptionFeatureNet(net, str(path), has_head).eval()
 
 
 # --------------------------------------------------------------------------------------------
