@@ -5,24 +5,22 @@ It runs after every other target of `all`, so the benchmark folder then holds a 
 job of the run (the files are globbed here: a rule cannot name its own benchmark as input).
 """
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-from oracle.report.tables import write_csv_markdown
-from oracle.report.timings import timings_table
-from oracle.workflow.job_server import server_configured
-from oracle.workflow.jobs import record_job, script_job
+def main(sm):
+    from oracle.report.tables import write_csv_markdown
+    from oracle.report.timings import timings_table
+    from oracle.workflow.job_server import server_configured
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
-    served = server_configured(sm.config)  # then benchmarks measured each job's client, not its work
+    served = server_configured()  # then benchmarks measured each job's client, not its work
     df = timings_table(sm.params.benchmarks, memory=not served)
-    memory = ("memory not measured: the local job server ran the jobs (job_server.enabled: false measures it)"
+    memory = ("memory not measured: the local job server ran the jobs (ORACLE_JOB_SERVER=off measures it)"
               if served else "peak resident memory (MB)")
     write_csv_markdown(df, sm.output.csv, sm.output.md, float_format=".1f",
                        caption=f"Where the run's time went: wall seconds per rule; {memory}")
     total = df[df["rule"] == "total"]
     print(f"{len(df) - len(total)} rules, {int(total['jobs'].sum())} jobs, {float(total['total_s'].sum()):.0f} s in all")
-    record_job(sm, started)
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive
