@@ -39,7 +39,7 @@ SCRIPT = textwrap.dedent("""
         runs.write(f"{os.getpid()}\\n")
     rng = np.random.default_rng(int(sys.argv[2]))
     out.write_text(repr(rng.standard_normal(5).tolist()) + os.environ.get("MARK", "") + os.getcwd())
-    print("to stdout", os.environ.get(job_server._CHILD_ENV, "inline"))
+    print("to stdout", os.environ.get(job_server.CHILD_ENV, "inline"))
     print("to stderr", file=sys.stderr)
     if sys.argv[3] == "raise":
         raise RuntimeError("boom")
@@ -147,7 +147,7 @@ def test_server_switch_is_the_environment() -> None:
     assert js.server_wanted({js.SWITCH_ENV: "auto"})
     assert not js.server_wanted({js.SWITCH_ENV: "auto", "SLURM_JOB_ID": "12"})
     assert js.server_wanted({js.SWITCH_ENV: "on", "SLURM_JOB_ID": "12"})
-    assert not js.server_wanted({js.SWITCH_ENV: "on", js._CHILD_ENV: "1"})
+    assert not js.server_wanted({js.SWITCH_ENV: "on", js.CHILD_ENV: "1"})
     assert not js.server_wanted({js.SWITCH_ENV: "OFF"})
     with pytest.raises(ConfigError, match="ORACLE_JOB_SERVER='yes please'"):
         js.server_wanted({js.SWITCH_ENV: "yes please"})
@@ -204,7 +204,7 @@ def test_server_outlives_idle_time_while_its_run_lives(scripts: Path) -> None:
     run_py = scripts / "run.py"  # the Snakemake run: the job's client is its child
     run_py.write_text(textwrap.dedent(f"""
         import os, subprocess, sys, time
-        os.environ[{js._RUN_ENV!r}] = str(os.getpid())
+        os.environ[{js.RUN_ENV!r}] = str(os.getpid())
         done = subprocess.run(sys.argv[1:], cwd={str(scripts / "work")!r})
         print("status", done.returncode, flush=True)
         time.sleep(120)
@@ -227,7 +227,7 @@ def test_server_outlives_idle_time_while_its_run_lives(scripts: Path) -> None:
 def test_mark_run_names_this_process() -> None:
     env: dict = {}
     js.mark_run(env)
-    assert env == {js._RUN_ENV: str(os.getpid())}
+    assert env == {js.RUN_ENV: str(os.getpid())}
 
 
 # ------------------------------------------------------------------------ issue 19: the attacks
@@ -323,10 +323,11 @@ def test_a_peer_of_another_uid_is_refused(scripts: Path) -> None:
     wrapper.write_text(textwrap.dedent("""
         import sys
         from pathlib import Path
+        from oracle.workflow import fork_server
         from oracle.workflow import job_server as js
         real = js._peer
         js._peer = lambda conn: (lambda p: (p[0], p[1] + 1, p[2]))(real(conn))  # every client: another uid
-        js.serve(Path(sys.argv[1]), 20.0, ["numpy"])
+        fork_server.serve(Path(sys.argv[1]), 20.0, ["numpy"])
     """))
     server = subprocess.Popen([sys.executable, str(wrapper), str(sock)], stdout=subprocess.PIPE, text=True)
     try:
@@ -411,6 +412,8 @@ def test_a_planted_symlink_is_never_followed(scripts: Path) -> None:
 def test_a_silent_client_does_not_block_the_others(scripts: Path) -> None:
     """Attack 4: a client that connects and sends nothing; later jobs run, and the silent one
     is dropped after the request timeout."""
+    from oracle.workflow import fork_server
+
     assert _run(scripts, "server", "j.txt", "1", "0").returncode == 0  # the server is up
     silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with js._short(js.socket_path(PRELOAD, scripts)) as name:
@@ -418,8 +421,8 @@ def test_a_silent_client_does_not_block_the_others(scripts: Path) -> None:
     try:
         t0 = time.monotonic()
         done = _run(scripts, "server", "k.txt", "1", "0", timeout=30)
-        assert done.returncode == 0 and time.monotonic() - t0 < js._REQUEST_TIMEOUT_S
-        silent.settimeout(js._REQUEST_TIMEOUT_S + 5)
+        assert done.returncode == 0 and time.monotonic() - t0 < fork_server.REQUEST_TIMEOUT_S
+        silent.settimeout(fork_server.REQUEST_TIMEOUT_S + 5)
         assert silent.recv(8) == b""  # hung up on
     finally:
         silent.close()
@@ -432,7 +435,7 @@ def test_a_forged_run_pid_does_not_keep_the_server_up(scripts: Path, run_pid: st
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         pid = run_pid if run_pid == "1" else str(stranger.pid)
-        done = _run(scripts, "server", "l.txt", "1", "0", IDLE="1", **{js._RUN_ENV: pid})
+        done = _run(scripts, "server", "l.txt", "1", "0", IDLE="1", **{js.RUN_ENV: pid})
         assert done.returncode == 0, done.stderr
         sock = js.socket_path(PRELOAD, scripts)
         assert _wait(lambda: not sock.exists(), 15), "a forged run pid kept the server alive"
