@@ -190,7 +190,7 @@ def run_in_server(argv: Sequence[str], preload: Sequence[str] = DEFAULT_PRELOAD,
     """Run the Python script ``argv[0]`` (with ``sys.argv = argv``) in the server, starting it
     if needed; returns the script's exit status (negative: killed by that signal). `usage`, when
     given, receives the child's resource usage (`delegate`). OSError before the job was handed
-    over; JobLost after."""
+    over (a server that hangs up with the request unread resets the connection); JobLost after."""
     path = socket_path(preload, directory)
     started = time.monotonic()
     conn = _connect_or_start(path, preload, idle_s)
