@@ -6,21 +6,17 @@ The finished rounds are kept in resume/ beside the output, so a killed job resum
 finished round with the same selections; the folder is removed once rounds.json exists.
 """
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-import shutil
-from pathlib import Path
+def main(sm):
+    import shutil
+    from pathlib import Path
 
-from oracle.classifiers.active_learning import ActiveSettings, load_active_data, run_active_learning
-from oracle.devices import pick_device
-from oracle.io.atomic import write_json_atomic
-from oracle.workflow.jobs import record_job, script_job
+    from oracle.classifiers.active_learning import ActiveSettings, load_active_data, run_active_learning
+    from oracle.devices import pick_device
+    from oracle.io.atomic import write_json_atomic
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
     spec, arch, wc = sm.params.spec, sm.params.arch, sm.wildcards
     seed = int(wc.seed)
     data = load_active_data(sm.input.samples, sm.input.splits, seed, spec["initial_size"], spec["pool_size"],
@@ -35,4 +31,7 @@ with script_job(sm) as started:
         "initial_size": spec["initial_size"], "pool_size": spec["pool_size"], "batch": spec["batch"],
         "drop_rate": spec["drop_rate"], "mc_samples": spec["mc_samples"], "device": str(device), "rounds": rounds})
     shutil.rmtree(state, ignore_errors=True)
-    record_job(sm, started, extra={"device": str(device)})
+    return dict(extra={"device": str(device)})
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

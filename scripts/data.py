@@ -7,19 +7,15 @@ trained). The records hash the raw files read (for digits scikit-learn's bundled
 inputs and name their identity in ``extra.raw_data``: the end of every audit chain.
 """
 
-# Runs inline, not in the job server (oracle.workflow.job_server): the run's first job, which
-# would wait ~8 s for the server to import torch & co. on the path to the flow, where its own
-# imports take ~3 s.
+from oracle.workflow.jobs import run_job
 
-from oracle.io.raw_files import raw_data_inputs
-from oracle.io.images import write_images_h5
-from oracle.io.real_data import load_split
-from oracle.workflow.config import check_prior_length
-from oracle.workflow.jobs import record_job, script_job
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
+def main(sm):
+    from oracle.io.raw_files import raw_data_inputs
+    from oracle.io.images import write_images_h5
+    from oracle.io.real_data import load_split
+    from oracle.workflow.config import check_prior_length
 
-with script_job(sm) as started:
     spec = {k: v for k, v in sm.params.data.items() if v is not None}
     spec["seed"] = sm.params.seed
     splits = {split: load_split(spec, split) for split in ("train", "test")}
@@ -28,4 +24,10 @@ with script_job(sm) as started:
         print(f"{split}: {images.shape[0]} images {list(images.shape[1:])}, {len(names)} classes")
         write_images_h5(sm.output[split], images, labels, names, attrs={"split": split, "data": spec})
     raw, identity = raw_data_inputs(spec)
-    record_job(sm, started, inputs=raw, extra={"raw_data": identity})
+    return dict(inputs=raw, extra={"raw_data": identity})
+
+
+# Runs inline, not in the job server (oracle.workflow.job_server): the run's first job, which
+# would wait ~8 s for the server to import torch & co. on the path to the flow, where its own
+# imports take ~3 s.
+run_job(snakemake, main, server=False)  # noqa: F821 - injected by Snakemake's script directive

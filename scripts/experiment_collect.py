@@ -1,17 +1,13 @@
 """Rule `<kind>_collect` (rules/<kind>.smk): an experiment's data files from its inputs ->
 <kind>/<experiment>/data/<data>.csv, computed by oracle.experiments.<kind>.collect."""
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-from oracle.experiments import kind_module
-from oracle.io.atomic import atomic_output
-from oracle.workflow.jobs import record_job, script_job
+def main(sm):
+    from oracle.experiments import kind_module
+    from oracle.io.atomic import atomic_output
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
     spec = sm.params.spec
     inputs = {name: list(files) if not isinstance(files, str) else [files] for name, files in sm.input.items()}
     frames = kind_module(spec["kind"]).collect(spec, inputs)
@@ -19,4 +15,6 @@ with script_job(sm) as started:
         with atomic_output(getattr(sm.output, name)) as tmp:
             frame.to_csv(tmp, index=False)
         print(f"{name}: {len(frame)} rows")
-    record_job(sm, started)
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

@@ -2,19 +2,15 @@
 numbers/<experiment>.json (oracle.experiments.<kind>.numbers; keys without the experiment
 prefix, which the merge into numbers.json adds)."""
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-import pandas as pd
+def main(sm):
+    import pandas as pd
 
-from oracle.experiments import kind_module
-from oracle.io.atomic import write_json_atomic
-from oracle.workflow.jobs import record_job, script_job
+    from oracle.experiments import kind_module
+    from oracle.io.atomic import write_json_atomic
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
     spec = sm.params.spec
     paths = dict(sm.input.items())
     data = {name: pd.read_csv(path) for name, path in paths.items()}
@@ -22,4 +18,6 @@ with script_job(sm) as started:
     write_json_atomic(sm.output[0], numbers)
     for key, entry in numbers.items():
         print(f"{key}: {entry['value']} {entry['unit']}")
-    record_job(sm, started)
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

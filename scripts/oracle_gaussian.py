@@ -5,20 +5,16 @@ samples stage loads it with world_from_checkpoint like a flow file and applies t
 and temperatures. No real data are read.
 """
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-import math
+def main(sm):
+    import math
 
-import torch
+    import torch
 
-from oracle.workflow.jobs import record_job, script_job
-from oracle.worlds import gaussian_world_from_spec, save_gaussian_world
+    from oracle.worlds import gaussian_world_from_spec, save_gaussian_world
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
     spec = dict(sm.params.gaussian)
     world = gaussian_world_from_spec(spec)
     save_gaussian_world(sm.output.world, world, extra={"spec": spec})
@@ -29,4 +25,7 @@ with script_job(sm) as started:
     if world.num_classes == 2:
         print(f"uniform prior, T=1: Bayes error Phi(-separation/2) = "
               f"{0.5 * math.erfc(spec['separation'] / 2 / math.sqrt(2)):.6g}")
-    record_job(sm, started, seed=spec["seed"])
+    return dict(seed=spec["seed"])
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

@@ -3,23 +3,19 @@
 Checks the checkpoint's class count against data/train.h5 before loading it.
 """
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-import json
+def main(sm):
+    import json
 
-from oracle.workflow import plan
-from oracle.workflow.jobs import record_job, script_job
-from oracle.io.images import read_images_h5
-from oracle.flow_checkpoints import check_checkpoint_classes, load_flow, load_public_tarflow, save_flow
-from oracle.errors import WorldError
-from oracle.io.atomic import atomic_output
-from oracle.io.hashing import file_sha256
+    from oracle.workflow import plan
+    from oracle.io.images import read_images_h5
+    from oracle.flow_checkpoints import check_checkpoint_classes, load_flow, load_public_tarflow, save_flow
+    from oracle.errors import WorldError
+    from oracle.io.atomic import atomic_output
+    from oracle.io.hashing import file_sha256
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
     cfg = sm.params.oracle
     path, fmt = cfg["checkpoint"], cfg["checkpoint_format"]
     train = read_images_h5(sm.input.train)
@@ -40,4 +36,6 @@ with script_job(sm) as started:
     with atomic_output(sm.output.train_log) as tmp:
         tmp.write_text(json.dumps({"imported_from": str(path), "checkpoint_format": fmt, "sha256": sha}) + "\n")
     print(f"imported {path} ({fmt}, sha256 {sha[:12]}) as {sm.output.flow}")
-    record_job(sm, started)
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

@@ -8,33 +8,24 @@ killed, if the checkpoint was written for this flow spec, training config, data,
 """
 
 import os
-import shutil
-import sys
-from pathlib import Path
 
-import torch
-
-from oracle.workflow import plan
 from oracle.workflow import resources as res
-from oracle.workflow.jobs import record_job, script_job
-from oracle.io.images import read_images_h5
-from oracle.flow_training import FlowTrainConfig, train_flow
-from oracle.flow_checkpoints import build_flow, save_flow
-from oracle.io.atomic import atomic_output
+from oracle.workflow.jobs import run_job, script_job
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-gpus, nodes = res.gpus_from_resources(sm.resources)
-under_torchrun = "LOCAL_RANK" in os.environ
 
-if gpus > 1 and not under_torchrun:  # start this script again under torchrun, one process per GPU
-    with script_job(sm):
-        res.relaunch_under_torchrun(gpus, nodes, sm.log[0])
-    sys.exit(0)
+def main(sm):
+    import shutil
+    from pathlib import Path
 
-rank = int(os.environ.get("RANK", "0"))
-local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    import torch
 
-with script_job(sm, log_path=None if under_torchrun else True, threads=max(1, sm.threads // local_world)) as started:
+    from oracle.workflow import plan
+    from oracle.io.images import read_images_h5
+    from oracle.flow_training import FlowTrainConfig, train_flow
+    from oracle.flow_checkpoints import build_flow, save_flow
+    from oracle.io.atomic import atomic_output
+
+    rank = int(os.environ.get("RANK", "0"))
     cfg, seed = sm.params.oracle, int(sm.params.seed)
     data = read_images_h5(sm.input.train)
     images, labels, names = data["images"], data["labels"], data["class_names"]
@@ -54,6 +45,19 @@ with script_job(sm, log_path=None if under_torchrun else True, threads=max(1, sm
             shutil.copyfile(running_log, tmp)
         print(f"done: {running_log.read_text().splitlines()[-1]}")
         shutil.rmtree(ckpt_dir)  # resume state of a finished job is only a trap for the next one
-        record_job(sm, started, extra={"steps": tcfg.steps, "gpus": gpus, "nodes": nodes})
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
+    return dict(extra={"steps": tcfg.steps, "gpus": gpus, "nodes": nodes})  # recorded by rank 0 only
+
+
+sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
+gpus, nodes = res.gpus_from_resources(sm.resources)
+under_torchrun = "LOCAL_RANK" in os.environ
+if gpus > 1 and not under_torchrun:  # start this script again under torchrun, one process per GPU
+    with script_job(sm):
+        res.relaunch_under_torchrun(gpus, nodes, sm.log[0])
+else:
+    # inline, not in the job server: the flow trains for minutes with its own thread count (and
+    # relaunches itself under torchrun), so the server's imports would save it nothing
+    run_job(sm, main, server=False, log_path=None if under_torchrun else True,
+            threads=max(1, sm.threads // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))

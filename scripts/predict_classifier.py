@@ -3,27 +3,23 @@ set, or a noisy copy of it) -> predictions/<evalset>.h5 (logits and log q per te
 metrics/<evalset>.json (accuracy against the world's labels, the exact decomposition in nats
 against the oracle's posterior at the evaluated x, calibration)."""
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-import json
-from pathlib import Path
+def main(sm):
+    import json
+    from pathlib import Path
 
-import torch
+    import torch
 
-from oracle.classifiers.checkpoints import load_model
-from oracle.classifiers.data import evaluation_set
-from oracle.classifiers.evaluate import evaluate_predictions
-from oracle.classifiers.predict import predict_logits
-from oracle.devices import pick_device
-from oracle.io.atomic import write_json_atomic
-from oracle.io.predictions import write_predictions
-from oracle.workflow.jobs import record_job, script_job
+    from oracle.classifiers.checkpoints import load_model
+    from oracle.classifiers.data import evaluation_set
+    from oracle.classifiers.evaluate import evaluate_predictions
+    from oracle.classifiers.predict import predict_logits
+    from oracle.devices import pick_device
+    from oracle.io.atomic import write_json_atomic
+    from oracle.io.predictions import write_predictions
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
     device = pick_device(sm.params.device)
     model, identity = load_model(sm.input.model, map_location=device)
     history = json.loads(Path(sm.input.history).read_text())
@@ -39,4 +35,7 @@ with script_job(sm) as started:
                                           "train_seconds": history["train_seconds"], "metrics": metrics})
     print(f"{sm.wildcards.experiment}/{sm.wildcards.arch}/{sm.wildcards.cell}/seed{sm.wildcards.seed} on {evalset}: "
           f"acc {metrics['acc']['mean']:.4f}, epistemic {metrics['epistemic']['mean']:.4f} nats")
-    record_job(sm, started, extra={"device": str(device)})
+    return dict(extra={"device": str(device)})
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

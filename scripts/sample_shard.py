@@ -8,20 +8,16 @@ error against float64 in the shard's attributes (oracle.float_precision). A kill
 rerun resumes.
 """
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-from oracle.devices import pick_device
-from oracle.sample_shards import write_sample_shard
-from oracle.workflow.plan import shard_sizes
-from oracle.workflow.jobs import record_job, script_job
-from oracle.io.hashing import file_sha256
-from oracle.worlds import world_from_checkpoint
+def main(sm):
+    from oracle.devices import pick_device
+    from oracle.sample_shards import write_sample_shard
+    from oracle.workflow.plan import shard_sizes
+    from oracle.io.hashing import file_sha256
+    from oracle.worlds import world_from_checkpoint
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
     w, s = sm.params.world, sm.params.samples
     shard = int(sm.wildcards.shard)
     sizes = shard_sizes(w["n_total"], w["n_shards"])
@@ -36,4 +32,7 @@ with script_job(sm) as started:
         precision=s["precision"], precision_rows=s["precision_rows"], precision_tolerance=s["precision_tolerance"],
     )
     print({k: v for k, v in info.items() if k != "path"})
-    record_job(sm, started, seed=w["seed"], extra={"device": str(device)})
+    return dict(seed=w["seed"], extra={"device": str(device)})
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

@@ -6,25 +6,21 @@ It runs after every other target of `all`, so the benchmark folder then holds a 
 job of the run (the files are globbed here: a rule cannot name its own benchmark as input).
 """
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-from oracle.report.tables import write_csv_markdown
-from oracle.report.timings import (critical_path, job_intervals, provenance_jobs, read_rss_records,
-                                   time_jobs_by_benchmarks, timing_notes, timings_table, wall_time)
-from oracle.workflow.job_server import server_configured
-from oracle.workflow.jobs import record_job, script_job
+def main(sm):
+    from oracle.report.tables import write_csv_markdown
+    from oracle.report.timings import (critical_path, job_intervals, provenance_jobs, read_rss_records,
+                                       time_jobs_by_benchmarks, timing_notes, timings_table, wall_time)
+    from oracle.workflow.job_server import server_configured
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
-    served = server_configured(sm.config)  # then benchmarks measured each job's client, not its work
+    served = server_configured()  # then benchmarks measured each job's client, not its work
     # no record at all: a server that records no memory, so no rule's benchmark can be trusted
     df = timings_table(sm.params.benchmarks, memory=not served,
                        rss=(read_rss_records(sm.params.logs) or None) if served else None)
-    memory = ("peak resident memory (MB): of each job's process forked by the local job server, or, for rules "
-              "that run inline (data, flow training), Snakemake's benchmark" if served else "peak resident memory (MB)")
+    memory = ("peak resident memory (MiB): of each job's process forked by the local job server, or, for rules "
+              "that run inline (data, flow training), Snakemake's benchmark" if served else "peak resident memory (MiB)")
     jobs = {name: job for name, job in provenance_jobs(sm.params.run).items() if job["rule"] != sm.rule}
     time_jobs_by_benchmarks(jobs, sm.params.benchmarks)
     path_s, chain = critical_path(jobs)
@@ -33,4 +29,6 @@ with script_job(sm) as started:
                        caption=f"Where the run's time went: job-seconds per rule (wall seconds of its jobs, summed "
                                f"and largest); {memory}")
     print(notes)
-    record_job(sm, started)
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

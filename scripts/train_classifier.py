@@ -8,25 +8,21 @@ A training checkpoint next to the outputs (train_state.pt) lets a killed job res
 removed once the outputs exist.
 """
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-from pathlib import Path
+def main(sm):
+    from pathlib import Path
 
-import torch
+    import torch
 
-from oracle.classifiers.build import build_classifier
-from oracle.classifiers.checkpoints import save_model
-from oracle.classifiers.data import curve_monitor, evaluation_set, training_epochs, training_set
-from oracle.classifiers.train import curve_epochs, train_classifier
-from oracle.devices import pick_device
-from oracle.io.atomic import write_json_atomic
-from oracle.workflow.jobs import record_job, script_job
+    from oracle.classifiers.build import build_classifier
+    from oracle.classifiers.checkpoints import save_model
+    from oracle.classifiers.data import curve_monitor, evaluation_set, training_epochs, training_set
+    from oracle.classifiers.train import curve_epochs, train_classifier
+    from oracle.devices import pick_device
+    from oracle.io.atomic import write_json_atomic
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
     spec, arch, wc = sm.params.training, sm.params.arch, sm.wildcards
     seed, tr = int(wc.seed), sm.params.training["training"]
     data = training_set(sm.input.samples, sm.input.splits, spec, seed, stream=True)  # memory flat in N
@@ -53,4 +49,7 @@ with script_job(sm) as started:
                                           "shift": data.shift})
     state.unlink(missing_ok=True)
     print(f"{wc.experiment}/{wc.arch}/{wc.cell}/seed{seed}: {epochs} epochs, final loss {history[-1]['train_loss']:.4f}")
-    record_job(sm, started, extra={"device": str(device)})
+    return dict(extra={"device": str(device)})
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

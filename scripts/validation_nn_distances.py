@@ -1,18 +1,16 @@
 """Rule `validation_nn_distances`: validation/metrics.json -> validation/figures/nn_distances
 (paper Figure 4: nearest-neighbour distances with the memorization threshold)."""
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-import json
-from pathlib import Path
+def main(sm):
+    import json
+    from pathlib import Path
 
-from oracle.validation.artifacts import nn_distances_figure
-from oracle.workflow.jobs import record_job, script_job
+    from oracle.validation.artifacts import nn_distances_figure
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
     nn_distances_figure(json.loads(Path(sm.input.metrics).read_text()), Path(sm.output[0]).with_suffix(""))
-    record_job(sm, started)
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

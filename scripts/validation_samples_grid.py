@@ -1,20 +1,16 @@
 """Rule `validation_samples_grid`: samples/base/all.h5 -> validation/figures/samples_grid.{pdf,png}, the first
 oracle samples of each class, one row per class (a look at the world before trusting it)."""
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-import numpy as np
+def main(sm):
+    import numpy as np
 
-from oracle.workflow.jobs import record_job, script_job
-from oracle.io.images import read_class_names
-from oracle.report.figures import sample_grid_figure
-from oracle.io.shards import open_samples
+    from oracle.io.images import read_class_names
+    from oracle.report.figures import sample_grid_figure
+    from oracle.io.shards import open_samples
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
     names = read_class_names(sm.input.train)
     per_class = int(sm.params.per_class)
     with open_samples(sm.input.samples) as f:
@@ -24,4 +20,6 @@ with script_job(sm) as started:
         x = np.stack([f["x"][int(i)] for i in rows])
     sample_grid_figure(x, labels[rows], names, sm.output[0].rsplit(".", 1)[0], per_class=per_class,
                        title=f"oracle samples (no guidance, no denoising), {per_class} per class")
-    record_job(sm, started)
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

@@ -7,20 +7,16 @@ analytic world with two classes also has its Bayes error in closed form (DESIGN 
 within 3 standard errors. The model file must be the one the samples were drawn from.
 """
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-from oracle.io.sample_rows import read_rows
-from oracle.posterior import posterior_rows
-from oracle.worlds import sample_world
-from oracle.io.atomic import write_json_atomic
-from oracle.measures.world_constants import closed_form_comparison, world_constants
-from oracle.workflow.jobs import record_job, script_job
+def main(sm):
+    from oracle.io.sample_rows import read_rows
+    from oracle.posterior import posterior_rows
+    from oracle.worlds import sample_world
+    from oracle.io.atomic import write_json_atomic
+    from oracle.measures.world_constants import closed_form_comparison, world_constants
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
     rows = read_rows(sm.input.samples, None, fields=("loglik",))
     attrs = rows["attrs"]
     prior = attrs["prior"]
@@ -40,4 +36,6 @@ with script_job(sm) as started:
                   f"agree within 3 SE: {entry['agrees_within_3se']})")
     write_json_atomic(sm.output[0], out)
     print(out["all"])
-    record_job(sm, started)
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

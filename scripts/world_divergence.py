@@ -3,26 +3,22 @@ share the frozen densities (prior part + D/2 (r^2 - 1 - ln r^2)) beside its Mont
 estimate from the model's own log densities at the world's samples ->
 samples/<world>/kl_from_<reference>.json (oracle.measures.divergences)."""
 
-from oracle.workflow.job_server import delegate
+from oracle.workflow.jobs import run_job
 
-delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-import math
+def main(sm):
+    import math
 
-import numpy as np
-import torch
+    import numpy as np
+    import torch
 
-from oracle.devices import pick_device
-from oracle.io.atomic import write_json_atomic
-from oracle.io.sample_rows import read_rows
-from oracle.worlds import sample_world
-from oracle.measures.divergences import MONTE_CARLO_ROWS, summary_line, world_kl_check
-from oracle.workflow.jobs import record_job, script_job
-from oracle.worlds import world_from_checkpoint
+    from oracle.devices import pick_device
+    from oracle.io.atomic import write_json_atomic
+    from oracle.io.sample_rows import read_rows
+    from oracle.worlds import sample_world
+    from oracle.measures.divergences import MONTE_CARLO_ROWS, summary_line, world_kl_check
+    from oracle.worlds import world_from_checkpoint
 
-sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
-
-with script_job(sm) as started:
     ref = sm.params.reference
     device = pick_device(sm.params.device)
     sample_world(sm.input.world, sm.input.samples)  # refuses a model file the samples were not drawn from
@@ -36,4 +32,7 @@ with script_job(sm) as started:
                             float(attrs["base_temperature"]), reference, dim)
     write_json_atomic(sm.output[0], {"world": sm.wildcards.world, "reference_world": sm.wildcards.reference, **result})
     print(summary_line(result))
-    record_job(sm, started, extra={"device": str(device)})
+    return dict(extra={"device": str(device)})
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

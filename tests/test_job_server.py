@@ -1,22 +1,32 @@
 """The local job server runs a script as an inline run would: same outputs, streams, working
-directory, environment and exit status; a killed client takes its job with it."""
+directory, environment and exit status; a killed client takes its job with it. Only its own
+user can reach it (issue 19: one test per attack)."""
 
 from __future__ import annotations
 
+import ast
+import json
 import os
+import pwd
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
+from oracle.errors import ConfigError
 from oracle.workflow import job_server as js
 
 PRELOAD = ("numpy",)  # the protocol does not depend on what is preloaded; numpy keeps it quick
+SYSTEM_PYTHON = "/usr/bin/python3"  # another user's interpreter: stdlib only, readable by all
 
 SCRIPT = textwrap.dedent("""
     import os, sys
@@ -25,23 +35,39 @@ SCRIPT = textwrap.dedent("""
     from oracle.workflow import job_server
 
     out = Path(sys.argv[1])
+    with open(sys.argv[1] + ".runs", "a") as runs:
+        runs.write(f"{os.getpid()}\\n")
     rng = np.random.default_rng(int(sys.argv[2]))
     out.write_text(repr(rng.standard_normal(5).tolist()) + os.environ.get("MARK", "") + os.getcwd())
-    print("to stdout", os.environ.get(job_server._CHILD_ENV, "inline"))
+    print("to stdout", os.environ.get(job_server.CHILD_ENV, "inline"))
     print("to stderr", file=sys.stderr)
     if sys.argv[3] == "raise":
         raise RuntimeError("boom")
     if sys.argv[3] == "sleep":
-        Path(sys.argv[1] + ".pid").write_text(str(os.getpid()))
+        Path(sys.argv[1] + ".pid").write_text(f"{os.getpid()} {os.getppid()}")
         import time
         time.sleep(60)
-    sys.exit(int(sys.argv[3]))
+    if sys.argv[3] == "alloc":
+        block = np.ones(64 << 17)  # 64 MiB touched
+    sys.exit(int(sys.argv[3]) if sys.argv[3].isdigit() else 0)
 """)
 
+# the test client: run_in_server itself (idle seconds from $IDLE)
 CLIENT = textwrap.dedent("""
-    import sys
+    import os, sys
     from oracle.workflow.job_server import run_in_server
-    sys.exit(run_in_server(sys.argv[2:], preload=("numpy",), idle_s=20.0, directory=sys.argv[1]) & 0xFF)
+    sys.exit(run_in_server(sys.argv[2:], preload=("numpy",), idle_s=float(os.environ.get("IDLE", "20")),
+                           directory=sys.argv[1]) & 0xFF)
+""")
+
+# a rule script's hand-off: delegate, then the inline run when it returns
+DELEGATE = textwrap.dedent("""
+    import runpy, sys
+    from oracle.workflow import job_server as js
+    js.delegate(sys.argv[2:], usage_path=sys.argv[3] + ".usage.json", preload=("numpy",), directory=sys.argv[1])
+    print("running inline", file=sys.stderr)
+    sys.argv = sys.argv[2:]
+    runpy.run_path(sys.argv[0], run_name="__main__")
 """)
 
 
@@ -49,15 +75,36 @@ CLIENT = textwrap.dedent("""
 def scripts(tmp_path: Path) -> Path:
     (tmp_path / "job.py").write_text(SCRIPT)
     (tmp_path / "client.py").write_text(CLIENT)
+    (tmp_path / "delegate.py").write_text(DELEGATE)
     (tmp_path / "work").mkdir()
     return tmp_path
 
 
-def _run(scripts: Path, mode: str, out: str, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, str(scripts / "job.py"), out, *args] if mode == "inline" else \
-        [sys.executable, str(scripts / "client.py"), str(scripts), str(scripts / "job.py"), out, *args]
-    return subprocess.run(cmd, cwd=scripts / "work", capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "MARK": "|m|"})
+def _run(scripts: Path, mode: str, out: str, *args: str, timeout: float = 120, directory: Path | None = None,
+         **env: str) -> subprocess.CompletedProcess:
+    directory = directory or scripts
+    cmd = {"inline": [sys.executable, str(scripts / "job.py"), out, *args],
+           "server": [sys.executable, str(scripts / "client.py"), str(directory), str(scripts / "job.py"), out, *args],
+           "delegate": [sys.executable, str(scripts / "delegate.py"), str(directory), str(scripts / "job.py"), out,
+                        *args]}[mode]
+    return subprocess.run(cmd, cwd=scripts / "work", capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "MARK": "|m|", js.SWITCH_ENV: "on", **env})
+
+
+def _wait(predicate, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
 
 
 @pytest.mark.parametrize("status", ["0", "3", "raise"])
@@ -74,81 +121,344 @@ def test_server_run_equals_inline_run(scripts: Path, status: str) -> None:
         assert "RuntimeError: boom" in served.stderr and "Traceback" in served.stderr
 
 
+def test_delegate_records_the_childs_usage(scripts: Path) -> None:
+    done = _run(scripts, "delegate", "u.txt", "1", "alloc")
+    assert done.returncode == 0, done.stderr
+    assert "running inline" not in done.stderr and done.stdout == "to stdout 1\n"
+    usage = json.loads((scripts / "work" / "u.txt.usage.json").read_text())
+    assert usage["max_rss_mib"] >= 64 and usage["user_s"] + usage["system_s"] > 0 and usage["wall_s"] > 0
+
+
 def test_killed_client_kills_its_job(scripts: Path) -> None:
     work = scripts / "work"
     proc = subprocess.Popen([sys.executable, str(scripts / "client.py"), str(scripts), str(scripts / "job.py"),
                              "c.txt", "1", "sleep"], cwd=work)
     pid_file = work / "c.txt.pid"
-    deadline = time.monotonic() + 60
-    while not pid_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    child = int(pid_file.read_text())
+    assert _wait(pid_file.exists, 60)
+    child = int(pid_file.read_text().split()[0])
     assert child != proc.pid  # the job runs in the server's child, not in the client
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and Path(f"/proc/{child}").exists():
-        time.sleep(0.1)
-    assert not Path(f"/proc/{child}").exists() or "zombie" in Path(f"/proc/{child}/status").read_text()
+    assert _wait(lambda: _gone(child), 10)
 
 
-def test_server_wanted() -> None:
-    assert js.server_wanted({"job_server": {"enabled": "auto"}}, {})
-    assert not js.server_wanted({"job_server": {"enabled": "auto"}}, {"SLURM_JOB_ID": "12"})
-    assert not js.server_wanted({"job_server": {"enabled": True}}, {js._CHILD_ENV: "1"})
-    assert not js.server_wanted({"job_server": {"enabled": False}}, {})
-    assert not js.server_wanted({}, {})
+def test_server_switch_is_the_environment() -> None:
+    assert js.server_wanted({})  # auto
+    assert js.server_wanted({js.SWITCH_ENV: "auto"})
+    assert not js.server_wanted({js.SWITCH_ENV: "auto", "SLURM_JOB_ID": "12"})
+    assert js.server_wanted({js.SWITCH_ENV: "on", "SLURM_JOB_ID": "12"})
+    assert not js.server_wanted({js.SWITCH_ENV: "on", js.CHILD_ENV: "1"})
+    assert not js.server_wanted({js.SWITCH_ENV: "OFF"})
+    with pytest.raises(ConfigError, match="ORACLE_JOB_SERVER='yes please'"):
+        js.server_wanted({js.SWITCH_ENV: "yes please"})
+    assert js.idle_seconds({}) == 120 and js.idle_seconds({js.IDLE_ENV: "2.5"}) == 2.5
+    with pytest.raises(ConfigError, match="ORACLE_JOB_SERVER_IDLE='-1'"):
+        js.idle_seconds({js.IDLE_ENV: "-1"})
     assert js.socket_path(PRELOAD) != js.socket_path(("numpy", "torch"))
 
 
-#: Rule scripts that run inline on purpose: the flow trains for minutes with its own thread
-#: count (and relaunches itself under torchrun), and `data` is the run's first job, which would
-#: wait for the server's imports on the path to the flow.
+def test_a_config_with_the_old_job_server_key_says_where_it_went() -> None:
+    from oracle.workflow.config import validate_config
+
+    root = Path(__file__).resolve().parents[1]
+    with pytest.raises(ConfigError, match="'job_server' is gone.*ORACLE_JOB_SERVER"):
+        validate_config({"job_server": {"enabled": False}}, root / "config.schema.yaml")
+
+
+#: Rule scripts that run inline on purpose (``server=False``): the flow trains for minutes with
+#: its own thread count (and relaunches itself under torchrun), and `data` is the run's first
+#: job, which would wait for the server's imports on the path to the flow.
 INLINE_SCRIPTS = {"oracle_train.py", "data.py"}
 
 
-def test_every_rule_script_hands_itself_to_the_server_first():
-    """A rule script that forgets `delegate` silently pays its imports on every local job; one
-    that calls it after other imports pays them too."""
+def _run_job_calls(tree: ast.Module) -> list[ast.Call]:
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+            and getattr(n.value.func, "id", None) == "run_job"]
+
+
+def test_every_rule_script_is_one_run_job_call():
+    """Every rule script enters through `run_job`; one that hands itself to the server has
+    nothing else at module level (no import before the hand-off pays for torch & co. in the
+    client), and only the scripts that run inline on purpose say server=False."""
     root = Path(__file__).resolve().parents[1]
     rule_files = [root / "Snakefile", *sorted((root / "rules").glob("*.smk"))]
     scripts = {name for f in rule_files for name in re.findall(r'"(?:\.\./)?scripts/(\w+\.py)"', f.read_text())}
     assert len(scripts) > 20 and INLINE_SCRIPTS <= scripts
-    for name in sorted(scripts - INLINE_SCRIPTS):
-        statements = [ln for ln in (root / "scripts" / name).read_text().splitlines()
-                      if ln.startswith(("import ", "from ", "delegate("))]
-        assert statements[0] == "from oracle.workflow.job_server import delegate", name
-        assert statements[1].startswith("delegate(snakemake)"), name
+    for name in sorted(scripts):
+        tree = ast.parse((root / "scripts" / name).read_text())
+        calls = _run_job_calls(tree)
+        assert len(calls) == 1, name
+        inline = {k.arg: k.value for k in calls[0].keywords}.get("server")
+        if name in INLINE_SCRIPTS:
+            assert isinstance(inline, ast.Constant) and inline.value is False, name
+            continue
+        assert inline is None, name
+        body = [ast.unparse(n) for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+        assert len(body) == 3 and body[0] == "from oracle.workflow.jobs import run_job", (name, body[:1])
+        assert body[1].startswith("def main(sm):") and body[2] == "run_job(snakemake, main)", name
 
 
 def test_server_outlives_idle_time_while_its_run_lives(scripts: Path) -> None:
     """A job marked with a run's process id keeps the server up past `idle` seconds (the flow
     trains inline for minutes); once that process has ended, the server exits after `idle`."""
-    run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    client = textwrap.dedent("""
-        import sys
-        from oracle.workflow.job_server import run_in_server
-        sys.exit(run_in_server(sys.argv[2:], preload=("numpy",), idle_s=1.0, directory=sys.argv[1]) & 0xFF)
-    """)
-    (scripts / "short_idle.py").write_text(client)
+    run_py = scripts / "run.py"  # the Snakemake run: the job's client is its child
+    run_py.write_text(textwrap.dedent(f"""
+        import os, subprocess, sys, time
+        os.environ[{js.RUN_ENV!r}] = str(os.getpid())
+        done = subprocess.run(sys.argv[1:], cwd={str(scripts / "work")!r})
+        print("status", done.returncode, flush=True)
+        time.sleep(120)
+    """))
+    run = subprocess.Popen([sys.executable, str(run_py), sys.executable, str(scripts / "client.py"), str(scripts),
+                            str(scripts / "job.py"), "d.txt", "1", "0"], stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, "IDLE": "1"})
+    sock = js.socket_path(PRELOAD, scripts)
     try:
-        done = subprocess.run([sys.executable, str(scripts / "short_idle.py"), str(scripts), str(scripts / "job.py"),
-                               "d.txt", "1", "0"], cwd=scripts / "work", capture_output=True, text=True, timeout=120,
-                              env={**os.environ, js._RUN_ENV: str(run.pid)})
-        assert done.returncode == 0, done.stderr
-        sock = js.socket_path(PRELOAD, scripts)
+        lines = iter(run.stdout.readline, "")
+        assert next(ln for ln in lines if ln.startswith("status")).split() == ["status", "0"]
         time.sleep(4.0)  # well past idle_s = 1
         assert sock.exists(), "the server quit while its run was alive"
     finally:
         run.kill()
         run.wait()
-    deadline = time.monotonic() + 30
-    while sock.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not sock.exists(), "the server outlived its run by more than idle_s"
+    assert _wait(lambda: not sock.exists(), 30), "the server outlived its run by more than idle_s"
 
 
 def test_mark_run_names_this_process() -> None:
     env: dict = {}
     js.mark_run(env)
-    assert env == {js._RUN_ENV: str(os.getpid())}
+    assert env == {js.RUN_ENV: str(os.getpid())}
+
+
+# ------------------------------------------------------------------------ issue 19: the attacks
+
+def test_runtime_dir_is_private_and_checked(tmp_path: Path) -> None:
+    mine = js.runtime_dir(tmp_path)
+    assert mine.parent == tmp_path and (mine.stat().st_mode & 0o777) == 0o700 and mine.stat().st_uid == os.getuid()
+    mine.chmod(0o755)
+    with pytest.raises(OSError, match="mode 755"):
+        js.runtime_dir(tmp_path)
+    mine.rmdir()
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    mine.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OSError, match="not a directory"):
+        js.runtime_dir(tmp_path)
+    if os.geteuid() == 0:
+        mine.unlink()
+        mine.mkdir(mode=0o700)
+        os.chown(mine, 54321, 54321)
+        with pytest.raises(OSError, match="owner uid 54321"):
+            js.runtime_dir(tmp_path)
+
+
+@pytest.fixture
+def other_user():
+    """A second local user for the attacks (created and removed here; root only)."""
+    if os.geteuid() != 0 or shutil.which("useradd") is None or not Path(SYSTEM_PYTHON).exists():
+        pytest.skip("needs root, useradd and /usr/bin/python3 to create a second user")
+    name = f"oratk{uuid.uuid4().hex[:8]}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+    try:
+        pw = pwd.getpwnam(name)
+        yield pw.pw_uid, pw.pw_gid
+    finally:
+        subprocess.run(["userdel", name], check=False)
+
+
+@pytest.fixture
+def shared_base():
+    """A world-writable sticky directory like /tmp, where every user can reach a socket."""
+    base = Path(tempfile.mkdtemp(prefix="oracle-shared-", dir="/tmp"))
+    base.chmod(0o1777)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _as_user(user: tuple[int, int], code: str, *args: str) -> subprocess.Popen:
+    uid, gid = user
+    return subprocess.Popen([SYSTEM_PYTHON, "-c", textwrap.dedent(code), *args], user=uid, group=gid,
+                            extra_groups=[], cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+PAYLOAD_REQUEST = """
+    import json, socket, sys
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(sys.argv[1])
+    except OSError as exc:
+        print(f"connect refused: {exc}"); sys.exit(0)
+    blob = json.dumps({"protocol": int(sys.argv[3]), "argv": [sys.argv[2]], "cwd": "/", "env": {},
+                       "sys_path": sys.path}).encode()
+    try:
+        socket.send_fds(conn, [len(blob).to_bytes(8, "little")], [0, 1, 2])
+        conn.sendall(blob)
+        conn.settimeout(30)
+        print("reply", conn.recv(64))
+    except OSError as exc:
+        print(f"dropped: {exc}")
+"""
+
+
+def test_another_user_cannot_run_a_payload_even_under_umask_000(scripts: Path, other_user, shared_base) -> None:
+    """Attack 1: a server started under umask 000 must not run another user's request."""
+    first = subprocess.run([sys.executable, str(scripts / "client.py"), str(shared_base), str(scripts / "job.py"),
+                            "e.txt", "1", "0"], cwd=scripts / "work", preexec_fn=lambda: os.umask(0),
+                           capture_output=True, text=True, timeout=120, env={**os.environ, "IDLE": "30"})
+    assert first.returncode == 0, first.stderr
+    sock = js.socket_path(PRELOAD, shared_base)
+    marker = shared_base / "pwned"
+    payload = shared_base / "payload.py"
+    payload.write_text(f"open({str(marker)!r}, 'w').write('ran as uid %d' % __import__('os').getuid())\n")
+    payload.chmod(0o644)
+    attacker = _as_user(other_user, PAYLOAD_REQUEST, str(sock), str(payload), str(js._PROTOCOL))
+    out, err = attacker.communicate(timeout=60)
+    time.sleep(1.0)
+    assert not marker.exists(), f"another user's payload ran: {marker.read_text()} ({out} {err})"
+
+
+def test_a_peer_of_another_uid_is_refused(scripts: Path) -> None:
+    """Attack 1, with a mocked SO_PEERCRED: the server hangs up on a client of another uid."""
+    sock = js.socket_path(PRELOAD, scripts)
+    wrapper = scripts / "mocked_server.py"
+    wrapper.write_text(textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        from oracle.workflow import fork_server
+        from oracle.workflow import job_server as js
+        real = js._peer
+        js._peer = lambda conn: (lambda p: (p[0], p[1] + 1, p[2]))(real(conn))  # every client: another uid
+        fork_server.serve(Path(sys.argv[1]), 20.0, ["numpy"])
+    """))
+    server = subprocess.Popen([sys.executable, str(wrapper), str(sock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert _wait(sock.exists, 60), "the mocked server did not start"
+        done = _run(scripts, "server", "f.txt", "1", "0", timeout=60)
+        assert done.returncode != 0 and not (scripts / "work" / "f.txt").exists()
+        # hung up on before (broken pipe, reset) or after the whole request was sent (JobLost)
+        assert re.search(r"JobLost|BrokenPipeError|ConnectionResetError", done.stderr), done.stderr
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=30)
+    assert f"refused a client of uid {os.getuid() + 1}" in out
+
+
+def test_the_client_refuses_a_server_of_another_uid(scripts: Path, monkeypatch) -> None:
+    """Attack 2, with a mocked SO_PEERCRED: a socket served by another uid gets nothing."""
+    sock = js.socket_path(PRELOAD, scripts)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with js._short(sock) as name:
+        listener.bind(name)
+    listener.listen(1)
+    real = js._peer
+    monkeypatch.setattr(js, "_peer", lambda conn: (lambda p: (p[0], p[1] + 1, p[2]))(real(conn)))
+    try:
+        with pytest.raises(OSError, match=f"served by uid {os.getuid() + 1}"):
+            js.run_in_server([str(scripts / "job.py"), "g.txt", "1", "0"], preload=PRELOAD, directory=scripts)
+        conn, _ = listener.accept()
+        conn.settimeout(5)
+        assert conn.recv(64) == b""  # nothing was sent: no environment, no descriptors
+        conn.close()
+    finally:
+        listener.close()
+
+
+def test_an_impostor_socket_of_another_user_gets_nothing(scripts: Path, other_user, shared_base, tmp_path) -> None:
+    """Attack 2: another user bound the socket path before any server ran."""
+    scratch = tmp_path / "scratch"  # where this user's socket would be, relative to its base
+    scratch.mkdir()
+    rel = js.socket_path(PRELOAD, scratch).relative_to(scratch)
+    impostor = _as_user(other_user, """
+        import os, socket, sys
+        from pathlib import Path
+        path = Path(sys.argv[1])
+        path.parent.mkdir(mode=0o777, parents=True, exist_ok=True)
+        if path.parent.stat().st_uid == os.getuid():  # made here: open to all, like /tmp
+            os.chmod(path.parent, 0o777)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(str(path))
+        os.chmod(path, 0o777)
+        s.listen(1)
+        print("bound", flush=True)
+        s.settimeout(20)
+        try:
+            conn, _ = s.accept()
+        except OSError:
+            print("no client"); sys.exit(0)
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        for fd in fds[1:]:  # the client's stdout and stderr
+            os.write(fd, b"pwned by the impostor\\n")
+        print("got", len(data), "bytes and", len(fds), "descriptors")
+    """, str(shared_base / rel))
+    assert impostor.stdout.readline().strip() == "bound"
+    done = _run(scripts, "delegate", "h.txt", "1", "0", directory=shared_base)
+    out, err = impostor.communicate(timeout=60)
+    assert "pwned" not in done.stdout + done.stderr, out
+    assert out.strip() == "no client", out + err
+    assert done.returncode == 0 and "running inline" in done.stderr and "not a private directory" in done.stderr
+
+
+def test_a_planted_symlink_is_never_followed(scripts: Path) -> None:
+    """Attack 3: symbolic links at the lock and log paths must not truncate or append to
+    their targets; the job then runs inline."""
+    sock = js.socket_path(PRELOAD, scripts)
+    victim = scripts / "victim"
+    victim.write_text("secret\n")
+    victim.chmod(0o600)
+    Path(f"{sock}.lock").symlink_to(victim)
+    Path(f"{sock}.log").symlink_to(victim)
+    done = _run(scripts, "delegate", "i.txt", "1", "0")
+    assert victim.read_text() == "secret\n"
+    assert done.returncode == 0 and "running inline" in done.stderr, done.stderr
+
+
+def test_a_silent_client_does_not_block_the_others(scripts: Path) -> None:
+    """Attack 4: a client that connects and sends nothing; later jobs run, and the silent one
+    is dropped after the request timeout."""
+    from oracle.workflow import fork_server
+
+    assert _run(scripts, "server", "j.txt", "1", "0").returncode == 0  # the server is up
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with js._short(js.socket_path(PRELOAD, scripts)) as name:
+        silent.connect(name)
+    try:
+        t0 = time.monotonic()
+        done = _run(scripts, "server", "k.txt", "1", "0", timeout=30)
+        assert done.returncode == 0 and time.monotonic() - t0 < fork_server.REQUEST_TIMEOUT_S
+        silent.settimeout(fork_server.REQUEST_TIMEOUT_S + 5)
+        assert silent.recv(8) == b""  # hung up on
+    finally:
+        silent.close()
+
+
+@pytest.mark.parametrize("run_pid", ["1", "other"])
+def test_a_forged_run_pid_does_not_keep_the_server_up(scripts: Path, run_pid: str) -> None:
+    """Attack 5: ORACLE_RUN_PID of a process that is not the client's Snakemake run (init, a
+    stranger) does not keep the server past its idle time."""
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        pid = run_pid if run_pid == "1" else str(stranger.pid)
+        done = _run(scripts, "server", "l.txt", "1", "0", IDLE="1", **{js.RUN_ENV: pid})
+        assert done.returncode == 0, done.stderr
+        sock = js.socket_path(PRELOAD, scripts)
+        assert _wait(lambda: not sock.exists(), 15), "a forged run pid kept the server alive"
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_killing_the_server_kills_its_job_and_it_is_not_rerun(scripts: Path) -> None:
+    """Attack 6: the server dies mid-job: its child dies with it, and the client fails the job
+    rather than running it a second time inline."""
+    work = scripts / "work"
+    proc = subprocess.Popen([sys.executable, str(scripts / "delegate.py"), str(scripts), str(scripts / "job.py"),
+                             "m.txt", "1", "sleep"], cwd=work, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, js.SWITCH_ENV: "on"})
+    pid_file = work / "m.txt.pid"
+    assert _wait(pid_file.exists, 60)
+    child, server = map(int, pid_file.read_text().split())
+    assert server != proc.pid
+    os.kill(server, signal.SIGKILL)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and "not rerun inline" in err, err
+    assert _wait(lambda: _gone(child), 10), "the job outlived its server"
+    assert len((work / "m.txt.runs").read_text().splitlines()) == 1, "the job ran twice"

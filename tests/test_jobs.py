@@ -73,3 +73,70 @@ def test_script_job_verifies_the_jobs_inputs(tmp_path, monkeypatch, capsys):
         with script_job(job):
             ran.append(True)
     assert not ran and "DataError: " in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- run_job
+
+def _job(tmp_path, **kw):
+    from types import SimpleNamespace
+
+    src = _made(tmp_path / "in.txt", "input", rule="make")
+    base = dict(input=[str(src)], output=[str(tmp_path / "out.txt")], log=[str(tmp_path / "job.log")], threads=1,
+                rule="use", wildcards={}, config={}, params=SimpleNamespace(config_keys=[]))
+    return SimpleNamespace(**{**base, **kw})
+
+
+def test_run_job_runs_main_and_records_what_it_returns(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from oracle.workflow.jobs import run_job
+    from oracle.workflow.provenance import read_record
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ORACLE_JOB_SERVER", "off")  # server=True, switched off: inline
+    job = _job(tmp_path)
+
+    def main(sm):
+        Path(sm.output[0]).write_text(Path(sm.input[0]).read_text().upper())
+        print("in the log")
+        return {"extra": {"device": "cpu"}, "seed": 7}
+
+    run_job(job, main)
+    rec = read_record(tmp_path / "out.txt")
+    assert rec["rule"] == "use" and rec["extra"] == {"device": "cpu"} and rec["seed"] == 7
+    assert "in.txt" in " ".join(rec["inputs"]) and "in the log" in (tmp_path / "job.log").read_text()
+    (tmp_path / "out.txt.prov.json").unlink()
+    monkeypatch.setenv("RANK", "1")  # a torchrun rank other than 0 writes no record
+    run_job(job, lambda sm: None, server=False)
+    assert read_record(tmp_path / "out.txt", missing_ok=True) is None
+
+
+def test_run_job_checks_inputs_before_main_and_stops_on_a_bad_switch(tmp_path, monkeypatch, capsys):
+    from oracle.workflow.jobs import run_job
+
+    monkeypatch.chdir(tmp_path)
+    job = _job(tmp_path)
+    (tmp_path / "in.txt").write_text("changed")
+    ran = []
+    with pytest.raises(SystemExit):
+        run_job(job, ran.append, server=False)
+    assert not ran and "in.txt changed since rule 'make'" in capsys.readouterr().err
+    monkeypatch.setenv("ORACLE_JOB_SERVER", "maybe")
+    with pytest.raises(SystemExit) as stop:
+        run_job(job, ran.append)
+    assert stop.value.code == 1 and not ran
+    assert capsys.readouterr().err.strip() == "ConfigError: environment ORACLE_JOB_SERVER='maybe': expected auto, on or off"
+
+
+def test_threads_apply_to_torch_imported_inside_main(tmp_path):
+    """`run_job` scripts import torch inside `main`, after `script_job` started: the thread
+    count still reaches it (a fresh process: torch not yet imported)."""
+    import subprocess
+    import sys
+
+    code = ("from oracle.workflow.jobs import script_job\n"
+            "with script_job(None, log_path=None, threads=1):\n"
+            "    import torch\n"
+            "    print(torch.get_num_threads())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr

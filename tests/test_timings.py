@@ -152,9 +152,9 @@ def test_provenance_jobs_and_benchmark_times(tmp_path):
 
 
 def test_memory_of_job_server_children(tmp_path):
-    import resource
+    import json
 
-    from oracle.report.timings import read_rss_records, record_child_rss, rss_record_path
+    from oracle.report.timings import read_rss_records, usage_record_path
 
     root = tmp_path / "benchmarks"
     bench(root / "train_classifier" / "seed0.tsv", row(10.0, 60.0))  # the client's memory: not the job's
@@ -162,21 +162,21 @@ def test_memory_of_job_server_children(tmp_path):
     bench(root / "numbers.tsv", row(1.0, 55.0))
     logs = tmp_path / "logs"
     log0, log1 = logs / "classifiers" / "seed0" / "train.log", logs / "classifiers" / "seed1" / "train.log"
-    assert rss_record_path(log0) == logs / "classifiers" / "seed0" / "train.log.rss.json"
+    assert usage_record_path(log0) == logs / "classifiers" / "seed0" / "train.log.usage.json"
 
-    class Usage:  # os.wait4's rusage: ru_maxrss in KiB on Linux
-        def __init__(self, kib):
-            self.ru_maxrss = kib
+    def record(log, mib, rule=None):  # what oracle.workflow.job_server.delegate writes
+        usage_record_path(log).parent.mkdir(parents=True, exist_ok=True)
+        rec = {"max_rss_mib": mib, "user_s": 1.0, "system_s": 0.1, "wall_s": 2.0}
+        usage_record_path(log).write_text(json.dumps(rec | ({"rule": rule} if rule else {})))
 
-    record_child_rss(rss_record_path(log0), Usage(512 * 1024), "train_classifier")
-    record_child_rss(rss_record_path(log1), Usage(768 * 1024), "train_classifier")
+    record(log0, 512.0, "train_classifier")
+    record(log1, 768.0, "train_classifier")
+    record(logs / "anonymous.log", 9999.0)  # no rule named: not attributable, skipped
     assert read_rss_records(logs) == {"train_classifier": 768.0}
     t = timings_table(root, memory=False, rss=read_rss_records(logs)).set_index("rule")
     # numbers has no record: its jobs ran inline (like flow training), so its benchmark measured them
     assert t.loc["train_classifier", "max_rss_mb"] == 768.0 and t.loc["numbers", "max_rss_mb"] == 55.0
     assert t.loc["total", "max_rss_mb"] == 768.0
-    record_child_rss(rss_record_path(log1), resource.getrusage(resource.RUSAGE_SELF), "numbers")
-    assert read_rss_records(logs)["numbers"] > 1.0  # this process's own peak, in MB
-    (logs / "bad.rss.json").write_text("{}")
-    with pytest.raises(DataError, match="bad.rss.json"):
+    (logs / "bad.log.usage.json").write_text('{"rule": "x"}')
+    with pytest.raises(DataError, match="bad.log.usage.json"):
         read_rss_records(logs)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -220,38 +219,34 @@ def critical_path(jobs: dict[str, dict]) -> tuple[float, list[str]]:
 #
 # Under the local job server a job's work runs in a child forked by the server, outside the
 # process that Snakemake's benchmark measures. The server reads each child's peak resident set
-# when it reaps it (``os.wait4``) and writes it next to the job's log, as ``<log>.rss.json``:
-#     {"rule": "<rule name>", "max_rss_mb": <float, MB>}
+# when it reaps it (``os.wait4``), and `oracle.workflow.jobs.run_job` writes it next to the
+# job's log, as ``<log>.usage.json`` (`oracle.workflow.job_server.delegate`):
+#     {"rule": "<rule name>", "max_rss_mib": <float>, "user_s": ..., "system_s": ..., "wall_s": ...}
 # `timings_table(memory=False)` then takes each rule's memory from these files.
 
-RSS_SUFFIX = ".rss.json"
+USAGE_SUFFIX = ".usage.json"
 
 
-def rss_record_path(log: str | os.PathLike) -> Path:
-    """Where the peak memory of the job whose log is `log` goes: ``<log>.rss.json``."""
+def usage_record_path(log: str | os.PathLike) -> Path:
+    """Where the job server's usage record of the job whose log is `log` lies: ``<log>.usage.json``."""
     p = Path(log)
-    return p.with_name(p.name + RSS_SUFFIX)
-
-
-def record_child_rss(path: str | os.PathLike, rusage: Any, rule: str) -> None:
-    """Write the peak resident set of a reaped child (``os.wait4``'s rusage; ``ru_maxrss`` is in
-    KiB on Linux) for `rule` to `path` (`rss_record_path` of the job's log), atomically."""
-    from oracle.io.atomic import write_json_atomic
-
-    write_json_atomic(path, {"rule": str(rule), "max_rss_mb": float(rusage.ru_maxrss) / 1024.0})
+    return p.with_name(p.name + USAGE_SUFFIX)
 
 
 def read_rss_records(root: str | os.PathLike) -> dict[str, float]:
-    """Per rule, the largest ``max_rss_mb`` of the ``*.rss.json`` files under `root` (MB)."""
+    """Per rule, the largest ``max_rss_mib`` of the ``*.usage.json`` records under `root` (MiB,
+    the unit of Snakemake's benchmark ``max_rss``); records without a rule are skipped."""
     import json
 
     out: dict[str, float] = {}
-    for path in sorted(Path(root).rglob(f"*{RSS_SUFFIX}")):
+    for path in sorted(Path(root).rglob(f"*{USAGE_SUFFIX}")):
         try:
             rec = json.loads(path.read_text())
-            rule, mb = str(rec["rule"]), float(rec["max_rss_mb"])
+            if "rule" not in rec:
+                continue
+            rule, mb = str(rec["rule"]), float(rec["max_rss_mib"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise DataError(f"{path}: not a job memory record ({exc}); expected {{\"rule\", \"max_rss_mb\"}}") from None
+            raise DataError(f"{path}: not a job usage record ({exc}); expected {{\"rule\", \"max_rss_mib\"}}") from None
         out[rule] = max(out.get(rule, mb), mb)
     return out
 

@@ -60,6 +60,10 @@ def validate_config(config: Mapping, schema: Mapping | str | Path) -> None:
     """
     import jsonschema
 
+    if "job_server" in config:  # moved out of the science config (issue 18)
+        raise ConfigError("config key 'job_server' is gone: the local job server is switched by the environment, "
+                          "ORACLE_JOB_SERVER=auto|on|off and ORACLE_JOB_SERVER_IDLE=<seconds> (README); "
+                          "delete the key")
     if not isinstance(schema, Mapping):
         schema = load_yaml(schema)
     validator = jsonschema.Draft202012Validator(schema)

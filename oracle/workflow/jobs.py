@@ -1,5 +1,5 @@
-"""The job wrapper of every workflow script: logging, threads, one-line errors, and the
-provenance record of each artifact the job writes."""
+"""The job wrapper of every workflow script: `run_job` (local job server hand-off, input checks,
+logging, threads, one-line errors) and the provenance record of each artifact the job writes."""
 
 from __future__ import annotations
 
@@ -8,11 +8,43 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from oracle.errors import ConfigError, OracleError
+
+
+def run_job(job: Any, main: Callable[[Any], Mapping[str, Any] | None], *, server: bool = True,
+            log_path: str | os.PathLike | None | bool = True, threads: int | None = None) -> None:
+    """The one entry point of a rule's script: ``run_job(snakemake, main)``, the script's only
+    statement besides ``def main``.
+
+    1. server=True: hand the script to the local job server (`oracle.workflow.job_server.delegate`,
+       switched by ``ORACLE_JOB_SERVER``) and exit with its status; the server's child runs the
+       script again and gets past this step. The script's heavy imports belong inside `main`, so
+       the client never pays for them. server=False: run inline (a job that is better off in a
+       process of its own).
+    2. `script_job`: log, threads, the inputs checked against their records, one-line errors.
+    3. ``main(job)``: the work; returns the keyword arguments of `record_job` for the outputs'
+       provenance records (``extra``, ``seed``, ``inputs``...), or None for the defaults.
+    4. `record_job` writes the records; under torchrun only rank 0 does (it wrote the outputs).
+    log_path, threads: as `script_job`. The server writes the child's resource usage (peak RSS,
+    CPU seconds) to ``<log>.usage.json`` beside the job's first log.
+    """
+    if server:
+        from oracle.workflow.job_server import delegate
+
+        logs = list(getattr(job, "log", None) or ())
+        try:
+            delegate(usage_path=f"{logs[0]}.usage.json" if logs else None, rule=getattr(job, "rule", None))
+        except OracleError as exc:  # a bad ORACLE_JOB_SERVER value
+            print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+            raise SystemExit(1) from None
+    with script_job(job, log_path=log_path, threads=threads) as started:
+        record = main(job)
+        if os.environ.get("RANK", "0") == "0":
+            record_job(job, started, **(record or {}))
 
 
 @contextlib.contextmanager
@@ -24,7 +56,7 @@ def script_job(job: Any = None, *, log_path: str | os.PathLike | None | bool = T
     log_path: where stdout and stderr go (tqdm bars, warnings, tracebacks); default the rule's
               log, None for the calling stream.
     threads:  torch intra-op threads (default the rule's threads; deterministic on CPU for a
-              fixed count); applied only when the script imported torch.
+              fixed count); applied when the script imports torch (before or inside the body).
 
     Before the body runs, every input that has a provenance record is checked against it
     (`verify_inputs`), so a job never computes from an artifact that changed since it was made.
@@ -42,9 +74,8 @@ def script_job(job: Any = None, *, log_path: str | os.PathLike | None | bool = T
     try:
         if fh is not None:
             sys.stdout = sys.stderr = fh
-        torch = sys.modules.get("torch")
-        if threads and torch is not None:  # only scripts that use torch pay for importing it
-            torch.set_num_threads(max(1, int(threads)))
+        if threads:  # only scripts that use torch pay for importing it
+            _torch_threads(max(1, int(threads)))
         try:
             if job is not None:
                 verify_inputs(job.input)
@@ -56,9 +87,42 @@ def script_job(job: Any = None, *, log_path: str | os.PathLike | None | bool = T
                 print(msg, file=orig_err)
             raise SystemExit(1) from None
     finally:
+        sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "oracle_torch_threads", False)]
         sys.stdout, sys.stderr = orig_out, orig_err
         if fh is not None:
             fh.close()
+
+
+def _torch_threads(n: int) -> None:
+    """torch.set_num_threads(n) now if torch is imported, else right after the job imports it
+    (`run_job` scripts import inside `main`, after `script_job` started)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(n)
+        return
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.loader is None:
+        return
+    loader, exec_module = spec.loader, spec.loader.exec_module
+
+    def exec_then_set(module: Any) -> None:
+        exec_module(module)
+        module.set_num_threads(n)
+
+    class _Finder:  # hands out the spec found above, once, with the thread count attached
+        oracle_torch_threads = True
+
+        @staticmethod
+        def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
+            if name != "torch":
+                return None
+            sys.meta_path.remove(_Finder)
+            loader.exec_module = exec_then_set
+            return spec
+
+    sys.meta_path.insert(0, _Finder)
 
 
 def verify_inputs(inputs: Any) -> list[Path]:
