@@ -213,7 +213,7 @@ def _train(data: ActiveData, positions: np.ndarray, arch: Mapping, s: ActiveSett
 
     from oracle.classifiers.build import build_classifier
     from oracle.classifiers.train import train_classifier
-    from oracle.workflow.plan import effective_epochs
+    from oracle.classifiers.data import effective_epochs
 
     _, c, h, _ = data.x.shape
     pretrained = arch["pretrained"] if isinstance(arch.get("pretrained"), str) else None

@@ -1,5 +1,5 @@
 """oracle.experiments.estimators: the models it borrows, its evaluation sets, the estimates,
-scores and sets it collects from prediction files (against oracle.measures.estimators applied
+scores and sets it collects from prediction files (against oracle.measures.accuracy_estimators applied
 by hand), its tables, figure and numbers."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from oracle.errors import ConfigError
 from oracle.experiments import estimators
 from oracle.io.predictions import write_predictions
-from oracle.measures import estimators as est
+from oracle.measures import accuracy_estimators as est
 from tests.test_experiment_kinds import DEFAULT
 from tests.test_experiment_shift import csv_roundtrip
 

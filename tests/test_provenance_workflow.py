@@ -29,7 +29,7 @@ from oracle.workflow import rule_keys
 from oracle.workflow.audit import audit, check_numbers, compare_config, load_numbers
 from oracle.workflow.jobs import job_script, record_job
 from oracle.workflow.hashing import clear_hash_cache, file_sha256, path_sha256
-from oracle.workflow.config_keys import config_hash, config_subset, get_config_value, parse_config_key
+from oracle.workflow.config_paths import config_hash, config_subset, get_config_value, parse_config_key
 from oracle.workflow.provenance import read_record
 
 REPO = Path(__file__).resolve().parents[1]
@@ -350,7 +350,7 @@ def test_config_keys_with_selectors():
 
 
 def test_rule_config_keys_resolve_in_the_smoke_config():
-    from oracle.workflow.config_keys import config_subset
+    from oracle.workflow.config_paths import config_subset
 
     cfg = yaml.safe_load(SMOKE.read_text())
     cfg["worlds"]["hot"] = {"base_temperature": 1.5}

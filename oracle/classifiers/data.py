@@ -10,6 +10,7 @@ world's labels and exact posteriors (or a file derived from it, such as a noisy 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -54,12 +55,20 @@ class EvaluationSet:
     rows: np.ndarray
 
 
+def effective_epochs(n_train: int, epochs: int, batch_size: int, min_steps: int) -> int:
+    """Epochs for a classifier on `n_train` samples: at least `epochs`, and enough for `min_steps`.
+
+    Small N would otherwise take only a handful of optimizer steps (N=50, batch 64: one per
+    epoch). Steps per epoch count the last partial batch.
+    """
+    steps_per_epoch = max(1, math.ceil(n_train / batch_size))
+    return max(int(epochs), math.ceil(min_steps / steps_per_epoch))
+
+
 def training_epochs(spec: Mapping) -> int:
     """Epochs of a training spec's classifier (`oracle.experiments._training.training_spec`):
-    `oracle.workflow.plan.effective_epochs` of the rows it fits on, N less the validation split
-    (``val_fraction``) that `train_classifier` holds out."""
-    from oracle.workflow.plan import effective_epochs
-
+    `effective_epochs` of the rows it fits on, N less the validation split (``val_fraction``)
+    that `train_classifier` holds out."""
     tr, n = spec["training"], int(spec["n"])
     n_fit = n - int(round(float(spec.get("val_fraction") or 0.0) * n))
     return effective_epochs(n_fit, tr["epochs"], tr["batch_size"], tr["min_steps"])

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 
 from oracle.errors import ConfigError
+from oracle.workflow.plan.archs import arch_spec
+from oracle.workflow.plan.worlds import world_specs
 
 #: Keys of a training spec's ``training`` block (classifiers.training, overridable per experiment).
 TRAINING_KEYS = ("epochs", "min_steps", "batch_size", "lr", "weight_decay")
@@ -40,8 +42,6 @@ def check_classifier_entry(name: str, entry: dict, config: Mapping) -> dict:
     refused when the world's label temperature is not 1, DESIGN rule 8), training (the
     experiment's overrides merged over classifiers.training).
     """
-    from oracle.workflow.plan import arch_spec, world_specs
-
     key = f"experiments.{name}"
     worlds = world_specs(config)
     if entry["world"] not in worlds:

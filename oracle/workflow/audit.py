@@ -51,7 +51,7 @@ from typing import Any
 from oracle.errors import DataError, OracleError
 from oracle.workflow.audit_text import SHORT, code_str, render
 from oracle.workflow.hashing import file_sha256, path_sha256
-from oracle.workflow.config_keys import config_leaves, get_config_value
+from oracle.workflow.config_paths import config_leaves, get_config_value
 from oracle.workflow.provenance import REPO_ROOT, code_version, read_record, resolve_recorded_path
 
 _ABSENT = object()  # a config key the current config lacks (not provenance._MISSING: that means "raise")
