@@ -15,7 +15,7 @@ import pandas as pd
 from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import DataError
 from oracle.experiments.shift import ARTIFACTS, shift_type
-from oracle.experiments.shift.figure import shift_panels
+from oracle.experiments.shift.panels import shift_panels
 from oracle.measures.divergences import categorical_kl, counts_kl, label_kl
 from oracle.measures.accuracy_estimators import r2
 from oracle.report.numbers import entry
