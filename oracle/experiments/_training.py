@@ -76,12 +76,18 @@ def check_classifier_entry(name: str, entry: dict, config: Mapping) -> dict:
     return entry
 
 
+def hard_label_of(spec: Mapping) -> str | None:
+    """The hard label a model of `spec` trains on (``hard_label``), None when it trains on
+    soft labels: the one rule for every kind and the active-learning rounds."""
+    return spec["hard_label"] if spec["labels"] == "hard" else None
+
+
 def training_spec(spec: Mapping, n: int) -> dict:
     """What a classifier of training-set size `n` of experiment `spec` trains on:
     {"world", "n", "labels", "hard_label", "training": {epochs, min_steps, batch_size, lr,
     weight_decay}}. The seed's nested subset of the world's training pool gives the rows."""
     return {"world": spec["world"], "n": int(n), "labels": spec["labels"],
-            "hard_label": spec["hard_label"] if spec["labels"] == "hard" else None,
+            "hard_label": hard_label_of(spec),
             "training": dict(spec["training"])}
 
 
