@@ -12,7 +12,7 @@
 import os
 import time
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 RUN_STARTED = time.time()  # the end-of-run summary's wall time: before the config checks (timm)
 
@@ -30,12 +30,11 @@ if not workflow.overwrite_configfiles:
     configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
-SCHEMA = os.path.join(workflow.basedir, "config.schema.yaml")
-# One-line ConfigError naming the key first; Snakemake's validate then fills schema defaults.
+# config.schema.yaml with every experiment kind's entry schema (oracle/experiments/<kind>/schema.yaml)
+SCHEMA = oc.full_schema(os.path.join(workflow.basedir, "config.schema.yaml"))
+# One-line ConfigError naming the key first; then the schema's defaults are filled in.
 oc.validate_config(config, SCHEMA)
-
-
-validate(config, SCHEMA)
+oc.fill_defaults(config, SCHEMA)
 oc.check_config(config)
 # timm names and pretrained files: once per invocation (timm's import takes seconds), so a
 # misspelled architecture fails now, not when its job starts after hours of flow training
@@ -63,11 +62,7 @@ include: "rules/samples.smk"
 include: "rules/splits.smk"
 include: "rules/classifiers.smk"
 include: "rules/experiments.smk"
-include: "rules/scaling.smk"
-include: "rules/labels.smk"
-include: "rules/shift.smk"
-include: "rules/estimators.smk"
-include: "rules/difficulty.smk"
+# a kind's own jobs (tests/test_experiment_kinds.py: every rules/<kind>.smk is included here)
 include: "rules/active.smk"
 include: "rules/numbers.smk"
 include: "rules/timings.smk"

@@ -37,11 +37,16 @@ def derived_seed(seed: int, name: str) -> int:
     return int.from_bytes(digest[:4], "little") >> 1
 
 
-def world_specs(config: Mapping) -> dict[str, dict]:
-    """Every world of the run with its defaults filled in, base first:
-    {name: {prior (list or None), label_temperature, base_temperature, n_total, n_shards,
-    test_size, seed}}. A variant inherits the base world's parameters it does not set; its seed
-    defaults to `derived_seed(seed, name)` so its samples are independent of the base world's."""
+#: Where a world parameter comes from when neither the world nor the base world sets it.
+_DEFAULT_SOURCES = {"n_total": ("samples", "n_total"), "n_shards": ("samples", "n_shards"),
+                    "test_size": ("splits", "test_size")}
+
+
+def resolve_worlds(config: Mapping) -> dict[str, tuple[dict, dict[str, tuple[str, ...]]]]:
+    """{world: (spec, {parameter: the config path its value comes from})}, base first: the one
+    place that decides where a world's parameter comes from (its entry, the base world's, a
+    global default), for its value (`world_specs`) and its provenance (the workflow's
+    ``world_keys``). A path is a tuple of config keys, e.g. ``("worlds", "base", "prior")``."""
     worlds = config["worlds"]
     base = worlds[BASE_WORLD]
     defaults = {"n_total": config["samples"]["n_total"], "n_shards": config["samples"]["n_shards"],
@@ -49,10 +54,26 @@ def world_specs(config: Mapping) -> dict[str, dict]:
     out = {}
     for name in [BASE_WORLD, *[w for w in worlds if w != BASE_WORLD]]:
         entry = worlds[name] or {}
-        spec = {k: entry.get(k, base.get(k, defaults.get(k))) for k in _WORLD_PARAMETERS}
+        spec, sources = {}, {}
+        for k in _WORLD_PARAMETERS:
+            if k in entry:
+                spec[k], sources[k] = entry[k], ("worlds", name, k)
+            elif k in base:
+                spec[k], sources[k] = base[k], ("worlds", BASE_WORLD, k)
+            else:
+                spec[k], sources[k] = defaults.get(k), _DEFAULT_SOURCES[k]
         spec["seed"] = int(entry.get("seed", config["seed"] if name == BASE_WORLD else derived_seed(config["seed"], name)))
-        out[name] = spec
+        sources["seed"] = ("worlds", name, "seed") if "seed" in entry else ("seed",)
+        out[name] = (spec, sources)
     return out
+
+
+def world_specs(config: Mapping) -> dict[str, dict]:
+    """Every world of the run with its defaults filled in, base first:
+    {name: {prior (list or None), label_temperature, base_temperature, n_total, n_shards,
+    test_size, seed}}. A variant inherits the base world's parameters it does not set; its seed
+    defaults to `derived_seed(seed, name)` so its samples are independent of the base world's."""
+    return {name: spec for name, (spec, _) in resolve_worlds(config).items()}
 
 
 def world_spec(config: Mapping, name: str) -> dict:

@@ -1,4 +1,4 @@
-# Experiment kind `active` (oracle/experiments/active.py, oracle/classifiers/active_learning.py): pool-based
+# Experiment kind `active` (oracle/experiments/active/, oracle/classifiers/active_learning.py): pool-based
 # active learning with the exact epistemic uncertainty of every pool sample known.
 #   active/<experiment>/runs/<arch>/<strategy>/seed<s>/rounds.json   one run: per round the
 #       labels used, test accuracy, exact epistemic KL (mean, se), the selected sample rows and
@@ -7,7 +7,7 @@
 #       (and per score and exact part)
 # A run keeps its finished rounds in resume/ next to rounds.json, so a killed job resumes at its
 # last finished round with the same selections; the folder is removed once rounds.json exists.
-# Its tables, figures and numbers come from rules/experiments.smk.
+# Its data (<kind>_collect), tables, figures and numbers come from rules/experiments.smk.
 
 
 rule active_learning:
@@ -20,7 +20,7 @@ rule active_learning:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         arch=lambda wildcards: plan.arch_spec(config, wildcards.arch),
         device=config["device"],
-        config_keys=lambda wildcards: keys.active_keys(config, wildcards.experiment, wildcards.arch),
+        config_keys=lambda wildcards: EXPERIMENTS[wildcards.experiment]["run_config_keys"] + plan.arch_keys(config, wildcards.arch),
     log:
         f"{LOGS}/active/{{experiment}}/{{arch}}/{{strategy}}/seed{{seed}}.log",
     benchmark:
@@ -32,25 +32,3 @@ rule active_learning:
         ENV
     script:
         "../scripts/active_learning.py"
-
-
-rule active_collect:
-    input:
-        rounds=lambda wildcards: active_rounds(wildcards.experiment),
-    output:
-        rounds=f"{RUN}/active/{{experiment}}/data/rounds.csv",
-        correlations=f"{RUN}/active/{{experiment}}/data/correlations.csv",
-    params:
-        spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
-        config_keys=lambda wildcards: keys.experiment_keys(config, wildcards.experiment),
-    log:
-        f"{LOGS}/active/{{experiment}}/collect.log",
-    benchmark:
-        f"{BENCHMARKS}/active_collect/{{experiment}}.tsv"
-    resources:
-        **res.rule_resources(config, "analysis"),
-    threads: 1
-    conda:
-        ENV
-    script:
-        "../scripts/experiment_collect.py"

@@ -23,10 +23,10 @@ rule train_classifier:
     params:
         training=training,
         arch=lambda wildcards: plan.arch_spec(config, wildcards.arch),
-        curve_size=config["classifiers"]["curve_size"],
-        curve_points=config["classifiers"]["curve_points"],
+        curve_size=lambda wildcards: training(wildcards)["curve_size"],
+        curve_points=lambda wildcards: training(wildcards)["curve_points"],
         device=config["device"],
-        config_keys=lambda wildcards: keys.classifier_keys(config, wildcards.experiment, wildcards.arch, wildcards.cell),
+        config_keys=lambda wildcards: training(wildcards)["config_keys"] + plan.arch_keys(config, wildcards.arch),
     group:
         classifier_group
     log:
@@ -53,7 +53,7 @@ rule predict_classifier:
     params:
         training=training,
         device=config["device"],
-        config_keys=lambda wildcards: keys.classifier_keys(config, wildcards.experiment, wildcards.arch, wildcards.cell),
+        config_keys=lambda wildcards: training(wildcards)["config_keys"] + plan.arch_keys(config, wildcards.arch),
     group:
         classifier_group
     log:

@@ -9,7 +9,7 @@
 #   results/<run>/samples/<world>/kl_from_<reference>.json       (exact KL vs Monte Carlo)
 #   results/<run>/splits/<world>.h5                             rules/splits.smk
 #   results/<run>/classifiers/<experiment>/<arch>/<cell>/seed<s>/...   rules/classifiers.smk
-#   results/<run>/<kind>/<experiment>/data/*.csv                rules/<kind>.smk
+#   results/<run>/<kind>/<experiment>/data/*.csv                rules/experiments.smk
 #   results/<run>/active/<experiment>/runs/<arch>/<strategy>/seed<s>/rounds.json   rules/active.smk
 #   results/<run>/<kind>/<experiment>/{tables,figures}/...      rules/experiments.smk
 #   results/<run>/numbers/*.json, numbers.{json,tex}            rules/numbers.smk (and the
@@ -18,11 +18,10 @@
 import re
 
 from oracle.classifiers.active_learning import STRATEGIES
-from oracle.experiments import kind_module
+from oracle.experiments import CollectPaths, kind_module, kinds
 from oracle.workflow import config as oc
 from oracle.workflow import plan
 from oracle.workflow import resources as res
-from oracle.workflow import rule_keys as keys
 
 RUN = f"results/{config['run']}"
 WORLDS = plan.world_specs(config)
@@ -151,32 +150,31 @@ def divergences(worlds, reference):
     return [DIVERGENCE.format(world=w, reference=reference) for w in worlds]
 
 
-def shift_inputs(name):
-    """What the shift collect reads: metrics and histories of its classifiers, the exact-KL
-    checks of its variant training worlds, the oracle's posterior shift at its noise levels."""
-    spec = EXPERIMENTS[name]
-    mod = kind_module("shift")
-    return {"metrics": experiment_metrics(name), "histories": experiment_histories(name),
-            "divergences": divergences(mod.variant_worlds(spec), spec["world"]),
-            "noise": noisy_constants(spec["world"], mod.noise_levels(spec))}
-
-
-def estimators_inputs(name):
-    """What the estimators collect reads: predictions (logits) and metrics of the models it
-    evaluates on every set, the exact-KL checks of its variants, its noisy sets' constants."""
-    spec = EXPERIMENTS[name]
-    return {"predictions": experiment_predictions(name), "metrics": experiment_metrics(name),
-            "divergences": divergences(spec["worlds"], spec["world"]), "noise": noisy_constants(spec["world"], spec["noise"])}
-
-
-def difficulty_inputs(name):
-    """What the difficulty collect reads: the constants of each of its worlds."""
-    return {"constants": [CONSTANTS.format(world=w) for w in EXPERIMENTS[name]["worlds"]]}
-
-
 def experiment_histories(name):
     """history.json of every classifier of experiment `name`."""
     return [HISTORY.format(**r) for r in experiment_runs(name)]
+
+
+def world_constants(worlds):
+    """constants.json of each of `worlds`."""
+    return [CONSTANTS.format(world=w) for w in worlds]
+
+
+def active_rounds(name, runs):
+    """rounds.json of each run {arch, strategy, seed} of `active` experiment `name`."""
+    return [ACTIVE_ROUNDS.format(experiment=name, **r) for r in runs]
+
+
+#: What a kind's collect_inputs builds its collect job's inputs from (oracle.experiments.CollectPaths).
+COLLECT_PATHS = CollectPaths(metrics=experiment_metrics, predictions=experiment_predictions,
+                             histories=experiment_histories, divergences=divergences,
+                             noisy_constants=noisy_constants, constants=world_constants, active_rounds=active_rounds)
+
+
+def collect_inputs(name):
+    """{input name: files} of experiment `name`'s collect job (its kind's collect_inputs)."""
+    spec = EXPERIMENTS[name]
+    return kind_module(spec["kind"]).collect_inputs(name, spec, COLLECT_PATHS)
 
 
 def experiment_data(name):
@@ -263,7 +261,7 @@ N_MAX = plan.largest_training_size(config)
 
 def training(wildcards):
     """The training spec of a classifier job (world, n, labels, hyperparameters)."""
-    return plan.training_spec(config, wildcards.experiment, wildcards.cell)
+    return plan.training_spec(config, wildcards.experiment, wildcards.cell, EXPERIMENTS)
 
 
 def classifier_group(wildcards):
@@ -274,11 +272,6 @@ def classifier_group(wildcards):
 def classifier_runtime(wildcards):
     """Minutes a training job asks for (grows with N under runtime_scales_with_n)."""
     return res.classifier_runtime(config, training(wildcards)["n"], N_MAX)
-
-
-def active_rounds(name):
-    """rounds.json of every run (arch, strategy, seed) of `active` experiment `name`."""
-    return [ACTIVE_ROUNDS.format(experiment=name, **r) for r in kind_module("active").runs(EXPERIMENTS[name])]
 
 
 def active_runtime(wildcards):

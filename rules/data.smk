@@ -6,7 +6,7 @@
 # against it here, before any flow is trained.
 #
 # `params: config_keys` (every rule that writes an artifact, in every stage): the config keys
-# the rule's artifacts depend on (oracle.workflow.rule_keys). Their provenance records keep the
+# the rule's artifacts depend on (oracle.workflow.plan and the resolved specs it makes). Their provenance records keep the
 # run config at those keys and the audit compares them with the run's config.
 
 

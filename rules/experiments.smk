@@ -1,11 +1,39 @@
-# The tables, figures and numbers of every experiment kind, from the kind's data files
-# (rules/<kind>.smk) and its module's functions (oracle.experiments.<kind>: table, figure,
-# numbers):
+# Every experiment kind's data, tables, figures and numbers, from its package
+# (oracle/experiments/<kind>/: collect_inputs in its planning half; collect, table, figure and
+# numbers in its reporting half):
+#   <kind>/<experiment>/data/<data>.csv                one per name of the kind's DATA
 #   <kind>/<experiment>/tables/<artifact>.{csv,md,tex}
 #   <kind>/<experiment>/figures/<artifact>.{pdf,png}
 #   numbers/<experiment>.json
 # Each artifact is named by content; `paper:` in the config maps the paper's numbering onto
-# them, and each paper id is a named target (`snakemake fig2`).
+# them, and each paper id is a named target (`snakemake fig2`). A kind with jobs of its own
+# adds rules/<kind>.smk (rules/active.smk).
+
+
+# <kind>_collect, one per registered kind: its data files from what its collect_inputs names.
+for _kind, _mod in kinds().items():
+
+    rule:
+        name:
+            f"{_kind}_collect"
+        input:
+            unpack(lambda wildcards: collect_inputs(wildcards.experiment)),
+        output:
+            **{d: f"{RUN}/{_kind}/{{experiment}}/data/{d}.csv" for d in _mod.DATA},
+        params:
+            spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
+            config_keys=lambda wildcards: EXPERIMENTS[wildcards.experiment]["collect_config_keys"],
+        log:
+            f"{LOGS}/{_kind}/{{experiment}}/collect.log",
+        benchmark:
+            f"{BENCHMARKS}/{_kind}_collect/{{experiment}}.tsv"
+        resources:
+            **res.rule_resources(config, "analysis"),
+        threads: 1
+        conda:
+            ENV
+        script:
+            "../scripts/experiment_collect.py"
 
 
 rule experiment_table:
@@ -16,7 +44,7 @@ rule experiment_table:
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         caption=artifact_caption,
-        config_keys=lambda wildcards: keys.experiment_keys(config, wildcards.experiment) + ["paper"],
+        config_keys=lambda wildcards: EXPERIMENTS[wildcards.experiment]["config_keys"] + ["paper"],
     log:
         f"{LOGS}/{{kind}}/{{experiment}}/tables/{{artifact}}.log",
     benchmark:
@@ -38,7 +66,7 @@ rule experiment_figure:
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         caption=artifact_caption,
-        config_keys=lambda wildcards: keys.experiment_keys(config, wildcards.experiment) + ["paper"],
+        config_keys=lambda wildcards: EXPERIMENTS[wildcards.experiment]["config_keys"] + ["paper"],
     log:
         f"{LOGS}/{{kind}}/{{experiment}}/figures/{{artifact}}.log",
     benchmark:
@@ -59,7 +87,7 @@ rule experiment_numbers:
         EXPERIMENT_NUMBERS,
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
-        config_keys=lambda wildcards: keys.experiment_keys(config, wildcards.experiment),
+        config_keys=lambda wildcards: EXPERIMENTS[wildcards.experiment]["config_keys"],
     log:
         f"{LOGS}/numbers/{{experiment}}.log",
     benchmark:

@@ -16,7 +16,7 @@ rule sample_shard:
         world=lambda wildcards: WORLDS[wildcards.world],
         samples=config["samples"],
         device=config["device"],
-        config_keys=lambda wildcards: keys.samples_keys(config, wildcards.world),
+        config_keys=lambda wildcards: plan.samples_keys(config, wildcards.world),
     log:
         f"{LOGS}/samples/{{world}}/shard-{{shard}}.log",
     benchmark:
@@ -60,7 +60,7 @@ rule world_constants:
         CONSTANTS,
     params:
         world_kind=plan.world_kind(config),
-        config_keys=keys.world_constants_keys(config),
+        config_keys=plan.world_constants_keys(config),
     log:
         f"{LOGS}/samples/{{world}}/constants.log",
     benchmark:
@@ -102,7 +102,7 @@ rule noisy_test_set:
         world_seed=lambda wildcards: WORLDS[wildcards.world]["seed"],
         samples=config["samples"],
         device=config["device"],
-        config_keys=lambda wildcards: keys.noisy_set_keys(config, wildcards.world),
+        config_keys=lambda wildcards: plan.noisy_set_keys(config, wildcards.world),
     log:
         f"{LOGS}/samples/{{world}}/noise{{sigma}}.log",
     benchmark:
@@ -125,7 +125,7 @@ rule world_divergence:
     params:
         reference=lambda wildcards: WORLDS[wildcards.reference],
         device=config["device"],
-        config_keys=lambda wildcards: keys.divergence_keys(config, wildcards.reference),
+        config_keys=lambda wildcards: plan.divergence_keys(config, wildcards.reference),
     log:
         f"{LOGS}/samples/{{world}}/kl_from_{{reference}}.log",
     benchmark:

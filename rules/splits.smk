@@ -13,7 +13,7 @@ rule make_splits:
         test_size=lambda wildcards: WORLDS[wildcards.world]["test_size"],
         seeds=lambda wildcards: SPLIT_WORLDS[wildcards.world]["seeds"],
         test_seed=lambda wildcards: WORLDS[wildcards.world]["seed"],
-        config_keys=lambda wildcards: keys.splits_keys(config, wildcards.world),
+        config_keys=lambda wildcards: SPLIT_WORLDS[wildcards.world]["config_keys"],
     log:
         f"{LOGS}/splits/{{world}}.log",
     benchmark:

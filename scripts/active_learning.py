@@ -15,12 +15,13 @@ def main(sm):
 
     from oracle.classifiers.active_learning import ActiveSettings, load_active_data, run_active_learning
     from oracle.devices import pick_device
+    from oracle.experiments._training import hard_label_of
     from oracle.io.atomic import write_json_atomic
 
     spec, arch, wc = sm.params.spec, sm.params.arch, sm.wildcards
     seed = int(wc.seed)
     data = load_active_data(sm.input.samples, sm.input.splits, seed, spec["initial_size"], spec["pool_size"],
-                            spec["labels"], spec["hard_label"] if spec["labels"] == "hard" else None)
+                            spec["labels"], hard_label_of(spec))
     settings = ActiveSettings.from_spec(spec, wc.strategy)
     device = pick_device(sm.params.device)
     state = Path(sm.output.rounds).with_name("resume")

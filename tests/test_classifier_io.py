@@ -3,6 +3,7 @@ the rows a classifier trains and is scored on, each against a direct computation
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -13,6 +14,7 @@ from torch import nn
 from oracle.classifiers.build import build_classifier
 from oracle.classifiers.checkpoints import FORMAT, load_model, save_model
 from oracle.classifiers.data import curve_monitor, evaluation_set, training_set
+from oracle.classifiers.specs import effective_epochs
 from oracle.classifiers.predict import predict_log_probs
 from oracle.classifiers.targets import HARD_LABELS, training_targets
 from oracle.classifiers.train import train_classifier
@@ -319,3 +321,12 @@ def test_training_epochs_count_the_rows_left_after_the_validation_split(n, val_f
     while brute * -(-n_fit // 64) < 100:
         brute += 1
     assert training_epochs(spec) == brute == expected
+
+
+def test_effective_epochs():
+    assert effective_epochs(50, 10, 64, 100) == 100  # one step per epoch
+    assert effective_epochs(2000, 10, 64, 100) == 10  # 32 steps/epoch * 10 >= 100
+    assert effective_epochs(1000, 1, 64, 0) == 1
+    for n, e, b, m in [(37, 3, 8, 50), (640, 2, 64, 25)]:
+        eff = effective_epochs(n, e, b, m)
+        assert eff >= e and eff * math.ceil(n / b) >= m and (eff == e or (eff - 1) * math.ceil(n / b) < m)

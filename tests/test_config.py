@@ -7,7 +7,6 @@ data, checkpoint or result exists: every preset must build its full DAG without 
 from __future__ import annotations
 
 import copy
-import math
 import os
 import re
 import subprocess
@@ -37,7 +36,7 @@ def load(path: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def schema() -> dict:
-    return oc.load_yaml(SCHEMA)
+    return oc.full_schema(SCHEMA)  # with every kind's entry schema
 
 
 @pytest.fixture
@@ -290,15 +289,6 @@ def test_train_steps_from_epochs():
     assert plan.train_steps({"steps": 17, "epochs": None, "batch_size": 256}, 14630) == 17
 
 
-def test_effective_epochs():
-    assert plan.effective_epochs(50, 10, 64, 100) == 100  # one step per epoch
-    assert plan.effective_epochs(2000, 10, 64, 100) == 10  # 32 steps/epoch * 10 >= 100
-    assert plan.effective_epochs(1000, 1, 64, 0) == 1
-    for n, e, b, m in [(37, 3, 8, 50), (640, 2, 64, 25)]:
-        eff = plan.effective_epochs(n, e, b, m)
-        assert eff >= e and eff * math.ceil(n / b) >= m and (eff == e or (eff - 1) * math.ceil(n / b) < m)
-
-
 def test_classifier_runs_follow_each_experiment():
     cfg = load(REPO / "presets" / "afhq256.yaml")
     runs = plan.classifier_runs(cfg)
@@ -312,9 +302,13 @@ def test_classifier_runs_follow_each_experiment():
     assert len({tuple(r.values()) for r in runs}) == len(runs)
     assert plan.training_spec(cfg, "labels", "hard-N500")["hard_label"] == "posterior_argmax"
     t = plan.training_spec(cfg, "labels", "soft-N500")
+    keys = t.pop("config_keys")
     assert t == {"world": "base", "n": 500, "labels": "soft", "hard_label": None,
-                 "training": {"epochs": 40, "min_steps": 0, "batch_size": 32, "lr": 0.0001, "weight_decay": 0.01}}
-    assert plan.split_worlds(cfg) == {"base": {"seeds": [0, 1, 2], "max_n": 50000}}
+                 "training": {"epochs": 40, "min_steps": 0, "batch_size": 32, "lr": 0.0001, "weight_decay": 0.01},
+                 "curve_size": cfg["classifiers"]["curve_size"], "curve_points": cfg["classifiers"]["curve_points"]}
+    assert {"experiments.labels.world", "classifiers.training.lr", "classifiers.curve_points"} <= set(keys)
+    splits = plan.split_worlds(cfg)
+    assert list(splits) == ["base"] and splits["base"]["seeds"] == [0, 1, 2] and splits["base"]["max_n"] == 50000
 
 
 def test_an_experiment_overrides_single_training_keys(default):

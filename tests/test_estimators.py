@@ -1,4 +1,4 @@
-"""oracle.measures.estimators: every estimator against a brute-force loop over its equation on
+"""oracle.measures.accuracy_estimators: every estimator against a brute-force loop over its equation on
 fixed logits, ATC's threshold on cases whose answer is known, and the scores (R^2, Spearman,
 MAE) against direct computations."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from oracle.errors import OracleError
-from oracle.measures import estimators as est
+from oracle.measures import accuracy_estimators as est
 
 
 def brute_softmax(row):

@@ -1,5 +1,5 @@
 """oracle.experiments.estimators: the models it borrows, its evaluation sets, the estimates,
-scores and sets it collects from prediction files (against oracle.measures.estimators applied
+scores and sets it collects from prediction files (against oracle.measures.accuracy_estimators applied
 by hand), its tables, figure and numbers."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from oracle.errors import ConfigError
 from oracle.experiments import estimators
 from oracle.io.predictions import write_predictions
-from oracle.measures import estimators as est
+from oracle.measures import accuracy_estimators as est
 from tests.test_experiment_kinds import DEFAULT
 from tests.test_experiment_shift import csv_roundtrip
 
@@ -52,7 +52,9 @@ def test_check_borrows_the_models_and_names_its_sets():
     assert ("sc", "test_resnet", "N1000", 1, "base-noise0.3") in jobs
     assert ("sc", "test_vit", "N1000", 1, "base-noise0.3") not in jobs  # not selected
     assert len(jobs) == 8 + 2 * 4  # scaling's 8 models on base, and 2 of them on 4 more sets
-    assert plan.split_worlds(config())["skew"] == {"seeds": [], "max_n": 0}
+    skew = plan.split_worlds(config())["skew"]
+    assert skew["seeds"] == [] and skew["max_n"] == 0  # tested on only
+    assert not any(k.startswith("experiments.") for k in skew["config_keys"])
 
 
 @pytest.mark.parametrize("change,match", [

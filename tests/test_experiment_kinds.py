@@ -1,26 +1,30 @@
-"""The contract every experiment kind keeps (oracle.experiments): one module with the same
-small interface, its config entry in the schema, its rules file, and its presence in the
-embedded default. Runs over every kind the registry finds, so a new kind is checked without
-editing this file."""
+"""The contract every experiment kind keeps (oracle.experiments): one package with the same
+small interface, a light planning half, its config entry's schema, a collect rule that writes
+its data files, any rules file of its own included, and its presence in the embedded default.
+Runs over every registered kind, so a new kind is checked without editing this file."""
 
 from __future__ import annotations
 
 import copy
 import inspect
+import re
+import subprocess
+import sys
+import types
 from pathlib import Path
 
 import pytest
 import yaml
 
 from oracle.errors import ConfigError
-from oracle.experiments import INTERFACE, OPTIONAL, kind_module, kinds
+from oracle.experiments import INTERFACE, OPTIONAL, PACKAGES, REPORTING, kind_module, kinds, register
 from oracle.report.paper import Artifact
 from oracle.workflow import config as oc
 from oracle.workflow import plan
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = yaml.safe_load((REPO / "config.yaml").read_text())
-SCHEMA = oc.load_yaml(REPO / "config.schema.yaml")
+SCHEMA = oc.full_schema(REPO / "config.schema.yaml")
 KINDS = sorted(kinds())
 
 SIGNATURES = {
@@ -28,6 +32,7 @@ SIGNATURES = {
     "classifier_runs": ["spec"],
     "training_spec": ["spec", "cell"],
     "evaluation_sets": ["spec"],
+    "collect_inputs": ["name", "spec", "paths"],
     "collect": ["spec", "inputs"],
     "table": ["name", "data", "spec"],
     "figure": ["name", "data", "spec", "stem"],
@@ -61,20 +66,63 @@ def test_module_has_the_interface(kind):
         assert isinstance(art, Artifact) and art.name == name and len(art.caption) > 20
 
 
+def test_a_kind_registered_twice_is_an_error():
+    registry: dict = {}
+    register(registry, types.SimpleNamespace(KIND="scaling", __name__="oracle.experiments.scaling"))
+    with pytest.raises(ConfigError, match="'scaling' is registered twice.*by oracle.experiments.scaling and by copy"):
+        register(registry, types.SimpleNamespace(KIND="scaling", __name__="copy"))
+    assert len(PACKAGES) == len(set(PACKAGES)) == len(kinds())
+
+
+def test_the_planning_halves_import_no_heavy_library():
+    """The Snakefile imports every planning half when it builds the DAG: no pandas, matplotlib,
+    scipy or torch there (a fresh interpreter, so other tests' imports do not count)."""
+    code = ("import sys; from oracle.experiments import kinds; from oracle.workflow import config, plan; "
+            "kinds(); print(' '.join(m for m in ('pandas', 'matplotlib', 'scipy', 'torch', 'seaborn') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_reporting_half_loads_on_use(kind):
+    mod = kind_module(kind)
+    report = __import__(f"oracle.experiments.{kind}.report", fromlist=["collect"])
+    for name in REPORTING:
+        assert getattr(mod, name) is getattr(report, name)
+    with pytest.raises(AttributeError):
+        mod.no_such_name  # noqa: B018
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_schema_has_the_kind(kind):
-    assert f"experiment_{kind}" in SCHEMA["$defs"]
+    assert SCHEMA["$defs"][f"experiment_{kind}"] == kind_module(kind).SCHEMA
     dispatch = SCHEMA["properties"]["experiments"]["additionalProperties"]
     assert kind in dispatch["properties"]["kind"]["enum"]
     assert any(p["if"]["properties"]["kind"]["const"] == kind for p in dispatch["allOf"])
 
 
+def test_every_rules_file_of_a_kind_is_included():
+    """A kind's own rules file (rules/<kind>.smk, jobs besides its collect) must be included by
+    the Snakefile; the collect rules come from one loop over the registry (rules/experiments.smk)."""
+    included = set(re.findall(r'^include: "rules/(\w+)\.smk"', (REPO / "Snakefile").read_text(), re.M))
+    own = {k for k in KINDS if (REPO / "rules" / f"{k}.smk").exists()}
+    assert own == {"active"} and own <= included
+    assert "for _kind, _mod in kinds().items():" in (REPO / "rules" / "experiments.smk").read_text()
+
+
 @pytest.mark.parametrize("kind", KINDS)
-def test_rules_file_collects_every_data_file(kind):
-    rules = (REPO / "rules" / f"{kind}.smk").read_text()
-    assert f'include: "rules/{kind}.smk"' in (REPO / "Snakefile").read_text()
-    for data in kind_module(kind).DATA:
-        assert f"/data/{data}.csv" in rules, f"rules/{kind}.smk writes no data/{data}.csv"
+def test_collect_inputs_name_what_collect_reads(kind):
+    """collect_inputs of every default entry returns {name: [paths]} from the path helpers."""
+    from oracle.experiments import CollectPaths
+
+    def fake(tag):
+        return lambda *args: [f"{tag}:{args[0] if isinstance(args[0], str) else len(list(args[0]))}"]
+
+    paths = CollectPaths(*(fake(f) for f in CollectPaths._fields))
+    specs = plan.experiment_specs(DEFAULT)
+    for name in entries_of(kind):
+        inputs = kind_module(kind).collect_inputs(name, specs[name], paths)
+        assert inputs and all(isinstance(v, list) and v for v in inputs.values()), inputs
 
 
 @pytest.mark.parametrize("kind", KINDS)

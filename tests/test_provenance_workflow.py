@@ -25,11 +25,11 @@ from oracle.errors import ConfigError, DataError
 from oracle.io.atomic import atomic_output
 from oracle.io.raw_files import raw_data_inputs
 from oracle.report.numbers import numbers_tex, tex_macro_name
-from oracle.workflow import rule_keys
+from oracle.workflow import plan
 from oracle.workflow.audit import audit, check_numbers, compare_config, load_numbers
 from oracle.workflow.jobs import job_script, record_job
 from oracle.io.hashing import clear_hash_cache, file_sha256, path_sha256
-from oracle.workflow.config_keys import config_hash, config_subset, get_config_value, parse_config_key
+from oracle.workflow.config_paths import config_hash, config_subset, get_config_value, parse_config_key
 from oracle.workflow.provenance import read_record
 
 REPO = Path(__file__).resolve().parents[1]
@@ -349,25 +349,47 @@ def test_config_keys_with_selectors():
             parse_config_key(bad_key)
 
 
-def test_rule_config_keys_resolve_in_the_smoke_config():
-    from oracle.workflow.config_keys import config_subset
+def test_resolved_specs_carry_their_config_keys_in_the_smoke_config():
+    from oracle.workflow.config_paths import config_subset, quoted
 
     cfg = yaml.safe_load(SMOKE.read_text())
     cfg["worlds"]["hot"] = {"base_temperature": 1.5}
-    keys = rule_keys.classifier_keys(cfg, "scaling", "test_vit")
+    cell = plan.classifier_runs(cfg, ["scaling"])[0]["cell"]
+
+    def classifier_keys(cfg):
+        return plan.training_spec(cfg, "scaling", cell)["config_keys"] + plan.arch_keys(cfg, "test_vit")
+
+    keys = classifier_keys(cfg)
     assert "classifiers.archs.test_vit.label" not in keys and "classifiers.archs.test_vit.input_size" in keys
     assert "classifiers.training.lr" in keys and "classifiers.curve_size" in keys
     cfg["experiments"]["scaling"]["training"] = {"lr": 0.5}
-    keys = rule_keys.classifier_keys(cfg, "scaling", "test_vit")
+    keys = classifier_keys(cfg)
     assert "experiments.scaling.training.lr" in keys and "classifiers.training.lr" not in keys
-    hot = rule_keys.samples_keys(cfg, "hot")
+    hot = plan.samples_keys(cfg, "hot")
     assert "worlds.hot.base_temperature" in hot and "worlds.base.label_temperature" in hot and "seed" in hot
-    for ks in (keys, hot, rule_keys.splits_keys(cfg, "base"), rule_keys.experiment_keys(cfg, "scaling")):
+    splits = plan.split_worlds(cfg)["base"]["config_keys"]
+    for ks in (keys, hot, splits, plan.experiment_spec(cfg, "scaling")["config_keys"]):
         config_subset(cfg, ks)  # every key exists
-    assert "experiments.scaling.seeds" in rule_keys.splits_keys(cfg, "base")
-    assert rule_keys.quoted("classifiers", "archs", "vit.b16", "label") == "classifiers.archs[vit.b16].label"
+    assert "experiments.scaling.seeds" in splits
+    assert quoted("classifiers", "archs", "vit.b16", "label") == "classifiers.archs[vit.b16].label"
     with pytest.raises(ConfigError, match="no experiment named 'nope'"):
-        rule_keys.classifier_keys(cfg, "nope", "test_vit")
+        plan.training_spec(cfg, "nope", cell)
+
+
+def test_world_keys_follow_the_world_specs_fallback():
+    """world_keys names the key each world_specs value comes from: the world's own entry, the
+    base world's, or the global default."""
+    from oracle.workflow.config_paths import get_config_value
+
+    cfg = yaml.safe_load(SMOKE.read_text())
+    cfg["worlds"]["hot"] = {"base_temperature": 1.5, "n_total": 77}
+    specs = plan.world_specs(cfg)
+    params = ("prior", "label_temperature", "base_temperature", "n_total", "n_shards", "test_size")
+    for world in specs:
+        for p in params:
+            (key,) = plan.world_keys(cfg, world, (p,))
+            assert get_config_value(cfg, key) == specs[world][p], (world, p, key)
+    assert plan.world_keys(cfg, "hot", ("n_total", "test_size")) == ["worlds.hot.n_total", "splits.test_size"]
 
 
 def _fake_job(tmp_path, **over):

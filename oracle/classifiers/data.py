@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from oracle.classifiers.specs import effective_epochs
 from oracle.classifiers.stream import SampleRows
 from oracle.classifiers.targets import training_targets
 from oracle.errors import DataError
@@ -59,8 +60,6 @@ def training_epochs(spec: Mapping) -> int:
     """Epochs of a training spec's classifier (`oracle.experiments._training.training_spec`):
     `oracle.classifiers.specs.effective_epochs` of the rows it fits on, N less the validation split
     (``val_fraction``) that `train_classifier` holds out."""
-    from oracle.classifiers.specs import effective_epochs
-
     tr, n = spec["training"], int(spec["n"])
     n_fit = n - int(round(float(spec.get("val_fraction") or 0.0) * n))
     return effective_epochs(n_fit, tr["epochs"], tr["batch_size"], tr["min_steps"])

@@ -1,5 +1,5 @@
 """Model log-probabilities log q(y|x) of a trained classifier, and its raw logits (what
-logit-based accuracy estimators such as MaNo read, `oracle.measures.estimators`)."""
+logit-based accuracy estimators such as MaNo read, `oracle.measures.accuracy_estimators`)."""
 
 from __future__ import annotations
 

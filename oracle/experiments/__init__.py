@@ -1,8 +1,16 @@
-"""Experiment kinds: one module per kind, all with the same small interface, found by kind.
+"""Experiment kinds: one package per kind, all with the same small interface, registered here.
 
-A kind is a module ``oracle/experiments/<kind>.py`` (modules whose name starts with ``_``
-hold shared helpers and are not kinds). It is found by `kind_module` by its ``KIND``, so
-adding a kind edits no function here. Its interface:
+A kind is a package ``oracle/experiments/<kind>/`` in two halves:
+
+* its planning half, the package itself (``__init__.py``): what the workflow needs to build
+  its jobs, imported by the Snakefile at DAG-build time, so standard library only (no pandas,
+  matplotlib, numpy or torch; a test keeps it so);
+* its reporting half, ``report.py``: its data frames, tables, figures and numbers, importing
+  pandas and matplotlib at its top. Only a collect, table, figure or numbers job imports it:
+  the planning half ends with ``__getattr__ = reporting_half(__name__)``, so
+  ``kind_module(kind).numbers`` (or ``oracle.experiments.<kind>.numbers``) loads it on first use.
+
+Its interface (planning half unless marked):
 
 ``KIND``                                     the config's ``kind:`` value
 ``ARTIFACTS``                                {name: oracle.report.paper.Artifact}: its tables
@@ -10,17 +18,27 @@ adding a kind edits no function here. Its interface:
 ``DATA``                                     names of its data files (``<kind>/<name>/data/
                                              <data>.csv``), what its tables, figures and
                                              numbers are computed from
+``SCHEMA``                                   the JSON schema of its config entry (keys besides
+                                             ``kind``; ``$ref: "#/$defs/..."`` reaches the
+                                             shared definitions of config.schema.yaml), which
+                                             `oracle.workflow.config.full_schema` slots in as
+                                             ``$defs/experiment_<kind>``
 ``check(name, entry, config) -> dict``       the entry with defaults filled in, after the
                                              checks that need the rest of the config
-                                             (ConfigError naming ``experiments.<name>.<key>``)
+                                             (ConfigError naming ``experiments.<name>.<key>``),
+                                             and ``config_keys``: the config keys its data,
+                                             tables, figures and numbers depend on
 ``classifier_runs(spec) -> list[dict]``      the classifiers it trains: {arch, cell, seed}
-``training_spec(spec, cell) -> dict``        what the classifiers of a cell train on
+``training_spec(spec, cell) -> dict``        what the classifiers of a cell train on, with
+                                             their ``config_keys``
                                              (``oracle.experiments._training.training_spec``)
 ``evaluation_sets(spec) -> list[str]``       the sets every classifier is predicted on
-``collect(spec, inputs) -> {data: frame}``   its data frames from its rule's input files
-``table(name, data, spec) -> (frame, fmt)``  one table (``fmt``: float format of .md/.tex)
-``figure(name, data, spec, stem) -> paths``  one figure as <stem>.pdf/.png
-``numbers(data, spec, data_paths) -> dict``  its in-text numbers (``oracle.report.numbers.entry``)
+``collect_inputs(spec, paths) -> dict``      {input name: [files]} of its collect job, from the
+                                             workflow's path helpers (`CollectPaths`)
+``collect(spec, inputs) -> {data: frame}``   report: its data frames from those input files
+``table(name, data, spec) -> (frame, fmt)``  report: one table (``fmt``: float format of .md/.tex)
+``figure(name, data, spec, stem) -> paths``  report: one figure as <stem>.pdf/.png
+``numbers(data, spec, data_paths) -> dict``  report: its in-text numbers (``oracle.report.numbers.entry``)
 
 Optional (`OPTIONAL`; the workflow and the contract test check them only where defined):
 
@@ -29,42 +47,94 @@ Optional (`OPTIONAL`; the workflow and the contract test check them only where d
                                              trains its own models outside the classifiers
                                              stage (`oracle.workflow.plan.split_worlds`)
 
-The workflow side is ``rules/<kind>.smk`` (the rule that collects its data) and the generic
-table, figure and numbers rules of ``rules/experiments.smk``; its config is the schema's
-``$defs/experiment_<kind>``. A contract test (tests/test_experiment_kinds.py) runs over every
-kind found here.
+The workflow side: one collect rule per registered kind (``<kind>_collect``, rules/
+experiments.smk) and the generic table, figure and numbers rules; a kind with jobs of its own
+(``active``) adds ``rules/<kind>.smk``, included by the Snakefile. A contract test
+(tests/test_experiment_kinds.py) runs over every registered kind.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import pkgutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
 from oracle.errors import ConfigError
 
-#: What every kind module defines (the contract test checks them).
-INTERFACE = ("KIND", "ARTIFACTS", "DATA", "check", "classifier_runs", "training_spec", "evaluation_sets",
-             "collect", "table", "figure", "numbers")
-#: What a kind module may define (the contract test checks them where present).
+#: The registered kinds: the packages oracle/experiments/<name>/. Adding a kind is adding its
+#: package and its name here.
+PACKAGES = ("scaling", "labels", "shift", "estimators", "difficulty", "active")
+
+#: What every kind defines (the contract test checks them).
+INTERFACE = ("KIND", "ARTIFACTS", "DATA", "SCHEMA", "check", "classifier_runs", "training_spec", "evaluation_sets",
+             "collect_inputs", "collect", "table", "figure", "numbers")
+#: What a kind may define (the contract test checks them where present).
 OPTIONAL = ("split_needs",)
+#: The names its reporting half defines.
+REPORTING = ("collect", "table", "figure", "numbers")
+
+
+class CollectPaths(NamedTuple):
+    """The workflow's path helpers a kind's `collect_inputs` builds its collect job's inputs
+    from (rules/common.smk). Each takes an experiment name or world names and returns paths."""
+
+    metrics: Callable[[str], list[str]]  # metrics/<evalset>.json of every classifier it reads
+    predictions: Callable[[str], list[str]]  # predictions/<evalset>.h5 of every classifier it reads
+    histories: Callable[[str], list[str]]  # history.json of every classifier it trains
+    divergences: Callable[[Iterable[str], str], list[str]]  # kl_from_<reference>.json of worlds
+    noisy_constants: Callable[[str, Iterable[float]], list[str]]  # a world's noisy test sets' constants
+    constants: Callable[[Iterable[str]], list[str]]  # constants.json of worlds
+    active_rounds: Callable[[str, Iterable[dict]], list[str]]  # rounds.json of active runs {arch, strategy, seed}
+
+
+def reporting_half(package: str) -> Callable[[str], object]:
+    """A module ``__getattr__`` for a kind's planning half: the names of `REPORTING` (and any
+    other name its ``report`` module defines) load ``<package>.report`` on first use."""
+
+    def __getattr__(name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        report = importlib.import_module(f"{package}.report")
+        try:
+            return getattr(report, name)
+        except AttributeError:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+
+    return __getattr__
+
+
+def register(registry: dict[str, ModuleType], module: ModuleType) -> None:
+    """Add the kind `module` to `registry` under its ``KIND``; ConfigError when that kind is
+    registered already (two packages claiming one ``kind:`` value)."""
+    kind = module.KIND
+    if kind in registry:
+        raise ConfigError(f"experiment kind {kind!r} is registered twice: by {registry[kind].__name__} and by "
+                          f"{module.__name__}")
+    registry[kind] = module
+
+
+def entry_schema(package_file: str) -> dict:
+    """The ``schema.yaml`` beside a kind's ``__init__.py`` (`package_file`): its ``SCHEMA``."""
+    import yaml
+
+    return yaml.safe_load(Path(package_file).with_name("schema.yaml").read_text())
 
 
 @functools.cache
 def kinds() -> dict[str, ModuleType]:
-    """{kind: module} of every kind module of this package."""
+    """{kind: planning half} of every registered kind, in the order of `PACKAGES`."""
     out: dict[str, ModuleType] = {}
-    for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        out[module.KIND] = module
-    return dict(sorted(out.items()))
+    for name in PACKAGES:
+        register(out, importlib.import_module(f"{__name__}.{name}"))
+    return out
 
 
 def kind_module(kind: str) -> ModuleType:
-    """The module of experiment kind `kind`; ConfigError listing the known kinds otherwise."""
+    """The package of experiment kind `kind` (its planning half; its reporting names load on
+    use); ConfigError listing the known kinds otherwise."""
     found = kinds()
     if kind not in found:
         raise ConfigError(f"experiment kind {kind!r} is not one of {', '.join(found)}")

@@ -11,8 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from oracle.classifiers.specs import arch_spec
 from oracle.errors import ConfigError
+from oracle.world_specs import world_specs
 
+#: The training-curve settings of every classifier: {training-spec key: config key}.
+CURVE_KEYS = {"curve_size": "classifiers.curve_size", "curve_points": "classifiers.curve_points"}
 #: Keys of a training spec's ``training`` block (classifiers.training, overridable per experiment).
 TRAINING_KEYS = ("epochs", "min_steps", "batch_size", "lr", "weight_decay")
 
@@ -40,9 +44,6 @@ def check_classifier_entry(name: str, entry: dict, config: Mapping) -> dict:
     refused when the world's label temperature is not 1, DESIGN rule 8), training (the
     experiment's overrides merged over classifiers.training).
     """
-    from oracle.classifiers.specs import arch_spec
-    from oracle.world_specs import world_specs
-
     key = f"experiments.{name}"
     worlds = world_specs(config)
     if entry["world"] not in worlds:
@@ -77,12 +78,18 @@ def check_classifier_entry(name: str, entry: dict, config: Mapping) -> dict:
     return entry
 
 
+def hard_label_of(spec: Mapping) -> str | None:
+    """The hard label a model of `spec` trains on (``hard_label``), None when it trains on
+    soft labels: the one rule for every kind and the active-learning rounds."""
+    return spec["hard_label"] if spec["labels"] == "hard" else None
+
+
 def training_spec(spec: Mapping, n: int) -> dict:
     """What a classifier of training-set size `n` of experiment `spec` trains on:
     {"world", "n", "labels", "hard_label", "training": {epochs, min_steps, batch_size, lr,
     weight_decay}}. The seed's nested subset of the world's training pool gives the rows."""
     return {"world": spec["world"], "n": int(n), "labels": spec["labels"],
-            "hard_label": spec["hard_label"] if spec["labels"] == "hard" else None,
+            "hard_label": hard_label_of(spec),
             "training": dict(spec["training"])}
 
 

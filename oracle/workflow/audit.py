@@ -51,7 +51,7 @@ from typing import Any
 from oracle.errors import DataError, OracleError
 from oracle.workflow.audit_text import SHORT, code_str, render
 from oracle.io.hashing import file_sha256, path_sha256
-from oracle.workflow.config_keys import config_leaves, get_config_value
+from oracle.workflow.config_paths import config_leaves, get_config_value
 from oracle.code_version import code_version
 from oracle.workflow.provenance import REPO_ROOT, read_record, resolve_recorded_path
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from oracle.workflow.config_keys import config_leaves
+from oracle.workflow.config_paths import config_leaves
 
 #: Characters of a sha256 or commit shown.
 SHORT = 12

@@ -9,6 +9,7 @@ nothing knows of Snakemake.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -51,12 +52,52 @@ def _key_path(parts: Iterable[Any]) -> str:
     return out or "<top level>"
 
 
+def full_schema(schema: Mapping | str | Path) -> dict:
+    """The config schema (config.schema.yaml, or its loaded mapping) with every registered
+    experiment kind slotted in: its entry schema (the kind's ``SCHEMA``) as
+    ``$defs/experiment_<kind>``, and per kind an if/then that validates an experiment entry of
+    that kind against it. A schema that already has them is returned as it is."""
+    from oracle.experiments import kinds
+
+    schema = copy.deepcopy(dict(schema) if isinstance(schema, Mapping) else load_yaml(schema))
+    entry = schema["properties"]["experiments"]["additionalProperties"]
+    if "allOf" in entry:
+        return schema
+    found = kinds()
+    entry["properties"]["kind"] = {"enum": list(found)}
+    entry["allOf"] = [{"if": {"properties": {"kind": {"const": k}}}, "then": {"$ref": f"#/$defs/experiment_{k}"}}
+                      for k in found]
+    for kind, mod in found.items():
+        schema["$defs"][f"experiment_{kind}"] = copy.deepcopy(mod.SCHEMA)
+    return schema
+
+
+def fill_defaults(config: dict, schema: Mapping | str | Path) -> None:
+    """Set every ``default`` of the schema (`full_schema`) that `config` lacks, in place, as
+    Snakemake's ``validate(config, schema)`` does (the same jsonschema extension, so the
+    effective config is the same); call after `validate_config`."""
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    properties = base.VALIDATORS["properties"]
+
+    def set_defaults(validator, props, instance, subschema):
+        for name, sub in props.items():
+            if "default" in sub and isinstance(instance, dict):
+                instance.setdefault(name, sub["default"])
+        yield from properties(validator, props, instance, subschema)
+
+    filler = jsonschema.validators.extend(base, {"properties": set_defaults})
+    filler(full_schema(schema)).validate(config)
+
+
 def validate_config(config: Mapping, schema: Mapping | str | Path) -> None:
-    """Validate `config` against the JSON schema; raise ConfigError naming the offending key.
+    """Validate `config` against the JSON schema (`full_schema`); raise ConfigError naming the
+    offending key.
 
     The message is one line, e.g. ``config key 'oracle.flow.channels': 'abc' is not of type
     'integer'`` or ``config key 'oracle': unknown key 'foo' (allowed: checkpoint, ...)``.
-    Does not modify `config` (Snakemake's `validate` fills schema defaults afterwards).
+    Does not modify `config` (`fill_defaults` fills schema defaults afterwards).
     """
     import jsonschema
 
@@ -64,9 +105,7 @@ def validate_config(config: Mapping, schema: Mapping | str | Path) -> None:
         raise ConfigError("config key 'job_server' is gone: the local job server is switched by the environment, "
                           "ORACLE_JOB_SERVER=auto|on|off and ORACLE_JOB_SERVER_IDLE=<seconds> (README); "
                           "delete the key")
-    if not isinstance(schema, Mapping):
-        schema = load_yaml(schema)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(full_schema(schema))
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errors:
         return

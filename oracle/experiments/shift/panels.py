@@ -8,13 +8,18 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+
+from oracle.report.figures import save_figure, style
 
 #: Marker and colour index of each shift type (`oracle.experiments.shift.TYPES`).
 _STYLE = {"baseline": ("o", 7), "prior": ("D", 0), "noise": ("v", 3), "prior+noise": ("s", 1),
           "variant": ("*", 2), "variant+noise": ("P", 4)}
 
 
-def _kl_axis(conf: "pd.DataFrame") -> np.ndarray:  # noqa: F821
+def _kl_axis(conf: pd.DataFrame) -> np.ndarray:
     """The x of panels (a), (b): the exact KL for world variants, KL_y otherwise (the paper's axis)."""
     kl_y = conf["kl_y_empirical"].fillna(conf["kl_y_target"]).fillna(0.0).to_numpy(float)
     variant = conf["shift_type"].str.startswith("variant").to_numpy()
@@ -22,12 +27,9 @@ def _kl_axis(conf: "pd.DataFrame") -> np.ndarray:  # noqa: F821
     return np.where(variant & np.isfinite(exact), exact, kl_y)
 
 
-def shift_panels(conf: "pd.DataFrame", fits: Mapping[str, Mapping], stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+def shift_panels(conf: pd.DataFrame, fits: Mapping[str, Mapping], stem: str | os.PathLike) -> dict[str, Path]:
     """Six panels (module docstring of `oracle.experiments.shift`); error bars: std over runs."""
-    import seaborn as sns
-    from matplotlib.figure import Figure
 
-    from oracle.report.figures import save_figure, style
 
     colors = sns.color_palette("colorblind", 8)
     x = _kl_axis(conf)
@@ -75,7 +77,7 @@ def shift_panels(conf: "pd.DataFrame", fits: Mapping[str, Mapping], stem: str | 
         return save_figure(fig, stem)
 
 
-def _fit_panel(ax, conf: "pd.DataFrame", fits: Mapping[str, Mapping], colors) -> None:  # noqa: F821
+def _fit_panel(ax, conf: pd.DataFrame, fits: Mapping[str, Mapping], colors) -> None:
     drop = -conf["delta_pp"].to_numpy(float)
     kl_y = conf["kl_y_empirical"].fillna(conf["kl_y_target"]).fillna(0.0).to_numpy(float)
     paper = ~conf["shift_type"].str.startswith("variant").to_numpy()

@@ -1,17 +1,5 @@
-"""Experiment kind ``scaling`` (paper section 4.1, Tables 1-2, Figures 2, 5, 6).
-
-Classifiers per (arch, N, seed) on one world, each evaluated on the world's fixed test set;
-their cross-entropy decomposed exactly into the aleatoric floor E[H(p)] and the epistemic
-gap E[KL(p || q)] (nats). Power laws KL ~ c N^-alpha are fitted per (arch, seed) and alpha is
-reported as mean ± std over seeds, as the paper does; the ECE gets its own power law beside
-it (the paper: the rates differ), and calibration is measured against the labels and against
-the truth (`oracle.experiments._calibration`).
-
-Data: ``runs`` (one row per classifier: `oracle.classifiers.evaluate.read_metrics_frame`),
-``fits`` (`power_law_fits` of the epistemic KL, the ECE against labels and the true ECE) and
-``reliability`` (per-bin calibration data). Accuracies are fractions in data and numbers,
-percentages in tables and figures.
-"""
+"""Experiment kind ``scaling``, its reporting half: its data frames, tables, figures and numbers
+(the planning half and the kind's description: `oracle.experiments.scaling`)."""
 
 from __future__ import annotations
 
@@ -22,109 +10,38 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
+from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_frame
 from oracle.errors import ConfigError, DataError
-from oracle.experiments import _calibration, _training
-from oracle.report.paper import Artifact, artifacts_by_name
-
-KIND = "scaling"
-DATA = ("runs", "fits", "reliability")
-#: The values with power-law fits in ``fits``: epistemic KL (nats), ECE against the labels and
-#: the true ECE against the exact posterior (fractions).
-FIT_VALUES = ("epistemic", "ece", "ece_posterior")
-ARTIFACTS = artifacts_by_name(
-    Artifact("accuracy_vs_bayes", "table",
-             "Classifiers approach the Bayes-optimal bound on oracle data: test accuracy against the "
-             "world's labels (mean and std over seeds) at the largest N, error, and gap to the "
-             "Bayes-optimal accuracy E[max_y p(y|x)] of the oracle test set (percent)."),
-    Artifact("epistemic_vs_n", "table",
-             "Epistemic error E[KL(p || q)] (nats) against training-set size N per architecture, "
-             "mean over seeds."),
-    Artifact("scaling_panels", "figure",
-             "Epistemic error follows a power law even when total loss plateaus: (a) total "
-             "cross-entropy (nats) with the aleatoric floor, (b) epistemic KL (nats) with power-law "
-             "fits to the seed means (dashed; unweighted least squares in log-log space, which is less "
-             "noisy than weighting by seed standard errors from a few seeds), (c) test accuracy (%) "
-             "against the Bayes-optimal accuracy, (d) exponent alpha per architecture, mean ± std over "
-             "per-seed fits; against N (samples)."),
-    Artifact("epistemic_curves", "figure",
-             "Epistemic KL (nats) against N (samples), one panel per architecture: every seed "
-             "(faint), mean ± std over seeds, the power-law fit to the seed mean (dashed, unweighted "
-             "least squares in log-log space) and alpha as mean ± std of the per-seed fits."),
-    Artifact("calibration_vs_n", "figure",
-             "Calibration against N (samples): (a) ECE against the world's labels (solid) and the true ECE "
-             "against the exact posterior (dashed), 10 equal-width bins, mean ± std over seeds, log-log; "
-             "(b) the power-law exponent of the ECE beside that of the epistemic KL per architecture, "
-             "mean ± std over per-seed fits (ECE ~ N^-alpha_ECE, KL ~ N^-alpha_KL)."),
-    Artifact("reliability", "figure",
-             _calibration.RELIABILITY_CAPTION + " One row per architecture: the smallest and largest N."),
-    Artifact("calibration_agreement", "figure", _calibration.AGREEMENT_CAPTION),
-)
-
-
-# --------------------------------------------------------------------------- config
-def check(name: str, entry: dict, config: Mapping) -> dict:
-    """The entry with defaults filled in (see `_training.check_classifier_entry`); the table
-    options must name sizes and architectures of the experiment."""
-    spec = _training.check_classifier_entry(name, entry, config)
-    key = f"experiments.{name}"
-    for opt in ("table_size", "table_archs", "table_sizes"):
-        spec.setdefault(opt, None)
-    if spec["table_size"] is not None and spec["table_size"] not in spec["sizes"]:
-        raise ConfigError(f"config key '{key}.table_size': N={spec['table_size']} is not one of the "
-                          f"experiment's sizes {spec['sizes']}")
-    for a in spec["table_archs"] or []:
-        if a not in spec["archs"]:
-            raise ConfigError(f"config key '{key}.table_archs': {a!r} is not an architecture of the "
-                              f"experiment ({', '.join(spec['archs'])})")
-    for n in spec["table_sizes"] or []:
-        if n not in spec["sizes"]:
-            raise ConfigError(f"config key '{key}.table_sizes': N={n} is not one of the experiment's "
-                              f"sizes {spec['sizes']}")
-    return spec
-
-
-def classifier_runs(spec: Mapping) -> list[dict]:
-    """One classifier per (arch, N, seed)."""
-    return _training.size_runs(spec)
-
-
-def training_spec(spec: Mapping, cell: str) -> dict:
-    """Cell ``N<n>``: the seed's first n rows of the world's training pool."""
-    return _training.training_spec(spec, _training.cell_size(cell))
-
-
-def evaluation_sets(spec: Mapping) -> list[str]:
-    """Every classifier is scored on the test set of the world it trained on."""
-    return [spec["world"]]
+from oracle.experiments import _calibration_report
+from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
+from oracle.measures.power_laws import aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_seed_mean, power_law
+from oracle.report.figures import errorbar, palette, reliability_diagram, save_figure, style
+from oracle.report.numbers import entry, over_seeds
 
 
 # --------------------------------------------------------------------------- data
-def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, "pd.DataFrame"]:  # noqa: F821
+def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
     """``runs`` and ``reliability`` from the classifiers' metrics files (``inputs["metrics"]``),
     ``fits`` (every value of `FIT_VALUES`) from runs."""
-    from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_frame
-
     runs = read_metrics_frame(inputs["metrics"])
     return {"runs": runs, "fits": all_fits(runs), "reliability": read_reliability_frame(inputs["metrics"])}
 
 
-def all_fits(runs: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
+def all_fits(runs: pd.DataFrame) -> pd.DataFrame:
     """`power_law_fits` of every value of `FIT_VALUES`, one long table (column ``value``)."""
-    import pandas as pd
-
     return pd.concat([power_law_fits(runs, v) for v in FIT_VALUES], ignore_index=True)
 
 
-def power_law_fits(df: "pd.DataFrame", value: str = "epistemic") -> "pd.DataFrame":  # noqa: F821
+def power_law_fits(df: pd.DataFrame, value: str = "epistemic") -> pd.DataFrame:
     """Power laws ``value ~ c N^-alpha`` per architecture (`oracle.measures.power_laws`), one
     long table: ``kind="seed"``: one fit per (arch, seed); ``kind="arch"``: alpha = mean ± std
     over those (the paper's "alpha ± std over seeds"); ``kind="curve"``: one fit to the
     seed-mean curve (the dashed lines of the figures). A curve with fewer than two N, or a
     non-positive value, has NaN fields and a ``note``."""
-    import pandas as pd
 
-    from oracle.measures.power_laws import fit_each_seed, fit_per_seed, fit_seed_mean
 
     out = []
     for arch, sub in df.groupby("arch", sort=True):
@@ -140,7 +57,7 @@ def power_law_fits(df: "pd.DataFrame", value: str = "epistemic") -> "pd.DataFram
     return fits
 
 
-def select_runs(df: "pd.DataFrame", labels: Mapping[str, str], sizes: Sequence[int] | None = None) -> "pd.DataFrame":  # noqa: F821
+def select_runs(df: pd.DataFrame, labels: Mapping[str, str], sizes: Sequence[int] | None = None) -> pd.DataFrame:
     """The rows of ``df`` for the architectures of `labels` ({name: display label}, in config
     order) and `sizes` (None = all), with ``arch`` replaced by the display label. DataError
     when nothing is left; ConfigError when two architectures share a label (their runs would
@@ -160,7 +77,7 @@ def select_runs(df: "pd.DataFrame", labels: Mapping[str, str], sizes: Sequence[i
 
 
 # --------------------------------------------------------------------------- tables
-def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple["pd.DataFrame", str]:  # noqa: F821
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
     """``accuracy_vs_bayes`` (paper Table 1) or ``epistemic_vs_n`` (Table 2), with the float
     format of its Markdown/LaTeX rendering."""
     labels = spec["arch_labels"]
@@ -174,16 +91,14 @@ def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple
     raise DataError(f"scaling: no table named {name!r} (tables: accuracy_vs_bayes, epistemic_vs_n)")
 
 
-def accuracy_vs_bayes(df: "pd.DataFrame", acc_col: str = "acc") -> "pd.DataFrame":  # noqa: F821
+def accuracy_vs_bayes(df: pd.DataFrame, acc_col: str = "acc") -> pd.DataFrame:
     """Accuracy, error and gap to the Bayes-optimal accuracy per architecture at its largest N.
 
     Over seeds: ``Accuracy (%)`` = 100 * mean(acc_col), ``Accuracy std (%)`` (ddof=1),
     ``Error (%)`` = 100 - accuracy, ``Bayes (%)`` = 100 * mean(bayes_accuracy) and
     ``Gap (%)`` = Bayes - accuracy. Rows sorted by accuracy, best first.
     """
-    import pandas as pd
 
-    from oracle.measures.power_laws import aggregate_over_seeds
 
     _check_runs(df, ["arch", "N", "seed", acc_col, "bayes_accuracy"])
     rows = []
@@ -197,13 +112,11 @@ def accuracy_vs_bayes(df: "pd.DataFrame", acc_col: str = "acc") -> "pd.DataFrame
     return pd.DataFrame(rows).sort_values("Accuracy (%)", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def epistemic_vs_n(df: "pd.DataFrame", value_col: str = "epistemic", with_std: bool = False) -> "pd.DataFrame":  # noqa: F821
+def epistemic_vs_n(df: pd.DataFrame, value_col: str = "epistemic", with_std: bool = False) -> pd.DataFrame:
     """Mean over seeds of ``value_col`` (epistemic KL, nats): one row per N (``Dataset size N``),
     one column per architecture; NaN where an architecture lacks that N. ``with_std`` adds
     ``<arch> std`` columns."""
-    import pandas as pd
 
-    from oracle.measures.power_laws import aggregate_over_seeds
 
     _check_runs(df, ["arch", "N", "seed", value_col])
     agg = aggregate_over_seeds(df, [value_col], ["arch", "N"])
@@ -216,8 +129,7 @@ def epistemic_vs_n(df: "pd.DataFrame", value_col: str = "epistemic", with_std: b
     return out
 
 
-def _check_runs(df: "pd.DataFrame", columns: Sequence[str]) -> "pd.DataFrame":  # noqa: F821
-    import pandas as pd
+def _check_runs(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
     if not isinstance(df, pd.DataFrame) or df.empty:
         raise DataError("expected a non-empty data frame with one row per classifier run")
@@ -230,7 +142,7 @@ def _check_runs(df: "pd.DataFrame", columns: Sequence[str]) -> "pd.DataFrame":  
 
 
 # --------------------------------------------------------------------------- figures
-def figure(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """``scaling_panels`` (paper Figure 2), ``epistemic_curves`` (Figures 5, 6),
     ``calibration_vs_n``, ``reliability`` (smallest and largest N per architecture) or
     ``calibration_agreement``."""
@@ -240,30 +152,25 @@ def figure(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping, stem: s
     if name == "epistemic_curves":
         return epistemic_curves(runs, stem)
     if name == "calibration_vs_n":
-        return _calibration.calibration_vs_n(runs, stem)
+        return _calibration_report.calibration_vs_n(runs, stem)
     if name == "calibration_agreement":
-        return _calibration.agreement_figure(runs, stem)
+        return _calibration_report.agreement_figure(runs, stem)
     if name == "reliability":
-        from oracle.report.figures import reliability_diagram
-
         rel = data["reliability"]
         selections = [(f"{label}, N={n}", {"arch": arch, "N": n}) for arch, label in spec["arch_labels"].items()
                       for n in (rel[rel["arch"] == arch]["N"].min(), rel[rel["arch"] == arch]["N"].max())]
-        return reliability_diagram(_calibration.reliability_panels(rel, selections), stem, ncols=2)
+        return reliability_diagram(_calibration_report.reliability_panels(rel, selections), stem, ncols=2)
     figures = ", ".join(n for n, a in ARTIFACTS.items() if a.type == "figure")
     raise DataError(f"scaling: no figure named {name!r} (figures: {figures})")
 
 
-def scaling_panels(df: "pd.DataFrame", stem: str | os.PathLike, acc_col: str = "acc") -> dict[str, Path]:  # noqa: F821
+def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "acc") -> dict[str, Path]:
     """Four panels over dataset size N (mean ± std over seeds): (a) total cross-entropy
     (nats), log-log, with the aleatoric floor E[H(p)] as a line; (b) epistemic KL (nats),
     log-log, dashed power-law fits to the seed-mean curves; (c) accuracy (%) against the
     Bayes-optimal accuracy line; (d) exponent alpha per architecture, mean ± std over
     per-seed fits."""
-    from matplotlib.figure import Figure
 
-    from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed, fit_seed_mean, power_law
-    from oracle.report.figures import errorbar, palette, save_figure, style
 
     _check_runs(df, ["arch", "N", "seed", "total", "aleatoric", "epistemic", acc_col, "bayes_accuracy"])
     archs = sorted(df["arch"].unique())
@@ -303,14 +210,11 @@ def scaling_panels(df: "pd.DataFrame", stem: str | os.PathLike, acc_col: str = "
         return save_figure(fig, stem)
 
 
-def epistemic_curves(df: "pd.DataFrame", stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Path]:
     """Epistemic KL vs N, one panel per architecture: every seed's curve (faint), the mean ±
     std over seeds, the dashed power-law fit to the seed mean, and alpha as mean ± std of the
     per-seed fits in the title."""
-    from matplotlib.figure import Figure
 
-    from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed, fit_seed_mean, power_law
-    from oracle.report.figures import errorbar, palette, save_figure, style
 
     _check_runs(df, ["arch", "N", "seed", "epistemic"])
     archs = sorted(df["arch"].unique())
@@ -344,9 +248,8 @@ def epistemic_curves(df: "pd.DataFrame", stem: str | os.PathLike) -> dict[str, P
 
 
 # --------------------------------------------------------------------------- numbers
-def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:  # noqa: F821
+def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:
     """The section's in-text numbers, each an `oracle.report.numbers.entry`:
-
     * ``n_min``, ``n_max``; ``test_size`` and ``test_bayes_accuracy`` (E[max_y p(y|x)] on the
       test set the classifiers were scored on);
     * per architecture: ``alpha.<arch>`` (mean ± std over seeds of the per-seed exponents of
@@ -358,10 +261,8 @@ def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mappi
     * the accuracy_vs_bayes table: ``bayes_gap.<arch>`` (percentage points) and its range over
       architectures ``bayes_gap_min``/``bayes_gap_max``;
     * ``calibration.*``: whether ECE against labels and against the truth agree
-      (`oracle.experiments._calibration.agreement_numbers`).
+      (`oracle.experiments._calibration_report.agreement_numbers`).
     """
-    from oracle.report.numbers import entry, over_seeds
-
     runs, fits = data["runs"], data["fits"]
     runs_path, fits_path = data_paths["runs"], data_paths["fits"]
     labels = spec["arch_labels"]
@@ -408,11 +309,11 @@ def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mappi
             out[f"epistemic_reduction.{arch}"] = entry(float(e_lo / e_hi), "ratio", runs_path,
                                                        f"{label}: epistemic KL at N={lo} over N={hi} (seed means)")
     out.update(_bayes_gap_numbers(data, spec, runs_path))
-    out.update(_calibration.agreement_numbers(runs, runs_path))
+    out.update(_calibration_report.agreement_numbers(runs, runs_path))
     return out
 
 
-def _arch_fit(fits: "pd.DataFrame", arch: str, value: str) -> "pd.Series | None":  # noqa: F821
+def _arch_fit(fits: pd.DataFrame, arch: str, value: str) -> pd.Series | None:
     """The ``kind="arch"`` fit of `value` for `arch`, None when it is missing or not finite."""
     if fits.empty or "alpha" not in fits:
         return None
@@ -423,8 +324,6 @@ def _arch_fit(fits: "pd.DataFrame", arch: str, value: str) -> "pd.Series | None"
 def _bayes_gap_numbers(data: Mapping[str, Any], spec: Mapping, path: str) -> dict[str, dict]:
     """Gap to the Bayes accuracy per architecture (percentage points) and its range, as in the
     accuracy_vs_bayes table (computed by the same function)."""
-    from oracle.report.numbers import entry
-
     frame, _ = table("accuracy_vs_bayes", data, spec)
     by_label = {v: k for k, v in spec["arch_labels"].items()}
     out: dict[str, dict] = {}

@@ -1,18 +1,5 @@
-"""Experiment kind ``active`` (paper section 4.4, Figures 8 and 9): pool-based active learning
-with the exact epistemic uncertainty of every pool sample known.
-
-One run per (arch, strategy, seed) (`oracle.classifiers.active_learning`): a seeded initial labelled set,
-R rounds of ``batch`` labels from a pool disjoint from the world's test set, the model
-retrained from scratch every round. Strategies: ``random``, ``max_entropy`` (H(q)),
-``max_epistemic`` (the exact KL(p || q), the oracle's upper bound) and ``bald`` (MC dropout,
-the realistic proxy). Beyond the paper, every round measures over the pool the Spearman rank
-correlation of each strategy's score with the exact epistemic KL(p || q) and the exact
-aleatoric entropy H(p): how far each proxy confounds the two.
-
-Data: ``rounds`` (one row per run and round) and ``correlations`` (one row per run, round,
-score and exact part). Accuracies are fractions in data and numbers, percentages in tables
-and figures; KL and entropies in nats; labels count the initial set.
-"""
+"""Experiment kind ``active``, its reporting half: its data frames, tables, figures and numbers
+(the planning half and the kind's description: `oracle.experiments.active`)."""
 
 from __future__ import annotations
 
@@ -23,108 +10,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-from oracle.classifiers.active_learning import STRATEGIES
-from oracle.errors import ConfigError, DataError
-from oracle.experiments import _training
-from oracle.report.paper import Artifact, artifacts_by_name
-
-KIND = "active"
-DATA = ("rounds", "correlations")
-ARTIFACTS = artifacts_by_name(
-    Artifact("rounds", "table",
-             "Active learning round by round: per architecture, strategy and labels used (initial set "
-             "included), test accuracy (%) and exact epistemic KL E[KL(p || q)] on the oracle test set "
-             "(nats), mean and std over seeds, and the mean exact KL(p || q) and H(p) (nats) of the "
-             "samples each round acquired."),
-    Artifact("acquisition_panels", "figure",
-             "Epistemic-based acquisition: (a) test accuracy (%) against labels, (b) exact epistemic KL "
-             "(nats) on the oracle test set against labels, (c) final accuracy (%) per strategy; mean ± "
-             "std over seeds."),
-    Artifact("accuracy_vs_labels", "figure",
-             "Test accuracy (%) against labels (initial set included) per acquisition strategy, mean ± "
-             "std over seeds."),
-    Artifact("proxy_correlations", "figure",
-             "How close each acquisition score comes to the exact signal: Spearman rank correlation over "
-             "the unlabelled pool of each score with (a) the exact epistemic KL(p || q) and (b) the exact "
-             "aleatoric entropy H(p), against labels; mean ± std over every run (all strategies and seeds)."),
-)
-
-#: Display names and colours of the strategies (paper Figure 9: random grey, entropy blue,
-#: exact epistemic orange).
-STRATEGY_LABELS = {"random": "Random", "max_entropy": "Max Entropy", "max_epistemic": "Max Epistemic (exact)",
-                   "bald": "BALD (MC dropout)"}
-STRATEGY_COLORS = {"random": "#7f7f7f", "max_entropy": "#0072b2", "max_epistemic": "#d55e00", "bald": "#009e73"}
-#: The exact parts each score is correlated with (columns ``target`` of correlations.csv).
-TARGETS = ("exact_epistemic", "exact_aleatoric")
-TARGET_LABELS = {"exact_epistemic": "exact epistemic KL(p || q)", "exact_aleatoric": "exact aleatoric H(p)"}
-#: Defaults of the optional keys (also in config.schema.yaml).
-DEFAULTS = {"hard_label": "label", "mc_samples": 20, "drop_rate": 0.25, "target_accuracy": None, "training": None}
-
-
-# --------------------------------------------------------------------------- config
-def check(name: str, entry: dict, config: Mapping) -> dict:
-    """The entry with defaults filled in: world, archs, labels/hard_label and training as for
-    every classifier experiment (`_training.check_classifier_entry`); strategies known and
-    unique; BALD needs drop_rate > 0; the initial set and the pool fit in the world's
-    training pool, and the rounds in the pool."""
-    key = f"experiments.{name}"
-    for k, v in DEFAULTS.items():
-        entry.setdefault(k, v)
-    spec = _training.check_classifier_entry(name, entry, config)
-    spec.pop("sizes")  # set by the shared check; an active experiment has no size grid
-    unknown = [s for s in spec["strategies"] if s not in STRATEGIES]
-    if unknown or not spec["strategies"] or len(set(spec["strategies"])) != len(spec["strategies"]):
-        raise ConfigError(f"config key '{key}.strategies': expected distinct names of {', '.join(STRATEGIES)}, "
-                          f"got {spec['strategies']}")
-    if "bald" in spec["strategies"] and not 0.0 < float(spec["drop_rate"]) < 1.0:
-        raise ConfigError(f"config key '{key}.drop_rate': bald scores with MC dropout and needs a rate in (0, 1), "
-                          f"got {spec['drop_rate']}")
-    if int(spec["initial_size"]) < 2:
-        raise ConfigError(f"config key '{key}.initial_size': a classifier needs at least 2 labelled samples")
-    from oracle.world_specs import world_spec
-
-    world = world_spec(config, spec["world"])
-    pool = world["n_total"] - world["test_size"]
-    if spec["initial_size"] + spec["pool_size"] > pool:
-        raise ConfigError(f"config key '{key}.pool_size': initial_size {spec['initial_size']} + pool_size "
-                          f"{spec['pool_size']} exceed the training pool of world {spec['world']!r} ({pool} = n_total "
-                          f"{world['n_total']} - test_size {world['test_size']})")
-    if spec["rounds"] * spec["batch"] > spec["pool_size"]:
-        raise ConfigError(f"config key '{key}.batch': {spec['rounds']} rounds of {spec['batch']} labels exceed the "
-                          f"pool of {spec['pool_size']}")
-    if spec["target_accuracy"] is not None and not 0.0 < float(spec["target_accuracy"]) < 1.0:
-        raise ConfigError(f"config key '{key}.target_accuracy': expected a fraction in (0, 1) or null")
-    spec["labels_per_round"] = [spec["initial_size"] + r * spec["batch"] for r in range(spec["rounds"] + 1)]
-    return spec
-
-
-def classifier_runs(spec: Mapping) -> list[dict]:
-    """None: the active-learning rule trains its own models, one per round (rules/active.smk)."""
-    return []
-
-
-def training_spec(spec: Mapping, cell: str) -> dict:
-    """Not defined: an active experiment has no classifier cells."""
-    raise ConfigError(f"experiment kind 'active' has no classifier cells (asked for {cell!r})")
-
-
-def evaluation_sets(spec: Mapping) -> list[str]:
-    """Every round's model is scored on the test set of the experiment's world."""
-    return [spec["world"]]
-
-
-def split_needs(spec: Mapping) -> dict[str, dict]:
-    """The world's splits must hold a permutation for every seed; the largest training set is
-    the last round's labelled set."""
-    return {spec["world"]: {"seeds": [int(s) for s in spec["seeds"]], "max_n": int(spec["labels_per_round"][-1])}}
-
-
-def runs(spec: Mapping) -> list[dict]:
-    """One run {arch, strategy, seed} per (arch, strategy, seed), in a stable order."""
-    return [{"arch": a, "strategy": s, "seed": int(seed)}
-            for a in spec["archs"] for s in spec["strategies"] for seed in spec["seeds"]]
-
+from oracle.errors import DataError
+from oracle.experiments.active import ARTIFACTS, STRATEGY_COLORS, STRATEGY_LABELS, TARGET_LABELS, TARGETS
+from oracle.measures.power_laws import aggregate_over_seeds
+from oracle.report.figures import save_figure, style
+from oracle.report.numbers import entry
 
 # --------------------------------------------------------------------------- data
 ROUND_COLUMNS = ("labelled", "epochs", "train_seconds", "train_loss", "test_size", "acc", "acc_se", "epistemic",
@@ -133,10 +26,8 @@ ROUND_COLUMNS = ("labelled", "epochs", "train_seconds", "train_loss", "test_size
                  "selected_epistemic", "selected_aleatoric")
 
 
-def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, "pd.DataFrame"]:  # noqa: F821
+def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
     """``rounds`` and ``correlations`` from the runs' rounds.json files (``inputs["rounds"]``)."""
-    import pandas as pd
-
     rounds, corr = [], []
     for path in inputs["rounds"]:
         try:
@@ -176,18 +67,14 @@ def _labels(spec: Mapping) -> tuple[dict, dict]:
     return spec["arch_labels"], {s: STRATEGY_LABELS[s] for s in spec["strategies"]}
 
 
-def _curves(rounds: "pd.DataFrame", cols: Sequence[str]) -> "pd.DataFrame":  # noqa: F821
+def _curves(rounds: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
     """Mean, std and se over seeds of `cols` per (arch, strategy, labelled)."""
-    from oracle.measures.power_laws import aggregate_over_seeds
-
     return aggregate_over_seeds(rounds, list(cols), ["arch", "strategy", "labelled"])
 
 
 # --------------------------------------------------------------------------- tables
-def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple["pd.DataFrame", str]:  # noqa: F821
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
     """``rounds``: one row per (arch, strategy, labels), mean and std over seeds."""
-    import pandas as pd
-
     if name != "rounds":
         raise DataError(f"active: no table named {name!r} (tables: rounds)")
     arch_labels, strat_labels = _labels(spec)
@@ -208,7 +95,7 @@ def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple
 
 
 # --------------------------------------------------------------------------- figures
-def figure(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """``acquisition_panels`` (paper Figure 8), ``accuracy_vs_labels`` (Figure 9) or
     ``proxy_correlations`` (beyond the paper)."""
     if name == "acquisition_panels":
@@ -226,12 +113,10 @@ def _curve(ax, agg, col: str, strategy: str, scale: float = 1.0) -> None:
                 capsize=2, lw=1.2, color=STRATEGY_COLORS[strategy], label=STRATEGY_LABELS[strategy])
 
 
-def acquisition_panels(rounds: "pd.DataFrame", spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+def acquisition_panels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """One row per architecture: (a) accuracy (%) vs labels, (b) exact epistemic KL (nats) vs
     labels, (c) final accuracy (%) per strategy as bars; mean ± std over seeds."""
-    from matplotlib.figure import Figure
 
-    from oracle.report.figures import save_figure, style
 
     agg = _curves(rounds, ["acc", "epistemic"])
     archs = [a for a in spec["archs"] if a in set(agg["arch"])]
@@ -264,11 +149,9 @@ def acquisition_panels(rounds: "pd.DataFrame", spec: Mapping, stem: str | os.Pat
         return save_figure(fig, stem)
 
 
-def accuracy_vs_labels(rounds: "pd.DataFrame", spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+def accuracy_vs_labels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """Accuracy (%) vs labels per strategy, one panel per architecture, mean ± std over seeds."""
-    from matplotlib.figure import Figure
 
-    from oracle.report.figures import save_figure, style
 
     agg = _curves(rounds, ["acc"])
     archs = [a for a in spec["archs"] if a in set(agg["arch"])]
@@ -286,12 +169,10 @@ def accuracy_vs_labels(rounds: "pd.DataFrame", spec: Mapping, stem: str | os.Pat
         return save_figure(fig, stem)
 
 
-def proxy_correlations(corr: "pd.DataFrame", spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+def proxy_correlations(corr: pd.DataFrame, spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """Spearman rho of each score with the exact KL(p || q) (left) and H(p) (right) against
     labels, one row per architecture; mean ± std over every run (strategies and seeds)."""
-    from matplotlib.figure import Figure
 
-    from oracle.report.figures import save_figure, style
 
     archs = [a for a in spec["archs"] if a in set(corr["arch"])]
     if not archs:
@@ -339,9 +220,8 @@ def _spread(values: Sequence[float]) -> dict:
             "se_over": "seeds", "n_seeds": int(v.size)}
 
 
-def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:  # noqa: F821
+def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:
     """The in-text numbers (`oracle.report.numbers.entry`; spreads are over seeds):
-
     * the budget: ``labels_initial``, ``labels_final``, ``batch``, ``rounds``, ``pool_size``,
       ``test_size``;
     * per arch and strategy: ``final_accuracy``, ``final_epistemic`` (last round),
@@ -359,8 +239,6 @@ def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mappi
       exact KL(p || q) and H(p) over the pool, mean over every round and run, std over seeds of
       the per-seed means (the trivial rho(max_epistemic, KL) = 1 is left out).
     """
-    from oracle.report.numbers import entry
-
     rounds, corr = data["rounds"], data["correlations"]
     path, cpath = data_paths["rounds"], data_paths["correlations"]
     out: dict[str, dict] = {}
@@ -413,8 +291,6 @@ def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mappi
 
 def _paper_comparison(sub, gains: Mapping, spec: Mapping, arch: str, path: str) -> dict[str, dict]:
     """gain_ratio, gain_ratio_of_means, target_accuracy, labels_to_target, fewer_labels of one arch."""
-    from oracle.report.numbers import entry
-
     label = spec["arch_labels"][arch]
     out: dict[str, dict] = {}
     ent, epi = gains["max_entropy"], gains["max_epistemic"]

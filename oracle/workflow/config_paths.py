@@ -1,4 +1,4 @@
-"""Config keys: the dotted-name syntax every rule uses to declare what its artifacts depend on
+"""Config paths: the dotted-name syntax every rule uses to declare what its artifacts depend on
 (``params: config_keys``), reading values at such keys, projecting a config onto them, and the
 canonical hash of a (sub)config.
 
@@ -16,6 +16,15 @@ from typing import Any
 
 from oracle.errors import ConfigError
 from oracle.io.atomic import to_jsonable as _jsonable
+
+
+def quoted(*parts: str) -> str:
+    """A config key from its parts: ``quoted("classifiers", "archs", "vit.b16")`` ->
+    ``classifiers.archs[vit.b16]``."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if "." in p else (f".{p}" if out else p)
+    return out
 
 
 def canonical_json(obj: Any) -> str:

@@ -1,28 +1,5 @@
-"""Experiment kind ``estimators`` (the MaNo seed): label-free accuracy estimators scored against
-the true accuracy, and against the Bayes-optimal accuracy where the shift is exact.
-
-The models are those of another experiment (``models``, of kind scaling, optionally filtered by
-``archs``, ``sizes``, ``seeds``): trained on its world, predicted here on shifted test sets:
-
-* ``noise``: the world's test set with clipped Gaussian noise of each sigma
-  (`oracle.noisy_test_sets`); its labels are those of the clean rows, so the true accuracy is
-  exact, but there is no Bayes accuracy (x' is not a draw from a world); the oracle's own
-  posterior shift and accuracy on x' are reported instead;
-* ``worlds``: world variants (base temperature tau, class prior pi): their own test sets,
-  with the exact KL from the models' world and the variant's exact Bayes accuracy
-  E[max_y p(y|x)] on the same rows.
-
-Estimators (`oracle.measures.estimators`: MaNo, ATC-MC, ATC-NE, ConfScore, Entropy, Nuclear)
-see only the model's outputs. ATC's thresholds are fitted on the models' own world's clean test
-set, the in-distribution labelled split (the models never trained on it); that set is not
-among the scored ones. Per model, each method is scored over the shifted sets by R^2 and
-Spearman's rho against the true accuracy and, where it predicts an accuracy, by the mean
-absolute error; and over the exact variants against their Bayes accuracy (how much of the
-estimate follows the irreducible part of the drop). Scores are then averaged over models.
-
-Data: ``estimates`` (model x set x method), ``scores`` (model x method x target), ``sets``
-(one row per evaluation set). Accuracies are fractions in data, percent in tables.
-"""
+"""Experiment kind ``estimators``, its reporting half: its data frames, tables, figures and numbers
+(the planning half and the kind's description: `oracle.experiments.estimators`)."""
 
 from __future__ import annotations
 
@@ -33,88 +10,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
 
-from oracle.errors import ConfigError, DataError
-from oracle.report.paper import Artifact, artifacts_by_name
-
-KIND = "estimators"
-DATA = ("estimates", "scores", "sets")
-ARTIFACTS = artifacts_by_name(
-    Artifact("estimator_scores", "table",
-             "Label-free accuracy estimators on shifted oracle test sets: R^2 of a linear fit and Spearman's "
-             "rho (signed) of each estimate against the true accuracy over the shifted sets, and the mean "
-             "absolute error (pp) of methods that predict an accuracy; R^2 and rho against the exact Bayes "
-             "accuracy over the world variants. Mean ± std over models."),
-    Artifact("shifted_sets", "table",
-             "The shifted test sets: kind and parameter, exact KL from the models' world (nats, with its "
-             "Monte Carlo check ± SE), the oracle's posterior shift E[KL(p(y|x) || p(y|x'))] (nats) and its "
-             "accuracy on x' (%) for noise, the models' accuracy (%, mean ± std over models), the Bayes "
-             "accuracy (%) of exact variants, and the share of the accuracy drop that is irreducible "
-             "(Bayes drop / model drop)."),
-    Artifact("estimates_vs_accuracy", "figure",
-             "Each estimator's estimate against the true accuracy (%) of every model on every shifted set "
-             "(colour: shift kind; open circle: the clean in-distribution set, not scored); dashed: "
-             "estimate = accuracy for methods that predict an accuracy. Titles: R^2 and rho, mean over models."),
-)
-
-
-def check(name: str, entry: dict, config: Mapping) -> dict:
-    """``models`` names an experiment of kind scaling; ``archs``/``sizes``/``seeds`` (null: all
-    of it) select its classifiers; ``noise`` (sigmas > 0) and ``worlds`` (variants other than
-    the models' world) make at least three shifted sets."""
-    from oracle.experiments._training import size_cell
-    from oracle.experiments import kind_module
-    from oracle.world_specs import noisy_set_name, world_specs
-
-    key = f"experiments.{name}"
-    source_name = entry.get("models")
-    exps = config.get("experiments") or {}
-    if source_name not in exps or exps[source_name]["kind"] != "scaling":
-        known = [n for n, e in exps.items() if e["kind"] == "scaling"]
-        raise ConfigError(f"config key '{key}.models': {source_name!r} is not an experiment of kind scaling "
-                          f"({', '.join(known) or 'none'})")
-    source = kind_module("scaling").check(source_name, dict(exps[source_name]), config)
-    for opt, have in (("archs", source["archs"]), ("sizes", source["sizes"]), ("seeds", source["seeds"])):
-        chosen = entry.get(opt) or list(have)
-        bad = [v for v in chosen if v not in have]
-        if bad:
-            raise ConfigError(f"config key '{key}.{opt}': {bad} not among the {opt} of experiment {source_name!r} ({have})")
-        entry[opt] = list(chosen)
-    world = source["world"]
-    worlds = world_specs(config)
-    for w in entry.get("worlds") or []:
-        if w not in worlds or w == world:
-            raise ConfigError(f"config key '{key}.worlds': {w!r} is not a world variant other than the models' "
-                              f"world {world!r} (worlds: {', '.join(worlds)})")
-    entry["worlds"] = list(entry.get("worlds") or [])
-    entry["noise"] = [float(s) for s in entry.get("noise") or []]
-    entry["world"] = world
-    entry["noise_sets"] = {noisy_set_name(world, s): s for s in entry["noise"]}
-    entry["shifted_sets"] = [*entry["noise_sets"], *entry["worlds"]]
-    if len(entry["shifted_sets"]) < 3:
-        raise ConfigError(f"config key '{key}': {len(entry['shifted_sets'])} shifted sets (noise + worlds); R^2 and "
-                          "Spearman's rho need at least 3")
-    entry["borrowed_runs"] = [{"experiment": source_name, "arch": a, "cell": size_cell(n), "seed": int(s)}
-                     for a in entry["archs"] for n in entry["sizes"] for s in entry["seeds"]]
-    entry["world_parameters"] = {w: {"prior": worlds[w]["prior"], "base_temperature": worlds[w]["base_temperature"]}
-                                 for w in [world, *entry["worlds"]]}
-    entry["arch_labels"] = source["arch_labels"]
-    return entry
-
-
-def classifier_runs(spec: Mapping) -> list[dict]:
-    """None of its own: it predicts the classifiers of experiment ``models`` (spec ``borrowed_runs``)."""
-    return []
-
-
-def training_spec(spec: Mapping, cell: str) -> dict:
-    raise ConfigError(f"experiment kind estimators trains no classifiers (asked for cell {cell!r}); its models are "
-                      f"those of experiment {spec['models']!r}")
-
-
-def evaluation_sets(spec: Mapping) -> list[str]:
-    """The models' clean test set (ATC's in-distribution split) and every shifted set."""
-    return [spec["world"], *spec["shifted_sets"]]
+from oracle.errors import DataError
+from oracle.experiments.estimators import evaluation_sets
+from oracle.io.predictions import read_predictions
+from oracle.measures import accuracy_estimators as est
+from oracle.measures.accuracy_estimators import METHODS
+from oracle.report.figures import save_figure, style
+from oracle.report.numbers import entry
 
 
 # --------------------------------------------------------------------------- data
@@ -137,14 +43,11 @@ def _set_info(spec: Mapping, evalset: str) -> tuple[str, str]:
     return "variant", "; ".join(parts) or "same parameters"
 
 
-def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, "pd.DataFrame"]:  # noqa: F821
+def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
     """``estimates``, ``scores`` and ``sets`` from the predictions (``inputs["predictions"]``,
     logits and log q), metrics (``inputs["metrics"]``: accuracy, Bayes accuracy), the variants'
     divergence checks (``inputs["divergences"]``) and the noisy sets' constants (``inputs["noise"]``)."""
-    import pandas as pd
 
-    from oracle.io.predictions import read_predictions
-    from oracle.measures import estimators as est
 
     metrics = {}
     for path in inputs["metrics"]:
@@ -183,12 +86,10 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, "pd
             "sets": set_frame(spec, estimates, divergences, noise)}
 
 
-def score_frame(estimates: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
+def score_frame(estimates: pd.DataFrame) -> pd.DataFrame:
     """Per model and method: scores against ``accuracy`` over the shifted sets and against
-    ``bayes_accuracy`` over the exact variants (`oracle.measures.estimators.score`)."""
-    import pandas as pd
+    ``bayes_accuracy`` over the exact variants (`oracle.measures.accuracy_estimators.score`)."""
 
-    from oracle.measures import estimators as est
 
     out = []
     shifted = estimates[estimates["shift"] != "clean"]
@@ -199,11 +100,9 @@ def score_frame(estimates: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
     return pd.DataFrame(out)
 
 
-def set_frame(spec: Mapping, estimates: "pd.DataFrame", divergences: Mapping[str, Mapping],  # noqa: F821
-              noise: Mapping[float, Mapping]) -> "pd.DataFrame":  # noqa: F821
+def set_frame(spec: Mapping, estimates: pd.DataFrame, divergences: Mapping[str, Mapping],
+              noise: Mapping[float, Mapping]) -> pd.DataFrame:
     """One row per evaluation set (clean first): accuracy over models, exact quantities."""
-    import pandas as pd
-
     one = estimates[estimates["method"] == estimates["method"].iloc[0]]
     clean = one[one["shift"] == "clean"]
     acc0, bayes0 = clean["accuracy"].mean(), clean["bayes_accuracy"].mean()
@@ -231,18 +130,16 @@ def set_frame(spec: Mapping, estimates: "pd.DataFrame", divergences: Mapping[str
 
 
 # --------------------------------------------------------------------------- tables, figure, numbers
-def _summary(scores: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
+def _summary(scores: pd.DataFrame) -> pd.DataFrame:
     """Mean and std over models of every score, one row per (method, target)."""
     agg = scores.groupby(["method", "target"], sort=False)[["r2", "spearman", "mae"]].agg(["mean", "std"])
     agg.columns = [f"{a}_{b}" for a, b in agg.columns]
     return agg.reset_index()
 
 
-def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple["pd.DataFrame", str]:  # noqa: F821
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
     """``estimator_scores`` or ``shifted_sets``."""
-    import pandas as pd
 
-    from oracle.measures.estimators import METHODS
 
     if name == "estimator_scores":
         s = _summary(data["scores"]).set_index(["method", "target"])
@@ -266,13 +163,9 @@ def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple
     raise DataError(f"estimators: no table named {name!r} (tables: estimator_scores, shifted_sets)")
 
 
-def figure(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """``estimates_vs_accuracy``: one panel per method."""
-    import seaborn as sns
-    from matplotlib.figure import Figure
 
-    from oracle.measures.estimators import METHODS
-    from oracle.report.figures import save_figure, style
 
     if name != "estimates_vs_accuracy":
         raise DataError(f"estimators: no figure named {name!r} (figures: estimates_vs_accuracy)")
@@ -298,14 +191,11 @@ def figure(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping, stem: s
         return save_figure(fig, stem)
 
 
-def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:  # noqa: F821
+def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:
     """Per method: ``r2.<m>``, ``spearman.<m>``, ``mae.<m>`` (predictors), ``r2_bayes.<m>``,
     ``spearman_bayes.<m>`` (mean ± std over models); per shifted set: ``accuracy.<set>``,
     ``bayes_accuracy.<set>``, ``kl_exact.<set>``, ``irreducible_share.<set>``,
     ``posterior_shift.<set>``; ``n_models``, ``n_shifted_sets``."""
-    from oracle.measures.estimators import METHODS
-    from oracle.report.numbers import entry
-
     scores_path, sets_path = data_paths["scores"], data_paths["sets"]
     s = _summary(data["scores"]).set_index(["method", "target"])
     n_models = int(data["scores"][["arch", "cell", "seed"]].drop_duplicates().shape[0])

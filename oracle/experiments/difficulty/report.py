@@ -1,15 +1,5 @@
-"""Experiment kind ``difficulty`` (the Bayes-error-of-flows seed, Theisen et al. 2021, Sec. 3.2):
-how hard a world is, against its base temperature tau.
-
-Each tau is a world variant of the config (``worlds:``), sampled and evaluated exactly like the
-base world; its constants (``samples/<world>/constants.json``, `oracle.measures.world_constants`)
-are Monte Carlo means over all its samples with standard errors: the Bayes error
-E[1 - max_y p(y|x)], the aleatoric floor E[H(p(y|x))] (nats) and I(X;Y) (bits). A world with a
-closed form (a two-class Gaussian world: Phi(-||mu_1 - mu_2|| / (2 std tau))) has it beside the
-estimate, with z = (estimate - closed form) / SE. No classifier is trained.
-
-Data: ``curve``, one row per world in the order of the entry's ``worlds``.
-"""
+"""Experiment kind ``difficulty``, its reporting half: its data frames, tables, figures and numbers
+(the planning half and the kind's description: `oracle.experiments.difficulty`)."""
 
 from __future__ import annotations
 
@@ -20,60 +10,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-from oracle.errors import ConfigError, DataError
-from oracle.report.paper import Artifact, artifacts_by_name
-
-KIND = "difficulty"
-DATA = ("curve",)
-ARTIFACTS = artifacts_by_name(
-    Artifact("difficulty_vs_tau", "table",
-             "How hard the oracle world is against its base temperature tau: Bayes error (%), aleatoric "
-             "floor E[H(p(y|x))] (nats) and I(X;Y) (bits) of each world variant, Monte Carlo over all its "
-             "samples ± SE; the closed-form Bayes error where the world has one, with z = (estimate - "
-             "closed form) / SE."),
-    Artifact("difficulty_curve", "figure",
-             "Bayes error (%), aleatoric floor (nats) and I(X;Y) (bits) against the base temperature tau "
-             "(each point a world variant sampled at that tau, ± SE over its samples); closed-form Bayes "
-             "error where the world has one (open markers)."),
-)
+from oracle.errors import DataError
+from oracle.report.figures import save_figure, style
+from oracle.report.numbers import entry
 
 
-def check(name: str, entry: dict, config: Mapping) -> dict:
-    """``worlds``: names of worlds of the config (at least two, no repeats)."""
-    from oracle.world_specs import world_specs
-
-    key = f"experiments.{name}"
-    specs = world_specs(config)
-    worlds = list(entry.get("worlds") or [])
-    if len(worlds) < 2 or len(set(worlds)) != len(worlds):
-        raise ConfigError(f"config key '{key}.worlds': expected at least two distinct world names, got {worlds}")
-    for w in worlds:
-        if w not in specs:
-            raise ConfigError(f"config key '{key}.worlds': no world named {w!r} (worlds: {', '.join(specs)})")
-    entry["worlds"] = worlds
-    entry["base_temperatures"] = {w: float(specs[w]["base_temperature"]) for w in worlds}
-    return entry
-
-
-def classifier_runs(spec: Mapping) -> list[dict]:
-    """None: the difficulty of a world needs no classifier."""
-    return []
-
-
-def training_spec(spec: Mapping, cell: str) -> dict:
-    raise ConfigError(f"experiment kind difficulty trains no classifiers (asked for cell {cell!r})")
-
-
-def evaluation_sets(spec: Mapping) -> list[str]:
-    """None: worlds are evaluated by their own constants, not through classifiers."""
-    return []
-
-
-def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, "pd.DataFrame"]:  # noqa: F821
+def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
     """``curve`` from the worlds' constants files (``inputs["constants"]``, in spec order)."""
-    import pandas as pd
-
     rows = []
     for path in inputs["constants"]:
         try:
@@ -99,10 +45,8 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, "pd
     return {"curve": df.sort_values("world", key=lambda s: s.map(order)).reset_index(drop=True)}
 
 
-def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple["pd.DataFrame", str]:  # noqa: F821
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
     """``difficulty_vs_tau``: one row per world, sorted by tau."""
-    import pandas as pd
-
     if name != "difficulty_vs_tau":
         raise DataError(f"difficulty: no table named {name!r} (tables: difficulty_vs_tau)")
     c = data["curve"].sort_values("base_temperature", kind="stable")
@@ -119,11 +63,9 @@ def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple
     return out.reset_index(drop=True), ".4g"
 
 
-def figure(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """``difficulty_curve``: three panels against tau."""
-    from matplotlib.figure import Figure
 
-    from oracle.report.figures import save_figure, style
 
     if name != "difficulty_curve":
         raise DataError(f"difficulty: no figure named {name!r} (figures: difficulty_curve)")
@@ -146,13 +88,11 @@ def figure(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping, stem: s
         return save_figure(fig, stem)
 
 
-def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:  # noqa: F821
+def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:
     """Per world: ``bayes_error.<world>``, ``aleatoric_floor.<world>``,
     ``mutual_information.<world>`` (± SE over its samples), ``base_temperature.<world>``, and
     ``bayes_error_closed_form.<world>`` with ``closed_form_z.<world>`` where a closed form
     exists; ``bayes_error_increases_with_tau`` (true when the estimates rise with tau)."""
-    from oracle.report.numbers import entry
-
     c, path = data["curve"], data_paths["curve"]
     out: dict[str, dict] = {}
     for _, r in c.iterrows():

@@ -1,116 +1,29 @@
-"""Experiment kind ``labels`` (paper section 4.2, appendix D, Figure 7): hard against soft labels.
-
-One architecture trained on the same images of one world with two kinds of target: *hard*,
-one class per image (by default the argmax of the world's posterior, the paper's "one-hot
-argmax"), and *soft*, the exact posterior vector p_T(y|x) itself. Both arms of a seed train
-on the same rows (the seed's nested subset), so the soft-minus-hard gain is paired by seed.
-Every classifier is scored on the world's test set against its labels and against the truth
-(`oracle.experiments._calibration`).
-
-Cells are ``hard-N<n>`` and ``soft-N<n>``. Data: ``runs`` (one row per classifier),
-``curves`` (per-epoch test accuracy and epistemic KL on classifiers.curve_size test rows,
-from the training histories) and ``reliability`` (per-bin calibration data). Accuracies are
-fractions in data and numbers, percentages in tables and figures; gains are percentage points.
-"""
+"""Experiment kind ``labels``, its reporting half: its data frames, tables, figures and numbers
+(the planning half and the kind's description: `oracle.experiments.labels`)."""
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-from oracle.errors import ConfigError, DataError
-from oracle.experiments import _calibration, _training
-from oracle.report.paper import Artifact, artifacts_by_name
-
-KIND = "labels"
-DATA = ("runs", "curves", "reliability")
-MODES = ("hard", "soft")
-COLORS = {"soft": "#1f77b4", "hard": "#d62728"}  # the paper's blue and red
-ARTIFACTS = artifacts_by_name(
-    Artifact("label_comparison", "table",
-             "Hard against soft labels per training-set size N, mean and std over seeds: test accuracy "
-             "against the world's labels (%), epistemic error E[KL(p || q)] (nats), ECE against the labels "
-             "and the true ECE against the exact posterior (10 equal-width bins, fractions)."),
-    Artifact("soft_vs_hard", "figure",
-             "Exact soft labels against hard labels. Top: test accuracy (%) during training at three "
-             "sizes N, mean ± std over seeds, on curve_size rows of the oracle test set. Bottom left: "
-             "final test accuracy (%) against N with the Bayes-optimal accuracy. Bottom right: accuracy "
-             "gain of soft over hard labels (percentage points), mean ± std over seeds of the per-seed "
-             "(same training images) difference."),
-    Artifact("reliability", "figure",
-             _calibration.RELIABILITY_CAPTION + " Hard and soft labels at the smallest and largest N."),
-    Artifact("calibration_agreement", "figure", _calibration.AGREEMENT_CAPTION),
-)
-
-_CELL = re.compile(r"(hard|soft)-N(\d+)")
-
-
-# --------------------------------------------------------------------------- config
-def check(name: str, entry: dict, config: Mapping) -> dict:
-    """The entry with defaults filled in: ``arch`` (one architecture) becomes ``archs``;
-    ``hard_label`` defaults to ``posterior_argmax``; ``curve_sizes`` (the three sizes of the
-    figure's top row) default to the smallest, a middle and the largest N and must be sizes
-    of the experiment."""
-    key = f"experiments.{name}"
-    entry = dict(entry)
-    entry["archs"] = [entry.pop("arch")]
-    entry["labels"] = "hard"  # the hard arm's checks (hard_label: source at T != 1)
-    entry.setdefault("hard_label", "posterior_argmax")
-    spec = _training.check_classifier_entry(name, entry, config)
-    spec["labels"] = "both"
-    sizes = spec["sizes"]
-    if len(sizes) < 2:
-        raise ConfigError(f"config key '{key}.sizes': give at least two sizes (got {sizes}); the figure plots "
-                          "accuracy and gain against N")
-    curve_sizes = spec.get("curve_sizes") or [sizes[0], sizes[len(sizes) // 2], sizes[-1]]
-    for n in curve_sizes:
-        if n not in sizes:
-            raise ConfigError(f"config key '{key}.curve_sizes': N={n} is not one of the experiment's sizes {sizes}")
-    spec["curve_sizes"] = sorted(set(curve_sizes))
-    return spec
-
-
-def cell_name(mode: str, n: int) -> str:
-    """``hard-N<n>`` or ``soft-N<n>``."""
-    return f"{mode}-N{int(n)}"
-
-
-def parse_cell(cell: str) -> tuple[str, int]:
-    """Inverse of `cell_name`; ConfigError for another name."""
-    m = _CELL.fullmatch(cell)
-    if not m:
-        raise ConfigError(f"labels: cell {cell!r} is not hard-N<size> or soft-N<size>")
-    return m.group(1), int(m.group(2))
-
-
-def classifier_runs(spec: Mapping) -> list[dict]:
-    """One classifier per (N, labels, seed) of the experiment's one architecture."""
-    return [{"arch": spec["archs"][0], "cell": cell_name(mode, n), "seed": int(s)}
-            for n in spec["sizes"] for mode in MODES for s in spec["seeds"]]
-
-
-def training_spec(spec: Mapping, cell: str) -> dict:
-    """Cell ``<mode>-N<n>``: the seed's first n rows of the world's training pool, with hard
-    (``hard_label``) or soft (the exact posterior) targets."""
-    mode, n = parse_cell(cell)
-    return _training.training_spec({**spec, "labels": mode}, n)
-
-
-def evaluation_sets(spec: Mapping) -> list[str]:
-    """Every classifier is scored on the test set of the world it trained on."""
-    return [spec["world"]]
+from oracle.classifiers.evaluate import read_history_frame, read_metrics_frame, read_reliability_frame
+from oracle.errors import DataError
+from oracle.experiments import _calibration_report
+from oracle.experiments.labels import ARTIFACTS, COLORS, MODES
+from oracle.measures.power_laws import aggregate_over_seeds
+from oracle.report.figures import errorbar, reliability_diagram, save_figure, style
+from oracle.report.numbers import entry, over_seeds
 
 
 # --------------------------------------------------------------------------- data
-def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, "pd.DataFrame"]:  # noqa: F821
+def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
     """``runs`` and ``reliability`` from the metrics files (``inputs["metrics"]``), ``curves``
     from the training histories (``inputs["histories"]``)."""
-    from oracle.classifiers.evaluate import read_history_frame, read_metrics_frame, read_reliability_frame
-
     runs = read_metrics_frame(inputs["metrics"])
     curves = read_history_frame(inputs["histories"])
     if "curve_acc" not in curves.columns:
@@ -120,7 +33,7 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, "pd
             "reliability": read_reliability_frame(inputs["metrics"])}
 
 
-def paired_gains(runs: "pd.DataFrame", col: str = "acc") -> "pd.DataFrame":  # noqa: F821
+def paired_gains(runs: pd.DataFrame, col: str = "acc") -> pd.DataFrame:
     """Soft minus hard ``col`` per (N, seed), the two arms of a seed having trained on the same
     images: columns N, seed, hard, soft, gain. DataError when a (N, seed) lacks an arm."""
     wide = runs.pivot_table(index=["N", "seed"], columns="labels", values=col, aggfunc="first")
@@ -133,7 +46,7 @@ def paired_gains(runs: "pd.DataFrame", col: str = "acc") -> "pd.DataFrame":  # n
     return wide
 
 
-def gain_summary(runs: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
+def gain_summary(runs: pd.DataFrame) -> pd.DataFrame:
     """Per N: the seed means of hard and soft accuracy, the mean gain (soft - hard, fraction)
     with its std and se over seeds, and whether soft wins (mean gain > 0; ties are no win)."""
     g = paired_gains(runs)
@@ -146,19 +59,17 @@ def gain_summary(runs: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
 
 
 # --------------------------------------------------------------------------- tables
-def table(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping) -> tuple["pd.DataFrame", str]:  # noqa: F821
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
     """``label_comparison``: one row per (labels, N)."""
     if name != "label_comparison":
         raise DataError(f"labels: no table named {name!r} (tables: label_comparison)")
     return label_comparison(data["runs"]), ".4f"
 
 
-def label_comparison(runs: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
+def label_comparison(runs: pd.DataFrame) -> pd.DataFrame:
     """Accuracy (%), epistemic KL (nats), ECE against labels and true ECE (fractions) per
     (labels, N): mean and std over seeds."""
-    import pandas as pd
 
-    from oracle.measures.power_laws import aggregate_over_seeds
 
     cols = ["acc", "epistemic", "ece", "ece_posterior"]
     agg = aggregate_over_seeds(runs, cols, ["labels", "N"])
@@ -172,29 +83,24 @@ def label_comparison(runs: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
 
 
 # --------------------------------------------------------------------------- figures
-def figure(name: str, data: Mapping[str, "pd.DataFrame"], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:  # noqa: F821
+def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """``soft_vs_hard`` (Figure 7), ``reliability`` or ``calibration_agreement``."""
     if name == "soft_vs_hard":
         return soft_vs_hard(data["runs"], data["curves"], spec["curve_sizes"], stem)
     if name == "reliability":
-        from oracle.report.figures import reliability_diagram
-
         lo, hi = min(spec["sizes"]), max(spec["sizes"])
         selections = [(f"{mode} labels, N={n}", {"labels": mode, "N": n}) for n in (lo, hi) for mode in MODES]
-        return reliability_diagram(_calibration.reliability_panels(data["reliability"], selections), stem)
+        return reliability_diagram(_calibration_report.reliability_panels(data["reliability"], selections), stem)
     if name == "calibration_agreement":
-        return _calibration.agreement_figure(data["runs"], stem, group="labels")
+        return _calibration_report.agreement_figure(data["runs"], stem, group="labels")
     raise DataError(f"labels: no figure named {name!r} (figures: {', '.join(n for n in ARTIFACTS if ARTIFACTS[n].type == 'figure')})")
 
 
-def soft_vs_hard(runs: "pd.DataFrame", curves: "pd.DataFrame", curve_sizes: Sequence[int],  # noqa: F821
+def soft_vs_hard(runs: pd.DataFrame, curves: pd.DataFrame, curve_sizes: Sequence[int],
                  stem: str | os.PathLike) -> dict[str, Path]:
     """Figure 7: training curves at `curve_sizes` (top), final accuracy against N (bottom
     left), soft-minus-hard gain against N (bottom right); mean ± std over seeds."""
-    from matplotlib.figure import Figure
 
-    from oracle.measures.power_laws import aggregate_over_seeds
-    from oracle.report.figures import errorbar, save_figure, style
 
     agg = aggregate_over_seeds(runs, ["acc"], ["labels", "N"])
     gains = gain_summary(runs)
@@ -232,9 +138,8 @@ def soft_vs_hard(runs: "pd.DataFrame", curves: "pd.DataFrame", curve_sizes: Sequ
 
 
 # --------------------------------------------------------------------------- numbers
-def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:  # noqa: F821
+def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:
     """The numbers of section 4.2 / appendix D, each an `oracle.report.numbers.entry`:
-
     * ``n_sizes`` and ``soft_wins``: at how many sizes the seed-mean accuracy of soft labels
       exceeds that of hard labels (the paper: 4 of 5);
     * ``gain.N<n>`` per size and ``largest_gain`` (percentage points, soft - hard, mean ±
@@ -243,10 +148,8 @@ def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mappi
       ``ece_<mode>_max_n`` against the labels (the paper: ECE = 0.018 for soft) and
       ``true_ece_<mode>_max_n`` against the exact posterior;
     * ``calibration.*``: whether ECE against labels and against the truth agree
-      (`oracle.experiments._calibration.agreement_numbers`).
+      (`oracle.experiments._calibration_report.agreement_numbers`).
     """
-    from oracle.report.numbers import entry, over_seeds
-
     runs, path = data["runs"], data_paths["runs"]
     gains = gain_summary(runs)
     out = {"n_sizes": entry(len(gains), "sizes", path, "training-set sizes compared"),
@@ -274,5 +177,5 @@ def numbers(data: Mapping[str, "pd.DataFrame"], spec: Mapping, data_paths: Mappi
                                       "true ECE against the exact posterior (10 bins)")):
             out[f"{tag}_{mode}_max_n"] = entry(unit=unit, artifact=path, description=(
                 f"{mode} labels: {what} at N={n_max}, mean over seeds"), **over_seeds(at, col))
-    out.update(_calibration.agreement_numbers(runs, path, who=("cell", "seed")))
+    out.update(_calibration_report.agreement_numbers(runs, path, who=("cell", "seed")))
     return out

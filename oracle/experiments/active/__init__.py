@@ -1,0 +1,133 @@
+"""Experiment kind ``active`` (paper section 4.4, Figures 8 and 9): pool-based active learning
+with the exact epistemic uncertainty of every pool sample known.
+
+One run per (arch, strategy, seed) (`oracle.classifiers.active_learning`): a seeded initial labelled set,
+R rounds of ``batch`` labels from a pool disjoint from the world's test set, the model
+retrained from scratch every round. Strategies: ``random``, ``max_entropy`` (H(q)),
+``max_epistemic`` (the exact KL(p || q), the oracle's upper bound) and ``bald`` (MC dropout,
+the realistic proxy). Beyond the paper, every round measures over the pool the Spearman rank
+correlation of each strategy's score with the exact epistemic KL(p || q) and the exact
+aleatoric entropy H(p): how far each proxy confounds the two.
+
+Data: ``rounds`` (one row per run and round) and ``correlations`` (one row per run, round,
+score and exact part). Accuracies are fractions in data and numbers, percentages in tables
+and figures; KL and entropies in nats; labels count the initial set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from oracle.classifiers.active_learning import STRATEGIES
+from oracle.errors import ConfigError
+from oracle.experiments import CollectPaths, _training, entry_schema, reporting_half
+from oracle.report.paper import Artifact, artifacts_by_name
+from oracle.world_specs import world_spec
+
+KIND = "active"
+DATA = ("rounds", "correlations")
+ARTIFACTS = artifacts_by_name(
+    Artifact("rounds", "table",
+             "Active learning round by round: per architecture, strategy and labels used (initial set "
+             "included), test accuracy (%) and exact epistemic KL E[KL(p || q)] on the oracle test set "
+             "(nats), mean and std over seeds, and the mean exact KL(p || q) and H(p) (nats) of the "
+             "samples each round acquired."),
+    Artifact("acquisition_panels", "figure",
+             "Epistemic-based acquisition: (a) test accuracy (%) against labels, (b) exact epistemic KL "
+             "(nats) on the oracle test set against labels, (c) final accuracy (%) per strategy; mean ± "
+             "std over seeds."),
+    Artifact("accuracy_vs_labels", "figure",
+             "Test accuracy (%) against labels (initial set included) per acquisition strategy, mean ± "
+             "std over seeds."),
+    Artifact("proxy_correlations", "figure",
+             "How close each acquisition score comes to the exact signal: Spearman rank correlation over "
+             "the unlabelled pool of each score with (a) the exact epistemic KL(p || q) and (b) the exact "
+             "aleatoric entropy H(p), against labels; mean ± std over every run (all strategies and seeds)."),
+)
+
+#: Display names and colours of the strategies (paper Figure 9: random grey, entropy blue,
+#: exact epistemic orange).
+STRATEGY_LABELS = {"random": "Random", "max_entropy": "Max Entropy", "max_epistemic": "Max Epistemic (exact)",
+                   "bald": "BALD (MC dropout)"}
+STRATEGY_COLORS = {"random": "#7f7f7f", "max_entropy": "#0072b2", "max_epistemic": "#d55e00", "bald": "#009e73"}
+#: The exact parts each score is correlated with (columns ``target`` of correlations.csv).
+TARGETS = ("exact_epistemic", "exact_aleatoric")
+TARGET_LABELS = {"exact_epistemic": "exact epistemic KL(p || q)", "exact_aleatoric": "exact aleatoric H(p)"}
+#: Keys of its entry that decide its runs (target_accuracy only changes its numbers); its
+#: training hyperparameters are added to them (`oracle.workflow.plan.resolve_experiment`).
+RUN_ENTRY_KEYS = ("world", "labels", "hard_label", "strategies", "initial_size", "rounds", "batch", "pool_size",
+                  "mc_samples", "drop_rate")
+#: Defaults of the optional keys (also in config.schema.yaml).
+DEFAULTS = {"hard_label": "label", "mc_samples": 20, "drop_rate": 0.25, "target_accuracy": None, "training": None}
+
+
+# --------------------------------------------------------------------------- config
+def check(name: str, entry: dict, config: Mapping) -> dict:
+    """The entry with defaults filled in: world, archs, labels/hard_label and training as for
+    every classifier experiment (`_training.check_classifier_entry`); strategies known and
+    unique; BALD needs drop_rate > 0; the initial set and the pool fit in the world's
+    training pool, and the rounds in the pool."""
+    key = f"experiments.{name}"
+    for k, v in DEFAULTS.items():
+        entry.setdefault(k, v)
+    spec = _training.check_classifier_entry(name, entry, config)
+    spec.pop("sizes")  # set by the shared check; an active experiment has no size grid
+    unknown = [s for s in spec["strategies"] if s not in STRATEGIES]
+    if unknown or not spec["strategies"] or len(set(spec["strategies"])) != len(spec["strategies"]):
+        raise ConfigError(f"config key '{key}.strategies': expected distinct names of {', '.join(STRATEGIES)}, "
+                          f"got {spec['strategies']}")
+    if "bald" in spec["strategies"] and not 0.0 < float(spec["drop_rate"]) < 1.0:
+        raise ConfigError(f"config key '{key}.drop_rate': bald scores with MC dropout and needs a rate in (0, 1), "
+                          f"got {spec['drop_rate']}")
+    if int(spec["initial_size"]) < 2:
+        raise ConfigError(f"config key '{key}.initial_size': a classifier needs at least 2 labelled samples")
+
+    world = world_spec(config, spec["world"])
+    pool = world["n_total"] - world["test_size"]
+    if spec["initial_size"] + spec["pool_size"] > pool:
+        raise ConfigError(f"config key '{key}.pool_size': initial_size {spec['initial_size']} + pool_size "
+                          f"{spec['pool_size']} exceed the training pool of world {spec['world']!r} ({pool} = n_total "
+                          f"{world['n_total']} - test_size {world['test_size']})")
+    if spec["rounds"] * spec["batch"] > spec["pool_size"]:
+        raise ConfigError(f"config key '{key}.batch': {spec['rounds']} rounds of {spec['batch']} labels exceed the "
+                          f"pool of {spec['pool_size']}")
+    if spec["target_accuracy"] is not None and not 0.0 < float(spec["target_accuracy"]) < 1.0:
+        raise ConfigError(f"config key '{key}.target_accuracy': expected a fraction in (0, 1) or null")
+    spec["labels_per_round"] = [spec["initial_size"] + r * spec["batch"] for r in range(spec["rounds"] + 1)]
+    return spec
+
+
+def classifier_runs(spec: Mapping) -> list[dict]:
+    """None: the active-learning rule trains its own models, one per round (rules/active.smk)."""
+    return []
+
+
+def training_spec(spec: Mapping, cell: str) -> dict:
+    """Not defined: an active experiment has no classifier cells."""
+    raise ConfigError(f"experiment kind 'active' has no classifier cells (asked for {cell!r})")
+
+
+def evaluation_sets(spec: Mapping) -> list[str]:
+    """Every round's model is scored on the test set of the experiment's world."""
+    return [spec["world"]]
+
+
+def split_needs(spec: Mapping) -> dict[str, dict]:
+    """The world's splits must hold a permutation for every seed; the largest training set is
+    the last round's labelled set."""
+    return {spec["world"]: {"seeds": [int(s) for s in spec["seeds"]], "max_n": int(spec["labels_per_round"][-1])}}
+
+
+def runs(spec: Mapping) -> list[dict]:
+    """One run {arch, strategy, seed} per (arch, strategy, seed), in a stable order."""
+    return [{"arch": a, "strategy": s, "seed": int(seed)}
+            for a in spec["archs"] for s in spec["strategies"] for seed in spec["seeds"]]
+
+
+def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+    """rounds.json of every run (arch, strategy, seed)."""
+    return {"rounds": paths.active_rounds(name, runs(spec))}
+
+
+SCHEMA = entry_schema(__file__)
+__getattr__ = reporting_half(__name__)

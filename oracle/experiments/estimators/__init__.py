@@ -1,0 +1,125 @@
+"""Experiment kind ``estimators`` (the MaNo seed): label-free accuracy estimators scored against
+the true accuracy, and against the Bayes-optimal accuracy where the shift is exact.
+
+The models are those of another experiment (``models``, of kind scaling, optionally filtered by
+``archs``, ``sizes``, ``seeds``): trained on its world, predicted here on shifted test sets:
+
+* ``noise``: the world's test set with clipped Gaussian noise of each sigma
+  (`oracle.noisy_test_sets`); its labels are those of the clean rows, so the true accuracy is
+  exact, but there is no Bayes accuracy (x' is not a draw from a world); the oracle's own
+  posterior shift and accuracy on x' are reported instead;
+* ``worlds``: world variants (base temperature tau, class prior pi): their own test sets,
+  with the exact KL from the models' world and the variant's exact Bayes accuracy
+  E[max_y p(y|x)] on the same rows.
+
+Estimators (`oracle.measures.accuracy_estimators`: MaNo, ATC-MC, ATC-NE, ConfScore, Entropy, Nuclear)
+see only the model's outputs. ATC's thresholds are fitted on the models' own world's clean test
+set, the in-distribution labelled split (the models never trained on it); that set is not
+among the scored ones. Per model, each method is scored over the shifted sets by R^2 and
+Spearman's rho against the true accuracy and, where it predicts an accuracy, by the mean
+absolute error; and over the exact variants against their Bayes accuracy (how much of the
+estimate follows the irreducible part of the drop). Scores are then averaged over models.
+
+Data: ``estimates`` (model x set x method), ``scores`` (model x method x target), ``sets``
+(one row per evaluation set). Accuracies are fractions in data, percent in tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from oracle.errors import ConfigError
+from oracle.experiments import CollectPaths, entry_schema, reporting_half
+from oracle.experiments._training import size_cell
+from oracle.report.paper import Artifact, artifacts_by_name
+from oracle.world_specs import noisy_set_name
+from oracle.world_specs import world_specs
+
+KIND = "estimators"
+DATA = ("estimates", "scores", "sets")
+ARTIFACTS = artifacts_by_name(
+    Artifact("estimator_scores", "table",
+             "Label-free accuracy estimators on shifted oracle test sets: R^2 of a linear fit and Spearman's "
+             "rho (signed) of each estimate against the true accuracy over the shifted sets, and the mean "
+             "absolute error (pp) of methods that predict an accuracy; R^2 and rho against the exact Bayes "
+             "accuracy over the world variants. Mean ± std over models."),
+    Artifact("shifted_sets", "table",
+             "The shifted test sets: kind and parameter, exact KL from the models' world (nats, with its "
+             "Monte Carlo check ± SE), the oracle's posterior shift E[KL(p(y|x) || p(y|x'))] (nats) and its "
+             "accuracy on x' (%) for noise, the models' accuracy (%, mean ± std over models), the Bayes "
+             "accuracy (%) of exact variants, and the share of the accuracy drop that is irreducible "
+             "(Bayes drop / model drop)."),
+    Artifact("estimates_vs_accuracy", "figure",
+             "Each estimator's estimate against the true accuracy (%) of every model on every shifted set "
+             "(colour: shift kind; open circle: the clean in-distribution set, not scored); dashed: "
+             "estimate = accuracy for methods that predict an accuracy. Titles: R^2 and rho, mean over models."),
+)
+
+
+def check(name: str, entry: dict, config: Mapping) -> dict:
+    """``models`` names an experiment of kind scaling; ``archs``/``sizes``/``seeds`` (null: all
+    of it) select its classifiers; ``noise`` (sigmas > 0) and ``worlds`` (variants other than
+    the models' world) make at least three shifted sets."""
+    key = f"experiments.{name}"
+    source_name = entry.get("models")
+    exps = config.get("experiments") or {}
+    if source_name not in exps or exps[source_name]["kind"] != "scaling":
+        known = [n for n, e in exps.items() if e["kind"] == "scaling"]
+        raise ConfigError(f"config key '{key}.models': {source_name!r} is not an experiment of kind scaling "
+                          f"({', '.join(known) or 'none'})")
+    from oracle.experiments import kind_module  # the registry imports this package: not at module level
+
+    source = kind_module("scaling").check(source_name, dict(exps[source_name]), config)
+    for opt, have in (("archs", source["archs"]), ("sizes", source["sizes"]), ("seeds", source["seeds"])):
+        chosen = entry.get(opt) or list(have)
+        bad = [v for v in chosen if v not in have]
+        if bad:
+            raise ConfigError(f"config key '{key}.{opt}': {bad} not among the {opt} of experiment {source_name!r} ({have})")
+        entry[opt] = list(chosen)
+    world = source["world"]
+    worlds = world_specs(config)
+    for w in entry.get("worlds") or []:
+        if w not in worlds or w == world:
+            raise ConfigError(f"config key '{key}.worlds': {w!r} is not a world variant other than the models' "
+                              f"world {world!r} (worlds: {', '.join(worlds)})")
+    entry["worlds"] = list(entry.get("worlds") or [])
+    entry["noise"] = [float(s) for s in entry.get("noise") or []]
+    entry["world"] = world
+    entry["noise_sets"] = {noisy_set_name(world, s): s for s in entry["noise"]}
+    entry["shifted_sets"] = [*entry["noise_sets"], *entry["worlds"]]
+    if len(entry["shifted_sets"]) < 3:
+        raise ConfigError(f"config key '{key}': {len(entry['shifted_sets'])} shifted sets (noise + worlds); R^2 and "
+                          "Spearman's rho need at least 3")
+    entry["borrowed_runs"] = [{"experiment": source_name, "arch": a, "cell": size_cell(n), "seed": int(s)}
+                     for a in entry["archs"] for n in entry["sizes"] for s in entry["seeds"]]
+    entry["world_parameters"] = {w: {"prior": worlds[w]["prior"], "base_temperature": worlds[w]["base_temperature"]}
+                                 for w in [world, *entry["worlds"]]}
+    entry["arch_labels"] = source["arch_labels"]
+    return entry
+
+
+def classifier_runs(spec: Mapping) -> list[dict]:
+    """None of its own: it predicts the classifiers of experiment ``models`` (spec ``borrowed_runs``)."""
+    return []
+
+
+def training_spec(spec: Mapping, cell: str) -> dict:
+    raise ConfigError(f"experiment kind estimators trains no classifiers (asked for cell {cell!r}); its models are "
+                      f"those of experiment {spec['models']!r}")
+
+
+def evaluation_sets(spec: Mapping) -> list[str]:
+    """The models' clean test set (ATC's in-distribution split) and every shifted set."""
+    return [spec["world"], *spec["shifted_sets"]]
+
+
+def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+    """Predictions (logits) and metrics of the models it evaluates on every set, the exact-KL
+    checks of its variants, its noisy sets' constants."""
+    return {"predictions": paths.predictions(name), "metrics": paths.metrics(name),
+            "divergences": paths.divergences(spec["worlds"], spec["world"]),
+            "noise": paths.noisy_constants(spec["world"], spec["noise"])}
+
+
+SCHEMA = entry_schema(__file__)
+__getattr__ = reporting_half(__name__)

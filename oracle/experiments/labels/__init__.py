@@ -1,0 +1,112 @@
+"""Experiment kind ``labels`` (paper section 4.2, appendix D, Figure 7): hard against soft labels.
+
+One architecture trained on the same images of one world with two kinds of target: *hard*,
+one class per image (by default the argmax of the world's posterior, the paper's "one-hot
+argmax"), and *soft*, the exact posterior vector p_T(y|x) itself. Both arms of a seed train
+on the same rows (the seed's nested subset), so the soft-minus-hard gain is paired by seed.
+Every classifier is scored on the world's test set against its labels and against the truth
+(`oracle.experiments._calibration_report`).
+
+Cells are ``hard-N<n>`` and ``soft-N<n>``. Data: ``runs`` (one row per classifier),
+``curves`` (per-epoch test accuracy and epistemic KL on classifiers.curve_size test rows,
+from the training histories) and ``reliability`` (per-bin calibration data). Accuracies are
+fractions in data and numbers, percentages in tables and figures; gains are percentage points.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from oracle.errors import ConfigError
+from oracle.experiments import CollectPaths, _calibration, _training, entry_schema, reporting_half
+from oracle.report.paper import Artifact, artifacts_by_name
+
+KIND = "labels"
+DATA = ("runs", "curves", "reliability")
+MODES = ("hard", "soft")
+COLORS = {"soft": "#1f77b4", "hard": "#d62728"}  # the paper's blue and red
+ARTIFACTS = artifacts_by_name(
+    Artifact("label_comparison", "table",
+             "Hard against soft labels per training-set size N, mean and std over seeds: test accuracy "
+             "against the world's labels (%), epistemic error E[KL(p || q)] (nats), ECE against the labels "
+             "and the true ECE against the exact posterior (10 equal-width bins, fractions)."),
+    Artifact("soft_vs_hard", "figure",
+             "Exact soft labels against hard labels. Top: test accuracy (%) during training at three "
+             "sizes N, mean ± std over seeds, on curve_size rows of the oracle test set. Bottom left: "
+             "final test accuracy (%) against N with the Bayes-optimal accuracy. Bottom right: accuracy "
+             "gain of soft over hard labels (percentage points), mean ± std over seeds of the per-seed "
+             "(same training images) difference."),
+    Artifact("reliability", "figure",
+             _calibration.RELIABILITY_CAPTION + " Hard and soft labels at the smallest and largest N."),
+    Artifact("calibration_agreement", "figure", _calibration.AGREEMENT_CAPTION),
+)
+
+#: Its collect job also reads the training curves, drawn with these settings.
+COLLECT_CONFIG_KEYS = tuple(_training.CURVE_KEYS.values())
+_CELL = re.compile(r"(hard|soft)-N(\d+)")
+
+
+# --------------------------------------------------------------------------- config
+def check(name: str, entry: dict, config: Mapping) -> dict:
+    """The entry with defaults filled in: ``arch`` (one architecture) becomes ``archs``;
+    ``hard_label`` defaults to ``posterior_argmax``; ``curve_sizes`` (the three sizes of the
+    figure's top row) default to the smallest, a middle and the largest N and must be sizes
+    of the experiment."""
+    key = f"experiments.{name}"
+    entry = dict(entry)
+    entry["archs"] = [entry.pop("arch")]
+    entry["labels"] = "hard"  # the hard arm's checks (hard_label: source at T != 1)
+    entry.setdefault("hard_label", "posterior_argmax")
+    spec = _training.check_classifier_entry(name, entry, config)
+    spec["labels"] = "both"
+    sizes = spec["sizes"]
+    if len(sizes) < 2:
+        raise ConfigError(f"config key '{key}.sizes': give at least two sizes (got {sizes}); the figure plots "
+                          "accuracy and gain against N")
+    curve_sizes = spec.get("curve_sizes") or [sizes[0], sizes[len(sizes) // 2], sizes[-1]]
+    for n in curve_sizes:
+        if n not in sizes:
+            raise ConfigError(f"config key '{key}.curve_sizes': N={n} is not one of the experiment's sizes {sizes}")
+    spec["curve_sizes"] = sorted(set(curve_sizes))
+    return spec
+
+
+def cell_name(mode: str, n: int) -> str:
+    """``hard-N<n>`` or ``soft-N<n>``."""
+    return f"{mode}-N{int(n)}"
+
+
+def parse_cell(cell: str) -> tuple[str, int]:
+    """Inverse of `cell_name`; ConfigError for another name."""
+    m = _CELL.fullmatch(cell)
+    if not m:
+        raise ConfigError(f"labels: cell {cell!r} is not hard-N<size> or soft-N<size>")
+    return m.group(1), int(m.group(2))
+
+
+def classifier_runs(spec: Mapping) -> list[dict]:
+    """One classifier per (N, labels, seed) of the experiment's one architecture."""
+    return [{"arch": spec["archs"][0], "cell": cell_name(mode, n), "seed": int(s)}
+            for n in spec["sizes"] for mode in MODES for s in spec["seeds"]]
+
+
+def training_spec(spec: Mapping, cell: str) -> dict:
+    """Cell ``<mode>-N<n>``: the seed's first n rows of the world's training pool, with hard
+    (``hard_label``) or soft (the exact posterior) targets."""
+    mode, n = parse_cell(cell)
+    return _training.training_spec({**spec, "labels": mode}, n)
+
+
+def evaluation_sets(spec: Mapping) -> list[str]:
+    """Every classifier is scored on the test set of the world it trained on."""
+    return [spec["world"]]
+
+
+def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+    """Its classifiers' metrics files and training histories."""
+    return {"metrics": paths.metrics(name), "histories": paths.histories(name)}
+
+
+SCHEMA = entry_schema(__file__)
+__getattr__ = reporting_half(__name__)

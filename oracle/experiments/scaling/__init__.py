@@ -1,0 +1,102 @@
+"""Experiment kind ``scaling`` (paper section 4.1, Tables 1-2, Figures 2, 5, 6).
+
+Classifiers per (arch, N, seed) on one world, each evaluated on the world's fixed test set;
+their cross-entropy decomposed exactly into the aleatoric floor E[H(p)] and the epistemic
+gap E[KL(p || q)] (nats). Power laws KL ~ c N^-alpha are fitted per (arch, seed) and alpha is
+reported as mean ± std over seeds, as the paper does; the ECE gets its own power law beside
+it (the paper: the rates differ), and calibration is measured against the labels and against
+the truth (`oracle.experiments._calibration_report`).
+
+Data: ``runs`` (one row per classifier: `oracle.classifiers.evaluate.read_metrics_frame`),
+``fits`` (`power_law_fits` of the epistemic KL, the ECE against labels and the true ECE) and
+``reliability`` (per-bin calibration data). Accuracies are fractions in data and numbers,
+percentages in tables and figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from oracle.errors import ConfigError
+from oracle.experiments import CollectPaths, _calibration, _training, entry_schema, reporting_half
+from oracle.report.paper import Artifact, artifacts_by_name
+
+KIND = "scaling"
+DATA = ("runs", "fits", "reliability")
+#: The values with power-law fits in ``fits``: epistemic KL (nats), ECE against the labels and
+#: the true ECE against the exact posterior (fractions).
+FIT_VALUES = ("epistemic", "ece", "ece_posterior")
+ARTIFACTS = artifacts_by_name(
+    Artifact("accuracy_vs_bayes", "table",
+             "Classifiers approach the Bayes-optimal bound on oracle data: test accuracy against the "
+             "world's labels (mean and std over seeds) at the largest N, error, and gap to the "
+             "Bayes-optimal accuracy E[max_y p(y|x)] of the oracle test set (percent)."),
+    Artifact("epistemic_vs_n", "table",
+             "Epistemic error E[KL(p || q)] (nats) against training-set size N per architecture, "
+             "mean over seeds."),
+    Artifact("scaling_panels", "figure",
+             "Epistemic error follows a power law even when total loss plateaus: (a) total "
+             "cross-entropy (nats) with the aleatoric floor, (b) epistemic KL (nats) with power-law "
+             "fits to the seed means (dashed; unweighted least squares in log-log space, which is less "
+             "noisy than weighting by seed standard errors from a few seeds), (c) test accuracy (%) "
+             "against the Bayes-optimal accuracy, (d) exponent alpha per architecture, mean ± std over "
+             "per-seed fits; against N (samples)."),
+    Artifact("epistemic_curves", "figure",
+             "Epistemic KL (nats) against N (samples), one panel per architecture: every seed "
+             "(faint), mean ± std over seeds, the power-law fit to the seed mean (dashed, unweighted "
+             "least squares in log-log space) and alpha as mean ± std of the per-seed fits."),
+    Artifact("calibration_vs_n", "figure",
+             "Calibration against N (samples): (a) ECE against the world's labels (solid) and the true ECE "
+             "against the exact posterior (dashed), 10 equal-width bins, mean ± std over seeds, log-log; "
+             "(b) the power-law exponent of the ECE beside that of the epistemic KL per architecture, "
+             "mean ± std over per-seed fits (ECE ~ N^-alpha_ECE, KL ~ N^-alpha_KL)."),
+    Artifact("reliability", "figure",
+             _calibration.RELIABILITY_CAPTION + " One row per architecture: the smallest and largest N."),
+    Artifact("calibration_agreement", "figure", _calibration.AGREEMENT_CAPTION),
+)
+
+
+# --------------------------------------------------------------------------- config
+def check(name: str, entry: dict, config: Mapping) -> dict:
+    """The entry with defaults filled in (see `_training.check_classifier_entry`); the table
+    options must name sizes and architectures of the experiment."""
+    spec = _training.check_classifier_entry(name, entry, config)
+    key = f"experiments.{name}"
+    for opt in ("table_size", "table_archs", "table_sizes"):
+        spec.setdefault(opt, None)
+    if spec["table_size"] is not None and spec["table_size"] not in spec["sizes"]:
+        raise ConfigError(f"config key '{key}.table_size': N={spec['table_size']} is not one of the "
+                          f"experiment's sizes {spec['sizes']}")
+    for a in spec["table_archs"] or []:
+        if a not in spec["archs"]:
+            raise ConfigError(f"config key '{key}.table_archs': {a!r} is not an architecture of the "
+                              f"experiment ({', '.join(spec['archs'])})")
+    for n in spec["table_sizes"] or []:
+        if n not in spec["sizes"]:
+            raise ConfigError(f"config key '{key}.table_sizes': N={n} is not one of the experiment's "
+                              f"sizes {spec['sizes']}")
+    return spec
+
+
+def classifier_runs(spec: Mapping) -> list[dict]:
+    """One classifier per (arch, N, seed)."""
+    return _training.size_runs(spec)
+
+
+def training_spec(spec: Mapping, cell: str) -> dict:
+    """Cell ``N<n>``: the seed's first n rows of the world's training pool."""
+    return _training.training_spec(spec, _training.cell_size(cell))
+
+
+def evaluation_sets(spec: Mapping) -> list[str]:
+    """Every classifier is scored on the test set of the world it trained on."""
+    return [spec["world"]]
+
+
+def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+    """Its classifiers' metrics files on every evaluation set."""
+    return {"metrics": paths.metrics(name)}
+
+
+SCHEMA = entry_schema(__file__)
+__getattr__ = reporting_half(__name__)

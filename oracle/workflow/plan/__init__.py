@@ -1,0 +1,20 @@
+"""What the workflow derives from a config, in plain values (the Snakefile imports it at
+DAG-build time, so standard library only):
+
+``worlds``       each world's parameters with the base world's defaults and seeds, and the
+                 config keys they come from; the world kind and file; the class prior
+``archs``        classifier architectures and their labels
+``experiments``  the experiments checked and completed by their kinds (with the config keys
+                 of their jobs), the classifiers they train, the sets those are scored on,
+                 each world's splits
+``evalsets``     evaluation-set names (a world's test set, a noisy copy of it)
+``flows``        shards, the flow's spec and step count
+
+Every name is re-exported here (``plan.world_specs``).
+"""
+
+from oracle.workflow.plan.archs import *  # noqa: F403
+from oracle.workflow.plan.evalsets import *  # noqa: F403
+from oracle.workflow.plan.experiments import *  # noqa: F403
+from oracle.workflow.plan.flows import *  # noqa: F403
+from oracle.workflow.plan.worlds import *  # noqa: F403
