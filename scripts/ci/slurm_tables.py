@@ -64,8 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 when stale")
     args = ap.parse_args(argv)
-    text = README.read_text()
-    old, new = current(text), table()
+    current(README.read_text())  # the markers are there before minutes of dry runs
+    new = table()
+    text = README.read_text()  # read after the dry runs: README may have been edited meanwhile
+    old = current(text)
     if args.check:
         if old != new:
             stale = sorted(set(new.splitlines()) - set(old.splitlines()))
