@@ -298,8 +298,8 @@ PAPER_TARGETS = {pid: artifact_files(*target.split("/", 1)) for pid, target in P
 
 def paper_target_input(pid, files):
     """The input of the alias rule of paper id `pid` (its artifact's files). `snakemake --force
-    fig2` forces only the named target's own job, which for an alias rule makes nothing: when
-    the alias is a forced target, its files are forced as well (Snakemake 9 keeps the set of
+    fig2` forces only the named target's own job, and that job (an alias) makes nothing. So
+    when the alias is a forced target, its files are forced as well (Snakemake 9 keeps the set of
     forced files on the DAG it is building), so the README's command redraws that one
     artifact and nothing else (tests/test_readme_commands.py checks it)."""
 
