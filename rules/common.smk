@@ -287,3 +287,19 @@ EXPERIMENT_TARGETS = [f for name in EXPERIMENTS for f in [*experiment_data(name)
 SAMPLE_TARGETS = [CONSTANTS.format(world=w) for w in WORLDS]
 CLASSIFIER_TARGETS = [f for name in EXPERIMENTS for f in experiment_metrics(name)]
 PAPER_TARGETS = {pid: artifact_files(*target.split("/", 1)) for pid, target in PAPER.items()}
+
+
+def paper_target_input(pid, files):
+    """The input of the alias rule of paper id `pid` (its artifact's files). `snakemake --force
+    fig2` forces only the named target's own job, and that job (an alias) makes nothing. So
+    when the alias is a forced target, its files are forced as well (Snakemake 9 keeps the set of
+    forced files on the DAG it is building), so the README's command redraws that one
+    artifact and nothing else (tests/test_readme_commands.py checks it)."""
+
+    def inputs(wildcards):
+        settings, dag = workflow.dag_settings, getattr(workflow, "_dag", None)
+        if settings is not None and settings.forcetargets and pid in settings.targets and dag is not None:
+            dag.forcefiles.update(files)
+        return files
+
+    return inputs

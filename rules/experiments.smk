@@ -112,5 +112,5 @@ for _pid, _files in PAPER_TARGETS.items():
         name:
             _pid
         input:
-            _files,
+            paper_target_input(_pid, _files),
         localrule: True

@@ -29,7 +29,8 @@ def _where(path: Path, what: str, key: str | None) -> str:
 def read_checkpoint(path: str | os.PathLike, what: str, key: str | None = None,
                     map_location: Any = "cpu", mmap: bool = False) -> Any:
     """The object stored in a checkpoint file (a dict of tensors and plain values). With
-    `mmap` the tensors are memory-mapped, not read (a cheap look at a large file's format)."""
+    `mmap` the tensors are memory-mapped, not read (a cheap look at a large file's format; a
+    file in torch's legacy, non-zip format cannot be mapped and is read whole)."""
     p = Path(path)
     if not p.is_file():
         raise DataError(f"{_where(p, what, key)} does not exist; nothing is downloaded: place the file there")
@@ -40,20 +41,24 @@ def read_checkpoint(path: str | os.PathLike, what: str, key: str | None = None,
             return load_file(str(p), device=str(map_location))
         import torch
 
-        return torch.load(p, map_location=map_location, weights_only=True, mmap=mmap)
+        import zipfile
+
+        return torch.load(p, map_location=map_location, weights_only=True, mmap=mmap and zipfile.is_zipfile(p))
     except Exception as exc:  # noqa: BLE001 - any reader failure means a damaged or foreign file
         raise DataError(f"{_where(p, what, key)} is unreadable ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); "
                         "is it truncated? copy it again") from None
 
 
 def read_state_dict(path: str | os.PathLike, what: str, key: str | None = None,
-                    nesting: Sequence[str] = NESTING_KEYS, strip: Sequence[str] = WRAPPER_PREFIXES) -> dict:
+                    nesting: Sequence[str] = NESTING_KEYS, strip: Sequence[str] = WRAPPER_PREFIXES,
+                    mmap: bool = False) -> dict:
     """The state dict {name: tensor} in a weights file: unwrapped from the first of `nesting`
-    the file nests it under, with a prefix of `strip` removed when every key carries it."""
+    the file nests it under, with a prefix of `strip` removed when every key carries it
+    (`mmap`: as for `read_checkpoint`)."""
     import torch
 
     p = Path(path)
-    obj = read_checkpoint(p, what, key)
+    obj = read_checkpoint(p, what, key, mmap=mmap)
     for name in nesting:
         if isinstance(obj, dict) and isinstance(obj.get(name), dict):
             obj = obj[name]

@@ -35,7 +35,7 @@ k=$(grep -oE "classifiers=[0-9]+" <<<"$*" | tail -n1 | cut -d= -f2 || true)
 [ -n "$k" ] || k=$(sed -n 's/^[[:space:]]*-[[:space:]]*classifiers=\([0-9]*\).*/\1/p' slurm/config.yaml | head -n1)
 # Members of a bundle run one after another: the worst case is the K longest bundled
 # classifiers, each its training job plus its prediction jobs.
-worst=$(.venv/bin/python - "${config:-config.yaml}" "$k" <<'PY'
+worst=$("${PYTHON:-.venv/bin/python}" - "${config:-config.yaml}" "$k" <<'PY'
 import sys, yaml
 from oracle.workflow import plan, resources as res
 cfg, k = yaml.safe_load(open(sys.argv[1])), int(sys.argv[2])

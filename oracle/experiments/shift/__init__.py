@@ -77,8 +77,8 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     key = f"experiments.{name}"
     entry.setdefault("labels", "hard")
     entry.setdefault("val_fraction", 0.0)
-    entry["sizes"] = [int(entry["size"])]
     spec = _training.check_classifier_entry(name, entry, config)
+    spec["sizes"] = [int(entry["size"])]  # after the shared check: its error would name 'sizes', not 'size'
     worlds = world_specs(config)
     k = known_num_classes(config)
     confs = {}
