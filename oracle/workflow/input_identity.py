@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -300,10 +300,25 @@ def _check_bytes(path: Path, rec: Mapping, expected: str | None, referrer: Path 
         if art.get("sha256") and now != art["sha256"]:
             raise DataError(
                 f"{path} changed since rule {rec.get('rule')!r} made it (sha256 {now[:12]}, recorded "
-                f"{art['sha256'][:12]}): restore it, or rerun that rule (snakemake --forcerun {rec.get('rule')})")
+                f"{art['sha256'][:12]}): restore it, or remake it: {_rerun(rec, path)}")
     if expected is not None:
         now = now or file_sha256(path)
         if now != expected:
             raise DataError(
                 f"{path} is not the file {referrer} was made from (sha256 {now[:12]}, {referrer} recorded "
-                f"{expected[:12]}): restore it, or rerun both (snakemake --forcerun {rec.get('rule')})")
+                f"{expected[:12]}): restore it, or remake both: snakemake --forcerun {path} {referrer}")
+
+
+def check_pending_inputs(job_inputs: Iterable[Iterable[str]], outputs: Iterable[str],
+                         config: Mapping | None) -> list[Path]:
+    """`check_inputs` over the inputs of the jobs a workflow run is about to start that exist
+    now and no job of the run remakes (`outputs`: every output of those jobs), before any of
+    those jobs removes its outputs. Each file is checked once."""
+    remade = {os.path.abspath(p) for p in outputs}
+    todo: dict[str, str] = {}
+    for paths in job_inputs:
+        for p in paths:
+            key = os.path.abspath(p)
+            if key not in remade and key not in todo and os.path.exists(p):
+                todo[key] = p
+    return check_inputs(list(todo.values()), config)
