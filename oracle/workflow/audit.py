@@ -2,7 +2,7 @@
 
     python -m oracle.workflow.audit PATH_OR_NUMBER_KEY [--run results/<run>] [--configfile FILE]
                            [--json] [--strict-code]
-    python -m oracle.workflow.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]
+    python -m oracle.workflow.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]   # re-derives every number
 
 TARGET is an artifact path, or a key of ``<run>/numbers.json``; a number entry looks like
 ``{"value": .., "unit": .., "se": .., "artifact": "<path of the artifact it was read from>"}``
@@ -22,10 +22,15 @@ recorded config subset and the code version. It FLAGS:
   ``<run>/config.yaml``). Only the recorded keys are compared: each leaf of the recorded
   subset, or the whole value at each of the record's ``config_keys``; a key present only
   in the current config is not a difference;
-- the target itself having no record;
+- an artifact that is not the one its rule would make for this run: its record names another
+  place, or (oracle samples) another world, seed, shard or oracle
+  (`oracle.workflow.input_identity`, the check every job makes of its inputs);
+- the target itself having no record, and an input without one that lies under ``results/``
+  or is no file the config names (only those are raw data);
 - for a number key, numbers.json itself when it changed since its record was written, was
-  made under other config values, or was computed from another version of the number's
-  artifact.
+  made under other config values, was computed from another version of the number's
+  artifact or of a part it lists, and the number when recomputing it from its source with
+  the project's code (`oracle.workflow.audit_numbers`) gives another entry.
 
 Code that differs from what made an artifact is a WARNING: the repository files the job
 imported (its record's ``code.files``) whose hash differs on disk now, or, for records
@@ -55,7 +60,7 @@ from oracle.workflow.hashing import file_sha256, path_sha256
 from oracle.workflow.config_keys import compare_config
 from oracle.workflow.input_identity import (in_results, named_by_config, oracle_hasher, place_problems,
                                             sample_attr_problems)
-from oracle.workflow.provenance import REPO_ROOT, code_version, read_record, resolve_recorded_path
+from oracle.workflow.provenance import REPO_ROOT, code_version, read_record, record_root, resolve_recorded_path
 
 
 
@@ -212,7 +217,8 @@ class _Auditor:
         node["warnings"].append(msg)
         self.warnings.append({"artifact": node["artifact"], "message": msg})
 
-    def check(self, path: Path, shown: str, *, is_target: bool = False) -> tuple[dict, dict | None]:
+    def check(self, path: Path, shown: str, *, is_target: bool = False,
+              root: Path | None = None) -> tuple[dict, dict | None]:
         """The node of one artifact with its own checks (hash, config, code), inputs not followed."""
         node: dict[str, Any] = {"artifact": shown, "path": os.path.abspath(path), "exists": path.exists(),
                                 "record": None, "flags": [], "warnings": [], "inputs": []}
@@ -234,7 +240,7 @@ class _Auditor:
                     self._flag(node, "no provenance record: a pipeline output without its record is not raw data")
                 else:
                     self.raw.append(shown)
-                    if self.config is not None and not named_by_config(path, self.config):
+                    if self.config is not None and not named_by_config(path, self.config, root):
                         self._flag(node, "no provenance record, and the config names no such raw file")
             return node, None
 
@@ -271,13 +277,13 @@ class _Auditor:
             (self._flag if self.strict_code else self._warn)(node, f"code: {diff}")
         return node, record
 
-    def visit(self, path: Path, shown: str, *, is_target: bool = False) -> dict:
+    def visit(self, path: Path, shown: str, *, is_target: bool = False, root: Path | None = None) -> dict:
         """`check` the artifact, then its recorded inputs, recursively (each artifact once)."""
         key = os.path.abspath(path)
         if key in self.visited:
             return {"artifact": shown, "ref": self.visited[key]}
         self.visited[key] = shown
-        node, record = self.check(path, shown, is_target=is_target)
+        node, record = self.check(path, shown, is_target=is_target, root=root)
         if record is None:
             return node
         for inp, rec_hash in (record.get("inputs") or {}).items():
@@ -292,7 +298,7 @@ class _Auditor:
                 if entry["status"] == "changed":
                     self._flag(node, f"input {inp} changed: recorded {str(rec_hash)[:SHORT]}, "
                                      f"now {entry['current_sha256'][:SHORT]}")
-                entry["node"] = self.visit(ipath, inp)
+                entry["node"] = self.visit(ipath, inp, root=record_root(record, path))
             node["inputs"].append(entry)
         return node
 

@@ -65,10 +65,12 @@ def in_results(path: str | os.PathLike) -> bool:
     return run_relative(path) is not None
 
 
-def config_paths(config: Mapping | None) -> list[Path]:
+def config_paths(config: Mapping | None, root: str | os.PathLike | None = None) -> list[Path]:
     """The files and folders outside the results tree that `config` names: the raw files its
     ``data`` spec reads (`oracle.io.raw_files.raw_data_inputs`) and every string value of the
-    config that is an existing path (a data root, an imported checkpoint, a weight file)."""
+    config that is an existing path (a data root, an imported checkpoint, a weight file).
+    Relative values are taken from the working directory and from `root` (where the run ran,
+    for a results tree audited after a move)."""
     if not config:
         return []
     out: list[Path] = []
@@ -79,6 +81,7 @@ def config_paths(config: Mapping | None) -> list[Path]:
             out += [Path(p) for p in raw_data_inputs(config["data"])[0]]
         except (DataError, ConfigError, KeyError, OSError):
             pass  # missing data is the data rule's error, not this check's
+    bases = [Path.cwd()] + ([Path(root)] if root is not None else [])
 
     def walk(node: Any) -> None:
         if isinstance(node, Mapping):
@@ -88,18 +91,19 @@ def config_paths(config: Mapping | None) -> list[Path]:
             for v in node:
                 walk(v)
         elif isinstance(node, str) and node and ("/" in node or "." in node):
-            p = Path(os.path.expanduser(node))
-            if p.exists() and not in_results(p):
-                out.append(p)
+            for base in bases:
+                p = base / os.path.expanduser(node)
+                if p.exists() and not in_results(p):
+                    out.append(p)
 
     walk(config)
     return out
 
 
-def named_by_config(path: str | os.PathLike, config: Mapping | None) -> bool:
+def named_by_config(path: str | os.PathLike, config: Mapping | None, root: str | os.PathLike | None = None) -> bool:
     """Whether `path` is (or lies under) a file or folder the config names (`config_paths`)."""
     p = Path(os.path.realpath(path))
-    for named in config_paths(config):
+    for named in config_paths(config, root):
         q = Path(os.path.realpath(named))
         if p == q or q in p.parents:
             return True
