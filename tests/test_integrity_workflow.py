@@ -134,7 +134,8 @@ def test_a_shard_of_another_world_stops_the_run_before_anything_is_removed(smoke
 
 
 def test_a_shard_of_another_world_is_flagged_by_the_audit(tamper):
-    _copy_with_record(tamper / RUN / "samples/tau1.2/shard-0000.h5", tamper / RUN / "samples/base/shard-0000.h5")
+    for name in ("shard-0000.h5", "shard-0001.h5"):  # shards of one merged file must agree
+        _copy_with_record(tamper / RUN / "samples/tau1.2" / name, tamper / RUN / "samples/base" / name)
     _remerge()
     proc = _audit_cli(tamper, f"{RUN}/samples/base/all.h5")
     assert proc.returncode == 1, proc.stdout[-3000:]

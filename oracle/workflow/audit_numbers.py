@@ -128,7 +128,9 @@ def rederive_problems(numbers_path: str | os.PathLike, config: Mapping | None) -
             failed.append(prefix + ".")
             continue
         if part.is_file():
-            problems += compare_entries(_read_json(part), derived[prefix], f"numbers/{part.name}")
+            problems += compare_entries({f"{prefix}.{k}": v for k, v in _read_json(part).items()},
+                                        {f"{prefix}.{k}": v for k, v in derived[prefix].items()},
+                                        f"numbers/{part.name}")
     stored = {k: v for k, v in _read_json(path).items() if not k.startswith(tuple(failed))}
     return problems + compare_entries(stored, _as_written(merge_numbers(derived)), path.name)
 
