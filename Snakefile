@@ -11,8 +11,11 @@
 
 import os
 import sys
+import time
 
 from snakemake.utils import min_version, validate
+
+RUN_STARTED = time.time()  # the end-of-run summary's wall time: before the config checks (timm)
 
 from oracle.workflow import config as oc
 from oracle.workflow import job_server
@@ -124,3 +127,10 @@ rule effective_config:
         "envs/oracle.yaml"
     script:
         "scripts/effective_config.py"
+
+
+# The end of a run: its wall time, where results, report and timings are, its headline numbers.
+onsuccess:
+    from oracle.report.summary import run_summary
+
+    print(run_summary(RUN, time.time() - RUN_STARTED), flush=True)

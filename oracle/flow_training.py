@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from oracle.devices import autocast, pick_device
 from oracle.io.atomic import atomic_output, torch_save_atomic
 from oracle.errors import ConfigError, DataError
 from oracle.flows import PerClassFlows, TarFlow
+from oracle.progress import Progress
 from oracle.io.resume import array_sha256, canonical_key, load_resume_state, source_sha256
 
 __all__ = ["FlowTrainConfig", "train_flow", "lr_factor", "batch_indices", "CHECKPOINT_NAME"]
@@ -412,8 +412,7 @@ def _train_single(
         dist.barrier()
 
     desc = "flow" if class_index is None else f"flow class {class_index}"
-    bar = tqdm(total=cfg.steps, initial=start, desc=desc, disable=None if dist.rank == 0 else True,
-               dynamic_ncols=True)
+    bar = Progress(desc, cfg.steps, start=start, enabled=dist.rank == 0)
     for step in range(start, cfg.steps):
         # Everything random about this step comes from (seed, class, step): resumable exactly.
         idx = shuffler.indices(step, cfg.batch_size)[rows]
@@ -446,10 +445,10 @@ def _train_single(
                         ema[k].copy_(v)
 
         done = step + 1
-        bar.update(1)
+        shown = {}  # the loss syncs a GPU: read it only at log steps
         if done % cfg.log_every == 0 or done == cfg.steps:
             value = float(dist.mean(loss.detach().float()))
-            bar.set_postfix(loss=f"{value:.4f}")
+            shown["loss"] = value
             if log is not None and dist.rank == 0:
                 rec = {"step": done, "loss": value, "nll": value + half_log_2pi, "lr": lr_now,
                        "wall_s": round(wall_before + time.perf_counter() - t0, 3)}
@@ -458,9 +457,10 @@ def _train_single(
                 _append_log(log, rec)
         if done % cfg.checkpoint_every == 0 or done == cfg.steps:
             checkpoint(done)
+        bar.update(done, **shown)
         if on_step is not None:
             on_step({"step": done, "class": class_index})
-    bar.close()
+    bar.finish()
     if ema is not None:
         model.load_state_dict(ema, strict=True)
     model.eval()

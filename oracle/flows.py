@@ -246,7 +246,7 @@ class TarFlow(nn.Module):
 
         log N(z; 0, tau^2 var) over all D dims + sum over blocks of log|det dz/dx|, with the
         sums accumulated in float64. x is cast to the parameter dtype; a caller's autocast is
-        disabled, unless `autocast_dtype` (e.g. torch.bfloat16, `oracle.precision`) asks for
+        disabled, unless `autocast_dtype` (e.g. torch.bfloat16, `oracle.float_precision`) asks for
         one: then the network runs under it and only the sums stay float64.
         y=None (or -1 entries) uses the mean class embedding of a conditional flow.
         """

@@ -8,11 +8,15 @@ the flow again (DESIGN.md, rule 4):
    (image batch, class batch) pair, the scheme the paper uses for ImageNet (50 classes per
    image batch).
 2. :func:`log_posterior` -- ``log p(y|x) = log pi_y + log p(x|y)/T - logsumexp(...)``.
+
+:func:`posterior_rows` applies step 2 to rows read from a sample file, with the file's prior
+and temperature.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -93,3 +97,10 @@ def log_posterior(loglik, prior=None, temperature: float = 1.0) -> Tensor:
     pi = validate_prior(prior, ll.shape[1]).to(ll.device)
     logits = ll / T + torch.log(pi)
     return logits - torch.logsumexp(logits, dim=1, keepdim=True)
+
+
+def posterior_rows(loglik: np.ndarray, attrs: Mapping) -> np.ndarray:
+    """``log p(y|x)`` [n, K] float64 from stored ``log p(x|k)`` and the file's prior and label
+    temperature (DESIGN rule 1: the world the samples were drawn from)."""
+    prior = np.asarray(attrs["prior"], dtype=np.float64)
+    return log_posterior(loglik, prior=prior, temperature=float(attrs["label_temperature"])).numpy()

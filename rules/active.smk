@@ -1,4 +1,4 @@
-# Experiment kind `active` (oracle/experiments/active.py, oracle/active_learning.py): pool-based
+# Experiment kind `active` (oracle/experiments/active.py, oracle/classifiers/active_learning.py): pool-based
 # active learning with the exact epistemic uncertainty of every pool sample known.
 #   active/<experiment>/runs/<arch>/<strategy>/seed<s>/rounds.json   one run: per round the
 #       labels used, test accuracy, exact epistemic KL (mean, se), the selected sample rows and

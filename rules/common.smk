@@ -17,7 +17,7 @@
 
 import re
 
-from oracle.active_learning import STRATEGIES
+from oracle.classifiers.active_learning import STRATEGIES
 from oracle.experiments import kind_module
 from oracle.workflow import config as oc
 from oracle.workflow import plan
@@ -189,7 +189,7 @@ def experiment_data(name):
 def artifact_stem(owner, name):
     """The path without suffix of artifact `name` of an experiment or of `validation`."""
     if owner == "validation":
-        from oracle.validation.report import ARTIFACTS as VALIDATION_ARTIFACTS
+        from oracle.validation.artifacts import ARTIFACTS as VALIDATION_ARTIFACTS
 
         art = VALIDATION_ARTIFACTS[name]
         return f"{VALIDATION_DIR}/{art.folder}/{name}"
@@ -201,7 +201,7 @@ def artifact_stem(owner, name):
 def artifact_files(owner, name):
     """Every file of an artifact (csv/md/tex or pdf/png)."""
     if owner == "validation":
-        from oracle.validation.report import ARTIFACTS as VALIDATION_ARTIFACTS
+        from oracle.validation.artifacts import ARTIFACTS as VALIDATION_ARTIFACTS
 
         art = VALIDATION_ARTIFACTS[name]
     else:
@@ -252,7 +252,7 @@ def artifact_caption(wildcards):
 def validation_caption(wildcards):
     """A validation artifact's caption, with the paper ids that name it."""
     from oracle.report.paper import caption_with_paper_ids, paper_ids
-    from oracle.validation.report import ARTIFACTS as VALIDATION_ARTIFACTS
+    from oracle.validation.artifacts import ARTIFACTS as VALIDATION_ARTIFACTS
 
     art = VALIDATION_ARTIFACTS[wildcards.artifact]
     return caption_with_paper_ids(art.caption, paper_ids(PAPER, "validation", wildcards.artifact))

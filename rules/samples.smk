@@ -84,7 +84,7 @@ rule samples:
 # x' = clip(x + eps, -1, 1), eps ~ N(0, sigma^2) (seeded from the world's seed), log p(x'|k)
 # recomputed by the frozen model at the stored x' (DESIGN rule 2), the clean rows' labels;
 # constants.json beside it: the oracle's own posterior shift E[KL(p(y|x) || p(y|x'))] and its
-# accuracy on x' (oracle.noisy_samples). world_divergence -> samples/<world>/kl_from_<reference>.json:
+# accuracy on x' (oracle.noisy_test_sets). world_divergence -> samples/<world>/kl_from_<reference>.json:
 # the exact KL of the world from a reference world with the same densities (prior part +
 # D/2 (r^2 - 1 - ln r^2)) beside its Monte Carlo estimate from the model's own log densities.
 

@@ -1,5 +1,6 @@
 # The run's timing table: after every other target of `all`, the benchmark file of each job
-# (benchmarks/<rule>.tsv or benchmarks/<rule>/<wildcards>.tsv) summed per rule. The benchmark
+# (benchmarks/<rule>.tsv or benchmarks/<rule>/<wildcards>.tsv) summed per rule, with the run's
+# wall time and critical path (from the provenance records) under it. The benchmark
 # files are globbed by the script: they are written after their job ends, and this rule has no
 # benchmark of its own, so it cannot wait on itself.
 
@@ -21,6 +22,8 @@ rule timings:
         md=TIMINGS_MD,
     params:
         benchmarks=BENCHMARKS,
+        run=lambda wildcards, output: os.path.dirname(output.csv),  # provenance records: jobs and inputs
+        logs=LOGS,  # <log>.rss.json: peak memory of the job server's children
         config_keys=[],  # a function of the benchmark files alone
     log:
         f"{LOGS}/timings.log",

@@ -137,7 +137,7 @@ rule validation_numbers:
         "../scripts/validation_numbers.py"
 
 
-from oracle.validation.report import ARTIFACTS as VALIDATION_ARTIFACTS
+from oracle.validation.artifacts import ARTIFACTS as VALIDATION_ARTIFACTS
 
 VALIDATION_TARGETS = [VALIDATION_METRICS] + [f for a in VALIDATION_ARTIFACTS for f in artifact_files("validation", a)]
 

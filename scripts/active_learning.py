@@ -13,7 +13,7 @@ delegate(snakemake)  # noqa: F821 - a local run hands this script to the job ser
 import shutil
 from pathlib import Path
 
-from oracle.active_learning import ActiveSettings, load_active_data, run_active_learning
+from oracle.classifiers.active_learning import ActiveSettings, load_active_data, run_active_learning
 from oracle.devices import pick_device
 from oracle.io.atomic import write_json_atomic
 from oracle.workflow.jobs import record_job, script_job

@@ -1,4 +1,4 @@
-"""Benchmark: the precision modes of the oracle's log-likelihoods (oracle.precision), side by side.
+"""Benchmark: the precision modes of the oracle's log-likelihoods (oracle.float_precision), side by side.
 
 For each mode (float64, float32, bf16 autocast, and TF32 on CUDA) on the same weights and the
 same inputs, in one process with the timings interleaved (median of --repeats):
@@ -6,7 +6,7 @@ same inputs, in one process with the timings interleaved (median of --repeats):
 * throughput: (image x class) evaluations of log p(x|k) per second, and its ratio to float32;
 * error against float64: max |d log p(x|k)| (nats per image, and per dimension), max
   |d p_T(y|x)| and max KL(p64 || p_mode) (nats), at the world's label temperature;
-* the mode ``auto`` would pick at --tolerance (the first of oracle.precision.fastest_first
+* the mode ``auto`` would pick at --tolerance (the first of oracle.float_precision.fastest_first
   within it).
 
 Inputs are samples of the flow itself (what the oracle evaluates in practice). Not a test: it
@@ -33,7 +33,7 @@ import torch
 from oracle.flow_checkpoints import build_flow, load_flow
 from oracle.io.atomic import write_json_atomic
 from oracle.posterior import log_likelihoods
-from oracle.precision import choose_precision, measure_precision
+from oracle.float_precision_error import choose_precision, measure_precision
 from oracle.worlds import FlowWorld
 
 SIZES = {
@@ -58,7 +58,7 @@ def _random_flow(spec: dict, seed: int) -> torch.nn.Module:
 def measure(world: FlowWorld, x: torch.Tensor, modes: list[str], repeats: int,
             class_batch: int | None) -> dict[str, dict]:
     """Per mode: evaluations/s (median over `repeats`, modes interleaved) and the error
-    against float64 (oracle.precision.measure_precision)."""
+    against float64 (oracle.float_precision_error.measure_precision)."""
     n_evals = x.shape[0] * world.num_classes
     times: dict[str, list[float]] = {m: [] for m in modes}
     for _ in range(repeats):

@@ -1,7 +1,7 @@
 """Rule `noisy_test_set`: one world's test rows with clipped Gaussian noise ->
 samples/<world>/noise<sigma>/test.h5 (x', log p(x'|k) by the frozen model at the stored x',
 the clean rows' labels) and constants.json (the oracle's posterior shift E[KL(p(y|x) ||
-p(y|x'))] and accuracy on x', the clean Bayes accuracy; oracle.noisy_samples)."""
+p(y|x'))] and accuracy on x', the clean Bayes accuracy; oracle.noisy_test_sets)."""
 
 from oracle.workflow.job_server import delegate
 
@@ -9,8 +9,8 @@ delegate(snakemake)  # noqa: F821 - a local run hands this script to the job ser
 
 from oracle.devices import pick_device
 from oracle.io.atomic import write_json_atomic
-from oracle.io.samples import sample_world
-from oracle.noisy_samples import noise_seed, write_noisy_test_set
+from oracle.worlds import sample_world
+from oracle.noisy_test_sets import noise_seed, write_noisy_test_set
 from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive

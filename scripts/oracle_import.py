@@ -15,7 +15,7 @@ from oracle.io.images import read_images_h5
 from oracle.flow_checkpoints import check_checkpoint_classes, load_flow, load_public_tarflow, save_flow
 from oracle.errors import WorldError
 from oracle.io.atomic import atomic_output
-from oracle.workflow.hashing import file_sha256
+from oracle.io.hashing import file_sha256
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 

@@ -3,8 +3,8 @@
 The world is the oracle stage's model (a flow or a Gaussian world), loaded by
 oracle.worlds.world_from_checkpoint with the world's prior and temperatures. Each row:
 y ~ prior, x ~ p(x|y), the world's label y ~ p_T(y|x) and log p(x|k) for every class k at the
-stored float32 x (oracle.sampling), in the precision mode of samples.precision with its measured
-error against float64 in the shard's attributes (oracle.precision). A killed job leaves .shard-XXXX.h5.partial, which the
+stored float32 x (oracle.sample_shards), in the precision mode of samples.precision with its measured
+error against float64 in the shard's attributes (oracle.float_precision). A killed job leaves .shard-XXXX.h5.partial, which the
 rerun resumes.
 """
 
@@ -13,10 +13,10 @@ from oracle.workflow.job_server import delegate
 delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
 from oracle.devices import pick_device
-from oracle.sampling import write_sample_shard
+from oracle.sample_shards import write_sample_shard
 from oracle.workflow.plan import shard_sizes
 from oracle.workflow.jobs import record_job, script_job
-from oracle.workflow.hashing import file_sha256
+from oracle.io.hashing import file_sha256
 from oracle.worlds import world_from_checkpoint
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive

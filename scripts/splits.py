@@ -6,7 +6,7 @@ from oracle.workflow.job_server import delegate
 
 delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-from oracle.io.samples import read_rows
+from oracle.io.sample_rows import read_rows
 from oracle.io.splits import make_splits, write_splits_h5
 from oracle.workflow.jobs import record_job, script_job
 

@@ -17,7 +17,7 @@ from oracle.io.images import read_images_h5
 from oracle.devices import pick_device
 from oracle.flow_checkpoints import load_flow
 from oracle.io.atomic import write_json_atomic
-from oracle.io.samples import read_rows
+from oracle.io.sample_rows import read_rows
 from oracle.io.shards import open_samples
 from oracle.validation.run import run_validation
 from oracle.worlds import FlowWorld

@@ -8,7 +8,7 @@ delegate(snakemake)  # noqa: F821 - a local run hands this script to the job ser
 import json
 from pathlib import Path
 
-from oracle.validation.report import nn_distances_figure
+from oracle.validation.artifacts import nn_distances_figure
 from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from oracle.io.atomic import write_json_atomic
-from oracle.validation.report import validation_numbers
+from oracle.validation.artifacts import validation_numbers
 from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from oracle.report.tables import write_table
-from oracle.validation.report import validation_table
+from oracle.validation.artifacts import validation_table
 from oracle.workflow.jobs import record_job, script_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive

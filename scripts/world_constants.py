@@ -11,7 +11,9 @@ from oracle.workflow.job_server import delegate
 
 delegate(snakemake)  # noqa: F821 - a local run hands this script to the job server
 
-from oracle.io.samples import posterior_rows, read_rows, sample_world
+from oracle.io.sample_rows import read_rows
+from oracle.posterior import posterior_rows
+from oracle.worlds import sample_world
 from oracle.io.atomic import write_json_atomic
 from oracle.measures.world_constants import closed_form_comparison, world_constants
 from oracle.workflow.jobs import record_job, script_job

@@ -14,7 +14,8 @@ import torch
 
 from oracle.devices import pick_device
 from oracle.io.atomic import write_json_atomic
-from oracle.io.samples import read_rows, sample_world
+from oracle.io.sample_rows import read_rows
+from oracle.worlds import sample_world
 from oracle.measures.divergences import MONTE_CARLO_ROWS, summary_line, world_kl_check
 from oracle.workflow.jobs import record_job, script_job
 from oracle.worlds import world_from_checkpoint

@@ -1,5 +1,5 @@
 """Experiment kind `active` (oracle.experiments.active) and its round loop
-(oracle.active_learning): config checks, the data of a run (initial set, pool and test set
+(oracle.classifiers.active_learning): config checks, the data of a run (initial set, pool and test set
 disjoint, in the seed's order), the exact-epistemic strategy acquiring the largest KL(p || q)
 (recomputed here with numpy), a killed run resuming to the same selections, and the paper's
 numbers against a hand computation."""
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-import oracle.active_learning as al
+import oracle.classifiers.active_learning as al
 from oracle.classifiers.data import EvaluationSet
 from oracle.classifiers.predict import predict_log_probs
 from oracle.errors import ConfigError, DataError
@@ -104,7 +104,7 @@ def world_files(tmp_path):
 
 
 def test_run_data_follow_the_seed_order_and_keep_the_test_set_apart(world_files):
-    from oracle.io.samples import posterior_rows
+    from oracle.posterior import posterior_rows
     from oracle.io.splits import read_splits_h5
 
     samples, splits, x, label, ll = world_files

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from oracle.errors import DataError
-from oracle.workflow.hashing import clear_hash_cache, file_sha256
+from oracle.io.hashing import clear_hash_cache, file_sha256
 from oracle.workflow.input_identity import check_inputs, check_pending_inputs, run_relative
 from oracle.workflow.jobs import verify_inputs
 from oracle.workflow.provenance import write_record

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from oracle.workflow.audit import check_numbers, load_config
-from oracle.workflow.hashing import clear_hash_cache
+from oracle.io.hashing import clear_hash_cache
 from oracle.workflow.provenance import read_record, write_record
 
 REPO = Path(__file__).resolve().parents[1]

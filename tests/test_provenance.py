@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from oracle.errors import ConfigError, DataError
-from oracle.workflow.hashing import dir_sha256, file_sha256
+from oracle.io.hashing import dir_sha256, file_sha256
 from oracle.workflow.config_keys import config_hash, config_subset
-from oracle.workflow.provenance import code_version, read_record, record_path, resolve_recorded_path, write_record
+from oracle.code_version import code_version
+from oracle.workflow.provenance import read_record, record_path, resolve_recorded_path, write_record
 
 
 def _sha(b: bytes) -> str:

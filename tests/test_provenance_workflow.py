@@ -28,7 +28,7 @@ from oracle.report.numbers import numbers_tex, tex_macro_name
 from oracle.workflow import rule_keys
 from oracle.workflow.audit import audit, check_numbers, compare_config, load_numbers
 from oracle.workflow.jobs import job_script, record_job
-from oracle.workflow.hashing import clear_hash_cache, file_sha256, path_sha256
+from oracle.io.hashing import clear_hash_cache, file_sha256, path_sha256
 from oracle.workflow.config_keys import config_hash, config_subset, get_config_value, parse_config_key
 from oracle.workflow.provenance import read_record
 
@@ -468,7 +468,7 @@ def test_torch_save_atomic_round_trip_and_no_partial_file(tmp_path):
     assert os.listdir(tmp_path / "sub") == ["a.pt"]  # no temporary left behind
 
 def test_validation_numbers_name_fid_only_in_inception_features():
-    from oracle.validation.report import validation_numbers
+    from oracle.validation.artifacts import validation_numbers
 
     spaces = {
         "inception": {"feature_kind": "inception-fid", "frechet_name": "FID", "frechet_samples_train": 28.44,

@@ -35,7 +35,7 @@ def test_the_readme_states_the_recovery_steps():
 def test_a_venv_folder_or_symlink_keeps_the_checkout_clean(tmp_path, venv):
     """`.venv/` in .gitignore matches only a folder; a symlinked .venv (a shared environment)
     was untracked, so code_version said "dirty" in every record."""
-    from oracle.workflow.provenance import code_version
+    from oracle.code_version import code_version
 
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -1,5 +1,5 @@
 """Training-time shift (oracle.classifiers.shifted, oracle.classifiers.data.training_set) and noisy
-test sets (oracle.noisy_samples): multinomial class counts, per-class rows with replacement when
+test sets (oracle.noisy_test_sets): multinomial class counts, per-class rows with replacement when
 short, clipped noise after selection, and a noisy test set whose log-likelihoods are the world's
 density at the stored x'."""
 
@@ -14,9 +14,9 @@ import torch
 from oracle.classifiers import shifted
 from oracle.classifiers.data import evaluation_set, training_set
 from oracle.errors import DataError, OracleError
-from oracle.io.samples import read_rows
+from oracle.io.sample_rows import read_rows
 from oracle.io.splits import make_splits, read_splits_h5, write_splits_h5
-from oracle.noisy_samples import add_clipped_noise, noise_seed, posterior_shift, write_noisy_test_set
+from oracle.noisy_test_sets import add_clipped_noise, noise_seed, posterior_shift, write_noisy_test_set
 from oracle.posterior import log_posterior
 from oracle.worlds import GaussianWorld
 
@@ -68,7 +68,7 @@ def test_clipped_noise():
 @pytest.fixture
 def gaussian_files(tmp_path):
     """A three-class Gaussian world's samples (T = 1) written as the workflow does, and splits."""
-    from oracle.sampling import write_sample_shard
+    from oracle.sample_shards import write_sample_shard
 
     rng = np.random.default_rng(0)
     world = GaussianWorld(rng.normal(size=(K, 16)) * 0.4, std=0.3, event_shape=(1, 4, 4))

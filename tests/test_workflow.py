@@ -208,7 +208,7 @@ def test_second_run_is_bit_identical(smoke_run, tmp_path):
     and the files are byte-reproducible: flow.pt (torch.save embeds no temporary name), the
     shards and numbers.json have the same sha256 in two identical runs, so provenance hashes
     downstream agree too."""
-    from oracle.workflow.hashing import file_sha256
+    from oracle.io.hashing import file_sha256
 
     proc = snakemake(tmp_path, "--configfile", str(SMOKE))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

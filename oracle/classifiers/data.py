@@ -5,7 +5,7 @@ A training set is the seed's first N rows of the world's training pool
 its spec asks for a training-time shift (``class_prior``, ``noise_std``), the rows and images
 of `oracle.classifiers.shifted`; an evaluation set is the world's fixed test set with the
 world's labels and exact posteriors (or a file derived from it, such as a noisy test set of
-`oracle.noisy_samples`, which holds exactly those rows).
+`oracle.noisy_test_sets`, which holds exactly those rows).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import torch
 from oracle.classifiers.stream import SampleRows
 from oracle.classifiers.targets import training_targets
 from oracle.errors import DataError
-from oracle.io.samples import posterior_rows, read_rows
+from oracle.io.sample_rows import read_rows
+from oracle.posterior import posterior_rows
 from oracle.io.splits import read_splits_h5, training_indices
 
 
@@ -56,9 +57,9 @@ class EvaluationSet:
 
 def training_epochs(spec: Mapping) -> int:
     """Epochs of a training spec's classifier (`oracle.experiments._training.training_spec`):
-    `oracle.workflow.plan.effective_epochs` of the rows it fits on, N less the validation split
+    `oracle.classifiers.specs.effective_epochs` of the rows it fits on, N less the validation split
     (``val_fraction``) that `train_classifier` holds out."""
-    from oracle.workflow.plan import effective_epochs
+    from oracle.classifiers.specs import effective_epochs
 
     tr, n = spec["training"], int(spec["n"])
     n_fit = n - int(round(float(spec.get("val_fraction") or 0.0) * n))
@@ -80,7 +81,7 @@ def training_set(samples: str | os.PathLike, splits: str | os.PathLike, spec: Ma
     [n, ...] array, which a batch reader could only reproduce by drawing it all.
     """
     from oracle.classifiers.shifted import shifted_rows
-    from oracle.noisy_samples import add_clipped_noise, noise_seed
+    from oracle.noisy_test_sets import add_clipped_noise, noise_seed
 
     splits_data = read_splits_h5(splits)
     prior = spec.get("class_prior")

@@ -16,8 +16,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
+from oracle.progress import Progress
 from oracle.classifiers.stream import SampleRows, batch_loader
 from oracle.devices import autocast, pick_device
 from oracle.errors import ConfigError, DataError, OracleError
@@ -235,8 +235,7 @@ def train_classifier(
             log.info("resumed %s at epoch %d/%d", ckpt, start_epoch, epochs)
 
         last_saved = time.perf_counter()
-        bar = tqdm(total=(epochs - start_epoch) * steps_per_epoch, desc="train classifier", disable=None,
-                   unit="step", leave=False)
+        bar = Progress("train classifier", epochs * steps_per_epoch, start=start_epoch * steps_per_epoch)
         for epoch in range(start_epoch, epochs):
             started = time.perf_counter()
             model.train()
@@ -259,7 +258,7 @@ def train_classifier(
                 optimizer.step()
                 scheduler.step()
                 loss_sum += loss.detach().double() * len(batch)
-                bar.update(1)
+                bar.update()
             record = {"epoch": epoch + 1, "train_loss": float(loss_sum) / len(train_idx),
                       "lr": float(scheduler.get_last_lr()[0])}
             if not math.isfinite(record["train_loss"]):
@@ -272,7 +271,7 @@ def train_classifier(
                     record.update({k: float(v) for k, v in monitor(model).items()})
             record["seconds"] = time.perf_counter() - started
             history.append(record)
-            bar.set_postfix(loss=f"{record['train_loss']:.4f}")
+            bar.set(epoch=epoch + 1, loss=record["train_loss"])
             log.info("epoch %s", json.dumps(record, sort_keys=True))
             if log_path is not None:
                 _write_log(Path(log_path), history)
@@ -286,6 +285,6 @@ def train_classifier(
                     "history": history,
                 }, ckpt)
                 last_saved = time.perf_counter()
-        bar.close()
+        bar.finish()
     model.eval()
     return model, history

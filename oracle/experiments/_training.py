@@ -40,7 +40,8 @@ def check_classifier_entry(name: str, entry: dict, config: Mapping) -> dict:
     refused when the world's label temperature is not 1, DESIGN rule 8), training (the
     experiment's overrides merged over classifiers.training).
     """
-    from oracle.workflow.plan import arch_spec, world_specs
+    from oracle.classifiers.specs import arch_spec
+    from oracle.world_specs import world_specs
 
     key = f"experiments.{name}"
     worlds = world_specs(config)

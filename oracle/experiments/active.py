@@ -1,7 +1,7 @@
 """Experiment kind ``active`` (paper section 4.4, Figures 8 and 9): pool-based active learning
 with the exact epistemic uncertainty of every pool sample known.
 
-One run per (arch, strategy, seed) (`oracle.active_learning`): a seeded initial labelled set,
+One run per (arch, strategy, seed) (`oracle.classifiers.active_learning`): a seeded initial labelled set,
 R rounds of ``batch`` labels from a pool disjoint from the world's test set, the model
 retrained from scratch every round. Strategies: ``random``, ``max_entropy`` (H(q)),
 ``max_epistemic`` (the exact KL(p || q), the oracle's upper bound) and ``bald`` (MC dropout,
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oracle.active_learning import STRATEGIES
+from oracle.classifiers.active_learning import STRATEGIES
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import _training
 from oracle.report.paper import Artifact, artifacts_by_name
@@ -82,7 +82,7 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
                           f"got {spec['drop_rate']}")
     if int(spec["initial_size"]) < 2:
         raise ConfigError(f"config key '{key}.initial_size': a classifier needs at least 2 labelled samples")
-    from oracle.workflow.plan import world_spec
+    from oracle.world_specs import world_spec
 
     world = world_spec(config, spec["world"])
     pool = world["n_total"] - world["test_size"]

@@ -41,7 +41,7 @@ ARTIFACTS = artifacts_by_name(
 
 def check(name: str, entry: dict, config: Mapping) -> dict:
     """``worlds``: names of worlds of the config (at least two, no repeats)."""
-    from oracle.workflow.plan import world_specs
+    from oracle.world_specs import world_specs
 
     key = f"experiments.{name}"
     specs = world_specs(config)

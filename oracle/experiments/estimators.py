@@ -5,7 +5,7 @@ The models are those of another experiment (``models``, of kind scaling, optiona
 ``archs``, ``sizes``, ``seeds``): trained on its world, predicted here on shifted test sets:
 
 * ``noise``: the world's test set with clipped Gaussian noise of each sigma
-  (`oracle.noisy_samples`); its labels are those of the clean rows, so the true accuracy is
+  (`oracle.noisy_test_sets`); its labels are those of the clean rows, so the true accuracy is
   exact, but there is no Bayes accuracy (x' is not a draw from a world); the oracle's own
   posterior shift and accuracy on x' are reported instead;
 * ``worlds``: world variants (base temperature tau, class prior pi): their own test sets,
@@ -63,7 +63,8 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     of it) select its classifiers; ``noise`` (sigmas > 0) and ``worlds`` (variants other than
     the models' world) make at least three shifted sets."""
     from oracle.experiments._training import size_cell
-    from oracle.workflow.plan import experiment_spec, noisy_set_name, world_specs
+    from oracle.experiments import kind_module
+    from oracle.world_specs import noisy_set_name, world_specs
 
     key = f"experiments.{name}"
     source_name = entry.get("models")
@@ -72,7 +73,7 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
         known = [n for n, e in exps.items() if e["kind"] == "scaling"]
         raise ConfigError(f"config key '{key}.models': {source_name!r} is not an experiment of kind scaling "
                           f"({', '.join(known) or 'none'})")
-    source = experiment_spec(config, source_name)
+    source = kind_module("scaling").check(source_name, dict(exps[source_name]), config)
     for opt, have in (("archs", source["archs"]), ("sizes", source["sizes"]), ("seeds", source["seeds"])):
         chosen = entry.get(opt) or list(have)
         bad = [v for v in chosen if v not in have]

@@ -23,7 +23,7 @@ scored on the baseline world's test set. Divergences, in nats, of training from 
   Only at label temperature 1, where the label is the class a sample was drawn from; NaN
   otherwise and for noise, which has no tractable density;
 * for noise: the oracle's own posterior shift E[KL(p(y|x) || p(y|x'))] and the oracle's
-  accuracy on x', on the baseline test set (`oracle.noisy_samples`), named as what they are.
+  accuracy on x', on the baseline test set (`oracle.noisy_test_sets`), named as what they are.
 
 Data: ``runs`` (one row per classifier) and ``configurations`` (one row per configuration,
 aggregated over seeds). Accuracies are fractions in data, percent in tables and figures; drops
@@ -78,7 +78,7 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     """The entry with defaults filled in. Configurations: ``prior`` (K floats summing to 1, or
     null), ``noise_std`` (>= 0, default 0), ``world`` (default the experiment's), ``label``
     (default the name); ``baseline`` names one of them; ``size`` fits every training pool."""
-    from oracle.workflow.plan import known_num_classes, world_specs
+    from oracle.world_specs import known_num_classes, world_specs
 
     key = f"experiments.{name}"
     entry.setdefault("labels", "hard")

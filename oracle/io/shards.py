@@ -75,7 +75,7 @@ MERGE_KEYS = (
 PER_SHARD_ATTRS = ("complete", "rows_committed", "attrs_sha256", "shard", "index_offset",
               "code_version", "merged", "shards", "shard_ids", "code_versions",
               "precision", "precision_max_abs_dlogp", "precision_max_abs_dp", "precision_max_kl")
-#: A shard's measured precision bound (oracle.sampling.precision_attrs); a merged file keeps
+#: A shard's measured precision bound (oracle.sample_shards.precision_attrs); a merged file keeps
 #: the largest over its shards, and the mode if all agree ("mixed" otherwise).
 PRECISION_BOUNDS = ("precision_max_abs_dlogp", "precision_max_abs_dp", "precision_max_kl")
 FILL = {"x": np.nan, "source_class": -1, "label": -1, "loglik": np.nan, "index": -1}

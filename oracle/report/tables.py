@@ -123,10 +123,11 @@ def write_table(
 
 
 def write_csv_markdown(df: pd.DataFrame, csv: str | os.PathLike, md: str | os.PathLike, caption: str,
-                       float_format: FloatFormat = ".4f") -> None:
+                       float_format: FloatFormat = ".4f", notes: str = "") -> None:
     """Write ``df`` as a CSV (full precision) and a Markdown table, for tables that have no
-    place in the paper's LaTeX (e.g. a run's timings)."""
+    place in the paper's LaTeX (e.g. a run's timings); `notes` (Markdown) follow the table."""
     if not isinstance(df, pd.DataFrame):
         raise OracleError(f"write_csv_markdown: expected a pandas DataFrame, got {type(df).__name__}")
     write_all({Path(csv): df.to_csv(index=False, lineterminator="\n").encode("utf-8"),
-               Path(md): _render_markdown(df, caption, float_format).encode("utf-8")})
+               Path(md): (_render_markdown(df, caption, float_format) + (f"\n{notes.rstrip()}\n" if notes else ""))
+               .encode("utf-8")})

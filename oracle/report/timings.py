@@ -10,7 +10,9 @@ of :data:`BENCHMARK_COLUMNS` and one line per repetition of the job (``s`` wall 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +21,7 @@ from oracle.errors import DataError
 
 BENCHMARK_COLUMNS = ("s", "h:m:s", "max_rss", "max_vms", "max_uss", "max_pss", "io_in", "io_out",
                      "mean_load", "cpu_time")
-TIMING_COLUMNS = ("rule", "jobs", "total_s", "max_s", "max_rss_mb")
+TIMING_COLUMNS = ("rule", "jobs", "job_s", "max_job_s", "max_rss_mb")
 
 
 def read_benchmark(path: str | os.PathLike) -> dict[str, float]:
@@ -49,24 +51,227 @@ def benchmark_files(root: str | os.PathLike) -> dict[str, list[Path]]:
     return groups
 
 
-def timings_table(root: str | os.PathLike, memory: bool = True) -> pd.DataFrame:
-    """Per rule: ``jobs``, ``total_s`` and ``max_s`` (wall seconds, summed and largest over its
-    jobs) and ``max_rss_mb`` (largest resident set of one job, MB; NaN if none was sampled),
-    slowest rule first, then a row ``total`` over all of them. Empty (columns only) when `root`
-    holds no benchmark file. memory=False leaves ``max_rss_mb`` NaN: when the local job server
-    ran the jobs, Snakemake measured only the client process of each job, not its work."""
+def timings_table(root: str | os.PathLike, memory: bool = True, rss: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """Per rule: ``jobs``, ``job_s`` and ``max_job_s`` (job-seconds: wall seconds of its jobs,
+    summed and largest) and ``max_rss_mb`` (largest resident set of one job, MB; NaN if none
+    was sampled), slowest rule first, then a row ``total`` over all of them. Empty (columns
+    only) when `root` holds no benchmark file. memory=False: the local job server ran the
+    jobs, so Snakemake measured only each job's client, not its work; ``max_rss_mb`` is then
+    the rule's value in `rss` (`read_rss_records`: the server records every job it runs), and
+    for a rule `rss` lacks, whose jobs ran inline (flow training, data), the benchmark's; NaN
+    everywhere without `rss`."""
     rows = []
     for rule, paths in benchmark_files(root).items():
         jobs = [read_benchmark(p) for p in paths]
         seconds = np.array([j["s"] for j in jobs])
-        rss = np.array([j["max_rss"] if memory else float("nan") for j in jobs])
-        rows.append({"rule": rule, "jobs": len(jobs), "total_s": float(seconds.sum()), "max_s": float(seconds.max()),
-                     "max_rss_mb": float(np.nanmax(rss)) if np.isfinite(rss).any() else float("nan")})
+        if memory or (rss is not None and rule not in rss):
+            rss_mb = np.array([j["max_rss"] for j in jobs])
+        else:
+            rss_mb = np.array([(rss or {}).get(rule, float("nan"))])
+        rows.append({"rule": rule, "jobs": len(jobs), "job_s": float(seconds.sum()), "max_job_s": float(seconds.max()),
+                     "max_rss_mb": float(np.nanmax(rss_mb)) if np.isfinite(rss_mb).any() else float("nan")})
     df = pd.DataFrame(rows, columns=list(TIMING_COLUMNS))
     if df.empty:
         return df
-    df = df.sort_values(["total_s", "rule"], ascending=[False, True], ignore_index=True)
-    total = {"rule": "total", "jobs": int(df["jobs"].sum()), "total_s": float(df["total_s"].sum()),
-             "max_s": float(df["max_s"].max()),
+    df = df.sort_values(["job_s", "rule"], ascending=[False, True], ignore_index=True)
+    total = {"rule": "total", "jobs": int(df["jobs"].sum()), "job_s": float(df["job_s"].sum()),
+             "max_job_s": float(df["max_job_s"].max()),
              "max_rss_mb": float(df["max_rss_mb"].max()) if df["max_rss_mb"].notna().any() else float("nan")}
     return pd.concat([df, pd.DataFrame([total])], ignore_index=True)
+
+
+# --------------------------------------------------------------------------- the run's wall time
+#
+# Job-seconds (``job_s``) add up jobs that ran side by side, so they exceed the wall time of a
+# parallel run. A benchmark file is written when its job ends, so its modification time is the
+# job's end and ``mtime - s`` its start: the run's wall time is read from the same files.
+
+
+def job_intervals(root: str | os.PathLike) -> list[tuple[float, float]]:
+    """``(start, end)`` in epoch seconds of every job with a benchmark file under `root`
+    (end: the file's modification time; start: end minus its wall seconds)."""
+    out = []
+    for paths in benchmark_files(root).values():
+        for path in paths:
+            end = path.stat().st_mtime
+            out.append((end - read_benchmark(path)["s"], end))
+    return out
+
+
+def wall_time(intervals: list[tuple[float, float]]) -> dict[str, float]:
+    """``span_s``: first job start to last job end; ``busy_s``: the time at least one job ran
+    (the span less the gaps, e.g. between two invocations that made the results). NaN when
+    there is no interval."""
+    if not intervals:
+        return {"span_s": float("nan"), "busy_s": float("nan")}
+    ordered = sorted(intervals)
+    busy, (cur_start, cur_end) = 0.0, ordered[0]
+    for start, end in ordered[1:]:
+        if start > cur_end:
+            busy += cur_end - cur_start
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    busy += cur_end - cur_start
+    return {"span_s": max(e for _, e in ordered) - ordered[0][0], "busy_s": busy}
+
+
+# --------------------------------------------------------------------------- the critical path
+#
+# The longest chain of jobs, each waiting for the outputs of the one before, bounds the wall
+# time from below whatever the number of cores. The jobs and their dependencies are read from
+# the provenance records (``<artifact>.prov.json``, oracle.workflow.provenance): a job is a
+# (rule, wildcards) pair, its outputs the artifacts of its records, its inputs their ``inputs``,
+# its seconds the records' ``wall_time_s`` (the script's body: process start-up is not in it).
+
+
+def provenance_jobs(root: str | os.PathLike) -> dict[str, dict]:
+    """Every job that left a provenance record under `root`: name -> ``{"rule", "seconds",
+    "outputs": set of artifact ids, "inputs": set of input ids}`` (ids as the records write
+    them: paths relative to the working directory). The name is ``rule[key=value, ...]``."""
+    import json
+
+    from oracle.workflow.hashing import RECORD_SUFFIX
+
+    jobs: dict[str, dict] = {}
+    for path in sorted(Path(root).rglob(f"*{RECORD_SUFFIX}")):
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise DataError(f"{path}: not a readable provenance record ({exc})") from None
+        wildcards = rec.get("wildcards") or {}
+        name = rec["rule"] + (f"[{', '.join(f'{k}={v}' for k, v in sorted(wildcards.items()))}]" if wildcards else "")
+        job = jobs.setdefault(name, {"rule": rec["rule"], "wildcards": {str(k): str(v) for k, v in wildcards.items()},
+                                     "seconds": 0.0, "timed_by": "script", "outputs": set(), "inputs": set()})
+        job["seconds"] = max(job["seconds"], float(rec.get("wall_time_s") or 0.0))
+        job["outputs"].add(rec["id"])
+        job["inputs"].update(rec.get("inputs") or {})
+    return jobs
+
+
+def _benchmark_matches(parts: tuple[str, ...], values: list[str]) -> bool:
+    """Whether the benchmark path components `parts` (below the rule's folder, without .tsv)
+    spell the wildcard `values`: each component one value behind a literal prefix without
+    digits (``seed{seed}``, ``shard-{shard}``, ``kl_from_{reference}``)."""
+    if len(parts) != len(values):
+        return False
+    left = sorted(values, key=len, reverse=True)
+    for part in parts:
+        hit = next((v for v in left if part.endswith(v) and not any(c.isdigit() for c in part[:len(part) - len(v)])),
+                   None)
+        if hit is None:
+            return False
+        left.remove(hit)
+    return True
+
+
+def time_jobs_by_benchmarks(jobs: dict[str, dict], root: str | os.PathLike) -> None:
+    """Replace each job's ``seconds`` (script time) by its benchmark file's wall seconds, which
+    include process start-up, where exactly one file of its rule under `root` spells its
+    wildcards (`_benchmark_matches`); ``timed_by`` says which. In place."""
+    files = {rule: [(p.relative_to(Path(root) / rule).with_suffix("").parts if p.parent != Path(root) else (), p)
+                    for p in paths] for rule, paths in benchmark_files(root).items()}
+    for job in jobs.values():
+        values = list(job["wildcards"].values())
+        hits = [p for parts, p in files.get(job["rule"], []) if _benchmark_matches(parts, values)]
+        if len(hits) == 1:
+            job["seconds"], job["timed_by"] = read_benchmark(hits[0])["s"], "benchmark"
+
+
+def critical_path(jobs: dict[str, dict]) -> tuple[float, list[str]]:
+    """The chain of jobs with the largest summed ``seconds`` in which each job reads an output
+    of the one before (an input inside an output directory counts); ``(seconds, [job names,
+    first to last])``, ``(0.0, [])`` without jobs. `jobs` as `provenance_jobs` returns them."""
+    producer = {out: name for name, job in jobs.items() for out in job["outputs"]}
+
+    def parents(name: str) -> set[str]:
+        found = set()
+        for inp in jobs[name]["inputs"]:
+            for cand in (inp, *(p.as_posix() for p in Path(inp).parents)):
+                if cand in producer and producer[cand] != name:
+                    found.add(producer[cand])
+                    break
+        return found
+
+    best: dict[str, tuple[float, list[str]]] = {}
+    for name in sorted(jobs):  # iterative depth-first: a long chain must not hit the recursion limit
+        stack = [name]
+        while stack:
+            top = stack[-1]
+            if top in best:
+                stack.pop()
+                continue
+            todo = [p for p in sorted(parents(top)) if p not in best]
+            if todo:
+                if any(p in stack for p in todo):
+                    raise DataError(f"provenance records form a cycle through job {top}")
+                stack += todo
+                continue
+            chains = [best[p] for p in parents(top)]
+            before = max(chains, key=lambda c: (c[0], c[1])) if chains else (0.0, [])
+            best[top] = (before[0] + jobs[top]["seconds"], [*before[1], top])
+            stack.pop()
+    if not best:
+        return 0.0, []
+    return max(best.values(), key=lambda c: (c[0], c[1]))
+
+
+# --------------------------------------------------------------------------- memory under the job server
+#
+# Under the local job server a job's work runs in a child forked by the server, outside the
+# process that Snakemake's benchmark measures. The server reads each child's peak resident set
+# when it reaps it (``os.wait4``) and writes it next to the job's log, as ``<log>.rss.json``:
+#     {"rule": "<rule name>", "max_rss_mb": <float, MB>}
+# `timings_table(memory=False)` then takes each rule's memory from these files.
+
+RSS_SUFFIX = ".rss.json"
+
+
+def rss_record_path(log: str | os.PathLike) -> Path:
+    """Where the peak memory of the job whose log is `log` goes: ``<log>.rss.json``."""
+    p = Path(log)
+    return p.with_name(p.name + RSS_SUFFIX)
+
+
+def record_child_rss(path: str | os.PathLike, rusage: Any, rule: str) -> None:
+    """Write the peak resident set of a reaped child (``os.wait4``'s rusage; ``ru_maxrss`` is in
+    KiB on Linux) for `rule` to `path` (`rss_record_path` of the job's log), atomically."""
+    from oracle.io.atomic import write_json_atomic
+
+    write_json_atomic(path, {"rule": str(rule), "max_rss_mb": float(rusage.ru_maxrss) / 1024.0})
+
+
+def read_rss_records(root: str | os.PathLike) -> dict[str, float]:
+    """Per rule, the largest ``max_rss_mb`` of the ``*.rss.json`` files under `root` (MB)."""
+    import json
+
+    out: dict[str, float] = {}
+    for path in sorted(Path(root).rglob(f"*{RSS_SUFFIX}")):
+        try:
+            rec = json.loads(path.read_text())
+            rule, mb = str(rec["rule"]), float(rec["max_rss_mb"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"{path}: not a job memory record ({exc}); expected {{\"rule\", \"max_rss_mb\"}}") from None
+        out[rule] = max(out.get(rule, mb), mb)
+    return out
+
+
+def timing_notes(table: pd.DataFrame, wall: Mapping[str, float], path_s: float, chain: list[str],
+                 jobs: Mapping[str, Mapping] | None = None) -> str:
+    """The lines under the timing table: job-seconds against the run's wall time (`wall_time`)
+    and its critical path (`critical_path`; each job's seconds from `jobs` when given)."""
+    total = table[table["rule"] == "total"]
+    lines = []
+    if len(total):
+        lines.append(f"- Job-seconds: {float(total['job_s'].iloc[0]):.1f} s over {int(total['jobs'].iloc[0])} jobs "
+                     "(summed over jobs that ran side by side: not the wall time).")
+    if np.isfinite(wall.get("span_s", float("nan"))):
+        lines.append(f"- Wall time: {wall['span_s']:.1f} s from the first job's start to the last job's end "
+                     f"(jobs running during {wall['busy_s']:.1f} s of it).")
+    if chain:
+        steps = [f"{name} {float(jobs[name]['seconds']):.1f} s" if jobs else name for name in chain]
+        script = [name for name in chain if jobs and jobs[name].get("timed_by") == "script"]
+        how = (f"; {len(script)} of them timed by their script alone, without process start-up" if script else "")
+        lines.append(f"- Critical path (the longest chain of jobs, each waiting for the one before): {path_s:.1f} s "
+                     f"over {len(chain)} jobs{how}: {' -> '.join(steps)}.")
+    return "\n".join(lines)

@@ -56,11 +56,12 @@ from typing import Any
 from oracle.errors import DataError, OracleError
 from oracle.workflow.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
 from oracle.workflow.audit_text import SHORT, code_str, render
-from oracle.workflow.hashing import file_sha256, path_sha256
+from oracle.code_version import code_version
+from oracle.io.hashing import file_sha256, path_sha256
 from oracle.workflow.config_keys import compare_config
 from oracle.workflow.input_identity import (in_results, named_by_config, oracle_hasher, place_problems,
                                             sample_attr_problems)
-from oracle.workflow.provenance import REPO_ROOT, code_version, read_record, record_root, resolve_recorded_path
+from oracle.workflow.provenance import REPO_ROOT, read_record, record_root, resolve_recorded_path
 
 
 

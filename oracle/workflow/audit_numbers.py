@@ -4,7 +4,7 @@ Every part of ``numbers/`` is recomputed from its recorded source the way its ru
 it: a world's numbers from ``samples/<world>/constants.json``
 (`oracle.measures.world_constants.world_numbers`), an experiment's from its data files
 (``kind_module(kind).numbers``, the spec resolved from the run config), the validation
-numbers from ``validation/metrics.json`` (`oracle.validation.report.validation_numbers`).
+numbers from ``validation/metrics.json`` (`oracle.validation.artifacts.validation_numbers`).
 The parts merged as the ``numbers`` rule merges them (`oracle.report.numbers.merge_numbers`)
 must give numbers.json entry for entry: exactly, since they are computed from the same files
 by the same code and written as JSON, which round-trips every float.
@@ -52,7 +52,7 @@ def recompute_part(part_path: str | os.PathLike, config: Mapping | None) -> dict
 
         return world_numbers(_read_json(sources[inputs[0]]), inputs[0])
     if rule == "validation_numbers" and len(inputs) == 1:
-        from oracle.validation.report import validation_numbers
+        from oracle.validation.artifacts import validation_numbers
 
         return validation_numbers(_read_json(sources[inputs[0]]), inputs[0])
     if rule == "experiment_numbers":
@@ -161,7 +161,7 @@ def rederived_value_problem(number: Mapping, part_path: str | os.PathLike, inner
 
 def recorded_input_problems(path: str | os.PathLike) -> list[str]:
     """The inputs `path`'s record lists whose sha256 differs now (or which are missing)."""
-    from oracle.workflow.hashing import path_sha256
+    from oracle.io.hashing import path_sha256
 
     p = Path(path)
     try:

@@ -140,7 +140,7 @@ def _check_gaussian_world(config: Mapping) -> None:
 
 def _check_paper(config: Mapping, specs: Mapping[str, dict]) -> None:
     from oracle.experiments import kind_module
-    from oracle.validation.report import ARTIFACTS as VALIDATION_ARTIFACTS
+    from oracle.validation.artifacts import ARTIFACTS as VALIDATION_ARTIFACTS
 
     for pid, target in (config.get("paper") or {}).items():
         owner, _, artifact = target.partition("/")

@@ -32,7 +32,7 @@ from typing import Any
 
 from oracle.errors import ConfigError, DataError
 from oracle.workflow.config_keys import compare_config
-from oracle.workflow.hashing import file_sha256
+from oracle.io.hashing import file_sha256
 from oracle.workflow.provenance import read_record, resolve_recorded_path
 
 #: The folder every run's artifacts live under (``results/<run>/...``, rules/common.smk).
@@ -188,7 +188,7 @@ def sample_attr_problems(path: str | os.PathLike, record: Mapping, config: Mappi
 def _world_problems(attrs: Mapping, config: Mapping, world: str, is_shard_set: bool) -> list[str]:
     import numpy as np
 
-    from oracle.workflow.plan import resolve_prior, world_spec
+    from oracle.world_specs import resolve_prior, world_spec
 
     try:
         spec = world_spec(config, world)

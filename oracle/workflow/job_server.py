@@ -106,8 +106,13 @@ def delegate(job: Any) -> None:
     if not server_wanted(job.config):
         return
     preload = tuple(cfg.get("preload") or DEFAULT_PRELOAD)
+    rss = None  # where the server writes the child's peak memory (oracle.report.timings)
+    if len(getattr(job, "log", ()) or ()):
+        from oracle.report.timings import rss_record_path
+
+        rss = {"path": os.path.abspath(rss_record_path(job.log[0])), "rule": job.rule}
     try:
-        status = run_in_server(sys.argv, preload=preload, idle_s=float(cfg.get("idle_seconds", 120)))
+        status = run_in_server(sys.argv, preload=preload, idle_s=float(cfg.get("idle_seconds", 120)), rss=rss)
     except OSError as exc:
         print(f"job server unavailable ({exc}); running inline", file=sys.stderr)
         return
@@ -117,14 +122,15 @@ def delegate(job: Any) -> None:
 
 
 def run_in_server(argv: Sequence[str], preload: Sequence[str] = DEFAULT_PRELOAD, idle_s: float = 120.0,
-                  directory: str | os.PathLike | None = None) -> int:
+                  directory: str | os.PathLike | None = None, rss: Mapping[str, str] | None = None) -> int:
     """Run the Python script ``argv[0]`` (with ``sys.argv = argv``) in the server, starting it
-    if needed; returns the script's exit status (negative: killed by that signal)."""
+    if needed; returns the script's exit status (negative: killed by that signal). `rss`
+    (``{"path", "rule"}``): the server records the child's peak memory there when it ends."""
     path = socket_path(preload, directory)
     conn = _connect_or_start(path, preload, idle_s)
     with conn:
         request = {"protocol": _PROTOCOL, "argv": list(argv), "cwd": os.getcwd(), "env": dict(os.environ),
-                   "sys_path": list(sys.path)}
+                   "sys_path": list(sys.path), "rss": dict(rss) if rss else None}
         blob = json.dumps(request).encode()
         socket.send_fds(conn, [len(blob).to_bytes(8, "little")], [0, 1, 2])
         conn.sendall(blob)
@@ -223,6 +229,19 @@ def _run_child(request: dict, fds: list[int]) -> None:
         os._exit(status & 0xFF)
 
 
+def _record_rss(where: dict | None, rusage: Any) -> None:
+    """The child's peak memory to ``where["path"]`` (oracle.report.timings.record_child_rss);
+    a failure costs the number, never the job."""
+    if not where:
+        return
+    try:
+        from oracle.report.timings import record_child_rss
+
+        record_child_rss(where["path"], rusage, where["rule"])
+    except Exception as exc:  # noqa: BLE001 - a measurement, not the job's result
+        print(f"peak memory of {where.get('rule')}: {type(exc).__name__}: {exc}", flush=True)
+
+
 def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
     """The server loop (module docstring). Returns after `idle_s` seconds without a job."""
     import importlib
@@ -239,6 +258,7 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, ("accept", None))
     jobs: dict[int, tuple[socket.socket, int]] = {}  # pid -> (client, pidfd)
+    rss_to: dict[int, dict] = {}  # pid -> where its peak memory goes (request "rss")
     runs: set[int] = set()  # Snakemake runs that sent a job (mark_run)
     last = time.monotonic()
     print(f"serving {path} (pid {os.getpid()})", flush=True)
@@ -265,6 +285,8 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
                         _run_child(request, fds)
                     for fd in fds:
                         os.close(fd)
+                    if isinstance(request.get("rss"), dict):
+                        rss_to[child] = request["rss"]
                     pidfd = os.pidfd_open(child)
                     jobs[child] = (conn, pidfd)
                     sel.register(pidfd, selectors.EVENT_READ, ("exit", child))
@@ -274,7 +296,8 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
                     if what == "client":  # the client went away (killed): so does its job
                         with contextlib.suppress(OSError):
                             os.killpg(pid, signal.SIGKILL)
-                    _, wstatus = os.waitpid(pid, 0)
+                    _, wstatus, rusage = os.wait4(pid, 0)
+                    _record_rss(rss_to.pop(pid, None), rusage)
                     code = os.waitstatus_to_exitcode(wstatus)
                     with contextlib.suppress(OSError):
                         conn.sendall(int(code).to_bytes(8, "little", signed=True))

@@ -1,6 +1,7 @@
-"""What the workflow derives from a config: its worlds (with the base world's defaults and
-their seeds), its experiments (checked and completed by their kinds), the classifiers they
-train and the sets they are scored on, shards, splits, flow specs and step counts.
+"""What the workflow derives from a config: its experiments (checked and completed by their
+kinds), the classifiers they train and the sets they are scored on, shards, splits, flow specs
+and step counts. The worlds (`oracle.world_specs`) and the classifier specs
+(`oracle.classifiers.specs`) live in the library, which needs them too; plan re-exports them.
 
 Light, like `oracle.workflow.config` (the Snakefile imports it at DAG-build time): standard
 library only; everything takes the plain config dict and returns plain values.
@@ -8,29 +9,15 @@ library only; everything takes the plain config dict and returns plain values.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Iterable, Mapping
 
 from oracle.errors import ConfigError
-
-#: Values of `oracle.world`; an absent key means the first (the flow of the paper).
-WORLD_KINDS = ("flow", "gaussian")
-
-BASE_WORLD = "base"
-#: World parameters a variant inherits from the base world when it does not set them.
-_WORLD_PARAMETERS = ("prior", "label_temperature", "base_temperature", "n_total", "n_shards", "test_size")
-#: World parameters a variant inherits from the base world when it does not set them.
-_WORLD_PARAMETERS = ("prior", "label_temperature", "base_temperature", "n_total", "n_shards", "test_size")
-
-
-def world_kind(config: Mapping) -> str:
-    """`oracle.world` of a config: "flow" (trained or imported TarFlow) or "gaussian" (the
-    analytic world of DESIGN rule 7). Absent means "flow"."""
-    kind = config["oracle"].get("world") or WORLD_KINDS[0]
-    if kind not in WORLD_KINDS:
-        raise ConfigError(f"config key 'oracle.world': {kind!r} is not one of {', '.join(WORLD_KINDS)}")
-    return kind
+# Re-exported: the rules and scripts read the world and classifier specs as plan.<name>.
+from oracle.classifiers.specs import ARCH_LABELS, arch_label, arch_spec, effective_epochs  # noqa: F401
+from oracle.world_specs import (BASE_WORLD, NOISE_TAG, WORLD_KINDS, derived_seed, gaussian_spec,  # noqa: F401
+                                known_num_classes, noisy_set_name, parse_evalset, resolve_prior, sigma_text,
+                                world_kind, world_spec, world_specs)
 
 
 def world_file(run_dir: str, config: Mapping) -> str:
@@ -39,68 +26,6 @@ def world_file(run_dir: str, config: Mapping) -> str:
     `oracle.worlds.world_from_checkpoint`)."""
     name = "gaussian_world.pt" if world_kind(config) == "gaussian" else "flow.pt"
     return f"{run_dir}/oracle/{name}"
-
-
-def derived_seed(seed: int, name: str) -> int:
-    """A 31-bit seed that is a function of the run's seed and a name (a world variant)."""
-    digest = hashlib.sha256(f"oracle.world-seed/v1:{int(seed)}:{name}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") >> 1
-
-
-def world_specs(config: Mapping) -> dict[str, dict]:
-    """Every world of the run with its defaults filled in, base first:
-    {name: {prior (list or None), label_temperature, base_temperature, n_total, n_shards,
-    test_size, seed}}. A variant inherits the base world's parameters it does not set; its seed
-    defaults to `derived_seed(seed, name)` so its samples are independent of the base world's."""
-    worlds = config["worlds"]
-    base = worlds[BASE_WORLD]
-    defaults = {"n_total": config["samples"]["n_total"], "n_shards": config["samples"]["n_shards"],
-                "test_size": config["splits"]["test_size"]}
-    out = {}
-    for name in [BASE_WORLD, *[w for w in worlds if w != BASE_WORLD]]:
-        entry = worlds[name] or {}
-        spec = {k: entry.get(k, base.get(k, defaults.get(k))) for k in _WORLD_PARAMETERS}
-        spec["seed"] = int(entry.get("seed", config["seed"] if name == BASE_WORLD else derived_seed(config["seed"], name)))
-        out[name] = spec
-    return out
-
-
-def world_spec(config: Mapping, name: str) -> dict:
-    """One world of `world_specs`; ConfigError naming the known worlds if there is none."""
-    specs = world_specs(config)
-    if name not in specs:
-        raise ConfigError(f"config key 'worlds': no world named {name!r} (known: {', '.join(specs)})")
-    return specs[name]
-
-
-def gaussian_spec(config: Mapping) -> dict:
-    """The `oracle.gaussian` section as the spec of `oracle.worlds.gaussian_world_from_spec`:
-    {num_classes, channels, image_size, separation, std, seed}."""
-    g = config["oracle"].get("gaussian")
-    if g is None:
-        raise ConfigError("config key 'oracle.gaussian': oracle.world=gaussian needs this section "
-                          "(num_classes, channels, image_size, separation, std, seed)")
-    return {"num_classes": int(g["num_classes"]), "channels": int(g["channels"]),
-            "image_size": int(g["image_size"]), "separation": float(g["separation"]),
-            "std": float(g["std"]), "seed": int(g["seed"])}
-
-
-def known_num_classes(config: Mapping) -> int | None:
-    """K when the config alone fixes it (a Gaussian world, or a `data.classes` list), else None
-    (the data stage knows it, see `check_prior_length`)."""
-    if world_kind(config) == "gaussian":
-        return gaussian_spec(config)["num_classes"]
-    classes = config["data"].get("classes")
-    return len(classes) if classes else None
-
-
-def resolve_prior(prior: list[float] | None, num_classes: int, key: str = "worlds.base.prior") -> list[float]:
-    """The class prior as K floats: uniform for None; ConfigError naming `key` if its length is not K."""
-    if prior is None:
-        return [1.0 / num_classes] * num_classes
-    if len(prior) != num_classes:
-        raise ConfigError(f"config key {key!r}: has {len(prior)} entries but the world has {num_classes} classes")
-    return [float(p) for p in prior]
 
 
 # ----------------------------------------------------------------------------- experiments
@@ -128,38 +53,6 @@ def experiment_spec(config: Mapping, name: str) -> dict:
 def experiments_of_kind(config: Mapping, kind: str) -> list[str]:
     """Names of the experiments of one kind, in config order."""
     return [n for n, e in (config.get("experiments") or {}).items() if e["kind"] == kind]
-
-
-ARCH_LABELS = {
-    "resnet18": "ResNet-18",
-    "resnet50": "ResNet-50",
-    "vit_base_patch16_224": "ViT-Base",
-    "vit_base_patch16_224.augreg_in21k": "ViT-Base",
-    "convnext_tiny": "ConvNeXt",
-    "convnext_base": "ConvNeXt-B",
-    "swin_tiny_patch4_window7_224": "Swin",
-    "swin_base_patch4_window7_224": "Swin-B",
-    "mobilenetv3_large_100": "MobileNet",
-    "mobilenetv3_small_100": "MobileNet-S",
-}
-"""Display names of timm architectures (paper spelling); unknown names are shown as given."""
-
-
-def arch_label(arch: str) -> str:
-    """The paper's name of a timm architecture, or ``arch`` itself."""
-    return ARCH_LABELS.get(arch, arch)
-
-
-def arch_spec(config: Mapping, name: str) -> dict:
-    """The architecture called `name`: {model, label, input_size, pretrained}; the label
-    defaults to the paper's name of the timm model (`arch_label`)."""
-    archs = config["classifiers"]["archs"]
-    if name not in archs:
-        raise ConfigError(f"config key 'classifiers.archs': no architecture named {name!r} (known: {', '.join(archs)})")
-    a = dict(archs[name])
-    a.setdefault("model", name)
-    a.setdefault("label", arch_label(a["model"]))
-    return a
 
 
 def classifier_runs(config: Mapping, experiments: Iterable[str] | None = None) -> list[dict]:
@@ -210,40 +103,6 @@ def evaluation_sets(config: Mapping, experiment: str) -> list[str]:
 
     spec = experiment_spec(config, experiment)
     return kind_module(spec["kind"]).evaluation_sets(spec)
-
-
-#: An evaluation set is a world's test set (named by the world) or a noisy copy of it
-#: (``<world>-noise<sigma>``, `oracle.noisy_samples`), which reads the world's splits.
-NOISE_TAG = "-noise"
-
-
-def sigma_text(sigma: float) -> str:
-    """The one spelling of a noise std in names and paths (``0.1``, ``0.05``, ``1e-05``)."""
-    return f"{float(sigma):g}"
-
-
-def noisy_set_name(world: str, sigma: float) -> str:
-    """The evaluation set of `world`'s test set with clipped Gaussian noise of std `sigma`:
-    ``<world>-noise<sigma>`` (`sigma_text`: equal sigmas share one file)."""
-    return f"{world}{NOISE_TAG}{sigma_text(sigma)}"
-
-
-def parse_evalset(name: str, worlds: Iterable[str]) -> tuple[str, float | None]:
-    """(world, sigma) of an evaluation set name: sigma None for a world's own test set.
-    ConfigError when `name` names neither a world nor a noisy set of one."""
-    worlds = list(worlds)
-    if name in worlds:
-        return name, None
-    world, tag, sigma = name.rpartition(NOISE_TAG)
-    if tag and world in worlds:
-        try:
-            value = float(sigma)
-        except ValueError:
-            value = math.nan
-        if value > 0 and noisy_set_name(world, value) == name:
-            return world, value
-    raise ConfigError(f"evaluation set {name!r} is neither a world ({', '.join(worlds)}) nor "
-                      f"<world>{NOISE_TAG}<sigma> of one")
 
 
 def split_worlds(config: Mapping) -> dict[str, dict]:
@@ -336,13 +195,3 @@ def flow_train_settings(train: Mapping, n_train: int, seed: int) -> dict:
     """The `oracle.flow_training.FlowTrainConfig` settings of `oracle.train` for `n_train`
     training images: its keys, the step count (`train_steps`) and the seed."""
     return {**{k: train[k] for k in FLOW_TRAIN_KEYS}, "steps": train_steps(train, n_train), "seed": int(seed)}
-
-
-def effective_epochs(n_train: int, epochs: int, batch_size: int, min_steps: int) -> int:
-    """Epochs for a classifier on `n_train` samples: at least `epochs`, and enough for `min_steps`.
-
-    Small N would otherwise take only a handful of optimizer steps (N=50, batch 64: one per
-    epoch). Steps per epoch count the last partial batch.
-    """
-    steps_per_epoch = max(1, math.ceil(n_train / batch_size))
-    return max(int(epochs), math.ceil(min_steps / steps_per_epoch))

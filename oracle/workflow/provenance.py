@@ -45,24 +45,23 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import hashlib
 import importlib.metadata
 import json
 import math
 import os
 import platform
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from oracle.code_version import code_version
 from oracle.errors import ConfigError, DataError
 from oracle.io.atomic import to_jsonable as _jsonable, write_json_atomic
 from oracle.workflow.config_keys import config_hash, config_subset
-from oracle.workflow.hashing import RECORD_SUFFIX, dir_files, file_sha256, path_sha256
+from oracle.io.hashing import RECORD_SUFFIX, dir_files, file_sha256, path_sha256
 
 RECORD_VERSION = 1
 H5_ATTR = "provenance"
@@ -73,50 +72,7 @@ _PACKAGES = (
     "pillow", "pandas", "matplotlib", "PyYAML", "oracle",
 )
 
-_CODE_CACHE: dict[str, dict] = {}
-
-
 # --------------------------------------------------------------------------- environment
-def code_version(path: str | os.PathLike | None = None) -> dict:
-    """Git commit and dirty flag of the repository holding `path` (default: the oracle package).
-
-    Returns {"commit": sha or "unknown", "dirty": bool or None, "diff_sha256": sha256 of
-    ``git diff HEAD`` when dirty (tells two dirty states apart; untracked files count as dirty
-    but are not in the diff), "oracle_version"}. Read-only git calls; cached per process.
-    """
-    where = Path(path) if path is not None else Path(__file__).resolve().parent
-    key = str(where.resolve())
-    if key in _CODE_CACHE:
-        return dict(_CODE_CACHE[key])
-    from oracle import __version__
-
-    info: dict[str, Any] = {"commit": "unknown", "dirty": None, "diff_sha256": None,
-                            "oracle_version": __version__}
-    # GIT_OPTIONAL_LOCKS=0: `git status` must not take index.lock in a tree others commit in.
-    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")
-    cwd = where if where.is_dir() else where.parent
-
-    def git(*args: str) -> str | None:
-        try:
-            res = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return res.stdout.decode("utf-8", "replace") if res.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
-    if commit:
-        info["commit"] = commit.strip()
-        status = git("status", "--porcelain", "--untracked-files=normal")
-        if status is not None:
-            info["dirty"] = bool(status.strip())
-            if info["dirty"]:
-                diff = git("diff", "HEAD", "--no-color", "--no-ext-diff")
-                if diff is not None:
-                    info["diff_sha256"] = hashlib.sha256(diff.encode("utf-8")).hexdigest()
-    _CODE_CACHE[key] = info
-    return dict(info)
-
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Folders under the repository whose Python files are not the project's code.
 _NOT_CODE = {".venv", "venv", ".snakemake", "site-packages", "__pycache__", ".git", "results"}

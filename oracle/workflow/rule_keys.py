@@ -47,7 +47,7 @@ SAMPLE_PARAMS = ("prior", "label_temperature", "base_temperature", "n_total", "n
 
 def samples_keys(config: Mapping, world: str) -> list[str]:
     """A world's shards: its parameters and how they are drawn (batch size fixes the random
-    stream, see `oracle.sampling`)."""
+    stream, see `oracle.sample_shards`)."""
     return world_keys(config, world, SAMPLE_PARAMS) + ["samples.batch_size", "samples.class_batch", "samples.precision",
                                                        "samples.precision_tolerance", "samples.precision_rows"]
 

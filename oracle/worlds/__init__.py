@@ -17,7 +17,7 @@ number refers to (DESIGN.md, rule 1):
   ``tau``.
 
 Every world exposes the same small interface, used by :mod:`oracle.posterior` and
-:mod:`oracle.sampling`::
+:mod:`oracle.sample_shards`::
 
     world.num_classes: int
     world.prior: Tensor[K] float64          # sums to 1
@@ -35,8 +35,13 @@ on the device of the input ``x``. A non-finite value raises :class:`WorldError`.
 
 On disk a world's densities are a flow file (``oracle.flow_checkpoints.save_flow``) or a Gaussian world
 file (:func:`save_gaussian_world`); :func:`world_from_checkpoint` loads either and applies a
-prior and temperatures, so the workflow samples both through one code path (DESIGN rule 7).
+prior and temperatures, so the workflow samples both through one code path (DESIGN rule 7);
+:func:`sample_world` loads the world a sample file was drawn from, checked against the file.
 """
+
+import os
+
+import numpy as np
 
 from oracle.worlds.base import PRIOR_TOLERANCE, World, validate_prior
 from oracle.worlds.flow import AffineWorld, FlowWorld
@@ -45,7 +50,7 @@ from oracle.worlds.gaussian import (GAUSSIAN_WORLD_FORMAT, GaussianWorld, _load_
 
 __all__ = ["PRIOR_TOLERANCE", "World", "validate_prior", "GaussianWorld", "FlowWorld", "AffineWorld",
            "simplex_means", "gaussian_world_from_spec", "save_gaussian_world", "load_gaussian_world",
-           "world_from_checkpoint", "GAUSSIAN_WORLD_FORMAT"]
+           "world_from_checkpoint", "sample_world", "GAUSSIAN_WORLD_FORMAT"]
 
 
 def world_from_checkpoint(path, prior=None, label_temperature: float = 1.0,
@@ -74,3 +79,18 @@ def world_from_checkpoint(path, prior=None, label_temperature: float = 1.0,
     flow, _spec = load_flow(path, map_location=map_location)
     return FlowWorld(flow, prior=prior, label_temperature=label_temperature,
                      base_temperature=base_temperature)
+
+
+def sample_world(world_path: str | os.PathLike, samples_path: str | os.PathLike, map_location: str = "cpu"):
+    """The world a sample file was drawn from: the model file `world_path` (refused unless its
+    sha256 is the file's ``oracle_sha256``) with the file's prior and temperatures."""
+    from oracle.errors import DataError
+    from oracle.io.hashing import file_sha256
+    from oracle.io.sample_rows import read_rows
+
+    attrs = read_rows(samples_path, np.arange(0), fields=())["attrs"]
+    if file_sha256(world_path) != attrs.get("oracle_sha256"):
+        raise DataError(f"{world_path} is not the model {samples_path} was drawn from (its sha256 differs from "
+                        "the samples' oracle_sha256); rerun the samples stage")
+    return world_from_checkpoint(world_path, prior=attrs["prior"], label_temperature=float(attrs["label_temperature"]),
+                                 base_temperature=float(attrs["base_temperature"]), map_location=map_location)

@@ -35,7 +35,7 @@ class FlowWorld(World):
     Inputs are moved to the flow's device and dtype; log-likelihoods come back as float64 on
     the device of ``x``. Evaluation runs under ``torch.no_grad`` with the flow in eval mode.
 
-    ``precision`` is the mode log-likelihoods are scored in (`oracle.precision`: float64,
+    ``precision`` is the mode log-likelihoods are scored in (`oracle.float_precision`: float64,
     float32, tf32, bf16; default the flow's own dtype); samples are always drawn at the flow's
     dtype. float64 scores with a float64 copy of the flow, made on first use.
     """
@@ -90,12 +90,12 @@ class FlowWorld(World):
 
     @property
     def precision(self) -> str:
-        """The precision mode log-likelihoods are scored in (`oracle.precision`)."""
+        """The precision mode log-likelihoods are scored in (`oracle.float_precision`)."""
         return self._precision
 
     @precision.setter
     def precision(self, mode: str) -> None:
-        from oracle.precision import check_mode
+        from oracle.float_precision import check_mode
 
         self._precision = check_mode(mode, self.device)
 
@@ -118,7 +118,7 @@ class FlowWorld(World):
 
     @torch.no_grad()
     def _log_likelihood_classes(self, x: Tensor, classes: Tensor) -> Tensor:
-        from oracle.precision import autocast_dtype, matmul_precision
+        from oracle.float_precision import autocast_dtype, matmul_precision
 
         flow = self._scoring_flow()
         xf = x.to(self.device, torch.float64 if flow is not self.flow else self.dtype)

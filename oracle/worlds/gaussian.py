@@ -36,7 +36,7 @@ class GaussianWorld(World):
             samples are images that classifiers read like flow samples (the density is that
             of the flattened vector, row-major); default ``(D,)``.
 
-    Samples are float64; :mod:`oracle.sampling` stores them as float32 and recomputes the
+    Samples are float64; :mod:`oracle.sample_shards` stores them as float32 and recomputes the
     log-likelihoods at the stored values (DESIGN rule 2).
     """
 

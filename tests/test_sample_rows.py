@@ -1,4 +1,4 @@
-"""oracle.io.samples and oracle.io.predictions: rows of a sample file, their exact posteriors,
+"""oracle.io.sample_rows and oracle.io.predictions: rows of a sample file, their exact posteriors,
 the world they were drawn from, and prediction files."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ import torch
 
 from oracle.errors import DataError
 from oracle.io.predictions import read_predictions, write_predictions
-from oracle.io.samples import posterior_rows, read_rows, sample_world
+from oracle.io.sample_rows import read_rows
+from oracle.posterior import posterior_rows
+from oracle.worlds import sample_world
 
 
 def log_softmax_np(a: np.ndarray) -> np.ndarray:
@@ -60,8 +62,8 @@ def test_posterior_rows_is_tempered_bayes_rule(shard):
 
 
 def test_sample_world_checks_the_model_file(tmp_path):
-    from oracle.sampling import write_sample_shard
-    from oracle.workflow.hashing import file_sha256
+    from oracle.sample_shards import write_sample_shard
+    from oracle.io.hashing import file_sha256
     from oracle.worlds import GaussianWorld, save_gaussian_world
 
     world = GaussianWorld(torch.tensor([[0.0, 0.0], [2.0, 0.0]], dtype=torch.float64), std=1.0, prior=[0.3, 0.7])

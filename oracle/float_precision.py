@@ -10,10 +10,10 @@ term -- is accumulated in float64 whatever the mode, `oracle.flows`):
 ``bf16``     bfloat16 autocast of the network (LayerNorm, softmax and the sums stay float32/64).
 
 "Exact" then means exact up to the error of the mode against float64 on the same weights,
-measured on samples of the world itself (`measure_precision`) and written into every shard
-(`oracle.sampling`): the largest |d log p(x|k)| (nats), the largest |d p_T(y|x)| and the largest
+measured on samples of the world itself (`oracle.float_precision_error.measure_precision`)
+and written into every shard (`oracle.sample_shards`): the largest |d log p(x|k)| (nats), the largest |d p_T(y|x)| and the largest
 KL(p64 || p_mode) (nats). ``auto`` takes the first mode of `fastest_first` whose posterior error
-stays below a tolerance (`choose_precision`); the order comes from scripts/bench_precision.py
+stays below a tolerance (`oracle.float_precision_error.choose_precision`); the order comes from scripts/bench_precision.py
 (docs/benchmarks.md), not from timing each shard (too noisy to decide anything).
 Analytic worlds are computed in float64 only; their bound is 0.
 """
@@ -21,15 +21,14 @@ Analytic worlds are computed in float64 only; their bound is 0.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import torch
-from torch import Tensor
 
 from oracle.errors import ConfigError
 
 PRECISIONS = ("float64", "float32", "tf32", "bf16")
-#: Accepted by `choose_precision` and by the config's ``samples.precision``.
+#: Accepted by `oracle.float_precision_error.choose_precision` and by the config's ``samples.precision``.
 MODES = ("auto", *PRECISIONS)
 
 
@@ -68,46 +67,3 @@ def matmul_precision(mode: str, device: torch.device | str) -> Iterator[None]:
 def autocast_dtype(mode: str) -> torch.dtype | None:
     """The autocast dtype of `mode` (bfloat16 for bf16, None otherwise)."""
     return torch.bfloat16 if mode == "bf16" else None
-
-
-def posterior_error(loglik: Tensor, loglik_ref: Tensor, prior: Tensor | None = None,
-                    temperature: float = 1.0) -> dict[str, float]:
-    """How far log-likelihoods [n, K] are from reference ones, and what that does to the
-    posterior p_T(y|x) ∝ pi_y p(x|y)^(1/T): ``max_abs_dlogp`` (nats), ``max_abs_dp`` and
-    ``max_kl`` = max_x KL(p_ref(.|x) || p(.|x)) (nats), all computed in float64."""
-    from oracle.posterior import log_posterior
-
-    ll, ref = loglik.detach().double().cpu(), loglik_ref.detach().double().cpu()
-    lp, lp_ref = log_posterior(ll, prior, temperature), log_posterior(ref, prior, temperature)
-    kl = (lp_ref.exp() * (lp_ref - lp)).sum(dim=1)
-    return {"max_abs_dlogp": float((ll - ref).abs().max()),
-            "max_abs_dp": float((lp.exp() - lp_ref.exp()).abs().max()),
-            "max_kl": float(kl.clamp(min=0.0).max())}
-
-
-def measure_precision(world, x: Tensor, mode: str) -> dict[str, float]:
-    """`posterior_error` of `world` scored in `mode` against float64, on inputs x (the
-    world's own samples, as the shard stores them: float32)."""
-    from oracle.posterior import log_likelihoods
-
-    if not hasattr(world, "scoring"):  # an analytic world: float64 is all it computes in
-        return {"max_abs_dlogp": 0.0, "max_abs_dp": 0.0, "max_kl": 0.0}
-    with world.scoring("float64"):
-        ref = log_likelihoods(world, x)
-    with world.scoring(mode):
-        got = log_likelihoods(world, x)
-    return posterior_error(got, ref, world.prior, world.label_temperature)
-
-
-def choose_precision(world, x: Tensor, tolerance: float, candidates: Sequence[str] | None = None
-                     ) -> tuple[str, dict[str, float]]:
-    """The first mode of `candidates` (default `fastest_first` of the world's device) whose
-    ``max_abs_dp`` on x is below `tolerance`, with its measured error; float64 (error 0)
-    when none is. A world without precision modes (analytic) gives float64."""
-    if not hasattr(world, "scoring"):
-        return "float64", measure_precision(world, x, "float64")
-    for mode in candidates or fastest_first(world.device):
-        err = measure_precision(world, x, mode)
-        if err["max_abs_dp"] < tolerance:
-            return mode, err
-    return "float64", {"max_abs_dlogp": 0.0, "max_abs_dp": 0.0, "max_kl": 0.0}

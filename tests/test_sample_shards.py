@@ -18,7 +18,7 @@ from oracle.flow_checkpoints import build_flow
 from oracle.posterior import log_posterior
 from oracle.io.merge import merge_shards
 from oracle.io.shards import partial_path, read_shard, verify_shard
-from oracle.sampling import batch_seed, draw_labels, label_seed, write_sample_shard
+from oracle.sample_shards import batch_seed, draw_labels, label_seed, write_sample_shard
 from oracle.worlds import FlowWorld, GaussianWorld
 
 
@@ -179,7 +179,7 @@ def test_owned_attributes_cannot_be_overridden(tmp_path):
 RESUME_SCRIPT = textwrap.dedent("""
     import os, signal, sys
     import numpy as np
-    from oracle.sampling import write_sample_shard
+    from oracle.sample_shards import write_sample_shard
     from oracle.worlds import GaussianWorld
     world = GaussianWorld(np.array([[0.0, 0.0, 0.0], [1.6, 0.0, 0.0]]), std=1.0)
     real_sample, calls = world.sample, [0]
@@ -222,7 +222,7 @@ def test_identical_runs_give_identical_flow_and_shard_bytes(tmp_path):
     torch.save straight to the file names the archive's root folder after it, which made every
     provenance hash downstream differ between identical runs."""
     from oracle.flow_checkpoints import load_flow, save_flow
-    from oracle.workflow.hashing import file_sha256
+    from oracle.io.hashing import file_sha256
 
     spec = dict(in_channels=1, img_size=4, patch_size=2, channels=16, head_dim=8, num_blocks=2,
                 layers_per_block=1, num_classes=2)

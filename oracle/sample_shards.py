@@ -22,7 +22,7 @@ Conventions (they make a shard a pure function of its arguments):
   ``index_offset`` explicitly for uneven shards.
 * **Exactness (DESIGN rules 2, 9).** Samples are rounded to float32 first; ``log p(x|k)`` for
   every class k is then computed at exactly the stored float32 values, in the world's precision
-  mode with float64 sums (`oracle.precision`). Before the first row, the mode's error against
+  mode with float64 sums (`oracle.float_precision`). Before the first row, the mode's error against
   float64 is measured on ``precision_rows`` samples of the world drawn from a stream of their
   own (:func:`precision_seed`: the shard's rows do not change) and stored as the shard's
   ``precision_*`` attributes; ``precision="auto"`` picks the fastest mode within tolerance.
@@ -37,8 +37,8 @@ from collections.abc import Mapping
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
+from oracle.progress import Progress
 from oracle.errors import ShardError
 from oracle.posterior import log_likelihoods, log_posterior
 from oracle.io.shards import ShardWriter
@@ -73,7 +73,7 @@ def precision_attrs(world, mode: str | None, rows: int, tolerance: float, seed: 
     measure its error against float64 on `rows` samples of the world (DESIGN rule 9):
     the shard attributes ``precision``, ``precision_tolerance``, ``precision_rows``,
     ``precision_max_abs_dlogp`` (nats), ``precision_max_abs_dp``, ``precision_max_kl`` (nats)."""
-    from oracle.precision import choose_precision, measure_precision
+    from oracle.float_precision_error import choose_precision, measure_precision
 
     gen = torch.Generator(device=generator_device).manual_seed(precision_seed(seed, shard))
     x, _ = world.sample(int(rows), gen)
@@ -103,7 +103,7 @@ def draw_labels(log_post: torch.Tensor, generator: torch.Generator) -> torch.Ten
 
 def _default_code_version() -> str:
     try:
-        from oracle.workflow.provenance import code_version
+        from oracle.code_version import code_version
 
         info = code_version()
         return f"{info.get('commit', 'unknown')}{'-dirty' if info.get('dirty') else ''}"
@@ -134,8 +134,8 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
             latents there, so a seed gives the same latents on any model device).
         index_offset: first global index (default ``shard * n``).
         resume: continue a partial file left by a killed attempt (same arguments required).
-        progress: tqdm bar over batches.
-        precision: the scoring mode (`oracle.precision`; None = the world's, "auto" = the
+        progress: a progress line (`oracle.progress`) every ~10 s.
+        precision: the scoring mode (`oracle.float_precision`; None = the world's, "auto" = the
             fastest within `precision_tolerance` of float64 in max |d p(y|x)|); its error is
             measured on `precision_rows` samples and stored (`precision_attrs`).
 
@@ -183,8 +183,8 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
         if resumed:
             counts += np.bincount(writer.written("source_class"), minlength=K)
         n_batches = -(-n // batch_size)
-        for b in tqdm(range(done_batches, n_batches), desc=f"shard {shard}", disable=not progress,
-                      initial=done_batches, total=n_batches, unit="batch"):
+        bar = Progress(f"shard {shard}", n, unit="sample", start=resumed, enabled=progress)
+        for b in range(done_batches, n_batches):
             m = min(batch_size, n - b * batch_size)
             gen = torch.Generator(device=generator_device).manual_seed(batch_seed(seed, shard, b))
             x, y = world.sample(m, gen)
@@ -199,6 +199,8 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
             start = offset + b * batch_size
             writer.write(x32.numpy(), y_np, labels, ll.numpy(), np.arange(start, start + m, dtype=np.int64))
             counts += np.bincount(y_np, minlength=K)
+            bar.update(start - offset + m)
+        bar.finish()
     wall = time.perf_counter() - t0
     return {
         "path": str(path), "rows": n, "index_start": offset, "index_stop": offset + n,

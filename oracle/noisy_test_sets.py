@@ -77,7 +77,7 @@ def _precision(world: Any, attrs: dict) -> dict[str, Any]:
     """Set a flow world's scoring mode to that of the samples file `attrs` ("mixed" or absent:
     float64, whose bound is 0) and return the precision attributes the noisy file stores."""
     from oracle.io.shards import PRECISION_BOUNDS
-    from oracle.precision import PRECISIONS
+    from oracle.float_precision import PRECISIONS
 
     mode = str(attrs.get("precision", "float64"))
     if mode not in PRECISIONS:
@@ -97,11 +97,12 @@ def write_noisy_test_set(world: Any, samples: str | os.PathLike, splits: str | o
     """Write the noisy test set of a world (module docstring) to `out` and return its exact
     quantities (`posterior_shift` plus sigma, seed, n).
 
-    world: the world `samples` was drawn from (`oracle.io.samples.sample_world`); samples,
+    world: the world `samples` was drawn from (`oracle.worlds.sample_world`); samples,
     splits: its merged sample file and splits file; sigma: the noise std on the [-1, 1] scale;
     seed: the noise stream (`noise_seed`); batch_size: rows per likelihood pass.
     """
-    from oracle.io.samples import posterior_rows, read_rows
+    from oracle.io.sample_rows import read_rows
+    from oracle.posterior import posterior_rows
     from oracle.io.shards import REQUIRED_ATTRS, ShardWriter
     from oracle.io.splits import read_splits_h5
     from oracle.posterior import log_likelihoods

@@ -1,10 +1,11 @@
-"""Reading oracle samples: rows of a sample file (a shard or the merged all.h5) and the exact
-posteriors of those rows under the world the file was drawn from."""
+"""Reading oracle samples: rows of a sample file (a shard or the merged all.h5), in the order
+asked for. Their exact posteriors are `oracle.posterior.posterior_rows`; the world the file was
+drawn from is `oracle.worlds.sample_world`."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -46,26 +47,3 @@ def take_rows(dataset, idx: np.ndarray) -> np.ndarray:
     uniq, inverse = np.unique(idx, return_inverse=True)
     block = dataset[uniq] if uniq.size else dataset[:0]
     return block[inverse.reshape(-1)]
-
-
-def posterior_rows(loglik: np.ndarray, attrs: Mapping) -> np.ndarray:
-    """``log p(y|x)`` [n, K] float64 from stored ``log p(x|k)`` and the file's prior and label
-    temperature (DESIGN rule 1: the world the samples were drawn from)."""
-    from oracle.posterior import log_posterior
-
-    prior = np.asarray(attrs["prior"], dtype=np.float64)
-    return log_posterior(loglik, prior=prior, temperature=float(attrs["label_temperature"])).numpy()
-
-
-def sample_world(world_path: str | os.PathLike, samples_path: str | os.PathLike, map_location: str = "cpu"):
-    """The world a sample file was drawn from: the model file `world_path` (refused unless its
-    sha256 is the file's ``oracle_sha256``) with the file's prior and temperatures."""
-    from oracle.workflow.hashing import file_sha256
-    from oracle.worlds import world_from_checkpoint
-
-    attrs = read_rows(samples_path, np.arange(0), fields=())["attrs"]
-    if file_sha256(world_path) != attrs.get("oracle_sha256"):
-        raise DataError(f"{world_path} is not the model {samples_path} was drawn from (its sha256 differs from "
-                        "the samples' oracle_sha256); rerun the samples stage")
-    return world_from_checkpoint(world_path, prior=attrs["prior"], label_temperature=float(attrs["label_temperature"]),
-                                 base_temperature=float(attrs["base_temperature"]), map_location=map_location)

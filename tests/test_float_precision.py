@@ -11,10 +11,10 @@ from oracle.errors import ConfigError
 from oracle.flow_checkpoints import build_flow
 from oracle.io.merge import merge_shards
 from oracle.io.shards import read_shard
+from oracle.float_precision import check_mode, fastest_first, matmul_precision
+from oracle.float_precision_error import choose_precision, measure_precision, posterior_error
 from oracle.posterior import log_likelihoods
-from oracle.precision import (check_mode, choose_precision, fastest_first, matmul_precision, measure_precision,
-                              posterior_error)
-from oracle.sampling import precision_seed, write_sample_shard
+from oracle.sample_shards import precision_seed, write_sample_shard
 from oracle.worlds import FlowWorld, GaussianWorld
 
 

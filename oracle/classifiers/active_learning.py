@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from oracle.progress import Progress
 from oracle.errors import ConfigError, DataError
 from oracle.io.atomic import torch_save_atomic
 from oracle.io.resume import array_sha256, canonical_key, load_resume_state, source_sha256
@@ -118,8 +119,9 @@ def load_active_data(samples: str | os.PathLike, splits: str | os.PathLike, seed
     the training pool is too small or (a corrupt splits file) the pool meets the test set."""
     from oracle.classifiers.data import evaluation_set
     from oracle.classifiers.targets import training_targets
-    from oracle.io.samples import posterior_rows, read_rows
+    from oracle.io.sample_rows import read_rows
     from oracle.io.splits import read_splits_h5, training_indices
+    from oracle.posterior import posterior_rows
 
     parts = read_splits_h5(splits)
     rows = training_indices(parts, seed, int(initial_size) + int(pool_size))
@@ -212,8 +214,8 @@ def _train(data: ActiveData, positions: np.ndarray, arch: Mapping, s: ActiveSett
     import torch
 
     from oracle.classifiers.build import build_classifier
+    from oracle.classifiers.specs import effective_epochs
     from oracle.classifiers.train import train_classifier
-    from oracle.workflow.plan import effective_epochs
 
     _, c, h, _ = data.x.shape
     pretrained = arch["pretrained"] if isinstance(arch.get("pretrained"), str) else None
@@ -232,7 +234,7 @@ def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSetting
                         device: str | torch.device = "cpu", state_dir: str | os.PathLike | None = None) -> list[dict]:
     """Run R + 1 rounds (module docstring); one record per round.
 
-    arch: {model (timm name), input_size, pretrained} (`oracle.workflow.plan.arch_spec`).
+    arch: {model (timm name), input_size, pretrained} (`oracle.classifiers.specs.arch_spec`).
     Each record: ``round``, ``labelled`` (labels used for training), ``epochs``,
     ``train_seconds``, ``train_loss``, the test metrics ``acc``, ``epistemic``, ``total``,
     ``aleatoric``, ``bayes_accuracy`` (each with ``_se``), ``ece``, ``test_size``; and for
@@ -266,6 +268,7 @@ def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSetting
             print(f"resuming active learning at round {len(records)}/{s.rounds}", flush=True)
     labelled = np.concatenate([np.arange(data.initial_size), *[np.asarray(c, np.int64) for c in chosen]]).astype(np.int64)
     batch = max(256, s.batch_size)
+    rounds = Progress(f"active learning {s.strategy}", s.rounds + 1, unit="round", start=len(records), every_s=0)
     for r in range(len(records), s.rounds + 1):
         ckpt = state_dir / "train_state.pt" if state_dir is not None else None
         model, record = _train(data, labelled, arch, s, seed, device, ckpt)
@@ -289,8 +292,7 @@ def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSetting
         records.append(record)
         chosen.append([int(v) for v in pick])
         labelled = np.concatenate([labelled, pick])
-        print(f"round {r}: {record['labelled']} labels, acc {record['acc']:.4f}, "
-              f"epistemic {record['epistemic']:.4f} nats", flush=True)
+        rounds.update(r + 1, labels=record["labelled"], acc=record["acc"], epistemic_nats=record["epistemic"])
         if state_dir is not None:
             torch_save_atomic({"format": STATE_FORMAT, "resume_key": key, "rounds": records, "chosen": chosen},
                               state_dir / "state.pt")

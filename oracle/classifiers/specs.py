@@ -1,0 +1,53 @@
+"""What a config says about its classifiers: an architecture's spec (`arch_spec`, with the
+paper's display name) and the epochs a training run takes (`effective_epochs`).
+
+Light: standard library only (the workflow reads it at DAG-build time).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from oracle.errors import ConfigError
+
+ARCH_LABELS = {
+    "resnet18": "ResNet-18",
+    "resnet50": "ResNet-50",
+    "vit_base_patch16_224": "ViT-Base",
+    "vit_base_patch16_224.augreg_in21k": "ViT-Base",
+    "convnext_tiny": "ConvNeXt",
+    "convnext_base": "ConvNeXt-B",
+    "swin_tiny_patch4_window7_224": "Swin",
+    "swin_base_patch4_window7_224": "Swin-B",
+    "mobilenetv3_large_100": "MobileNet",
+    "mobilenetv3_small_100": "MobileNet-S",
+}
+"""Display names of timm architectures (paper spelling); unknown names are shown as given."""
+
+
+def arch_label(arch: str) -> str:
+    """The paper's name of a timm architecture, or ``arch`` itself."""
+    return ARCH_LABELS.get(arch, arch)
+
+
+def arch_spec(config: Mapping, name: str) -> dict:
+    """The architecture called `name`: {model, label, input_size, pretrained}; the label
+    defaults to the paper's name of the timm model (`arch_label`)."""
+    archs = config["classifiers"]["archs"]
+    if name not in archs:
+        raise ConfigError(f"config key 'classifiers.archs': no architecture named {name!r} (known: {', '.join(archs)})")
+    a = dict(archs[name])
+    a.setdefault("model", name)
+    a.setdefault("label", arch_label(a["model"]))
+    return a
+
+
+def effective_epochs(n_train: int, epochs: int, batch_size: int, min_steps: int) -> int:
+    """Epochs for a classifier on `n_train` samples: at least `epochs`, and enough for `min_steps`.
+
+    Small N would otherwise take only a handful of optimizer steps (N=50, batch 64: one per
+    epoch). Steps per epoch count the last partial batch.
+    """
+    steps_per_epoch = max(1, math.ceil(n_train / batch_size))
+    return max(int(epochs), math.ceil(min_steps / steps_per_epoch))

@@ -1,0 +1,50 @@
+"""How far a float precision mode (`oracle.float_precision`) takes a world's log-likelihoods
+and posteriors from float64 on the same weights (DESIGN rule 9), and the mode ``auto`` picks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torch import Tensor
+
+from oracle.float_precision import fastest_first
+from oracle.posterior import log_likelihoods, log_posterior
+
+
+def posterior_error(loglik: Tensor, loglik_ref: Tensor, prior: Tensor | None = None,
+                    temperature: float = 1.0) -> dict[str, float]:
+    """How far log-likelihoods [n, K] are from reference ones, and what that does to the
+    posterior p_T(y|x) ∝ pi_y p(x|y)^(1/T): ``max_abs_dlogp`` (nats), ``max_abs_dp`` and
+    ``max_kl`` = max_x KL(p_ref(.|x) || p(.|x)) (nats), all computed in float64."""
+    ll, ref = loglik.detach().double().cpu(), loglik_ref.detach().double().cpu()
+    lp, lp_ref = log_posterior(ll, prior, temperature), log_posterior(ref, prior, temperature)
+    kl = (lp_ref.exp() * (lp_ref - lp)).sum(dim=1)
+    return {"max_abs_dlogp": float((ll - ref).abs().max()),
+            "max_abs_dp": float((lp.exp() - lp_ref.exp()).abs().max()),
+            "max_kl": float(kl.clamp(min=0.0).max())}
+
+
+def measure_precision(world, x: Tensor, mode: str) -> dict[str, float]:
+    """`posterior_error` of `world` scored in `mode` against float64, on inputs x (the
+    world's own samples, as the shard stores them: float32)."""
+    if not hasattr(world, "scoring"):  # an analytic world: float64 is all it computes in
+        return {"max_abs_dlogp": 0.0, "max_abs_dp": 0.0, "max_kl": 0.0}
+    with world.scoring("float64"):
+        ref = log_likelihoods(world, x)
+    with world.scoring(mode):
+        got = log_likelihoods(world, x)
+    return posterior_error(got, ref, world.prior, world.label_temperature)
+
+
+def choose_precision(world, x: Tensor, tolerance: float, candidates: Sequence[str] | None = None
+                     ) -> tuple[str, dict[str, float]]:
+    """The first mode of `candidates` (default `fastest_first` of the world's device) whose
+    ``max_abs_dp`` on x is below `tolerance`, with its measured error; float64 (error 0)
+    when none is. A world without precision modes (analytic) gives float64."""
+    if not hasattr(world, "scoring"):
+        return "float64", measure_precision(world, x, "float64")
+    for mode in candidates or fastest_first(world.device):
+        err = measure_precision(world, x, mode)
+        if err["max_abs_dp"] < tolerance:
+            return mode, err
+    return "float64", {"max_abs_dlogp": 0.0, "max_abs_dp": 0.0, "max_kl": 0.0}

@@ -1,0 +1,62 @@
+"""The few lines a finished run prints: its wall time, where its results, report and timings
+are, and its headline numbers (read from numbers.json by key; a key that is absent, e.g. in a
+run that made one paper artifact only, is left out)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from oracle.progress import format_seconds
+
+#: Headline numbers: (numbers.json key pattern, most keys shown). Worlds other than ``base``
+#: and experiments named otherwise match too; ``base`` comes first.
+HEADLINES: tuple[tuple[str, int], ...] = (
+    ("world.*.bayes_accuracy", 1),
+    ("world.*.bayes_error_closed_form", 1),
+    ("world.*.aleatoric_floor", 1),
+    ("world.*.mutual_information", 1),
+    ("*.alpha.*", 2),  # scaling exponents of the epistemic KL, per architecture
+    ("*.bayes_gap_min", 1),
+)
+
+
+def headline_numbers(numbers: dict, headlines: Sequence[tuple[str, int]] = HEADLINES) -> list[str]:
+    """``key = value unit`` for each headline key present in `numbers` (numbers.json's dict)."""
+    lines = []
+    for pattern, most in headlines:
+        keys = sorted(fnmatch.filter(numbers, pattern), key=lambda k: (".base." not in k, k))[:most]
+        for key in keys:
+            entry = numbers[key]
+            value = entry.get("value") if isinstance(entry, dict) else entry
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                unit = entry.get("unit", "") if isinstance(entry, dict) else ""
+                lines.append(f"{key} = {value:.4g}{f' {unit}' if unit and unit != '1' else ''}")
+    return lines
+
+
+def run_summary(run: str | os.PathLike, wall_s: float, *, numbers: str | os.PathLike | None = None,
+                timings: str | os.PathLike | None = None) -> str:
+    """The end-of-run text: wall time `wall_s` (seconds, this invocation), the results folder
+    `run`, how to make the report, the timing table and the headline numbers (`numbers`:
+    default ``<run>/numbers.json``; `timings`: default ``<run>/timings.md``)."""
+    run = Path(run)
+    numbers = Path(numbers) if numbers is not None else run / "numbers.json"
+    timings = Path(timings) if timings is not None else run / "timings.md"
+    lines = [f"Run finished in {format_seconds(wall_s)} ({wall_s:.0f} s wall time).",
+             f"  results: {run}/",
+             f"  report:  snakemake --report {run}/report.html  (same --configfile), then open it"]
+    if timings.is_file():
+        lines.append(f"  timings: {timings}  (job-seconds per rule, wall time, critical path)")
+    try:
+        values = json.loads(numbers.read_text())
+    except (OSError, ValueError):
+        values = None
+    if isinstance(values, dict):
+        heads = headline_numbers(values)
+        lines.append(f"  numbers: {numbers}  ({len(values)} numbers)" + (":" if heads else ""))
+        lines += [f"    {h}" for h in heads]
+    return "\n".join(lines)

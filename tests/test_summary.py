@@ -1,0 +1,36 @@
+"""The end-of-run summary (oracle.report.summary)."""
+
+import json
+
+from oracle.report.summary import headline_numbers, run_summary
+
+
+def test_headlines_by_key_base_world_first_absent_keys_left_out():
+    numbers = {
+        "world.shifted.bayes_accuracy": {"value": 0.5, "unit": "fraction"},
+        "world.base.bayes_accuracy": {"value": 0.93533, "unit": "fraction"},
+        "world.base.aleatoric_floor": {"value": 0.1628, "unit": "nats"},
+        "scaling.alpha.resnet": {"value": 0.41, "unit": "1"},
+        "scaling.alpha.vit": {"value": 0.37, "unit": "1"},
+        "scaling.alpha.zzz": {"value": 0.1, "unit": "1"},
+        "scaling.ece_alpha.resnet": {"value": 9.0, "unit": "1"},  # not a headline
+        "scaling.bayes_gap_min": {"value": None, "unit": "percentage points"},  # no value: left out
+    }
+    assert headline_numbers(numbers) == ["world.base.bayes_accuracy = 0.9353 fraction",
+                                         "world.base.aleatoric_floor = 0.1628 nats",
+                                         "scaling.alpha.resnet = 0.41", "scaling.alpha.vit = 0.37"]
+    assert headline_numbers({}) == []
+
+
+def test_run_summary(tmp_path):
+    run = tmp_path / "results" / "r"
+    run.mkdir(parents=True)
+    text = run_summary(run, 946.4)
+    assert text.splitlines()[0] == "Run finished in 15m46s (946 s wall time)."
+    assert f"results: {run}/" in text and "snakemake --report" in text
+    assert "timings:" not in text and "numbers:" not in text  # a partial run made neither
+    (run / "timings.md").write_text("Table\n")
+    (run / "numbers.json").write_text(json.dumps({"world.base.bayes_accuracy": {"value": 0.9, "unit": "fraction"}}))
+    text = run_summary(run, 5.0)
+    assert f"timings: {run / 'timings.md'}" in text
+    assert text.splitlines()[-1] == "    world.base.bayes_accuracy = 0.9 fraction"
