@@ -131,7 +131,7 @@ def provenance_jobs(root: str | os.PathLike) -> dict[str, dict]:
     them: paths relative to the working directory). The name is ``rule[key=value, ...]``."""
     import json
 
-    from oracle.workflow.hashing import RECORD_SUFFIX
+    from oracle.io.hashing import RECORD_SUFFIX
 
     jobs: dict[str, dict] = {}
     for path in sorted(Path(root).rglob(f"*{RECORD_SUFFIX}")):
