@@ -63,7 +63,7 @@ def smoke(tmp_path_factory):
     configfile = work / "config.yaml"
     configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))
     # up to numbers.json: every number and its chain (tables, figures and timings add nothing here)
-    proc = _snakemake(work, "--configfile", str(configfile), "numbers")
+    proc = _snakemake(work, "numbers", "--configfile", str(configfile))
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return work, configfile
 
