@@ -62,8 +62,8 @@ def smoke(tmp_path_factory):
     cfg["validation"]["enabled"] = True
     configfile = work / "config.yaml"
     configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    # up to numbers.json: every number and its chain (tables, figures and timings add nothing here)
-    proc = _snakemake(work, "numbers", "--configfile", str(configfile))
+    # numbers.json (every number and its chain) and the run config the audit compares with
+    proc = _snakemake(work, "numbers", f"{RUN}/config.yaml", "--configfile", str(configfile))
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return work, configfile
 
