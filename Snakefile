@@ -10,6 +10,7 @@
 # splits, classifiers, experiments, numbers, validation, and every paper id of `paper:`.
 
 import os
+import sys
 import time
 
 from snakemake.utils import min_version
@@ -78,6 +79,22 @@ localrules:
     experiments,
     validation,
     timings,
+
+
+# The inputs of the jobs about to run are checked (oracle.workflow.input_identity) before
+# Snakemake removes any of their outputs: a corrupt or foreign shard stops the run here, not
+# after the valid files built from the old shards were deleted.
+onstart:
+    from oracle.errors import OracleError
+    from oracle.workflow.input_identity import check_pending_inputs
+
+    _pending = list(workflow.dag.needrun_jobs())
+    try:
+        check_pending_inputs([(str(f) for f in job.input) for job in _pending],
+                             [str(f) for job in _pending for f in job.output], config)
+    except OracleError as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 rule all:

@@ -1,4 +1,5 @@
-"""Audit: a tiny fake chain raw data -> data -> oracle -> samples -> metrics -> numbers.json."""
+"""Audit: a tiny fake chain raw data -> data -> oracle -> samples -> (metrics | constants ->
+numbers part -> numbers.json)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,21 @@ import json
 import pytest
 import yaml
 
-from oracle.workflow.audit import audit, check_numbers, main
 from oracle.io.hashing import clear_hash_cache
+from oracle.measures.world_constants import world_numbers
+from oracle.report.numbers import merge_numbers
+from oracle.workflow.audit import audit, check_numbers, load_numbers, main
 from oracle.workflow.provenance import read_record, record_path, write_record
 
 RUN = "results/demo"
 METRICS = f"{RUN}/classifiers/resnet/N100/seed0/metrics.json"
+CONSTANTS = f"{RUN}/samples/demo/constants.json"
+PART = f"{RUN}/numbers/world.demo.json"
+KEY = "world.demo.bayes_error"
+WORLD = {"all": {"aleatoric": {"mean": 2.0766, "se": 0.0099}, "bayes_accuracy": {"mean": 0.214, "se": 0.0042},
+                 "bayes_error": {"mean": 0.786, "se": 0.0042},
+                 "mutual_information": {"bits": 0.326, "h_y_bits": 3.3219, "normalized": 0.0982, "se": 0.0143},
+                 "n": 500, "num_classes": 10}, "world": "demo"}
 CONFIG = {
     "run": "demo",
     "data": {"kind": "npz", "root": "raw/digits.npz", "image_size": 8},
@@ -50,10 +60,15 @@ def chain(tmp_path, monkeypatch):
     write_record(METRICS, rule="train_classifier", wildcards={"arch": "resnet", "N": "100", "seed": "0"},
                  config={"classifiers": {"lr": 0.1}},
                  inputs=[f"{RUN}/samples/all.h5", f"{RUN}/data/train.h5"], seed=0)
-    numbers = {"acc": {"resnet": {"N100": {"value": 0.9, "unit": "fraction", "se": 0.01, "artifact": METRICS}}},
-               "bayes_error": {"value": 0.0023, "unit": "fraction", "se": 0.0001, "artifact": f"{RUN}/samples/all.h5"}}
-    _write(f"{RUN}/numbers.json", json.dumps(numbers).encode())
-    write_record(f"{RUN}/numbers.json", rule="report", inputs=[METRICS, f"{RUN}/samples/all.h5"])
+    # the numbers layer as the workflow writes it: constants -> part -> numbers.json
+    _write(CONSTANTS, json.dumps(WORLD).encode())
+    write_record(CONSTANTS, rule="world_constants", wildcards={"world": "demo"}, config={},
+                 inputs=[f"{RUN}/samples/all.h5"])
+    part = world_numbers(WORLD, CONSTANTS)
+    _write(PART, json.dumps(part).encode())
+    write_record(PART, rule="world_numbers", wildcards={"world": "demo"}, config={}, inputs=[CONSTANTS])
+    _write(f"{RUN}/numbers.json", json.dumps(merge_numbers({"world.demo": part})).encode())
+    write_record(f"{RUN}/numbers.json", rule="numbers", inputs=[PART])
     return tmp_path
 
 
@@ -67,24 +82,38 @@ def _artifacts(node, seen=None):
 
 
 def test_untouched_chain_passes_and_reaches_raw_data(chain, capsys):
-    assert main(["acc.resnet.N100", "--run", RUN]) == 0
+    assert main([KEY, "--run", RUN]) == 0
     out = capsys.readouterr().out
-    for part in (METRICS, "samples/all.h5", "oracle/flow.pt", "data/train.h5", "raw/digits.npz"):
+    for part in (CONSTANTS, "samples/all.h5", "oracle/flow.pt", "data/train.h5", "raw/digits.npz"):
         assert part in out
     assert "raw input (no provenance record)" in out and "0 flagged" in out
-    rep = audit("acc.resnet.N100", run=RUN)
-    assert rep["ok"] and rep["tree"]["artifact"] == METRICS
-    assert _artifacts(rep["tree"]) == {METRICS, f"{RUN}/samples/all.h5", f"{RUN}/oracle/flow.pt",
+    rep = audit(KEY, run=RUN)
+    assert rep["ok"] and rep["tree"]["artifact"] == CONSTANTS
+    assert _artifacts(rep["tree"]) == {CONSTANTS, f"{RUN}/samples/all.h5", f"{RUN}/oracle/flow.pt",
                                        f"{RUN}/data/train.h5", "raw/digits.npz"}
-    assert rep["artifacts"] == 5  # train.h5 reached twice, audited once
-    assert rep["number"]["value"] == 0.9 and rep["number"]["unit"] == "fraction"
+    assert rep["artifacts"] == 5
+    assert rep["number"]["value"] == 0.786 and rep["number"]["unit"] == "fraction"
+    rep = audit(METRICS)
+    assert rep["ok"] and rep["artifacts"] == 5  # train.h5 reached twice, audited once
+
+
+def test_nested_number_keys():
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "numbers.json"
+        path.write_text(json.dumps({"acc": {"resnet": {"N100": {"value": 0.9, "artifact": METRICS}}}, "bare": 3.0}))
+        assert load_numbers(path) == {"acc.resnet.N100": {"value": 0.9, "artifact": METRICS}, "bare": {"value": 3.0}}
 
 
 def test_json_output(chain, capsys):
-    assert main(["bayes_error", "--run", RUN, "--json"]) == 0
+    assert main([KEY, "--run", RUN, "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["ok"] and rep["tree"]["rule"] == "sample" and rep["flags"] == []
-    flow = rep["tree"]["inputs"][0]
+    assert rep["ok"] and rep["tree"]["rule"] == "world_constants" and rep["flags"] == []
+    samples = rep["tree"]["inputs"][0]
+    assert samples["status"] == "ok" and samples["node"]["rule"] == "sample"
+    flow = samples["node"]["inputs"][0]
     assert flow["status"] == "ok" and flow["node"]["rule"] == "train_oracle"
     assert flow["node"]["config_check"] == [{"key": "oracle.epochs", "recorded": 2, "current": 2, "ok": True}]
 
@@ -95,10 +124,10 @@ def test_changed_raw_byte_is_flagged(chain, capsys):
     data[7] ^= 1
     raw.write_bytes(bytes(data))
     clear_hash_cache()
-    assert main(["acc.resnet.N100", "--run", RUN]) == 1
+    assert main([KEY, "--run", RUN]) == 1
     out = capsys.readouterr().out
     assert "FLAG" in out and "input raw/digits.npz changed" in out
-    rep = audit("acc.resnet.N100", run=RUN)
+    rep = audit(KEY, run=RUN)
     assert [f["artifact"] for f in rep["flags"]] == [f"{RUN}/data/train.h5"]
 
 
@@ -117,7 +146,7 @@ def test_config_change_is_flagged_only_where_it_matters(chain):
     cfg["oracle"]["epochs"] = 3           # flow.pt recorded oracle.epochs = 2
     cfg["classifiers"]["epochs"] = 50     # recorded by nobody: not a difference
     (chain / RUN / "config.yaml").write_text(yaml.safe_dump(cfg))
-    rep = audit("acc.resnet.N100", run=RUN)
+    rep = audit(KEY, run=RUN)
     assert not rep["ok"]
     assert [(f["artifact"], f["message"]) for f in rep["flags"]] == [
         (f"{RUN}/oracle/flow.pt", "config oracle.epochs changed: recorded 2, current 3")]
@@ -132,13 +161,13 @@ def test_config_change_is_flagged_only_where_it_matters(chain):
 
 
 def test_number_key_errors_and_missing_record(chain, capsys):
-    assert main(["acc.resnet.N1000", "--run", RUN]) == 2
-    assert "acc.resnet.N100" in capsys.readouterr().err  # suggested as a close key
+    assert main(["world.demo.bayes_eror", "--run", RUN]) == 2
+    assert KEY in capsys.readouterr().err  # suggested as a close key
     (chain / "loose.txt").write_text("no record")
     rep = audit("loose.txt")
     assert not rep["ok"] and "no provenance record" in rep["flags"][0]["message"]
     # without --run, the only results/*/numbers.json is used
-    assert audit("bayes_error")["tree"]["artifact"] == f"{RUN}/samples/all.h5"
+    assert audit(KEY)["tree"]["artifact"] == CONSTANTS
 
 
 def test_missing_input_is_flagged(chain):
@@ -181,9 +210,11 @@ def test_check_numbers(chain, capsys):
     assert f"ghost: artifact {RUN}/tables/ghost.csv does not exist" in problems
     assert "orphan: entry names no 'artifact'" in problems
     assert "bare: entry names no 'artifact'" in problems
-    assert len(problems) == 3
+    # nor does any source give them
+    assert {f"{k}: in numbers.json but not re-derived from any source" for k in ("ghost", "orphan", "bare")} <= set(problems)
+    assert len(problems) == 6
     assert main(["--check-numbers", "--run", RUN]) == 1
     assert "ghost" in capsys.readouterr().out
     # numbers.json itself changed: its own record flags it when audited as an artifact
     assert audit(f"{RUN}/numbers.json")["flags"][0]["message"].startswith("artifact changed")
-    assert read_record(numbers)["rule"] == "report"
+    assert read_record(numbers)["rule"] == "numbers"

@@ -2,7 +2,7 @@
 
     python -m oracle.workflow.audit PATH_OR_NUMBER_KEY [--run results/<run>] [--configfile FILE]
                            [--json] [--strict-code]
-    python -m oracle.workflow.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]
+    python -m oracle.workflow.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]   # re-derives every number
 
 TARGET is an artifact path, or a key of ``<run>/numbers.json``; a number entry looks like
 ``{"value": .., "unit": .., "se": .., "artifact": "<path of the artifact it was read from>"}``
@@ -22,10 +22,15 @@ recorded config subset and the code version. It FLAGS:
   ``<run>/config.yaml``). Only the recorded keys are compared: each leaf of the recorded
   subset, or the whole value at each of the record's ``config_keys``; a key present only
   in the current config is not a difference;
-- the target itself having no record;
+- an artifact that is not the one its rule would make for this run: its record names another
+  place, or (oracle samples) another world, seed, shard or oracle
+  (`oracle.workflow.input_identity`, the check every job makes of its inputs);
+- the target itself having no record, and an input without one that lies under ``results/``
+  or is no file the config names (only those are raw data);
 - for a number key, numbers.json itself when it changed since its record was written, was
-  made under other config values, or was computed from another version of the number's
-  artifact.
+  made under other config values, was computed from another version of the number's
+  artifact or of a part it lists, and the number when recomputing it from its source with
+  the project's code (`oracle.workflow.audit_numbers`) gives another entry.
 
 Code that differs from what made an artifact is a WARNING: the repository files the job
 imported (its record's ``code.files``) whose hash differs on disk now, or, for records
@@ -49,13 +54,15 @@ from pathlib import Path
 from typing import Any
 
 from oracle.errors import DataError, OracleError
+from oracle.workflow.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
 from oracle.workflow.audit_text import SHORT, code_str, render
-from oracle.io.hashing import file_sha256, path_sha256
-from oracle.workflow.config_paths import config_leaves, get_config_value
 from oracle.code_version import code_version
-from oracle.workflow.provenance import REPO_ROOT, read_record, resolve_recorded_path
+from oracle.io.hashing import file_sha256, path_sha256
+from oracle.workflow.config_paths import compare_config
+from oracle.workflow.input_identity import (in_results, named_by_config, oracle_hasher, place_problems,
+                                            sample_attr_problems)
+from oracle.workflow.provenance import REPO_ROOT, read_record, record_root, resolve_recorded_path
 
-_ABSENT = object()  # a config key the current config lacks (not provenance._MISSING: that means "raise")
 
 
 # --------------------------------------------------------------------------- numbers.json
@@ -98,16 +105,24 @@ def _number_artifact(entry_path: str, numbers_path: Path, run: Path | None) -> P
 
 
 def check_numbers(numbers_path: str | os.PathLike, *, run: str | os.PathLike | None = None,
-                  require_record: bool = False) -> list[str]:
+                  require_record: bool = False, config: Mapping | None = None,
+                  rederive: bool = True) -> list[str]:
     """Problems with `numbers_path`: entries without a value or an artifact, artifacts that do
-    not exist (and, with `require_record`, artifacts without a provenance record).
+    not exist (and, with `require_record`, artifacts without a provenance record), and, with
+    `rederive`, every number that differs from what its source artifact gives when recomputed
+    with the project's code (`oracle.workflow.audit_numbers.rederive_problems`; `config`:
+    the run config, default ``<run>/config.yaml``).
 
-    Returns one line per problem; an empty list means every number names an existing artifact.
-    Raises DataError if the file itself is missing or not JSON.
+    Returns one line per problem; an empty list means every number names an existing artifact
+    and is what that artifact gives. Raises DataError if the file itself is missing or not JSON.
     """
     path = Path(numbers_path)
     run_dir = Path(run) if run is not None else path.parent
     problems = []
+    if rederive:
+        if config is None and (run_dir / "config.yaml").is_file():
+            config = load_config(run_dir / "config.yaml")
+        problems += rederive_problems(path, config)
     for key, entry in load_numbers(path).items():
         if "value" not in entry:
             problems.append(f"{key}: entry has no 'value'")
@@ -136,25 +151,6 @@ def load_config(path: str | os.PathLike) -> dict:
     except yaml.YAMLError as exc:
         raise DataError(f"config file {p} is not valid YAML: {' '.join(str(exc).split())}") from None
     return cfg or {}
-
-
-def compare_config(record: Mapping, current: Mapping) -> list[dict]:
-    """[{"key", "recorded", "current" (or "<missing>"), "ok"}] for the recorded config keys."""
-    subset = record.get("config") or {}
-    keys = record.get("config_keys")
-    pairs = ([(k, get_config_value(subset, k, None)) for k in keys] if keys is not None else config_leaves(subset))
-    out = []
-    for key, recorded in pairs:
-        now = get_config_value(current, key, _ABSENT)
-        ok = now is not _ABSENT and _plain(now) == recorded
-        out.append({"key": key, "recorded": recorded, "current": "<missing>" if now is _ABSENT else _plain(now), "ok": ok})
-    return out
-
-
-def _plain(v: Any) -> Any:
-    from oracle.io.atomic import to_jsonable as _jsonable
-
-    return _jsonable(v)
 
 
 def changed_code_files(rec: Mapping | None, root: Path = REPO_ROOT) -> list[str]:
@@ -203,8 +199,9 @@ def _is_oracle_checkpoint(path: Path) -> bool:
 
 
 class _Auditor:
-    def __init__(self, current_config: Mapping | None, strict_code: bool):
+    def __init__(self, current_config: Mapping | None, strict_code: bool, run_dir: Path | None = None):
         self.config = current_config
+        self.oracle_sha256 = oracle_hasher(current_config, run_dir)
         self.strict_code = strict_code
         self.code_now = code_version()
         self.visited: dict[str, str] = {}
@@ -221,7 +218,8 @@ class _Auditor:
         node["warnings"].append(msg)
         self.warnings.append({"artifact": node["artifact"], "message": msg})
 
-    def check(self, path: Path, shown: str, *, is_target: bool = False) -> tuple[dict, dict | None]:
+    def check(self, path: Path, shown: str, *, is_target: bool = False,
+              root: Path | None = None) -> tuple[dict, dict | None]:
         """The node of one artifact with its own checks (hash, config, code), inputs not followed."""
         node: dict[str, Any] = {"artifact": shown, "path": os.path.abspath(path), "exists": path.exists(),
                                 "record": None, "flags": [], "warnings": [], "inputs": []}
@@ -238,7 +236,13 @@ class _Auditor:
                 self._flag(node, "no provenance record (expected a .prov.json sidecar)")
             else:
                 node["sha256"] = path_sha256(path)
-                self.raw.append(shown)
+                if in_results(path):  # only files outside results/ that the config names are raw
+                    node["unrecorded_output"] = True
+                    self._flag(node, "no provenance record: a pipeline output without its record is not raw data")
+                else:
+                    self.raw.append(shown)
+                    if self.config is not None and not named_by_config(path, self.config, root):
+                        self._flag(node, "no provenance record, and the config names no such raw file")
             return node, None
 
         node["raw"] = False
@@ -249,6 +253,9 @@ class _Auditor:
             self.checkpoints.append(shown)
         recorded_hash = (record.get("artifact") or {}).get("sha256")
         node["recorded_sha256"] = recorded_hash
+        # is it the artifact its rule would make for this run: its place, world, oracle, seed, shard
+        for msg in place_problems(path, record) + sample_attr_problems(path, record, self.config, self.oracle_sha256):
+            self._flag(node, f"not the artifact this run's rule would make: {msg}")
         if not node["exists"]:
             self._flag(node, "missing: the artifact named by this record does not exist")
         else:
@@ -271,13 +278,13 @@ class _Auditor:
             (self._flag if self.strict_code else self._warn)(node, f"code: {diff}")
         return node, record
 
-    def visit(self, path: Path, shown: str, *, is_target: bool = False) -> dict:
+    def visit(self, path: Path, shown: str, *, is_target: bool = False, root: Path | None = None) -> dict:
         """`check` the artifact, then its recorded inputs, recursively (each artifact once)."""
         key = os.path.abspath(path)
         if key in self.visited:
             return {"artifact": shown, "ref": self.visited[key]}
         self.visited[key] = shown
-        node, record = self.check(path, shown, is_target=is_target)
+        node, record = self.check(path, shown, is_target=is_target, root=root)
         if record is None:
             return node
         for inp, rec_hash in (record.get("inputs") or {}).items():
@@ -292,7 +299,7 @@ class _Auditor:
                 if entry["status"] == "changed":
                     self._flag(node, f"input {inp} changed: recorded {str(rec_hash)[:SHORT]}, "
                                      f"now {entry['current_sha256'][:SHORT]}")
-                entry["node"] = self.visit(ipath, inp)
+                entry["node"] = self.visit(ipath, inp, root=record_root(record, path))
             node["inputs"].append(entry)
         return node
 
@@ -346,7 +353,7 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
     elif run_dir is not None and (run_dir / "config.yaml").is_file():
         current_config, config_source = load_config(run_dir / "config.yaml"), str(run_dir / "config.yaml")
 
-    auditor = _Auditor(current_config, strict_code)
+    auditor = _Auditor(current_config, strict_code, run_dir)
     number_chain: list[dict] = []
     if number is not None:
         # numbers.json, then the part it merged the number from (numbers/<part>.json): edited by
@@ -355,13 +362,21 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
         numbers_path = Path(number["numbers_file"])
         node, _ = auditor.check(numbers_path, number["numbers_file"], is_target=True)
         number_chain.append(node)
+        for msg in recorded_input_problems(numbers_path):
+            auditor._flag(node, msg)
         holder = numbers_path
         part = _number_part(number, numbers_path)
-        if part is not None:
+        if part is None:
+            auditor._flag(node, f"{target!r} cannot be re-derived: the record names no numbers part it came from")
+        else:
             part_path, inner_key = part
             node, _ = auditor.check(part_path, _shown(part_path), is_target=True)
             number_chain.append(node)
             _check_part_entry(number, part_path, inner_key, auditor, node)
+            # the value shown must be the one its source gives (a forged, re-signed pair is not)
+            msg = rederived_value_problem(number, part_path, inner_key, current_config)
+            if msg:
+                auditor._flag(node, msg)
             holder = part_path
         _check_number_in_record(number, art_path, holder, auditor, number_chain[-1])
     tree = auditor.visit(art_path, shown, is_target=True)
@@ -440,18 +455,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="machine-readable report on stdout")
     ap.add_argument("--strict-code", action="store_true", help="flag (not just warn about) code version differences")
     ap.add_argument("--check-numbers", action="store_true",
-                    help="only check that every entry of numbers.json names an existing artifact")
+                    help="check every entry of numbers.json: it names an existing artifact and is what "
+                         "that artifact gives, recomputed with the project's code")
     args = ap.parse_args(argv)
     try:
         if args.check_numbers:
             path = Path(args.target) if args.target else (Path(args.run) / "numbers.json" if args.run else None)
             if path is None:
                 ap.error("--check-numbers needs a numbers.json path or --run")
-            problems = check_numbers(path, run=args.run)
+            problems = check_numbers(path, run=args.run,
+                                     config=load_config(args.configfile) if args.configfile else None)
             if args.json:
                 print(json.dumps({"numbers": str(path), "problems": problems, "ok": not problems}, indent=2))
             else:
-                print("\n".join(problems) if problems else f"{path}: every number names an existing artifact")
+                print("\n".join(problems) if problems else f"{path}: every number names an existing artifact "
+                      "and is what it gives")
             return 1 if problems else 0
         if not args.target:
             ap.error("TARGET is required")

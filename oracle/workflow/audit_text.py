@@ -55,7 +55,8 @@ def render(report: Mapping[str, Any]) -> str:
             return
         status = "FLAGGED" if node["flags"] else "ok"
         if node.get("raw"):
-            what = "raw input (no provenance record)" if node["exists"] else "missing"
+            what = ("missing" if not node["exists"] else "no provenance record" if node.get("unrecorded_output")
+                    else "raw input (no provenance record)")
             h = f"  sha256 {node['sha256'][:SHORT]}" if node.get("sha256") else ""
             lines.append(f"{pad}{node['artifact']}  {what}{h}  {status}")
         else:

@@ -136,3 +136,23 @@ def config_leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
             out.extend(config_leaves(v, f"{prefix}{k}."))
         return out
     return [(prefix[:-1], node)] if prefix else []
+
+
+_ABSENT = object()  # a key the current config lacks (not _MISSING: that means "raise")
+
+
+def compare_config(record: Mapping, current: Mapping) -> list[dict]:
+    """[{"key", "recorded", "current" (or "<missing>"), "ok"}] for the recorded config keys."""
+    subset = record.get("config") or {}
+    keys = record.get("config_keys")
+    pairs = ([(k, get_config_value(subset, k, None)) for k in keys] if keys is not None else config_leaves(subset))
+    out = []
+    for key, recorded in pairs:
+        now = get_config_value(current, key, _ABSENT)
+        ok = now is not _ABSENT and _plain(now) == recorded
+        out.append({"key": key, "recorded": recorded, "current": "<missing>" if now is _ABSENT else _plain(now), "ok": ok})
+    return out
+
+
+def _plain(v: Any) -> Any:
+    return _jsonable(v)

@@ -78,7 +78,7 @@ def script_job(job: Any = None, *, log_path: str | os.PathLike | None | bool = T
             _torch_threads(max(1, int(threads)))
         try:
             if job is not None:
-                verify_inputs(job.input)
+                verify_inputs(job.input, getattr(job, "config", None))
             yield started
         except OracleError as exc:
             msg = f"{type(exc).__name__}: {exc}"
@@ -125,49 +125,21 @@ def _torch_threads(n: int) -> None:
     sys.meta_path.insert(0, _Finder)
 
 
-def verify_inputs(inputs: Any) -> list[Path]:
-    """Check every input file that has a provenance record against it; returns the files checked.
+def verify_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
+    """Check that every input is the artifact this run's rule would have made; returns the
+    files checked against a record (`oracle.workflow.input_identity.check_inputs`).
 
-    A file whose size and modification time are those recorded is taken as is; otherwise its
-    sha256 is computed and must equal the recorded one. A record that names files the
-    artifact refers to without copying them (``extra.references``: the shards behind a merged
-    samples file) has those checked too. DataError naming the file on a mismatch.
+    Each input with a record must have its recorded bytes (same size and modification time,
+    or else the same sha256), lie where its record says, and, given the run `config`, have
+    been made under the current config values and (oracle samples) from this run's world
+    and oracle file. A record that names files the artifact refers to without copying them
+    (``extra.references``: the shards behind a merged samples file) has those checked too,
+    against the sha256 it recorded for them. An input without a record is an error unless it
+    lies outside ``results/`` and the config names it (raw data). DataError with one line.
     """
-    from oracle.errors import DataError
-    from oracle.io.hashing import file_sha256
-    from oracle.workflow.provenance import read_record, resolve_recorded_path
+    from oracle.workflow.input_identity import check_inputs
 
-    checked: list[Path] = []
-    queue = [Path(p) for p in _flat_paths(inputs)]
-    while queue:
-        path = queue.pop(0)
-        if path in checked or not path.is_file():
-            continue
-        rec = read_record(path, missing_ok=True)
-        if rec is None:
-            continue
-        art = rec.get("artifact") or {}
-        st = path.stat()
-        if (art.get("size"), art.get("mtime_ns")) != (st.st_size, st.st_mtime_ns):
-            now = file_sha256(path)
-            if art.get("sha256") and now != art["sha256"]:
-                raise DataError(
-                    f"{path} changed since rule {rec.get('rule')!r} made it (sha256 {now[:12]}, recorded "
-                    f"{art['sha256'][:12]}): restore it, or rerun that rule (snakemake --forcerun {rec.get('rule')})")
-        checked.append(path)
-        queue += [resolve_recorded_path(r, rec) for r in (rec.get("extra") or {}).get("references", [])]
-    return checked
-
-
-def _flat_paths(inputs: Any) -> list[str]:
-    if isinstance(inputs, (str, os.PathLike)):
-        return [str(inputs)]
-    if isinstance(inputs, Mapping):
-        inputs = list(inputs.values())
-    out: list[str] = []
-    for item in inputs or ():
-        out += _flat_paths(item)
-    return out
+    return check_inputs(inputs, config)
 
 
 # --------------------------------------------------------------------------- provenance records

@@ -1,0 +1,178 @@
+"""Re-derive numbers.json from the artifacts its numbers name, with the project's own code.
+
+Every part of ``numbers/`` is recomputed from its recorded source the way its rule computes
+it: a world's numbers from ``samples/<world>/constants.json``
+(`oracle.measures.world_constants.world_numbers`), an experiment's from its data files
+(``kind_module(kind).numbers``, the spec resolved from the run config), the validation
+numbers from ``validation/metrics.json`` (`oracle.validation.artifacts.validation_numbers`).
+The parts merged as the ``numbers`` rule merges them (`oracle.report.numbers.merge_numbers`)
+must give numbers.json entry for entry: exactly, since they are computed from the same files
+by the same code and written as JSON, which round-trips every float.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from oracle.errors import ConfigError, DataError
+from oracle.io.atomic import to_jsonable
+from oracle.workflow.provenance import read_record, resolve_recorded_path
+
+
+def _as_written(obj: Any) -> Any:
+    """`obj` as it reads back from the JSON write_json_atomic writes."""
+    return json.loads(json.dumps(to_jsonable(obj), allow_nan=True))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from None
+
+
+def recompute_part(part_path: str | os.PathLike, config: Mapping | None) -> dict[str, dict]:
+    """The entries of one numbers part (``numbers/<part>.json``) recomputed from the source its
+    record names, as its rule computes them. DataError when the part has no record, its rule
+    is not a numbers rule, a source is missing, or (experiments) there is no config."""
+    part = Path(part_path)
+    rec = read_record(part)
+    rule = rec.get("rule")
+    inputs = list((rec.get("inputs") or {}))
+    sources = {inp: resolve_recorded_path(inp, rec, part) for inp in inputs}
+    for inp, p in sources.items():
+        if not p.exists():
+            raise DataError(f"{part}: its source {inp} is missing")
+    if rule == "world_numbers" and len(inputs) == 1:
+        from oracle.measures.world_constants import world_numbers
+
+        return world_numbers(_read_json(sources[inputs[0]]), inputs[0])
+    if rule == "validation_numbers" and len(inputs) == 1:
+        from oracle.validation.artifacts import validation_numbers
+
+        return validation_numbers(_read_json(sources[inputs[0]]), inputs[0])
+    if rule == "experiment_numbers":
+        import pandas as pd
+
+        from oracle.experiments import kind_module
+        from oracle.workflow.plan import experiment_spec
+
+        name = (rec.get("wildcards") or {}).get("experiment")
+        if config is None or name is None:
+            raise DataError(f"{part}: an experiment's numbers need the run config and the experiment's name")
+        try:
+            spec = experiment_spec(config, name)
+            module = kind_module(spec["kind"])
+        except ConfigError as exc:
+            raise DataError(f"{part}: cannot resolve experiment {name!r} in the config ({exc})") from None
+        by_stem = {Path(inp).stem: inp for inp in inputs}
+        missing = [d for d in module.DATA if d not in by_stem]
+        if missing:
+            raise DataError(f"{part}: its record lists no data file {missing} of kind {spec['kind']!r}")
+        paths = {d: by_stem[d] for d in module.DATA}
+        data = {d: pd.read_csv(sources[p]) for d, p in paths.items()}
+        return module.numbers(data, spec, paths)
+    raise DataError(f"{part}: made by rule {rule!r}, which is not a numbers rule this audit can recompute")
+
+
+def numbers_parts(numbers_path: str | os.PathLike) -> dict[str, Path]:
+    """{prefix: part file} that numbers.json's record lists as its inputs (``numbers/<prefix>.json``)."""
+    path = Path(numbers_path)
+    rec = read_record(path)
+    return {Path(inp).stem: resolve_recorded_path(inp, rec, path) for inp in (rec.get("inputs") or {})}
+
+
+def compare_entries(stored: Mapping[str, Any], derived: Mapping[str, Any], where: str) -> list[str]:
+    """One line per key whose stored entry differs from the re-derived one (or is only in one)."""
+    out = []
+    for key in sorted(set(stored) | set(derived)):
+        if key not in derived:
+            out.append(f"{key}: in {where} but not re-derived from any source")
+        elif key not in stored:
+            out.append(f"{key}: re-derived from {derived[key].get('artifact')} but missing from {where}")
+        elif _as_written(stored[key]) != derived[key]:
+            diff = [f for f in sorted(set(stored[key]) | set(derived[key]))
+                    if _as_written(stored[key]).get(f) != derived[key].get(f)]
+            out.append(f"{key}: {where} has {_fields(stored[key], diff)} but {derived[key].get('artifact')} gives "
+                       f"{_fields(derived[key], diff)}")
+    return out
+
+
+def _fields(entry: Mapping, fields: list[str]) -> str:
+    return ", ".join(f"{f}={entry.get(f)!r}" for f in fields)
+
+
+def rederive_problems(numbers_path: str | os.PathLike, config: Mapping | None) -> list[str]:
+    """Every difference between numbers.json (and each of its parts) and the numbers
+    re-derived from their sources, one line each; [] when every number is what its source
+    gives. A part that cannot be recomputed is one line too."""
+    from oracle.report.numbers import merge_numbers
+
+    path = Path(numbers_path)
+    derived: dict[str, dict] = {}
+    problems: list[str] = []
+    failed: list[str] = []
+    try:
+        parts = numbers_parts(path)
+    except DataError as exc:
+        return [f"{path.name} cannot be re-derived: {exc}"]
+    for prefix, part in parts.items():
+        try:
+            derived[prefix] = _as_written(recompute_part(part, config))
+        except DataError as exc:
+            problems.append(str(exc))
+            failed.append(prefix + ".")
+            continue
+        if part.is_file():
+            problems += compare_entries({f"{prefix}.{k}": v for k, v in _read_json(part).items()},
+                                        {f"{prefix}.{k}": v for k, v in derived[prefix].items()},
+                                        f"numbers/{part.name}")
+    stored = {k: v for k, v in _read_json(path).items() if not k.startswith(tuple(failed))}
+    return problems + compare_entries(stored, _as_written(merge_numbers(derived)), path.name)
+
+
+def rederive_entry(part_path: str | os.PathLike, inner_key: str, config: Mapping | None) -> dict | None:
+    """The entry `inner_key` of a numbers part re-derived from its source (None: the source
+    gives no such number). DataError when the part cannot be recomputed."""
+    return _as_written(recompute_part(part_path, config)).get(inner_key)
+
+
+def rederived_value_problem(number: Mapping, part_path: str | os.PathLike, inner_key: str,
+                            config: Mapping | None) -> str | None:
+    """Why the numbers.json entry `number` (with its ``key``) is not what its source gives,
+    re-derived through its part `part_path` (key `inner_key` there); None when it is."""
+    try:
+        derived = rederive_entry(part_path, inner_key, config)
+    except DataError as exc:
+        return f"{number['key']!r} cannot be re-derived from its source: {exc}"
+    if derived is None:
+        return f"{number['key']!r} is not a number its source gives (re-derived through {Path(part_path).name})"
+    stored = _as_written({k: v for k, v in number.items() if k not in ("key", "numbers_file")})
+    if stored != derived:
+        diff = [f for f in sorted(set(stored) | set(derived)) if stored.get(f) != derived.get(f)]
+        return (f"numbers.json has {_fields(stored, diff)} for {number['key']!r}, but re-deriving it from "
+                f"{derived.get('artifact')} with the project's code gives {_fields(derived, diff)}")
+    return None
+
+
+def recorded_input_problems(path: str | os.PathLike) -> list[str]:
+    """The inputs `path`'s record lists whose sha256 differs now (or which are missing)."""
+    from oracle.io.hashing import path_sha256
+
+    p = Path(path)
+    try:
+        rec = read_record(p, missing_ok=True)
+    except DataError:
+        return []  # flagged by the check of the file itself
+    out = []
+    for inp, h in ((rec or {}).get("inputs") or {}).items():
+        q = resolve_recorded_path(inp, rec, p)
+        if not q.exists():
+            out.append(f"its input {inp} is missing")
+        elif path_sha256(q) != h:
+            out.append(f"its input {inp} changed since it was made: recorded {str(h)[:12]}, now {path_sha256(q)[:12]}")
+    return out
