@@ -113,6 +113,19 @@ def test_critical_path_of_a_constructed_dag():
         critical_path(jobs)
 
 
+def test_critical_path_of_a_job_reached_by_two_routes_is_no_cycle():
+    from oracle.report.timings import critical_path
+
+    # a depth-first walk from "end" meets "mid" twice (directly and through "side"): not a cycle
+    jobs = {
+        "end": job("numbers", 1.0, ["r/end"], ["r/mid", "r/side"]),
+        "mid": job("merge", 2.0, ["r/mid"], ["r/root"]),
+        "side": job("clf", 4.0, ["r/side"], ["r/mid", "r/root"]),
+        "root": job("data", 8.0, ["r/root"]),
+    }
+    assert critical_path(jobs) == (15.0, ["root", "mid", "side", "end"])
+
+
 def test_provenance_jobs_and_benchmark_times(tmp_path):
     import json
 

@@ -192,24 +192,28 @@ def critical_path(jobs: dict[str, dict]) -> tuple[float, list[str]]:
                     break
         return found
 
+    # Kahn's order (no recursion, so a long chain cannot hit the recursion limit): a job is
+    # timed once every job it reads from is; jobs left over lie on a cycle.
+    ups = {name: parents(name) for name in jobs}
+    downs: dict[str, list[str]] = {name: [] for name in jobs}
+    for name, ps in ups.items():
+        for p in ps:
+            downs[p].append(name)
+    waiting = {name: len(ps) for name, ps in ups.items()}
+    ready = sorted(name for name, n in waiting.items() if n == 0)
     best: dict[str, tuple[float, list[str]]] = {}
-    for name in sorted(jobs):  # iterative depth-first: a long chain must not hit the recursion limit
-        stack = [name]
-        while stack:
-            top = stack[-1]
-            if top in best:
-                stack.pop()
-                continue
-            todo = [p for p in sorted(parents(top)) if p not in best]
-            if todo:
-                if any(p in stack for p in todo):
-                    raise DataError(f"provenance records form a cycle through job {top}")
-                stack += todo
-                continue
-            chains = [best[p] for p in parents(top)]
-            before = max(chains, key=lambda c: (c[0], c[1])) if chains else (0.0, [])
-            best[top] = (before[0] + jobs[top]["seconds"], [*before[1], top])
-            stack.pop()
+    while ready:
+        top = ready.pop()
+        chains = [best[p] for p in ups[top]]
+        before = max(chains, key=lambda c: (c[0], c[1])) if chains else (0.0, [])
+        best[top] = (before[0] + jobs[top]["seconds"], [*before[1], top])
+        for child in downs[top]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                ready.append(child)
+    if len(best) < len(jobs):
+        stuck = sorted(set(jobs) - set(best))[0]
+        raise DataError(f"provenance records form a cycle through job {stuck}")
     if not best:
         return 0.0, []
     return max(best.values(), key=lambda c: (c[0], c[1]))
