@@ -59,7 +59,7 @@ class Estimate:
         return f"{self.value:.4g}"
 
     def ci_text(self) -> str:
-        return "no uncertainty (one fit)" if self.half is None else f"95% CI [{self.lo:.4g}, {self.hi:.4g}]"
+        return "no interval (no SE)" if self.half is None else f"95% CI [{self.lo:.4g}, {self.hi:.4g}]"
 
 
 class Missing(Exception):
