@@ -191,3 +191,11 @@ def test_mano_official_criterion_is_taken_once_from_the_first_batches():
     assert est.mano(logits, variant="official") == pytest.approx(transcribed_official_mano(logits.tolist()), rel=1e-13)
     with pytest.raises(OracleError, match="variant='code'"):
         est.mano(logits, variant="code")
+
+
+def test_mano_official_is_constant_for_two_classes_on_the_taylor_branch():
+    # the row minimum subtracted from a 2-class row leaves one zero: every row is one-hot
+    logits = np.random.default_rng(5).normal(size=(300, 2))
+    assert est.mano_official_criterion(logits) <= est.MANO_ETA
+    assert est.mano(logits, variant="official") == pytest.approx(2 ** -0.25, rel=1e-15)
+    assert est.mano(logits) != pytest.approx(2 ** -0.25, rel=1e-3)

@@ -31,7 +31,8 @@ equations (``variant="paper"``, the default) and the code differ in three ways:
 1. the code subtracts each row's minimum after the Taylor step, before normalizing. This is not
    a no-op: (v - min v) / sum(v - min v) is a different row from v / sum v (one entry becomes 0,
    the others grow), and MaNo's appendix E.2 describes it for every Taylor order, not only the
-   orders where v can be negative;
+   orders where v can be negative. With K = 2 classes it makes every row one-hot, so on the
+   Taylor branch the official score is the constant 2^(-1/p) whatever the logits;
 2. the code takes the normalized norm per batch of 128 rows and averages the batch scores (the
    last, shorter batch weighs as much as a full one); Eq. 2 takes one norm over the N x K matrix;
 3. the code computes the criterion Phi once, before scoring, as the mean of the per-batch Phi of
