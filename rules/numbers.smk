@@ -44,3 +44,28 @@ rule numbers:
         ENV
     script:
         "../scripts/merge_numbers.py"
+
+
+# The paper's findings judged from numbers.json: one row each, with this run's value, its
+# uncertainty and a verdict under the rule the row states (oracle.report.claims). Written beside
+# numbers.json, not into it: the claims read it.
+rule claims:
+    input:
+        numbers=NUMBERS_JSON,
+    output:
+        csv=report(CLAIMS_CSV, caption="../report/claims.rst", category="Numbers"),
+        md=CLAIMS_MD,
+    params:
+        experiments={name: {"kind": spec["kind"]} for name, spec in config["experiments"].items()},
+        config_keys=[f"experiments[{name}].kind" for name in config["experiments"]],
+    log:
+        f"{LOGS}/numbers/claims.log",
+    benchmark:
+        f"{BENCHMARKS}/claims.tsv"
+    resources:
+        **res.rule_resources(config, "analysis"),
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/claims.py"

@@ -9,6 +9,8 @@ RUN_TARGETS = [
     *EXPERIMENT_TARGETS,
     NUMBERS_JSON,
     NUMBERS_TEX,
+    CLAIMS_CSV,
+    CLAIMS_MD,
     *(VALIDATION_TARGETS if config["validation"]["enabled"] else []),
     f"{RUN}/config.yaml",
 ]

@@ -141,3 +141,61 @@ def test_scores_against_direct_computations():
     assert math.isnan(est.r2(e[:2], t[:2])) and math.isnan(est.spearman([1, 1, 1], [1, 2, 3]))
     with pytest.raises(OracleError):
         est.score("nope", e, t)
+
+
+def transcribed_official_mano(logits, p=4.0, eta=5.0, batch=128):
+    """The public MaNo code's steps, transcribed independently: Phi once (mean of the per-batch
+    uniform cross-entropies over the first five batches), then per batch: softmax or the Taylor
+    step minus each row's minimum, L1-normalized rows, ||.||_p / (n K)^(1/p); the mean over batches."""
+    rows = [list(map(float, r)) for r in logits]
+    batches = [rows[i:i + batch] for i in range(0, len(rows), batch)]
+    k = len(rows[0])
+    phis = []
+    for bt in batches[:5]:
+        phis.append(sum(-math.log(s) for r in bt for s in brute_softmax(r)) / (len(bt) * k))
+    phi = sum(phis) / len(phis)
+    scores = []
+    for bt in batches:
+        total = 0.0
+        for r in bt:
+            if phi > eta:
+                out = brute_softmax(r)
+            else:
+                v = [1.0 + q + q * q / 2.0 for q in r]
+                m = min(v)
+                v = [u - m for u in v]
+                out = [u / max(sum(abs(w) for w in v), 1e-12) for u in v]
+            total += sum(abs(u) ** p for u in out)
+        scores.append(total ** (1.0 / p) / (len(bt) * k) ** (1.0 / p))
+    return sum(scores) / len(scores)
+
+
+@pytest.mark.parametrize("scale", [1.5, 12.0])
+def test_mano_official_against_transcription(scale):
+    rng = np.random.default_rng(7)
+    logits = rng.normal(size=(1000, 10)) * scale  # 8 batches (the last of 104 rows): Phi from 5
+    official = est.mano(logits, variant="official")
+    assert official == pytest.approx(transcribed_official_mano(logits.tolist()), rel=1e-13, abs=1e-15)
+    if scale == 1.5:  # Taylor branch: the two variants differ
+        assert abs(official - est.mano(logits)) > 1e-3
+    assert est.estimate_all(logits, est.log_softmax(logits), {"mc": 0.5, "ne": -1.0})["mano_official"] == official
+
+
+def test_mano_official_criterion_is_taken_once_from_the_first_batches():
+    rng = np.random.default_rng(3)
+    calm, confident = rng.normal(size=(640, 10)) * 0.5, rng.normal(size=(640, 10)) * 30.0
+    logits = np.concatenate([calm, confident])
+    # the paper's Phi over all rows exceeds eta; the code's, from the first 640 rows, does not
+    assert est.mano_criterion(logits) > est.MANO_ETA >= est.mano_official_criterion(logits)
+    assert est.mano_official_criterion(logits) == pytest.approx(est.mano_criterion(calm), rel=1e-12)
+    assert est.mano(logits, variant="official") == pytest.approx(transcribed_official_mano(logits.tolist()), rel=1e-13)
+    with pytest.raises(OracleError, match="variant='code'"):
+        est.mano(logits, variant="code")
+
+
+def test_mano_official_is_constant_for_two_classes_on_the_taylor_branch():
+    # the row minimum subtracted from a 2-class row leaves one zero: every row is one-hot
+    logits = np.random.default_rng(5).normal(size=(300, 2))
+    assert est.mano_official_criterion(logits) <= est.MANO_ETA
+    assert est.mano(logits, variant="official") == pytest.approx(2 ** -0.25, rel=1e-15)
+    assert est.mano(logits) != pytest.approx(2 ** -0.25, rel=1e-3)

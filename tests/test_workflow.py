@@ -146,6 +146,10 @@ def test_numbers_match_an_independent_computation(smoke_run):
     tex = (smoke_run / "numbers.tex").read_text()
     assert "\\newcommand{\\numWorldBaseAleatoricFloor}" in tex
     assert "\\newcommand{\\paperFigTwo}{results/smoke/scaling/scaling/figures/scaling_panels}" in tex
+    # the claims table: one row per finding, each with a verdict (oracle.report.claims)
+    claims = pd.read_csv(smoke_run / "claims.csv")
+    assert len(claims) == 9 and set(claims["verdict"]) <= {"supported", "contradicted", "unresolved", "not run"}
+    assert "Verdicts:" in (smoke_run / "claims.md").read_text()
 
 
 def test_classifier_metrics_match_their_predictions(smoke_run):

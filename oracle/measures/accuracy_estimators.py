@@ -11,6 +11,8 @@ method          value                                                           
                 sigma(q_i)_k^p)^(1/p), p = 4; sigma = phi(v(q)), phi(u) = u/sum u,
                 v = 1 + q + q^2/2 when Phi <= eta (eta = 5) else exp(q), with
                 Phi = -(1/(NK)) sum_ik log softmax(q_i)_k, once per test set
+``mano_``       MaNo as its public code computes it (``variant="official"``,      score
+``official``    below)
 ``confscore``   mean max softmax probability (Hendrycks & Gimpel)                 accuracy
 ``entropy``     1 - mean H(q_i) / log K, the normalized negative entropy          score
                 (Guillory et al.; R^2 and |rho| are invariant to this affine map)
@@ -23,11 +25,18 @@ method          value                                                           
 ``atc_ne``      ATC with s = negative entropy sum_k q_k log q_k                   accuracy
 ==============  ================================================================  ==========
 
-Where the MaNo paper and its public code differ, this module implements the paper's equations:
-the code subtracts each row's minimum after the Taylor step (not needed: 1 + q + q^2/2 > 0 for
-every real q), takes the norm per batch of 128 rows and averages the batches (here: one norm
-over the whole N x K matrix, Eq. 2), and computes the criterion Phi once and reuses it across
-test sets (here: Phi of each test set, as Eq. 6 defines it).
+``mano_official`` is MaNo as the public code computes it (``variant="official"``); the paper's
+equations (``variant="paper"``, the default) and the code differ in three ways:
+
+1. the code subtracts each row's minimum after the Taylor step, before normalizing. This is not
+   a no-op: (v - min v) / sum(v - min v) is a different row from v / sum v (one entry becomes 0,
+   the others grow), and MaNo's appendix E.2 describes it for every Taylor order, not only the
+   orders where v can be negative. With K = 2 classes it makes every row one-hot, so on the
+   Taylor branch the official score is the constant 2^(-1/p) whatever the logits;
+2. the code takes the normalized norm per batch of 128 rows and averages the batch scores (the
+   last, shorter batch weighs as much as a full one); Eq. 2 takes one norm over the N x K matrix;
+3. the code computes the criterion Phi once, before scoring, as the mean of the per-batch Phi of
+   the first five batches (640 rows); Eq. 6 defines Phi over the whole test set.
 
 Scoring over a family of shifted test sets (the seed's Table 1): ``r2`` is the coefficient of
 determination of the least-squares line predicting the true accuracy from the estimate (equal
@@ -47,10 +56,16 @@ from oracle.errors import OracleError
 #: MaNo's norm order p and criterion threshold eta (the seed's defaults, Section 3.2 and D.3).
 MANO_P = 4.0
 MANO_ETA = 5.0
+#: The public code's batch size (rows per norm) and the batches its criterion Phi is taken over.
+MANO_OFFICIAL_BATCH = 128
+MANO_OFFICIAL_CRITERION_BATCHES = 5
+#: MaNo's variants: the paper's equations, or the public code's behaviour (module docstring).
+MANO_VARIANTS = ("paper", "official")
 
 #: Every method, in display order, with its label and whether it predicts an accuracy.
 METHODS: dict[str, tuple[str, bool]] = {
     "mano": ("MaNo", False),
+    "mano_official": ("MaNo (official)", False),
     "atc_mc": ("ATC-MC", True),
     "atc_ne": ("ATC-NE", True),
     "confscore": ("ConfScore", True),
@@ -88,22 +103,58 @@ def mano_criterion(logits) -> float:
     return float(-log_softmax(logits).mean())
 
 
-def mano_normalize(logits, eta: float = MANO_ETA) -> np.ndarray:
-    """SoftTrun (Eqs. 5, 6): each row v(q_i) / sum_k v(q_i)_k, v = 1 + q + q^2/2 when
-    Phi <= eta, exp(q) (the softmax) otherwise. [N, K] rows on the simplex."""
+def _variant(variant: str) -> str:
+    if variant not in MANO_VARIANTS:
+        raise OracleError(f"mano: variant={variant!r}; expected one of {', '.join(MANO_VARIANTS)}")
+    return variant
+
+
+def mano_official_criterion(logits) -> float:
+    """Phi as the public code computes it, once per test set: the mean of the per-batch Phi
+    (Eq. 6 on each batch of `MANO_OFFICIAL_BATCH` rows) over the first
+    `MANO_OFFICIAL_CRITERION_BATCHES` batches (nats)."""
     q = _matrix(logits, "logits")
-    if mano_criterion(q) > eta:
+    b = MANO_OFFICIAL_BATCH
+    starts = range(0, min(q.shape[0], b * MANO_OFFICIAL_CRITERION_BATCHES), b)
+    return float(np.mean([mano_criterion(q[i:i + b]) for i in starts]))
+
+
+def mano_normalize(logits, eta: float = MANO_ETA, variant: str = "paper", criterion: float | None = None) -> np.ndarray:
+    """SoftTrun (Eqs. 5, 6): each row v(q_i) / sum_k v(q_i)_k, v = 1 + q + q^2/2 when
+    Phi <= eta, exp(q) (the softmax) otherwise. [N, K] rows on the simplex.
+
+    ``variant="official"`` subtracts each Taylor row's minimum before normalizing (a row whose
+    entries are all equal becomes 0, as the code's L1 normalization with its 1e-12 floor does).
+    ``criterion``: Phi to switch on (default: `mano_criterion` of these logits for the paper,
+    `mano_official_criterion` for the official variant)."""
+    q = _matrix(logits, "logits")
+    if criterion is None:
+        criterion = mano_criterion(q) if _variant(variant) == "paper" else mano_official_criterion(q)
+    if criterion > eta:
         return np.exp(log_softmax(q))
     v = 1.0 + q + 0.5 * q * q
+    if _variant(variant) == "official":
+        v = v - v.min(axis=1, keepdims=True)
+        return v / np.maximum(v.sum(axis=1, keepdims=True), 1e-12)
     return v / v.sum(axis=1, keepdims=True)
 
 
-def mano(logits, p: float = MANO_P, eta: float = MANO_ETA) -> float:
-    """MaNo's score (Eq. 2): ``(1/(NK) sum_ik |sigma(q_i)_k|^p)^(1/p)``, in [0, 1]."""
+def mano(logits, p: float = MANO_P, eta: float = MANO_ETA, variant: str = "paper") -> float:
+    """MaNo's score, in [0, 1]. ``variant="paper"`` (Eq. 2): ``(1/(NK) sum_ik |sigma(q_i)_k|^p)^(1/p)``
+    over the whole [N, K] matrix; ``"official"``: the public code's behaviour (module docstring),
+    the same score per batch of `MANO_OFFICIAL_BATCH` rows, averaged over batches, with the
+    criterion computed once by `mano_official_criterion`."""
     if not p > 1:
         raise OracleError(f"mano: p={p!r}; expected p > 1")
-    s = mano_normalize(logits, eta)
-    return float(np.mean(np.abs(s) ** p) ** (1.0 / p))
+    if _variant(variant) == "paper":
+        s = mano_normalize(logits, eta)
+        return float(np.mean(np.abs(s) ** p) ** (1.0 / p))
+    q = _matrix(logits, "logits")
+    phi = mano_official_criterion(q)
+    b = MANO_OFFICIAL_BATCH
+    scores = [np.mean(np.abs(mano_normalize(q[i:i + b], eta, "official", phi)) ** p) ** (1.0 / p)
+              for i in range(0, q.shape[0], b)]
+    return float(np.mean(scores))
 
 
 def confscore(log_q) -> float:
@@ -177,6 +228,7 @@ def estimate_all(logits, log_q, thresholds: Mapping[str, float], p: float = MANO
     """Every method of `METHODS` on one test set (thresholds from `fit_atc`)."""
     return {
         "mano": mano(logits, p, eta),
+        "mano_official": mano(logits, p, eta, variant="official"),
         "atc_mc": atc_estimate(atc_scores(log_q, "mc"), thresholds["mc"]),
         "atc_ne": atc_estimate(atc_scores(log_q, "ne"), thresholds["ne"]),
         "confscore": confscore(log_q),

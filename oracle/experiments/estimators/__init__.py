@@ -12,7 +12,8 @@ The models are those of another experiment (``models``, of kind scaling, optiona
   with the exact KL from the models' world and the variant's exact Bayes accuracy
   E[max_y p(y|x)] on the same rows.
 
-Estimators (`oracle.measures.accuracy_estimators`: MaNo, ATC-MC, ATC-NE, ConfScore, Entropy, Nuclear)
+Estimators (`oracle.measures.accuracy_estimators`: MaNo by the paper's equations and MaNo (official), as
+its public code computes it; ATC-MC, ATC-NE, ConfScore, Entropy, Nuclear)
 see only the model's outputs. ATC's thresholds are fitted on the models' own world's clean test
 set, the in-distribution labelled split (the models never trained on it); that set is not
 among the scored ones. Per model, each method is scored over the shifted sets by R^2 and

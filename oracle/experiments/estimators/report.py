@@ -173,8 +173,12 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
     s = _summary(data["scores"]).set_index(["method", "target"])
     colors = dict(zip(("noise", "variant", "clean"), sns.color_palette("colorblind", 3)))
     with style():
-        fig = Figure(figsize=(11, 6.5))
-        for ax, (method, (label, predicts)) in zip(fig.subplots(2, 3).ravel(), METHODS.items()):
+        cols = math.ceil(len(METHODS) / 2)
+        fig = Figure(figsize=(11 * cols / 3, 6.5))
+        axes = fig.subplots(2, cols).ravel()
+        for ax in axes[len(METHODS):]:
+            ax.axis("off")
+        for ax, (method, (label, predicts)) in zip(axes, METHODS.items()):
             g = e[e["method"] == method]
             for kind, sub in g.groupby("shift"):
                 scale = 100.0 if predicts else 1.0

@@ -258,6 +258,8 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
       ``true_ece.<arch>`` at the table size (default the largest N),
       ``epistemic_min_n.<arch>``/``epistemic_max_n.<arch>``, ``accuracy_min_n``/``_max_n``, and
       ``epistemic_reduction.<arch>`` = KL(N_min) / KL(N_max) of the seed means;
+      ``aleatoric.<arch>``, the floor E[H(p)] on the test set its runs were scored on (se over
+      that set);
     * the accuracy_vs_bayes table: ``bayes_gap.<arch>`` (percentage points) and its range over
       architectures ``bayes_gap_min``/``bayes_gap_max``;
     * ``calibration.*``: whether ECE against labels and against the truth agree
@@ -304,6 +306,13 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
                 f"{label}: epistemic KL E[KL(p || q)] at N={n}, mean over seeds"), **over_seeds(rows, "epistemic"))
             out[f"accuracy_{tag}.{arch}"] = entry(unit="fraction", artifact=runs_path, description=(
                 f"{label}: test accuracy at N={n}, mean over seeds"), **over_seeds(rows, "acc"))
+        # every run of an architecture is scored on the same test set: its floor E[H(p)] and that
+        # set's Monte Carlo se (what the claims' equality test across architectures reads)
+        top = sub[sub["N"] == hi]
+        if {"aleatoric", "aleatoric_se"} <= set(top.columns):
+            out[f"aleatoric.{arch}"] = entry(float(top["aleatoric"].mean()), "nats", runs_path, (
+                f"{label}: aleatoric floor E[H(p(y|x))] on its test set at N={hi}, mean over seeds"),
+                se=float(top["aleatoric_se"].mean()), se_over="test set")
         e_lo, e_hi = sub[sub["N"] == lo]["epistemic"].mean(), sub[sub["N"] == hi]["epistemic"].mean()
         if lo != hi and e_hi > 0:
             out[f"epistemic_reduction.{arch}"] = entry(float(e_lo / e_hi), "ratio", runs_path,

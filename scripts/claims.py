@@ -1,0 +1,25 @@
+"""Rule `claims`: numbers.json and the config's experiments -> claims.csv and claims.md, one row
+per finding of the paper with this run's value, its uncertainty and a verdict under a stated
+rule (`oracle.report.claims`)."""
+
+from oracle.workflow.jobs import run_job
+
+
+def main(sm):
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from oracle.report.claims import VERDICTS, claims
+    from oracle.report.tables import write_csv_markdown
+
+    rows = claims(json.loads(Path(sm.input.numbers).read_text()), sm.params.experiments)
+    counts = pd.Series([r["verdict"] for r in rows]).value_counts()
+    write_csv_markdown(pd.DataFrame(rows), sm.output.csv, sm.output.md,
+                       "The paper's findings against this run's numbers (verdict under each row's rule)",
+                       notes="Verdicts: " + ", ".join(f"{v} {counts.get(v, 0)}" for v in VERDICTS) + ".")
+    print({r["id"]: r["verdict"] for r in rows})
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive
