@@ -22,7 +22,16 @@ README = REPO / "README.md"
 SHELLS = ("bash", "sh", "shell", "console")
 #: How each command is checked: its first word -> kind. A command of another kind fails
 #: test_every_readme_command_is_checked: teach `_runnable` how to run it first.
-KINDS = {"make": "make", "export": "env", ".venv/bin/snakemake": "snakemake"}
+KINDS = {"make": "make", "export": "env", ".venv/bin/snakemake": "snakemake", "tail": "log", "cp": "copy",
+         ".venv/bin/python": "python"}
+#: Where the README's "Moving or sharing a run" copies a run from; the test puts a copy there.
+OLD_CLONE = "/old/clone"
+_ASSIGNMENT = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)+")
+
+
+def _program(command: str) -> str:
+    """The command's program, after any leading VAR=value assignments."""
+    return _ASSIGNMENT.sub("", command).split()[0]
 
 
 def shell_blocks(text: str) -> list[str]:
@@ -46,22 +55,43 @@ def commands(block: str) -> list[str]:
     return out
 
 
-def _runnable(command: str) -> str:
-    """The command as the test runs it: a dry run where it would need data, a cluster or hours."""
-    first, _, rest = command.partition(" ")
+def _runnable(command: str, old_clone: str = OLD_CLONE) -> str:
+    """The command as the test runs it: a dry run where it would need data, a cluster or hours;
+    a `tail -f` of a log as nothing (`_log_pattern` checks its path); a `python -m module
+    --flag ...` as that module's --help, which must name every flag; a copy from the old clone
+    from `old_clone`."""
+    env = (m.group(0) if (m := _ASSIGNMENT.match(command)) else "")
+    first, _, rest = command[len(env):].partition(" ")
     kind = KINDS[first]
     if kind == "make":
-        return f"make -n {rest}"
+        return f"{env}make -n {rest}"
     if kind == "snakemake":
-        return command if re.search(r"(^| )(-n|--dry-run)( |$)", rest) else f"{first} -n {rest}"
+        return command if re.search(r"(^| )(-n|--dry-run)( |$)", rest) else f"{env}{first} -n {rest}"
+    if kind == "log":
+        return "true"
+    if kind == "python":
+        module = re.search(r"-m (\S+)", rest).group(1)
+        flags = re.findall(r"(?:^| )(--[a-z-]+)", rest)
+        return " && ".join([f"{first} -m {module} --help > /dev/null",
+                            *(f"{first} -m {module} --help | grep -- '{f}' > /dev/null" for f in flags)])
+    if kind == "copy":
+        return command.replace(OLD_CLONE, old_clone)
     return command
+
+
+def _log_pattern(command: str) -> re.Pattern | None:
+    """For `tail -f <log>`: a pattern of the log path, each <placeholder> any one folder name."""
+    if _program(command) != "tail":
+        return None
+    path = command.split()[-1]
+    return re.compile("".join("[^/]+" if p.startswith("<") else re.escape(p) for p in re.split(r"(<[^>]+>)", path)) + "$")
 
 
 def test_every_readme_command_is_checked():
     """Each command in the README is of a kind the slow test knows how to run."""
     cmds = [c for b in shell_blocks(README.read_text()) for c in commands(b)]
     assert len(cmds) >= 8, cmds
-    unknown = [c for c in cmds if c.split()[0] not in KINDS]
+    unknown = [c for c in cmds if _program(c) not in KINDS]
     assert not unknown, f"README commands the test cannot run yet: {unknown}"
     assert ".venv/bin/snakemake --cores all --force fig2" in cmds
 
@@ -114,19 +144,43 @@ def test_the_documented_redraw_command_redraws_exactly_one_figure(complete_copy)
     assert nothing.returncode == 0 and "Nothing to be done" in nothing.stdout + nothing.stderr
 
 
+@pytest.fixture(scope="module")
+def planned_logs(complete_copy) -> list[str]:
+    """The log file of every job of the default run (a forced dry run prints them)."""
+    proc = _run(".venv/bin/snakemake -n --forceall --cores 1", complete_copy)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    logs = re.findall(r"^\s+log: (\S+)", proc.stdout, re.M)
+    assert len(logs) > 50, proc.stdout[-2000:]
+    return logs
+
+
+@pytest.fixture(scope="module")
+def old_clone(complete_copy, tmp_path_factory) -> Path:
+    """Another clone's results, copied with their modification times (what /old/clone stands for)."""
+    old = tmp_path_factory.mktemp("old") / "clone"
+    old.mkdir()
+    subprocess.run(["cp", "-a", str(complete_copy / "results"), str(old)], check=True)
+    return old
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(shell_blocks(README.read_text()))))
-def test_readme_block_runs(index, complete_copy):
+def test_readme_block_runs(index, complete_copy, planned_logs, old_clone):
     """Each fenced shell block, run line by line in one shell (an `export` carries to the next
-    line), every command as a dry run."""
+    line), every command as a dry run; a log it tails is a log some job of the run writes."""
     block = shell_blocks(README.read_text())[index]
-    script = "\n".join(_runnable(c) for c in commands(block))
+    for c in commands(block):
+        if (pattern := _log_pattern(c)) is not None:
+            assert any(pattern.match(log) for log in planned_logs), f"{c}: no job writes such a log"
+    script = "\n".join(_runnable(c, str(old_clone)) for c in commands(block))
     proc = _run(script, complete_copy, _env(complete_copy))
     assert proc.returncode == 0, f"{script}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     if "make -n demo" in script:
         assert re.search(r"^\S*snakemake --cores all$", proc.stdout, re.M), proc.stdout
     if "make -n test" in script:
         assert re.search(r"^\S*python -m pytest -q$", proc.stdout, re.M), proc.stdout
+    if "--rerun-triggers" in script:  # a run copied from another clone is up to date
+        assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-2000:]
 
 
 @pytest.mark.slow
