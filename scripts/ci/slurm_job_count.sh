@@ -16,6 +16,8 @@ config=""
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then config=$1; shift; fi
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
+# a preset's user-supplied `pretrained:` files must exist for its config check: random stand-ins
+if [ -n "$config" ]; then "${PYTHON:-.venv/bin/python}" scripts/ci/place_pretrained.py "$config" "$workdir"; fi
 verbose=$("$SNAKEMAKE" --cores all --profile slurm --dry-run --directory "$workdir" \
     ${config:+--configfile "$config"} "$@" 2>&1) || { echo "$verbose" | tail -20 >&2; exit 1; }
 
