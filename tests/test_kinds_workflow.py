@@ -77,7 +77,10 @@ def test_estimators_read_the_borrowed_models_predictions(run):
     row = est[(est["seed"] == 1) & (est["evalset"] == "base-noise0.5")]
     assert np.allclose(row["accuracy"], acc)
     scores = pd.read_csv(run / "estimators" / "estimators" / "data" / "scores.csv")
-    assert len(scores) == 2 * 6 * 2  # models x methods x targets
+    from oracle.measures.accuracy_estimators import METHODS
+
+    assert len(METHODS) == 7  # MaNo (paper, official), ATC-MC, ATC-NE, ConfScore, Entropy, Nuclear
+    assert len(scores) == 2 * len(METHODS) * 2  # models x methods x targets
 
 
 def test_difficulty_against_the_closed_form_and_numbers(run):
