@@ -48,7 +48,7 @@ VOLATILE = re.compile(
     r"(?:^|_)(?:seconds|secs|time|wall|elapsed|duration|date|started|finished|host(?:name)?)"
     r"(?:_|s?$)"
 )
-RUN_TIMEOUT_S = 480
+RUN_TIMEOUT_S = 900  # the smoke run alongside a local one on 2 cores: ~5 min idle, twice that under load
 
 
 def _profile() -> dict:
