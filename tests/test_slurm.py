@@ -313,8 +313,9 @@ def test_smoke_through_slurm_equals_local_run(slurm_cluster: None, tmp_path: Pat
     # -- identical numbers: every JSON (classifier metrics, numbers.json, ...) ...
     local_res = local_dir / "results" / _smoke_config()["run"]
     slurm_res = slurm_dir / "results" / _smoke_config()["run"]
+    # (.usage.json: the local job server's measure of a job, beside its log; SLURM runs jobs inline)
     jsons = sorted(p.relative_to(local_res) for p in local_res.rglob("*.json")
-                   if not p.name.endswith(".prov.json"))
+                   if not p.name.endswith((".prov.json", ".usage.json")))
     assert any(p.parent.name == "metrics" for p in jsons) and Path("numbers.json") in jsons
     for rel in jsons:
         a = dict(_numbers(json.loads((local_res / rel).read_text())))
