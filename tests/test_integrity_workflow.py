@@ -27,19 +27,10 @@ from oracle.workflow.provenance import read_record, write_record
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "tests" / "smoke" / "config.yaml"
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+from test_provenance_workflow import _audit_cli, _snakemake  # noqa: E402 - one runner for both smoke suites
+
 RUN = "results/smoke"
 pytestmark = pytest.mark.slow
-
-
-def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args],
-                          cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
-
-
-def _audit_cli(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "oracle.workflow.audit", *args], cwd=workdir,
-                          capture_output=True, text=True, timeout=300)
 
 
 def _files(workdir: Path) -> dict[str, int]:
