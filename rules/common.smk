@@ -19,6 +19,7 @@ import re
 
 from oracle.classifiers.active_learning import STRATEGIES
 from oracle.experiments import CollectPaths, kind_module, kinds
+from oracle.report.captions import CAPTION_SUFFIX
 from oracle.workflow import config as oc
 from oracle.workflow import plan
 from oracle.workflow import resources as res
@@ -228,17 +229,17 @@ def numbers_parts():
 
 
 def table_outputs(stem, category):
-    """<stem>.csv (shown in `snakemake --report`, caption report/artifact.rst), .md, .tex: the
-    order scripts rely on."""
+    """<stem>.csv (shown in `snakemake --report`, caption report/artifact.rst), .md, .tex and the
+    caption file .caption.rst (last; report/artifact.rst includes it): the order scripts rely on."""
     # (a line may not start with `report(`: Snakemake parses that as the report keyword)
     csv = report(f"{stem}.csv", caption="../report/artifact.rst", category=category, subcategory="tables")
-    return [csv, f"{stem}.md", f"{stem}.tex"]
+    return [csv, f"{stem}.md", f"{stem}.tex", f"{stem}.{CAPTION_SUFFIX}"]
 
 
 def figure_outputs(stem, category):
-    """<stem>.pdf, <stem>.png (shown in the report)."""
+    """<stem>.pdf, <stem>.png (shown in the report) and the caption file .caption.rst (last)."""
     return [f"{stem}.pdf", report(f"{stem}.png", caption="../report/artifact.rst", category=category,
-                                  subcategory="figures")]
+                                  subcategory="figures"), f"{stem}.{CAPTION_SUFFIX}"]
 
 
 def artifact_caption(wildcards):

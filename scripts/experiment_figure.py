@@ -1,5 +1,6 @@
 """Rule `experiment_figure`: one figure of an experiment, from its data files ->
-<kind>/<experiment>/figures/<artifact>.{pdf,png} (oracle.experiments.<kind>.figure)."""
+<kind>/<experiment>/figures/<artifact>.{pdf,png,caption.rst} (oracle.experiments.<kind>.figure;
+the caption: the artifact's description and the finding computed from the same data)."""
 
 from oracle.workflow.jobs import run_job
 
@@ -9,10 +10,15 @@ def main(sm):
 
     import pandas as pd
 
-    from oracle.experiments import kind_module
+    from oracle.experiments import artifact_findings, kind_module
+    from oracle.report.captions import full_caption, write_caption
 
     data = {name: pd.read_csv(path) for name, path in sm.input.items()}
     kind_module(sm.wildcards.kind).figure(sm.wildcards.artifact, data, sm.params.spec, Path(sm.output[0]).with_suffix(""))
+    caption = full_caption(sm.params.caption, artifact_findings(sm.wildcards.kind, sm.wildcards.artifact, data,
+                                                                sm.params.spec))
+    write_caption(sm.output[-1], caption)
+    print(caption)
 
 
 run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

@@ -1,5 +1,6 @@
 """Rule `experiment_table`: one table of an experiment, from its data files ->
-<kind>/<experiment>/tables/<artifact>.{csv,md,tex} (oracle.experiments.<kind>.table)."""
+<kind>/<experiment>/tables/<artifact>.{csv,md,tex,caption.rst} (oracle.experiments.<kind>.table;
+the caption: the artifact's description and the finding computed from the same data)."""
 
 from oracle.workflow.jobs import run_job
 
@@ -9,12 +10,17 @@ def main(sm):
 
     import pandas as pd
 
-    from oracle.experiments import kind_module
+    from oracle.experiments import artifact_findings, kind_module
+    from oracle.report.captions import full_caption, write_caption
     from oracle.report.tables import write_table
 
     data = {name: pd.read_csv(path) for name, path in sm.input.items()}
     frame, float_format = kind_module(sm.wildcards.kind).table(sm.wildcards.artifact, data, sm.params.spec)
-    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=sm.params.caption, float_format=float_format)
+    caption = full_caption(sm.params.caption, artifact_findings(sm.wildcards.kind, sm.wildcards.artifact, data,
+                                                                sm.params.spec))
+    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=caption, float_format=float_format)
+    write_caption(sm.output[-1], caption)
+    print(caption)
     print(frame.to_string())
 
 

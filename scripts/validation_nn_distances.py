@@ -1,5 +1,6 @@
-"""Rule `validation_nn_distances`: validation/metrics.json -> validation/figures/nn_distances
-(paper Figure 4: nearest-neighbour distances with the memorization threshold)."""
+"""Rule `validation_nn_distances`: validation/metrics.json -> validation/figures/nn_distances.{pdf,png,caption.rst}
+(paper Figure 4: nearest-neighbour distances with the memorization threshold; the caption with
+the finding computed from the metrics)."""
 
 from oracle.workflow.jobs import run_job
 
@@ -8,9 +9,13 @@ def main(sm):
     import json
     from pathlib import Path
 
+    from oracle.report.captions import full_caption, write_caption
     from oracle.validation.artifacts import nn_distances_figure
+    from oracle.validation.findings import findings
 
-    nn_distances_figure(json.loads(Path(sm.input.metrics).read_text()), Path(sm.output[0]).with_suffix(""))
+    metrics = json.loads(Path(sm.input.metrics).read_text())
+    nn_distances_figure(metrics, Path(sm.output[0]).with_suffix(""))
+    write_caption(sm.output[-1], full_caption(sm.params.caption, findings(sm.wildcards.artifact, metrics)))
 
 
 run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

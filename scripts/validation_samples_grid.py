@@ -1,4 +1,4 @@
-"""Rule `validation_samples_grid`: samples/base/all.h5 -> validation/figures/samples_grid.{pdf,png}, the first
+"""Rule `validation_samples_grid`: samples/base/all.h5 -> validation/figures/samples_grid.{pdf,png,caption.rst}, the first
 oracle samples of each class, one row per class (a look at the world before trusting it)."""
 
 from oracle.workflow.jobs import run_job
@@ -8,6 +8,7 @@ def main(sm):
     import numpy as np
 
     from oracle.io.images import read_class_names
+    from oracle.report.captions import write_caption
     from oracle.report.figures import sample_grid_figure
     from oracle.io.shards import open_samples
 
@@ -20,6 +21,7 @@ def main(sm):
         x = np.stack([f["x"][int(i)] for i in rows])
     sample_grid_figure(x, labels[rows], names, sm.output[0].rsplit(".", 1)[0], per_class=per_class,
                        title=f"oracle samples (no guidance, no denoising), {per_class} per class")
+    write_caption(sm.output[-1], sm.params.caption)  # what it shows; it states no finding
 
 
 run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

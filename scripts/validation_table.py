@@ -1,5 +1,6 @@
-"""Rule `validation_table`: validation/metrics.json -> validation/tables/<artifact>.{csv,md,tex}:
-``checks`` (paper Table 3) or ``summary`` (Table 4); metric names carry their feature space."""
+"""Rule `validation_table`: validation/metrics.json -> validation/tables/<artifact>.{csv,md,tex,caption.rst}:
+``checks`` (paper Table 3) or ``summary`` (Table 4); metric names carry their feature space; the
+caption: the artifact's description and the finding computed from the metrics."""
 
 from oracle.workflow.jobs import run_job
 
@@ -8,12 +9,17 @@ def main(sm):
     import json
     from pathlib import Path
 
+    from oracle.report.captions import full_caption, write_caption
     from oracle.report.tables import write_table
     from oracle.validation.artifacts import validation_table
+    from oracle.validation.findings import findings
 
     metrics = json.loads(Path(sm.input.metrics).read_text())
     frame, float_format = validation_table(sm.wildcards.artifact, metrics, sm.params.dataset_name)
-    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=sm.params.caption, float_format=float_format)
+    caption = full_caption(sm.params.caption, findings(sm.wildcards.artifact, metrics))
+    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=caption, float_format=float_format)
+    write_caption(sm.output[-1], caption)
+    print(caption)
     print(frame.to_string())
 
 

@@ -40,6 +40,10 @@ Its interface (planning half unless marked):
 ``figure(name, data, spec, stem) -> paths``  report: one figure as <stem>.pdf/.png
 ``numbers(data, spec, data_paths) -> dict``  report: its in-text numbers (``oracle.report.numbers.entry``)
 
+Besides the two halves, ``findings.py``: ``findings(name, data, spec) -> str``, the finding
+sentence of an artifact's caption computed from its data (`oracle.report.captions`; "" for an
+artifact that only shows data), reached through `artifact_findings`.
+
 Optional (`OPTIONAL`; the workflow and the contract test check them only where defined):
 
 ``split_needs(spec) -> {world: {"seeds",      the training seeds and largest training-set size
@@ -139,3 +143,10 @@ def kind_module(kind: str) -> ModuleType:
     if kind not in found:
         raise ConfigError(f"experiment kind {kind!r} is not one of {', '.join(found)}")
     return found[kind]
+
+
+def artifact_findings(kind: str, name: str, data, spec) -> str:
+    """The finding sentence of artifact `name` of kind `kind`, from its ``findings`` module
+    (``oracle/experiments/<kind>/findings.py``) and the artifact's data frames."""
+    module = importlib.import_module(f"{kind_module(kind).__name__}.findings")
+    return module.findings(name, data, spec)

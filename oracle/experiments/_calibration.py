@@ -9,8 +9,7 @@ AGREEMENT_CAPTION = (
     "ECE against labels versus against the truth, one point per classifier: x, the true "
     "calibration error in the same 10 bins (correctness replaced by the exact p(yhat|x)); y, "
     "the ECE a benchmark computes from the world's labels; the diagonal is agreement. Right: "
-    "the label ECE minus the true one against N. Labels add sampling noise, which inflates the "
-    "label ECE most where the classifier is well calibrated and bins are thinly filled.")
+    "the label ECE minus the true one against N.")
 
 RELIABILITY_CAPTION = (
     "Reliability diagrams pooled over seeds, 10 equal-width confidence bins: bars, the "

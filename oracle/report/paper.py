@@ -12,8 +12,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-TABLE_SUFFIXES = ("csv", "md", "tex")
-FIGURE_SUFFIXES = ("pdf", "png")
+from oracle.report.captions import CAPTION_SUFFIX
+
+# the caption file last: the table and figure jobs write it as their last output
+TABLE_SUFFIXES = ("csv", "md", "tex", CAPTION_SUFFIX)
+FIGURE_SUFFIXES = ("pdf", "png", CAPTION_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -21,8 +24,10 @@ class Artifact:
     """A table or figure an experiment kind (or the validation stage) makes.
 
     name:    the file stem, named by content (``epistemic_vs_n``)
-    type:    "table" (CSV + Markdown + LaTeX) or "figure" (PDF + PNG)
-    caption: what it shows, with units; the report caption and the table caption
+    type:    "table" (CSV + Markdown + LaTeX) or "figure" (PDF + PNG), each with its caption
+             file (``<name>.caption.rst``)
+    caption: what it shows, with units, and no finding: the run's finding is computed from
+             its data and follows it (`oracle.report.captions`)
     """
 
     name: str

@@ -28,14 +28,14 @@ DATA = ("runs", "fits", "reliability")
 FIT_VALUES = ("epistemic", "ece", "ece_posterior")
 ARTIFACTS = artifacts_by_name(
     Artifact("accuracy_vs_bayes", "table",
-             "Classifiers approach the Bayes-optimal bound on oracle data: test accuracy against the "
+             "Classifiers against the Bayes-optimal bound on oracle data: test accuracy against the "
              "world's labels (mean and std over seeds) at the largest N, error, and gap to the "
              "Bayes-optimal accuracy E[max_y p(y|x)] of the oracle test set (percent)."),
     Artifact("epistemic_vs_n", "table",
              "Epistemic error E[KL(p || q)] (nats) against training-set size N per architecture, "
              "mean over seeds."),
     Artifact("scaling_panels", "figure",
-             "Epistemic error follows a power law even when total loss plateaus: (a) total "
+             "Loss decomposition against N: (a) total "
              "cross-entropy (nats) with the aleatoric floor, (b) epistemic KL (nats) with power-law "
              "fits to the seed means (dashed; unweighted least squares in log-log space, which is less "
              "noisy than weighting by seed standard errors from a few seeds), (c) test accuracy (%) "

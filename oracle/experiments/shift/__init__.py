@@ -58,7 +58,7 @@ ARTIFACTS = artifacts_by_name(
              "oracle's own posterior shift E[KL(p(y|x) || p(y|x'))] (nats) and its accuracy on x' (%) on the "
              "baseline test set."),
     Artifact("shift_panels", "figure",
-             "What shifts matters more than how much: (a) test accuracy (%) and (b) accuracy drop (pp) "
+             "Accuracy under training-time shift, by shift type and size: (a) test accuracy (%) and (b) accuracy drop (pp) "
              "against KL (nats): KL_y for the paper's configurations, the exact KL for world variants; "
              "(c) prior shift only against KL_y; (d) noise only against sigma, with the oracle's accuracy "
              "on x'; (e) mean drop per shift type; (f) linear fits of the drop against KL_y (the paper's) "

@@ -1,0 +1,46 @@
+"""Experiment kind ``labels``: the finding sentence of each artifact's caption, computed from
+the data the artifact is drawn from (`oracle.report.captions`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from oracle.experiments import _calibration_findings
+from oracle.experiments.labels import report
+from oracle.report.captions import count_of, num, paper_says
+
+
+def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
+    """The finding of artifact `name` (`oracle.experiments.labels.ARTIFACTS`); "" for one that
+    only shows data."""
+    runs = data["runs"]
+    if name == "label_comparison":
+        return f"{gain_finding(runs)} {soft_ece_finding(runs)}"
+    if name == "soft_vs_hard":
+        return gain_finding(runs)
+    if name == "calibration_agreement":
+        return _calibration_findings.agreement_finding(runs, who=("cell", "seed"))
+    return ""
+
+
+def gain_finding(runs: pd.DataFrame) -> str:
+    """Soft minus hard test accuracy per N (paired seeds, `report.gain_summary`) and at how
+    many sizes soft labels win."""
+    g = report.gain_summary(runs)
+    per_n = ", ".join(f"N={int(r['N'])} {100 * r['gain']:+.2f} pp" for _, r in g.iterrows())
+    seeds = sorted(set(g["n_seeds"].astype(int)))
+    wins = int(g["soft_wins"].sum())
+    return (f"This run: soft minus hard test accuracy {per_n} (mean over {'/'.join(map(str, seeds))} paired "
+            f"seeds); soft labels win at {count_of(wins, len(g), 'sizes')}. The paper: {paper_says('soft_labels')}.")
+
+
+def soft_ece_finding(runs: pd.DataFrame) -> str:
+    """The soft-label ECE (against the labels) at the largest N, mean over seeds."""
+    soft = runs[runs["labels"] == "soft"]
+    if soft.empty:
+        return ""
+    top = soft[soft["N"] == soft["N"].max()]
+    return (f"Soft-label ECE at N={int(top['N'].iloc[0])}: {num(float(top['ece'].mean()))} (mean over "
+            f"{len(top)} seeds). The paper: {paper_says('soft_calibration')}.")

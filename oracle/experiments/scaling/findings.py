@@ -1,0 +1,122 @@
+"""Experiment kind ``scaling``: the finding sentence of each artifact's caption, computed from
+the data the artifact is drawn from (`oracle.report.captions`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from oracle.experiments import _calibration_findings
+from oracle.experiments.scaling import report
+from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
+from oracle.report.captions import count_of, num, paper_says, span
+
+#: The total loss counts as flattened when the last step of N lowered it by less than this
+#: fraction (seed means, every architecture).
+PLATEAU_DROP = 0.05
+
+
+def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
+    """The finding of artifact `name` (`oracle.experiments.scaling.ARTIFACTS`); "" for one that
+    only shows data."""
+    runs = report.select_runs(data["runs"], spec["arch_labels"])
+    if name == "accuracy_vs_bayes":
+        return bayes_gap_finding(report.table(name, data, spec)[0], runs)
+    if name == "epistemic_vs_n":
+        return epistemic_finding(report.table(name, data, spec)[0])
+    if name == "scaling_panels":
+        return " ".join((plateau_finding(runs), exponent_finding(runs, "epistemic", "epistemic KL"),
+                         bayes_gap_finding(report.accuracy_vs_bayes(runs), runs)))
+    if name == "epistemic_curves":
+        return exponent_finding(runs, "epistemic", "epistemic KL")
+    if name == "calibration_vs_n":
+        return ece_rate_finding(runs)
+    if name == "calibration_agreement":
+        return _calibration_findings.agreement_finding(runs)
+    return ""
+
+
+def bayes_gap_finding(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
+    """The gap to the Bayes-optimal accuracy at the largest N (the accuracy_vs_bayes frame) and
+    how much accuracy rose from the smallest N."""
+    gaps = dict(zip(frame["Architecture"], frame["Gap (%)"].astype(float)))
+    closest = min(gaps, key=gaps.get)
+    agg = aggregate_over_seeds(runs, ["acc"], ["arch", "N"])
+    rise = {}
+    for arch, a in agg.groupby("arch"):
+        a = a.sort_values("N")
+        if len(a) >= 2:
+            rise[arch] = 100.0 * (a["acc_mean"].iloc[-1] - a["acc_mean"].iloc[0])
+    text = (f"This run: at the largest N the Bayes-optimal accuracy minus the test accuracy is "
+            f"{span(gaps.values())} percentage points (smallest: {closest}, {num(gaps[closest])} pp)")
+    if rise:
+        text += (f"; from the smallest to the largest N the accuracy changed by {span(rise.values())} pp (it rose "
+                 f"for {count_of(sum(v > 0 for v in rise.values()), len(rise), 'architectures')})")
+    return text + f". The paper: {paper_says('bayes_bound')}."
+
+
+def epistemic_finding(frame: pd.DataFrame) -> str:
+    """How much the seed-mean epistemic KL fell from the smallest to the largest N (the
+    epistemic_vs_n frame), and for how many architectures it fell at every step."""
+    n = frame["Dataset size N"]
+    factors, monotone = {}, 0
+    for arch in frame.columns[1:]:
+        col = frame[arch].astype(float)
+        ok = col.notna()
+        if ok.sum() < 2:
+            continue
+        v = col[ok].to_numpy()
+        factors[arch] = v[0] / v[-1]
+        monotone += bool((v[1:] < v[:-1]).all())
+    if not factors:
+        return ""
+    return (f"This run: the epistemic KL at N={int(n.min())} is {span(factors.values())} times that at "
+            f"N={int(n.max())}; it fell at every step for "
+            f"{count_of(monotone, len(factors), 'architectures')}.")
+
+
+def plateau_finding(runs: pd.DataFrame) -> str:
+    """Whether the total cross-entropy flattened: its relative drop over the last step of N
+    (seed means) against `PLATEAU_DROP`, and its distance from the aleatoric floor."""
+    agg = aggregate_over_seeds(runs, ["total"], ["arch", "N"])
+    floor = float(runs["aleatoric"].mean())
+    drops, over_floor, steps = {}, {}, set()
+    for arch, a in agg.groupby("arch"):
+        a = a.sort_values("N")
+        if len(a) < 2:
+            continue
+        last, prev = a["total_mean"].iloc[-1], a["total_mean"].iloc[-2]
+        drops[arch] = 1.0 - last / prev
+        over_floor[arch] = last / floor if floor > 0 else float("nan")
+        steps.add((int(a["N"].iloc[-2]), int(a["N"].iloc[-1])))
+    if not drops:
+        return ""
+    flat = sum(d < PLATEAU_DROP for d in drops.values())
+    step = " / ".join(f"N={a} to {b}" for a, b in sorted(steps))
+    verdict = ("it has flattened for every architecture" if flat == len(drops) else
+               "it has not flattened" if flat == 0 else
+               f"it has flattened for {count_of(flat, len(drops), 'architectures')}")
+    return (f"This run: over the last step ({step}) the total cross-entropy dropped by "
+            f"{span((100 * d for d in drops.values()), unit='%')} of its value and stays {span(over_floor.values())} times the "
+            f"aleatoric floor {num(floor)} nats: {verdict} (flattened: a drop below {100 * PLATEAU_DROP:g}%).")
+
+
+def exponent_finding(runs: pd.DataFrame, value: str, what: str) -> str:
+    """The power-law exponent of `value` per architecture, mean ± std over per-seed fits."""
+    fits = fit_per_seed(runs, value).set_index("arch")
+    parts = [f"{arch} {num(r['alpha'])}" + ("" if pd.isna(r["alpha_std"]) else f" ± {num(r['alpha_std'], 2)}")
+             for arch, r in fits.iterrows()]
+    positive = int((fits["alpha"] > 0).sum())
+    return (f"Exponent alpha of the {what} (mean ± std over per-seed fits): {'; '.join(parts)}; alpha > 0 for "
+            f"{count_of(positive, len(fits), 'architectures')}. The paper: {paper_says('power_law')}.")
+
+
+def ece_rate_finding(runs: pd.DataFrame) -> str:
+    """alpha_ECE - alpha_KL per architecture (means of per-seed fits)."""
+    kl = fit_per_seed(runs, "epistemic").set_index("arch")["alpha"]
+    ece = fit_per_seed(runs, "ece").set_index("arch")["alpha"]
+    diffs = {a: float(ece[a] - kl[a]) for a in kl.index if a in ece.index}
+    parts = "; ".join(f"{a} {num(ece[a])} vs {num(kl[a])}" for a in diffs)
+    return (f"This run: alpha_ECE vs alpha_KL {parts} (difference {span(diffs.values())}). "
+            f"The paper: {paper_says('ece_rate')}.")

@@ -1,0 +1,75 @@
+"""Captions: a fixed description of what an artifact shows, and a finding computed from its data.
+
+An `oracle.report.paper.Artifact`'s ``caption`` describes the panels, columns and units and
+claims nothing. What the run found is a sentence (or a few) computed from the same data the
+artifact is drawn from, by its kind's ``findings(name, data, spec)``
+(``oracle/experiments/<kind>/findings.py``) or `oracle.validation.findings`; where the paper
+states a result, the paper's value stands beside this run's (`paper_says`), never instead of
+it. The table and figure jobs join the two (`full_caption`): tables in their Markdown and LaTeX
+captions, and every artifact in ``<stem>.caption.rst``, which the report's caption template
+(report/artifact.rst) includes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterable
+
+from oracle.io.atomic import atomic_output
+
+#: The caption file beside each artifact: ``<stem>.caption.rst``.
+CAPTION_SUFFIX = "caption.rst"
+
+
+def full_caption(description: str, finding: str) -> str:
+    """The description, then the finding (either may be empty), as one caption."""
+    return " ".join(part.strip() for part in (description, finding) if part and part.strip())
+
+
+def rst_escape(text: str) -> str:
+    """`text` as reStructuredText that renders as the same plain text: backslash before every
+    character that would start markup (``* ` _ | \\``), so ``E[KL(p || q)]`` and ``test_resnet``
+    stay text."""
+    return re.sub(r"([\\*`_|])", r"\\\1", text)
+
+
+def write_caption(path: str | os.PathLike, caption: str) -> None:
+    """The caption file of an artifact (atomic): `caption` as one reStructuredText paragraph."""
+    with atomic_output(path) as tmp:
+        tmp.write_text(rst_escape(" ".join(caption.split())) + "\n", encoding="utf-8")
+
+
+def paper_says(finding_id: str) -> str:
+    """What the paper reports for finding `finding_id` of `oracle.report.claims.FINDINGS`
+    (the one place the paper's values are written down)."""
+    from oracle.report.claims import FINDINGS
+
+    for f in FINDINGS:
+        if f.id == finding_id:
+            return f.paper
+    raise KeyError(f"no paper finding {finding_id!r}")
+
+
+def num(value: float, digits: int = 3) -> str:
+    """A number as text with `digits` significant digits; "n/a" for None or NaN."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    return f"{value:.{digits}g}"
+
+
+def span(values: Iterable[float], digits: int = 3, unit: str = "") -> str:
+    """"a" or "a to b" (smallest to largest) of the finite `values`, followed by `unit` ("%"
+    without a space); "n/a" when none."""
+    v = sorted(x for x in values if x is not None and math.isfinite(x))
+    if not v:
+        return "n/a"
+    lo, hi = num(v[0], digits), num(v[-1], digits)
+    text = lo if lo == hi else f"{lo} to {hi}"
+    return text + unit if unit == "%" else f"{text} {unit}".rstrip()
+
+
+def count_of(hits: int, total: int, what: str) -> str:
+    """"k of n <what>"."""
+    return f"{hits} of {total} {what}"
