@@ -27,7 +27,7 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
         return epistemic_finding(report.table(name, data, spec)[0])
     if name == "scaling_panels":
         return " ".join((plateau_finding(runs), exponent_finding(runs, "epistemic", "epistemic KL"),
-                         bayes_gap_finding(report.accuracy_vs_bayes(runs), runs)))
+                         bayes_gap_finding(report.accuracy_vs_bayes(runs), runs, lead="")))
     if name == "epistemic_curves":
         return exponent_finding(runs, "epistemic", "epistemic KL")
     if name == "calibration_vs_n":
@@ -37,7 +37,7 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     return ""
 
 
-def bayes_gap_finding(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
+def bayes_gap_finding(frame: pd.DataFrame, runs: pd.DataFrame, lead: str = "This run: ") -> str:
     """The gap to the Bayes-optimal accuracy at the largest N (the accuracy_vs_bayes frame) and
     how much accuracy rose from the smallest N."""
     gaps = dict(zip(frame["Architecture"], frame["Gap (%)"].astype(float)))
@@ -48,7 +48,7 @@ def bayes_gap_finding(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
         a = a.sort_values("N")
         if len(a) >= 2:
             rise[arch] = 100.0 * (a["acc_mean"].iloc[-1] - a["acc_mean"].iloc[0])
-    text = (f"This run: at the largest N the Bayes-optimal accuracy minus the test accuracy is "
+    text = (f"{lead}{'at' if lead else 'At'} the largest N the Bayes-optimal accuracy minus the test accuracy is "
             f"{span(gaps.values())} percentage points (smallest: {closest}, {num(gaps[closest])} pp)")
     if rise:
         text += (f"; from the smallest to the largest N the accuracy changed by {span(rise.values())} pp (it rose "
