@@ -2,8 +2,8 @@
 # (oracle/experiments/<kind>/: collect_inputs in its planning half; collect, table, figure and
 # numbers in its reporting half):
 #   <kind>/<experiment>/data/<data>.csv                one per name of the kind's DATA
-#   <kind>/<experiment>/tables/<artifact>.{csv,md,tex}
-#   <kind>/<experiment>/figures/<artifact>.{pdf,png}
+#   <kind>/<experiment>/tables/<artifact>.{csv,md,tex,caption.rst}
+#   <kind>/<experiment>/figures/<artifact>.{pdf,png,caption.rst}
 #   numbers/<experiment>.json
 # Each artifact is named by content; `paper:` in the config maps the paper's numbering onto
 # them, and each paper id is a named target (`snakemake fig2`). A kind with jobs of its own
