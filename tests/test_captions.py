@@ -224,3 +224,36 @@ def test_caption_file_renders_as_the_same_text(tmp_path):
 def test_rst_escape_and_span():
     assert rst_escape("a_b|c*d`e\\") == "a\\_b\\|c\\*d\\`e\\\\"
     assert span([3.0, -1.0, float("nan")]) == "-1 to 3" and span([2.0], unit="%") == "2%" and span([]) == "n/a"
+
+
+def test_scaling_with_one_size_states_no_exponent():
+    runs = _scaling_runs(lambda n: 0.8, lambda n: 1.0)
+    one = runs[runs["N"] == 100]
+    assert _scaling(one, "epistemic_curves") == ""
+    assert "percentage points" in _scaling(one, "accuracy_vs_bayes")
+
+
+# --------------------------------------------------------------------------- active
+def _rounds(epistemic_gain: float, entropy_gain: float) -> dict[str, pd.DataFrame]:
+    rows = []
+    for strategy, gain in (("max_entropy", entropy_gain), ("max_epistemic", epistemic_gain)):
+        for seed in (0, 1):
+            for r, labelled in enumerate((50, 100, 150)):
+                rows.append({"arch": "a", "strategy": strategy, "seed": seed, "round": r, "labelled": labelled,
+                             "acc": 0.4 + gain * r / 2, "epistemic": 1.0, "test_size": 1000,
+                             "selected_epistemic": 1.0, "selected_aleatoric": 0.1})
+    return {"rounds": pd.DataFrame(rows),
+            "correlations": pd.DataFrame(columns=["arch", "target", "score", "seed", "spearman"])}
+
+
+ACTIVE_SPEC = {"archs": ["a"], "arch_labels": {"a": "Arch A"}, "strategies": ["max_entropy", "max_epistemic"],
+               "labels_per_round": [50, 100, 150], "batch": 50, "rounds": 2, "pool_size": 500,
+               "target_accuracy": None}
+
+
+def test_active_epistemic_gaining_less_is_said():
+    cap = artifact_findings("active", "acquisition_panels", _rounds(0.05, 0.10), ACTIVE_SPEC)
+    assert "Max Epistemic's gain is 0.5x Max Entropy's" in cap and "more labels than Max Entropy" in cap
+    assert f"The paper: {paper_says('active_learning')}." in cap
+    better = artifact_findings("active", "rounds", _rounds(0.16, 0.10), ACTIVE_SPEC)
+    assert "gain is 1.6x" in better and "fewer labels than Max Entropy" in better

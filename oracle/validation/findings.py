@@ -23,15 +23,24 @@ def findings(name: str, metrics: Mapping) -> str:
 
 
 def memorization_finding(metrics: Mapping) -> str:
-    mem = metrics["memorization"]
+    """Memorization rate and median nearest-neighbour distance, oracle samples against held-out
+    real test images."""
+    mem = metrics.get("memorization") or {}
+    if "rate" not in mem:
+        return ""
+    test_rate = mem.get("test_rate")
+    beside = f", against {num(100 * test_rate)}% of held-out real test images" if test_rate is not None else ""
+    test_nn = f" vs {num(mem['test_median_nn'])} (real test)" if mem.get("test_median_nn") is not None else ""
     return (f"This run: {num(100 * mem['rate'])}% of oracle samples lie within the memorization threshold "
-            f"{num(mem['threshold'])} of a training image, against {num(100 * mem['test_rate'])}% of held-out real "
-            f"test images; median nearest-neighbour distance {num(mem['median_nn'])} (oracle) vs "
-            f"{num(mem['test_median_nn'])} (real test).")
+            f"{num(mem['threshold'])} of a training image{beside}; median nearest-neighbour distance "
+            f"{num(mem['median_nn'])} (oracle){test_nn}.")
 
 
 def coverage_finding(metrics: Mapping) -> str:
-    nae = metrics["coverage"]["naeem"]
+    """Naeem coverage beside its value for real images."""
+    nae = (metrics.get("coverage") or {}).get("naeem")
+    if not nae:
+        return ""
     expect = nae.get("expected_if_same_distribution")
     beside = f" ({num(100 * expect)}% expected if the samples were real images)" if expect is not None else ""
     return f"Coverage (Naeem, k=5) {num(100 * nae['coverage'])}%{beside}."

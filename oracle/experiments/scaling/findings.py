@@ -102,9 +102,20 @@ def plateau_finding(runs: pd.DataFrame) -> str:
             f"aleatoric floor {num(floor)} nats: {verdict} (flattened: a drop below {100 * PLATEAU_DROP:g}%).")
 
 
+def _fits(runs: pd.DataFrame, value: str) -> pd.DataFrame:
+    """`fit_per_seed` of `value` per architecture (index arch), over the architectures the
+    figures fit too: at least two N and every value positive."""
+    ok = [a for a, sub in runs.groupby("arch") if sub["N"].nunique() >= 2 and bool((sub[value] > 0).all())]
+    if not ok:
+        return pd.DataFrame(columns=["alpha", "alpha_std"])
+    return fit_per_seed(runs[runs["arch"].isin(ok)], value).set_index("arch")
+
+
 def exponent_finding(runs: pd.DataFrame, value: str, what: str) -> str:
     """The power-law exponent of `value` per architecture, mean ± std over per-seed fits."""
-    fits = fit_per_seed(runs, value).set_index("arch")
+    fits = _fits(runs, value)
+    if fits.empty:
+        return ""
     parts = [f"{arch} {num(r['alpha'])}" + ("" if pd.isna(r["alpha_std"]) else f" ± {num(r['alpha_std'], 2)}")
              for arch, r in fits.iterrows()]
     positive = int((fits["alpha"] > 0).sum())
@@ -114,9 +125,10 @@ def exponent_finding(runs: pd.DataFrame, value: str, what: str) -> str:
 
 def ece_rate_finding(runs: pd.DataFrame) -> str:
     """alpha_ECE - alpha_KL per architecture (means of per-seed fits)."""
-    kl = fit_per_seed(runs, "epistemic").set_index("arch")["alpha"]
-    ece = fit_per_seed(runs, "ece").set_index("arch")["alpha"]
+    kl, ece = _fits(runs, "epistemic")["alpha"], _fits(runs, "ece")["alpha"]
     diffs = {a: float(ece[a] - kl[a]) for a in kl.index if a in ece.index}
+    if not diffs:
+        return ""
     parts = "; ".join(f"{a} {num(ece[a])} vs {num(kl[a])}" for a in diffs)
     return (f"This run: alpha_ECE vs alpha_KL {parts} (difference {span(diffs.values())}). "
             f"The paper: {paper_says('ece_rate')}.")
