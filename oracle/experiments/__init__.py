@@ -66,7 +66,7 @@ from oracle.errors import ConfigError
 
 #: The registered kinds: the packages oracle/experiments/<name>/. Adding a kind is adding its
 #: package and its name here.
-PACKAGES = ("scaling", "labels", "shift", "estimators", "difficulty", "active")
+PACKAGES = ("scaling", "labels", "shift", "estimators", "difficulty", "active", "calibration")
 
 #: What every kind defines (the contract test checks them).
 INTERFACE = ("KIND", "ARTIFACTS", "DATA", "SCHEMA", "check", "classifier_runs", "training_spec", "evaluation_sets",
