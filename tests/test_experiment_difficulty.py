@@ -203,6 +203,17 @@ def test_learner_planning():
     assert t["world"] == "tau1.5" and t["n"] == 300 and t["labels"] == "hard" and t["hard_label"] == "label"
     assert t["training"] == {k: DEFAULT["classifiers"]["training"][k] for k in t["training"]}
     assert difficulty.evaluation_sets(s) == ["tau0.9", "base", "tau1.5"]
+    assert difficulty.run_evaluation_sets(s, runs[-1]) == ["tau1.5"]
+    from oracle.workflow import plan
+
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["experiments"] = {"d": copy.deepcopy(entry)}
+    # each learner on its own world's test set only
+    assert plan.prediction_jobs(cfg) == sorted(("d", "test_resnet", w, s_, w) for w in ("tau0.9", "base", "tau1.5")
+                                               for s_ in (0, 1))
+    t = plan.training_spec(cfg, "d", "tau0.9")
+    assert t["world"] == "tau0.9" and "experiments.d.learner" in t["config_keys"]
+    assert plan.split_worlds(cfg)["tau1.5"]["seeds"] == [0, 1] and plan.split_worlds(cfg)["tau1.5"]["max_n"] == 300
     with pytest.raises(ConfigError, match="no world 'tau1.2'"):
         difficulty.training_spec(s, "tau1.2")
     with pytest.raises(ConfigError, match=r"learner\.size': N=900 exceeds the training pool of world 'tau1\.5'"):

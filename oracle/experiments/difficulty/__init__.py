@@ -10,8 +10,7 @@ estimate, with z = (estimate - closed form) / SE.
 
 With a ``learner`` (the seed's Figure 3: a model's test error beside the exact Bayes error at
 each tau), one architecture is trained at one N on each world of the curve (its cell is the
-world's name; hard labels y ~ p_T(y|x), DESIGN rule 8) and scored on every world's test set;
-only its own world's scores are read. The gap is test error minus the Bayes error
+world's name; hard labels y ~ p_T(y|x), DESIGN rule 8) and scored on that world's test set. The gap is test error minus the Bayes error
 E[1 - max_y p(y|x)] of the same test rows, per seed, then mean ± SE over seeds; beside it, the
 excess error against the truth E[max_y p(y|x) - p(yhat|x)] (>= 0 for every classifier, no
 label noise). Without a learner no classifier is trained.
@@ -118,9 +117,13 @@ def training_spec(spec: Mapping, cell: str) -> dict:
 
 
 def evaluation_sets(spec: Mapping) -> list[str]:
-    """With a learner, every world's test set (each model is read only on its own world's:
-    the workflow predicts every model on every set of its experiment); else none."""
+    """With a learner, every world's test set; else none."""
     return list(spec["worlds"]) if spec.get("learner") else []
+
+
+def run_evaluation_sets(spec: Mapping, run: Mapping) -> list[str]:
+    """A learner model is predicted on its own world's test set only (its cell)."""
+    return [run["cell"]]
 
 
 def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
