@@ -103,7 +103,8 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[p
     if name == "learner_vs_bayes":
         s = learner_summary(data["learner"])
         return pd.DataFrame({
-            "World": s["world"], "tau": s["base_temperature"], "Architecture": s["arch"], "N": s["N"],
+            "World": s["world"], "tau": s["base_temperature"], "Architecture": s["arch"].map(lambda a: _arch_label(spec, a)),
+            "N": s["N"],
             "Seeds": s["n_seeds"], "Test rows": s["n_test"], "Test error (%)": 100 * s["test_error"],
             "SE (%)": 100 * s["test_error_se"], "Bayes error (%)": 100 * s["bayes_error"],
             "Gap (pp)": 100 * s["gap"], "Gap SE (pp)": 100 * s["gap_se"], "Gap std (pp)": 100 * s["gap_std"],
@@ -152,6 +153,11 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
         return save_figure(fig, stem)
 
 
+def _arch_label(spec: Mapping, arch: str) -> str:
+    """The display name of a learner architecture (classifiers.archs.<arch>.label)."""
+    return (spec.get("arch_labels") or {}).get(arch, arch)
+
+
 def _learner_figure(learner: pd.DataFrame, spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """Left: test error and Bayes error (%) against tau; right: gap and excess error (pp)."""
     with style():
@@ -168,7 +174,7 @@ def _learner_figure(learner: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
         for _, g in learner.groupby("seed"):
             ax_a.plot(g["base_temperature"], 100 * g["test_error"], color="C0", lw=0.6, alpha=0.35)
         ax_a.errorbar(tau, 100 * s["test_error"], yerr=100 * s["test_error_se"].fillna(0.0), color="C0", marker="o",
-                      ms=4, capsize=2, lw=1.4, label=f"{s['arch'].iloc[0]}, N={int(s['N'].iloc[0])}: test error")
+                      ms=4, capsize=2, lw=1.4, label=f"{_arch_label(spec, s['arch'].iloc[0])}, N={int(s['N'].iloc[0])}: test error")
         ax_a.plot(tau, 100 * s["bayes_error"], "s--", color="k", ms=5, mfc="none", label="Bayes error (same rows)")
         ax_a.set(xlabel="base temperature τ", ylabel="error (%)", title="(a) learner beside the Bayes error")
         ax_b.errorbar(tau, 100 * s["gap"], yerr=100 * s["gap_se"].fillna(0.0), marker="o", ms=4, capsize=2, lw=1.4,
