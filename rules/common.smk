@@ -126,13 +126,14 @@ def prediction_runs(name):
 
 def experiment_metrics(name):
     """metrics/<evalset>.json of every classifier experiment `name` reads, on every evaluation set."""
-    return [METRICS.format(**r, evalset=e) for r in prediction_runs(name) for e in plan.evaluation_sets(config, name)]
+    return [METRICS.format(**r, evalset=e) for r in prediction_runs(name)
+            for e in plan.run_evaluation_sets(EXPERIMENTS[name], r)]
 
 
 def experiment_predictions(name):
     """predictions/<evalset>.h5 of every classifier experiment `name` reads, on every evaluation set."""
     return [PREDICTIONS.format(**r, evalset=e) for r in prediction_runs(name)
-            for e in plan.evaluation_sets(config, name)]
+            for e in plan.run_evaluation_sets(EXPERIMENTS[name], r)]
 
 
 def evalset_inputs(wildcards):

@@ -11,7 +11,7 @@ from scipy import stats
 from oracle.report import claims as cl
 
 EXPERIMENTS = {"scaling": {"kind": "scaling"}, "labels": {"kind": "labels"}, "shift": {"kind": "shift"},
-               "active": {"kind": "active"}}
+               "active": {"kind": "active"}, "difficulty": {"kind": "difficulty"}}
 ARCHS = ("test_resnet", "test_vit")
 
 
@@ -36,6 +36,10 @@ def base_numbers() -> dict:
         n[f"scaling.aleatoric.{arch}"] = mc(0.05, 0.003)
         n[f"scaling.accuracy_min_n.{arch}"] = seeds(0.4, 0.01)
         n[f"scaling.accuracy_max_n.{arch}"] = seeds(0.9, 0.01)
+    # the learner's gap to the Bayes error grows with tau (named out of tau order on purpose)
+    for world, tau, gap in (("tau0.9", 0.9, 0.01), ("hard", 1.5, 0.08), ("base", 1.0, 0.03)):
+        n[f"difficulty.base_temperature.{world}"] = {"value": tau, "unit": "1"}
+        n[f"difficulty.gap.{world}"] = seeds(gap, 0.005, unit="fraction")
     return n
 
 
@@ -45,7 +49,7 @@ def verdicts(numbers, experiments=EXPERIMENTS) -> dict[str, str]:
 
 def test_every_finding_supported_and_rows_are_complete():
     rows = cl.claims(base_numbers(), EXPERIMENTS)
-    assert [r["id"] for r in rows] == [f.id for f in cl.FINDINGS] and len(rows) == 9
+    assert [r["id"] for r in rows] == [f.id for f in cl.FINDINGS] and len(rows) == 10
     assert {r["verdict"] for r in rows} == {"supported"}
     for r in rows:
         assert r["rule"] and r["paper"] and r["this run"] and r["numbers"]
@@ -75,6 +79,12 @@ CASES = {
     "active_learning": [({"active.gain_ratio.test_resnet": seeds(0.7, 0.02)}, "contradicted"),
                         ({"active.fewer_labels.test_resnet": seeds(-0.2, 0.02)}, "contradicted"),
                         ({"active.gain_ratio.test_resnet": seeds(1.1, 0.1)}, "unresolved")],
+    # gap(tau 1.5) - gap(tau 0.9) = 0.08 - 0.01 with half-width 4.30 * hypot(0.005, 0.005) = 0.030
+    "learner_bayes_gap": [({"difficulty.gap.hard": seeds(-0.05, 0.005)}, "contradicted"),
+                          ({"difficulty.gap.hard": seeds(0.03, 0.005)}, "unresolved"),
+                          ({"difficulty.gap.tau0.9": seeds(0.15, 0.005)}, "contradicted"),
+                          # the base world's gap is not the one compared: no change in the verdict
+                          ({"difficulty.gap.base": seeds(0.5, 0.005)}, "supported")],
     "bayes_bound": [({"scaling.accuracy_max_n.test_vit": seeds(0.3, 0.01)}, "contradicted"),
                     ({"scaling.accuracy_max_n.test_vit": seeds(0.995, 0.001)}, "contradicted"),
                     ({"scaling.accuracy_max_n.test_vit": seeds(0.42, 0.01)}, "unresolved")],
@@ -114,3 +124,16 @@ def test_intervals_use_student_t_over_seeds_and_normal_over_a_test_set():
     assert d.value == 1.0 and d.half == pytest.approx(stats.t.ppf(0.975, 1) * math.hypot(0.1, 0.1), rel=1e-15)
     with pytest.raises(cl.Missing):
         cl.estimate(n, "nope")
+
+
+def test_learner_gap_orders_worlds_by_tau_and_needs_two_worlds():
+    row = next(r for r in cl.claims(base_numbers(), EXPERIMENTS) if r["id"] == "learner_bayes_gap")
+    assert row["this run"].startswith("tau 0.9: gap 0.01; tau 1: gap 0.03; tau 1.5: gap 0.08;")
+    assert "gap(tau 1.5) - gap(tau 0.9) = 0.07" in row["this run"]
+    half = stats.t.ppf(0.975, 2) * math.hypot(0.005, 0.005)
+    assert f"difference 95% CI [{0.07 - half:.4g}, {0.07 + half:.4g}]" in row["uncertainty"]
+    assert "difficulty.gap.hard" in row["numbers"].split()
+    numbers = {k: v for k, v in base_numbers().items() if not k.startswith("difficulty.gap.") or k.endswith("base")}
+    row = next(r for r in cl.claims(numbers, EXPERIMENTS) if r["id"] == "learner_bayes_gap")
+    assert row["verdict"] == "unresolved" and "missing number" in row["this run"]
+    assert verdicts(base_numbers(), {"scaling": {"kind": "scaling"}})["learner_bayes_gap"] == "not run"

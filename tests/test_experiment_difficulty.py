@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from oracle.errors import ConfigError
+from oracle.errors import ConfigError, DataError
 from oracle.experiments import difficulty
 from tests.test_experiment_kinds import DEFAULT
 from tests.test_experiment_shift import csv_roundtrip
@@ -115,3 +115,109 @@ def test_the_gaussian_preset_has_a_difficulty_curve():
     assert entries and len(entries[0]["worlds"]) >= 3
     spec_ = difficulty.check("difficulty", copy.deepcopy(entries[0]), cfg)
     assert len(set(spec_["base_temperatures"].values())) == len(spec_["worlds"])
+
+
+def learner_spec(seeds=(0, 1, 2)):
+    return {**spec(), "learner": {"arch": "tiny", "size": 200, "seeds": list(seeds)}}
+
+
+def metrics_file(tmp_path, world, evalset, seed, rng, sharp):
+    """A metrics file as the predict job writes it (`evaluate_predictions`) for random model
+    and oracle posteriors; returns its path and the brute-force (test error, Bayes error,
+    excess error against the truth)."""
+    from oracle.classifiers.evaluate import evaluate_predictions
+
+    n, k = 400, 3
+    p = rng.dirichlet(np.full(k, sharp), size=n)
+    q = 0.6 * p + 0.4 * rng.dirichlet(np.ones(k), size=n)
+    y = np.array([rng.choice(k, p=row) for row in p])
+    m = evaluate_predictions(np.log(q), np.log(p), y)
+    blob = {"experiment": "difficulty", "arch": "tiny", "cell": world, "seed": seed, "evalset": evalset, "N": 200,
+            "labels": "hard", "hard_label": "label", "metrics": m}
+    path = tmp_path / f"{world}-{evalset}-{seed}.json"
+    path.write_text(json.dumps(blob))
+    yhat = q.argmax(1)
+    return str(path), (np.mean(yhat != y), np.mean(1 - p.max(1)), np.mean(p.max(1) - p[np.arange(n), yhat]))
+
+
+def test_learner_against_brute_force(tmp_path):
+    rng = np.random.default_rng(0)
+    sharp = {"tau0.5": 0.2, "base": 0.6, "tau2": 2.0}
+    paths, truth = [], {}
+    for w in TAUS:
+        for s in (0, 1, 2):
+            for evalset in TAUS:  # every model on every world's test set; only its own is read
+                path, exact = metrics_file(tmp_path, w, evalset, s, rng, sharp[evalset])
+                paths.append(path)
+                if evalset == w:
+                    truth[w, s] = exact
+    constants = [str(constants_file(tmp_path, w, TAUS[w], 0.1)) for w in TAUS]
+    data = csv_roundtrip(difficulty.collect(learner_spec(), {"constants": constants, "metrics": paths[::-1]}),
+                         tmp_path)
+    lrn = data["learner"]
+    assert list(lrn["world"]) == [w for w in TAUS for _ in range(3)] and list(lrn["seed"]) == [0, 1, 2] * 3
+    got = lrn.set_index(["world", "seed"])
+    for (w, s), (err, bayes, excess) in truth.items():
+        assert got.loc[(w, s), "test_error"] == pytest.approx(err, abs=1e-15)
+        assert got.loc[(w, s), "bayes_error"] == pytest.approx(bayes, abs=1e-12)
+        assert got.loc[(w, s), "gap"] == pytest.approx(err - bayes, abs=1e-12)
+        assert got.loc[(w, s), "excess_error_truth"] == pytest.approx(excess, abs=1e-12)
+    assert (lrn["excess_error_truth"] >= -1e-12).all()
+    nums = difficulty.numbers(data, learner_spec(), {"curve": "c", "learner": "l"})
+    gaps = np.array([truth["tau2", s][0] - truth["tau2", s][1] for s in (0, 1, 2)])
+    g = nums["gap.tau2"]
+    assert g["value"] == pytest.approx(gaps.mean(), abs=1e-12) and g["n_seeds"] == 3 and g["se_over"] == "seeds"
+    assert g["std"] == pytest.approx(gaps.std(ddof=1), abs=1e-12)
+    assert g["se"] == pytest.approx(gaps.std(ddof=1) / math.sqrt(3), abs=1e-12)
+    assert nums["learner_error.base"]["value"] == pytest.approx(np.mean([truth["base", s][0] for s in (0, 1, 2)]))
+    assert nums["bayes_error.base"]["value"] == 0.1  # the curve's numbers are untouched
+    t, _ = difficulty.table("learner_vs_bayes", data, learner_spec())
+    assert list(t["tau"]) == [0.5, 1.0, 2.0]
+    assert t["Gap (pp)"].iloc[2] == pytest.approx(100 * gaps.mean(), abs=1e-10)
+    assert difficulty.figure("learner_vs_bayes_curve", data, learner_spec(),
+                             tmp_path / "lc")["png"].read_bytes().startswith(b"\x89PNG")
+    # a seed's own-world metrics missing: one-line error naming it
+    with pytest.raises(DataError, match=r"\('tau2', 2\)"):
+        difficulty.collect(learner_spec(), {"constants": constants, "metrics": [p for p in paths
+                                                                                if not p.endswith("tau2-tau2-2.json")]})
+
+
+def test_without_a_learner_the_learner_artifacts_are_empty(tmp_path):
+    constants = [str(constants_file(tmp_path, w, TAUS[w], 0.1)) for w in TAUS]
+    data = csv_roundtrip(difficulty.collect(spec(), {"constants": constants}), tmp_path)
+    assert data["learner"].empty and "gap" in data["learner"].columns
+    t, _ = difficulty.table("learner_vs_bayes", data, spec())
+    assert t.empty and "Gap (pp)" in t.columns
+    assert not any(k.startswith("gap.") for k in difficulty.numbers(data, spec(), {"curve": "c", "learner": "l"}))
+    assert difficulty.figure("learner_vs_bayes_curve", data, spec(), tmp_path / "e")["png"].exists()
+
+
+def test_learner_planning():
+    entry = {"kind": "difficulty", "worlds": ["tau0.9", "base", "tau1.5"],
+             "learner": {"arch": "test_resnet", "size": 300, "seeds": [0, 1]}}
+    s = difficulty.check("d", copy.deepcopy(entry), DEFAULT)
+    runs = difficulty.classifier_runs(s)
+    assert runs[:2] == [{"arch": "test_resnet", "cell": "tau0.9", "seed": 0},
+                        {"arch": "test_resnet", "cell": "tau0.9", "seed": 1}] and len(runs) == 6
+    t = difficulty.training_spec(s, "tau1.5")
+    assert t["world"] == "tau1.5" and t["n"] == 300 and t["labels"] == "hard" and t["hard_label"] == "label"
+    assert t["training"] == {k: DEFAULT["classifiers"]["training"][k] for k in t["training"]}
+    assert difficulty.evaluation_sets(s) == ["tau0.9", "base", "tau1.5"]
+    assert difficulty.run_evaluation_sets(s, runs[-1]) == ["tau1.5"]
+    from oracle.workflow import plan
+
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["experiments"] = {"d": copy.deepcopy(entry)}
+    # each learner on its own world's test set only
+    assert plan.prediction_jobs(cfg) == sorted(("d", "test_resnet", w, s_, w) for w in ("tau0.9", "base", "tau1.5")
+                                               for s_ in (0, 1))
+    t = plan.training_spec(cfg, "d", "tau0.9")
+    assert t["world"] == "tau0.9" and "experiments.d.learner" in t["config_keys"]
+    assert plan.split_worlds(cfg)["tau1.5"]["seeds"] == [0, 1] and plan.split_worlds(cfg)["tau1.5"]["max_n"] == 300
+    with pytest.raises(ConfigError, match="no world 'tau1.2'"):
+        difficulty.training_spec(s, "tau1.2")
+    with pytest.raises(ConfigError, match=r"learner\.size': N=900 exceeds the training pool of world 'tau1\.5'"):
+        difficulty.check("d", {**copy.deepcopy(entry), "learner": {"arch": "test_resnet", "size": 900, "seeds": [0]}},
+                         DEFAULT)
+    with pytest.raises(ConfigError, match=r"learner\.arch': 'nope'"):
+        difficulty.check("d", {**copy.deepcopy(entry), "learner": {"arch": "nope", "size": 9, "seeds": [0]}}, DEFAULT)

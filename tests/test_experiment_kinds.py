@@ -38,6 +38,7 @@ SIGNATURES = {
     "figure": ["name", "data", "spec", "stem"],
     "numbers": ["data", "spec", "data_paths"],
     "split_needs": ["spec"],  # optional
+    "run_evaluation_sets": ["spec", "run"],  # optional
 }
 
 

@@ -91,9 +91,27 @@ def test_difficulty_against_the_closed_form_and_numbers(run):
         assert curve.loc[world, "bayes_error_closed_form"] == pytest.approx(closed, rel=1e-9)
         assert abs(curve.loc[world, "closed_form_z"]) < 3
     numbers = json.loads((run / "numbers.json").read_text())
-    for key in ("shift.r2_drop_vs_kl_y", "shift.kl_exact.tau", "estimators.r2.mano", "difficulty.bayes_error.tau1.3"):
+    for key in ("shift.r2_drop_vs_kl_y", "shift.kl_exact.tau", "estimators.r2.mano", "difficulty.bayes_error.tau1.3",
+                "difficulty.gap.tau1.3", "calibration.ece_label_minus_truth.base-noise0.5", "calibration.ece_true.skew"):
         assert key in numbers and numbers[key]["artifact"], key
     for artifact in ("shift/shift/figures/shift_panels.png", "estimators/estimators/figures/estimates_vs_accuracy.png",
                      "difficulty/difficulty/figures/difficulty_curve.png", "samples/base/noise0.2/test.h5",
+                     "difficulty/difficulty/tables/learner_vs_bayes.csv",
+                     "difficulty/difficulty/figures/learner_vs_bayes_curve.png",
+                     "calibration/calibration/tables/calibration_under_shift.csv",
+                     "calibration/calibration/figures/calibration_vs_shift.png",
+                     "calibration/calibration/figures/reliability_under_shift.png",
                      "samples/tau1.3/kl_from_base.json"):
         assert (run / artifact).is_file() and (run / f"{artifact}.prov.json").is_file(), artifact
+
+
+def test_learner_gap_is_test_error_minus_the_bayes_error_of_its_own_world(run):
+    lrn = pd.read_csv(run / "difficulty" / "difficulty" / "data" / "learner.csv")
+    assert sorted(set(zip(lrn["world"], lrn["seed"]))) == [("base", 0), ("base", 1), ("tau1.3", 0), ("tau1.3", 1)]
+    for _, r in lrn.iterrows():
+        m = json.loads((run / "classifiers" / "difficulty" / "test_resnet" / r["world"] / f"seed{r['seed']}" / "metrics"
+                        / f"{r['world']}.json").read_text())["metrics"]
+        assert r["gap"] == pytest.approx(m["bayes_accuracy"]["mean"] - m["acc"]["mean"], abs=1e-12)
+        assert r["excess_error_truth"] >= -1e-12
+    claims = pd.read_csv(run / "claims.csv").set_index("id")
+    assert claims.loc["learner_bayes_gap", "verdict"] in ("supported", "contradicted", "unresolved")

@@ -50,6 +50,10 @@ Optional (`OPTIONAL`; the workflow and the contract test check them only where d
 "max_n"}}``                                  it needs in a world's splits file, for a kind that
                                              trains its own models outside the classifiers
                                              stage (`oracle.workflow.plan.split_worlds`)
+``run_evaluation_sets(spec, run) -> list``   the sets one of its classifiers {arch, cell, seed}
+                                             is predicted on, a subset of ``evaluation_sets``
+                                             (default: all of them; `oracle.workflow.plan.
+                                             run_evaluation_sets`)
 
 The workflow side: one collect rule per registered kind (``<kind>_collect``, rules/
 experiments.smk) and the generic table, figure and numbers rules; a kind with jobs of its own
@@ -70,13 +74,13 @@ from oracle.errors import ConfigError
 
 #: The registered kinds: the packages oracle/experiments/<name>/. Adding a kind is adding its
 #: package and its name here.
-PACKAGES = ("scaling", "labels", "shift", "estimators", "difficulty", "active")
+PACKAGES = ("scaling", "labels", "shift", "estimators", "difficulty", "active", "calibration")
 
 #: What every kind defines (the contract test checks them).
 INTERFACE = ("KIND", "ARTIFACTS", "DATA", "SCHEMA", "check", "classifier_runs", "training_spec", "evaluation_sets",
              "collect_inputs", "collect", "table", "figure", "numbers")
 #: What a kind may define (the contract test checks them where present).
-OPTIONAL = ("split_needs",)
+OPTIONAL = ("split_needs", "run_evaluation_sets")
 #: The names its reporting half defines.
 REPORTING = ("collect", "table", "figure", "numbers")
 

@@ -222,6 +222,20 @@ def _bayes_bound(n, x):
             [*bayes.keys, *(k for g in gains.values() for k in g.keys)])
 
 
+def _learner_gap(n, x):
+    worlds = _archs(n, f"{x}.gap.")
+    if len(worlds) < 2:
+        raise Missing(f"{x}.gap.<world> for two worlds")
+    tau = {w: estimate(n, f"{x}.base_temperature.{w}").value for w in worlds}
+    worlds.sort(key=lambda w: (tau[w], w))
+    gaps = {w: estimate(n, f"{x}.gap.{w}") for w in worlds}
+    d = difference(n, f"{x}.gap.{worlds[-1]}", f"{x}.gap.{worlds[0]}")
+    return ("; ".join(f"tau {tau[w]:g}: gap {g.text()}" for w, g in gaps.items())
+            + f"; gap(tau {tau[worlds[-1]]:g}) - gap(tau {tau[worlds[0]]:g}) = {d.text()} (error fractions)",
+            "; ".join(f"tau {tau[w]:g} {g.ci_text()}" for w, g in gaps.items()) + f"; difference {d.ci_text()}",
+            _sided(d.side(0.0), +1), [*(f"{x}.gap.{w}" for w in worlds), *(f"{x}.base_temperature.{w}" for w in worlds)])
+
+
 @dataclass(frozen=True)
 class Finding:
     id: str
@@ -271,6 +285,12 @@ FINDINGS: tuple[Finding, ...] = (
             f"supported if every architecture's {_CI} of accuracy(N_max) - accuracy(N_min) lies above 0; "
             "contradicted if one lies below 0 or an accuracy's CI lies above the Bayes accuracy; else unresolved",
             _bayes_bound),
+    Finding("learner_bayes_gap", "difficulty", "a learner comes close to the Bayes error on easy worlds and falls "
+            "further behind it as tau makes the world harder (Theisen et al., Figure 3)",
+            "test error near the Bayes error at small tau; the gap grows with tau",
+            f"the gap = test error - Bayes error of the same test rows per world, {_CI}: supported if the CI of "
+            "gap(largest tau) - gap(smallest tau) lies above 0; contradicted if below 0; else unresolved",
+            _learner_gap),
 )
 
 

@@ -6,22 +6,34 @@ base world; its constants (``samples/<world>/constants.json``, `oracle.measures.
 are Monte Carlo means over all its samples with standard errors: the Bayes error
 E[1 - max_y p(y|x)], the aleatoric floor E[H(p(y|x))] (nats) and I(X;Y) (bits). A world with a
 closed form (a two-class Gaussian world: Phi(-||mu_1 - mu_2|| / (2 std tau))) has it beside the
-estimate, with z = (estimate - closed form) / SE. No classifier is trained.
+estimate, with z = (estimate - closed form) / SE.
 
-Data: ``curve``, one row per world in the order of the entry's ``worlds``.
+With a ``learner`` (the seed's Figure 3: a model's test error beside the exact Bayes error at
+each tau), one architecture is trained at one N on each world of the curve (its cell is the
+world's name; hard labels y ~ p_T(y|x), DESIGN rule 8) and scored on that world's test set. The gap is test error minus the Bayes error
+E[1 - max_y p(y|x)] of the same test rows, per seed, then mean ± SE over seeds; beside it, the
+excess error against the truth E[max_y p(y|x) - p(yhat|x)] (>= 0 for every classifier, no
+label noise). Without a learner no classifier is trained.
+
+Data: ``curve``, one row per world in the order of the entry's ``worlds``; ``learner``, one row
+per (world, seed) of the learner (empty without one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from oracle.classifiers.specs import arch_spec
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, entry_schema, reporting_half
+from oracle.experiments import CollectPaths, _training, entry_schema, reporting_half
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import world_specs
 
 KIND = "difficulty"
-DATA = ("curve",)
+DATA = ("curve", "learner")
+#: Every learner model depends on the whole ``learner`` entry (arch, size, seeds) and the
+#: training hyperparameters (`oracle.workflow.plan.experiments.resolve_experiment`).
+RUN_ENTRY_KEYS = ("learner",)
 ARTIFACTS = artifacts_by_name(
     Artifact("difficulty_vs_tau", "table",
              "How hard the oracle world is against its base temperature tau: Bayes error (%), aleatoric "
@@ -32,6 +44,16 @@ ARTIFACTS = artifacts_by_name(
              "Bayes error (%), aleatoric floor (nats) and I(X;Y) (bits) against the base temperature tau "
              "(each point a world variant sampled at that tau, ± SE over its samples); closed-form Bayes "
              "error where the world has one (open markers)."),
+    Artifact("learner_vs_bayes", "table",
+             "A learner against the Bayes error across difficulty (Theisen et al., Figure 3): one architecture "
+             "trained at one N on each world variant, its test error (%) on that world's test set beside the "
+             "exact Bayes error (%) of the same rows, the gap (pp) and the excess error against the truth "
+             "E[max_y p(y|x) - p(yhat|x)] (pp, free of label noise), mean ± SE over seeds (std over seeds "
+             "beside it)."),
+    Artifact("learner_vs_bayes_curve", "figure",
+             "Test error of one architecture trained at one N on each world variant (mean ± SE over seeds, each "
+             "seed faint) beside the exact Bayes error of the same test rows, against the base temperature tau; "
+             "right: the gap (test error - Bayes error, pp) and the excess error against the truth, mean ± SE."),
 )
 
 
@@ -47,26 +69,69 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
             raise ConfigError(f"config key '{key}.worlds': no world named {w!r} (worlds: {', '.join(specs)})")
     entry["worlds"] = worlds
     entry["base_temperatures"] = {w: float(specs[w]["base_temperature"]) for w in worlds}
+    learner = entry.get("learner")
+    entry["learner"] = None
+    if learner:
+        entry["learner"] = _check_learner(key, dict(learner), worlds, specs, config)
+        entry["archs"] = [entry["learner"]["arch"]]
+        entry["arch_labels"] = {entry["learner"]["arch"]: arch_spec(config, entry["learner"]["arch"])["label"]}
+        training = dict(config["classifiers"]["training"])
+        training.update(entry.get("training") or {})
+        entry["training"] = {k: training[k] for k in _training.TRAINING_KEYS}
     return entry
 
 
+def _check_learner(key: str, learner: dict, worlds: list[str], specs: Mapping, config: Mapping) -> dict:
+    """``learner``: ``arch`` (a name of classifiers.archs), ``size`` (at most every world's
+    training pool), ``seeds``."""
+    arch = learner.get("arch")
+    if arch not in config["classifiers"]["archs"]:
+        raise ConfigError(f"config key '{key}.learner.arch': {arch!r} is not in classifiers.archs "
+                          f"({', '.join(config['classifiers']['archs'])})")
+    size = int(learner["size"])
+    for w in worlds:
+        pool = specs[w]["n_total"] - specs[w]["test_size"]
+        if size > pool:
+            raise ConfigError(f"config key '{key}.learner.size': N={size} exceeds the training pool of world {w!r} "
+                              f"({pool} = n_total {specs[w]['n_total']} - test_size {specs[w]['test_size']})")
+    return {"arch": arch, "size": size, "seeds": [int(s) for s in learner["seeds"]]}
+
+
 def classifier_runs(spec: Mapping) -> list[dict]:
-    """None: the difficulty of a world needs no classifier."""
-    return []
+    """With a learner, one classifier per (world, seed), its cell the world's name; else none
+    (the difficulty of a world needs no classifier)."""
+    learner = spec.get("learner")
+    if not learner:
+        return []
+    return [{"arch": learner["arch"], "cell": w, "seed": s} for w in spec["worlds"] for s in learner["seeds"]]
 
 
 def training_spec(spec: Mapping, cell: str) -> dict:
-    raise ConfigError(f"experiment kind difficulty trains no classifiers (asked for cell {cell!r})")
+    """Cell ``<world>``: the learner's N rows of that world, hard labels y ~ p_T(y|x)."""
+    if not spec.get("learner"):
+        raise ConfigError(f"experiment kind difficulty trains no classifiers without a learner (asked for cell {cell!r})")
+    if cell not in spec["worlds"]:
+        raise ConfigError(f"difficulty experiment: no world {cell!r} among its worlds ({', '.join(spec['worlds'])})")
+    return {"world": cell, "n": spec["learner"]["size"], "labels": "hard", "hard_label": "label",
+            "training": dict(spec["training"])}
 
 
 def evaluation_sets(spec: Mapping) -> list[str]:
-    """None: worlds are evaluated by their own constants, not through classifiers."""
-    return []
+    """With a learner, every world's test set; else none."""
+    return list(spec["worlds"]) if spec.get("learner") else []
+
+
+def run_evaluation_sets(spec: Mapping, run: Mapping) -> list[str]:
+    """A learner model is predicted on its own world's test set only (its cell)."""
+    return [run["cell"]]
 
 
 def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
-    """The constants of each of its worlds."""
-    return {"constants": paths.constants(spec["worlds"])}
+    """The constants of each of its worlds; with a learner, its models' metrics."""
+    out = {"constants": paths.constants(spec["worlds"])}
+    if spec.get("learner"):
+        out["metrics"] = paths.metrics(name)
+    return out
 
 
 SCHEMA = entry_schema(__file__)

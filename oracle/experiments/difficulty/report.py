@@ -15,11 +15,62 @@ from matplotlib.figure import Figure
 
 from oracle.errors import DataError
 from oracle.report.figures import save_figure, style
-from oracle.report.numbers import entry
+from oracle.report.numbers import entry, over_seeds
+
+#: Columns of the ``learner`` data (one row per world and seed of the learner).
+LEARNER_COLUMNS = ("world", "base_temperature", "arch", "N", "seed", "n_test", "test_error", "test_error_se",
+                   "bayes_error", "bayes_error_se", "gap", "excess_error_truth", "source")
+
+
+def learner_frame(spec: Mapping, metrics_paths: Sequence[str]) -> pd.DataFrame:
+    """One row per (world, seed) of the learner: its test error against the world's labels,
+    the Bayes error E[1 - max p(y|x)] of the same test rows, ``gap`` = their difference and
+    ``excess_error_truth`` = E[max p(y|x) - p(yhat|x)] (mean confidence minus the two
+    overconfidences: acc + (conf - acc) - (conf - E p(yhat|x)) = E p(yhat|x)); fractions. Only
+    a model's scores on its own world's test set are kept. Empty (with the columns) when
+    there is no learner."""
+    from oracle.classifiers.evaluate import read_metrics_frame
+
+    if not spec.get("learner"):
+        return pd.DataFrame(columns=list(LEARNER_COLUMNS))
+    m = read_metrics_frame(metrics_paths)
+    m = m[m["evalset"].astype(str) == m["cell"].astype(str)]
+    want = {(w, s) for w in spec["worlds"] for s in spec["learner"]["seeds"]}
+    have = set(zip(m["cell"].astype(str), m["seed"].astype(int)))
+    if want - have:
+        raise DataError(f"difficulty: no metrics of the learner on its own world's test set for (world, seed) "
+                        f"{sorted(want - have)}")
+    expected_acc = m["acc"] + m["overconfidence"] - m["overconfidence_truth"]
+    out = pd.DataFrame({
+        "world": m["cell"].astype(str), "base_temperature": m["cell"].map(spec["base_temperatures"]).astype(float),
+        "arch": m["arch"], "N": m["N"].astype(int), "seed": m["seed"].astype(int), "n_test": m["n"].astype(int),
+        "test_error": 1.0 - m["acc"], "test_error_se": m["acc_se"], "bayes_error": 1.0 - m["bayes_accuracy"],
+        "bayes_error_se": m["bayes_accuracy_se"], "gap": m["bayes_accuracy"] - m["acc"],
+        "excess_error_truth": m["bayes_accuracy"] - expected_acc, "source": m["source"]})
+    order = {w: i for i, w in enumerate(spec["worlds"])}
+    out = out.sort_values(["world", "seed"], key=lambda c: c.map(order) if c.name == "world" else c, kind="stable")
+    return out.reset_index(drop=True)[list(LEARNER_COLUMNS)]
+
+
+def learner_summary(learner: pd.DataFrame) -> pd.DataFrame:
+    """Per world (sorted by tau): the learner's test error, Bayes error, gap and excess error
+    against the truth, mean with std and SE over seeds (`oracle.report.numbers.over_seeds`)."""
+    rows = []
+    for world, g in learner.groupby("world", sort=False):
+        row = {"world": world, "base_temperature": float(g["base_temperature"].iloc[0]), "arch": g["arch"].iloc[0],
+               "N": int(g["N"].iloc[0]), "n_seeds": len(g), "n_test": int(g["n_test"].iloc[0])}
+        for col in ("test_error", "bayes_error", "gap", "excess_error_truth"):
+            o = over_seeds(g, col)
+            row.update({col: o["value"], f"{col}_std": o["std"], f"{col}_se": o["se"]})
+        rows.append(row)
+    cols = ["world", "base_temperature", "arch", "N", "n_seeds", "n_test"] + [
+        f"{c}{x}" for c in ("test_error", "bayes_error", "gap", "excess_error_truth") for x in ("", "_std", "_se")]
+    return pd.DataFrame(rows, columns=cols).sort_values("base_temperature", kind="stable").reset_index(drop=True)
 
 
 def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
-    """``curve`` from the worlds' constants files (``inputs["constants"]``, in spec order)."""
+    """``curve`` from the worlds' constants files (``inputs["constants"]``, in spec order);
+    ``learner`` from the learner's metrics (``inputs["metrics"]``; `learner_frame`)."""
     rows = []
     for path in inputs["constants"]:
         try:
@@ -42,13 +93,25 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     df = pd.DataFrame(rows)
     if set(df["world"]) != set(order):
         raise DataError(f"difficulty: constants of worlds {sorted(df['world'])}, expected {sorted(order)}")
-    return {"curve": df.sort_values("world", key=lambda s: s.map(order)).reset_index(drop=True)}
+    return {"curve": df.sort_values("world", key=lambda s: s.map(order)).reset_index(drop=True),
+            "learner": learner_frame(spec, inputs.get("metrics", []))}
 
 
 def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
-    """``difficulty_vs_tau``: one row per world, sorted by tau."""
+    """``difficulty_vs_tau``: one row per world, sorted by tau; ``learner_vs_bayes``: one row
+    per world of the learner (no rows without one)."""
+    if name == "learner_vs_bayes":
+        s = learner_summary(data["learner"])
+        return pd.DataFrame({
+            "World": s["world"], "tau": s["base_temperature"], "Architecture": s["arch"].map(lambda a: _arch_label(spec, a)),
+            "N": s["N"],
+            "Seeds": s["n_seeds"], "Test rows": s["n_test"], "Test error (%)": 100 * s["test_error"],
+            "SE (%)": 100 * s["test_error_se"], "Bayes error (%)": 100 * s["bayes_error"],
+            "Gap (pp)": 100 * s["gap"], "Gap SE (pp)": 100 * s["gap_se"], "Gap std (pp)": 100 * s["gap_std"],
+            "Excess vs truth (pp)": 100 * s["excess_error_truth"],
+            "Excess SE (pp)": 100 * s["excess_error_truth_se"]}), ".4g"
     if name != "difficulty_vs_tau":
-        raise DataError(f"difficulty: no table named {name!r} (tables: difficulty_vs_tau)")
+        raise DataError(f"difficulty: no table named {name!r} (tables: difficulty_vs_tau, learner_vs_bayes)")
     c = data["curve"].sort_values("base_temperature", kind="stable")
     out = pd.DataFrame({
         "World": c["world"], "tau": c["base_temperature"], "Samples": c["n"].astype(int),
@@ -67,8 +130,10 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
     """``difficulty_curve``: three panels against tau."""
 
 
+    if name == "learner_vs_bayes_curve":
+        return _learner_figure(data["learner"], spec, stem)
     if name != "difficulty_curve":
-        raise DataError(f"difficulty: no figure named {name!r} (figures: difficulty_curve)")
+        raise DataError(f"difficulty: no figure named {name!r} (figures: difficulty_curve, learner_vs_bayes_curve)")
     c = data["curve"].sort_values("base_temperature", kind="stable")
     tau = c["base_temperature"].to_numpy(float)
     panels = (("bayes_error", "bayes_error_se", 100.0, "Bayes error (%)"),
@@ -88,11 +153,67 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
         return save_figure(fig, stem)
 
 
+def _arch_label(spec: Mapping, arch: str) -> str:
+    """The display name of a learner architecture (classifiers.archs.<arch>.label)."""
+    return (spec.get("arch_labels") or {}).get(arch, arch)
+
+
+def _learner_figure(learner: pd.DataFrame, spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
+    """Left: test error and Bayes error (%) against tau; right: gap and excess error (pp)."""
+    with style():
+        fig = Figure(figsize=(8.0, 3.4))
+        ax_a, ax_b = fig.subplots(1, 2)
+        if learner.empty:
+            for ax in (ax_a, ax_b):
+                ax.axis("off")
+            ax_a.text(0.0, 0.5, "no learner in this experiment\n(config key experiments.<name>.learner)", fontsize=9)
+            fig.tight_layout()
+            return save_figure(fig, stem)
+        s = learner_summary(learner)
+        tau = s["base_temperature"].to_numpy(float)
+        for _, g in learner.groupby("seed"):
+            ax_a.plot(g["base_temperature"], 100 * g["test_error"], color="C0", lw=0.6, alpha=0.35)
+        ax_a.errorbar(tau, 100 * s["test_error"], yerr=100 * s["test_error_se"].fillna(0.0), color="C0", marker="o",
+                      ms=4, capsize=2, lw=1.4, label=f"{_arch_label(spec, s['arch'].iloc[0])}, N={int(s['N'].iloc[0])}: test error")
+        ax_a.plot(tau, 100 * s["bayes_error"], "s--", color="k", ms=5, mfc="none", label="Bayes error (same rows)")
+        ax_a.set(xlabel="base temperature τ", ylabel="error (%)", title="(a) learner beside the Bayes error")
+        ax_b.errorbar(tau, 100 * s["gap"], yerr=100 * s["gap_se"].fillna(0.0), marker="o", ms=4, capsize=2, lw=1.4,
+                      label="gap: test error - Bayes error")
+        ax_b.errorbar(tau, 100 * s["excess_error_truth"], yerr=100 * s["excess_error_truth_se"].fillna(0.0),
+                      marker="s", ms=4, capsize=2, lw=1.2, ls="--", label="excess vs truth E[max p - p(ŷ|x)]")
+        ax_b.axhline(0.0, color="k", lw=0.8)
+        ax_b.set(xlabel="base temperature τ", ylabel="percentage points", title="(b) gap, mean ± SE over seeds")
+        for ax in (ax_a, ax_b):
+            ax.legend(loc="best", fontsize=7)
+        fig.tight_layout()
+        return save_figure(fig, stem)
+
+
+def learner_numbers(learner: pd.DataFrame, path: str) -> dict[str, dict]:
+    """Per world of the learner: ``gap.<world>``, ``learner_error.<world>`` and
+    ``excess_error_truth.<world>``, mean with std and SE over seeds (fractions); none without
+    a learner."""
+    out: dict[str, dict] = {}
+    for world, g in learner.groupby("world", sort=False):
+        tau, arch, n = float(g["base_temperature"].iloc[0]), g["arch"].iloc[0], int(g["N"].iloc[0])
+        who = f"world {world} (tau={tau:g}): {arch} trained on N={n}"
+        out[f"gap.{world}"] = entry(unit="fraction", artifact=path, description=f"{who}: test error minus the Bayes "
+                                    "error of the same test rows, mean over seeds", **over_seeds(g, "gap"))
+        out[f"learner_error.{world}"] = entry(unit="fraction", artifact=path, description=f"{who}: test error "
+                                              "against the world's labels, mean over seeds",
+                                              **over_seeds(g, "test_error"))
+        out[f"excess_error_truth.{world}"] = entry(unit="fraction", artifact=path, description=f"{who}: "
+                                                   "E[max p(y|x) - p(yhat|x)], the excess error against the truth, "
+                                                   "mean over seeds", **over_seeds(g, "excess_error_truth"))
+    return out
+
+
 def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:
     """Per world: ``bayes_error.<world>``, ``aleatoric_floor.<world>``,
     ``mutual_information.<world>`` (± SE over its samples), ``base_temperature.<world>``, and
     ``bayes_error_closed_form.<world>`` with ``closed_form_z.<world>`` where a closed form
-    exists; ``bayes_error_increases_with_tau`` (true when the estimates rise with tau)."""
+    exists; ``bayes_error_increases_with_tau`` (true when the estimates rise with tau); with a
+    learner, `learner_numbers`."""
     c, path = data["curve"], data_paths["curve"]
     out: dict[str, dict] = {}
     for _, r in c.iterrows():
@@ -117,4 +238,6 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     out["bayes_error_increases_with_tau"] = entry(bool(np.all(np.diff(by_tau) > 0)), "bool", path,
                                                   "the Bayes error estimates rise strictly with tau (Theisen et al., "
                                                   "Prop. 2)")
+    if "learner" in data and not data["learner"].empty:
+        out.update(learner_numbers(data["learner"], data_paths["learner"]))
     return out

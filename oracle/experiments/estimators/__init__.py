@@ -61,6 +61,20 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     """``models`` names an experiment of kind scaling; ``archs``/``sizes``/``seeds`` (null: all
     of it) select its classifiers; ``noise`` (sigmas > 0) and ``worlds`` (variants other than
     the models' world) make at least three shifted sets."""
+    entry = borrow_models(name, entry, config)
+    if len(entry["shifted_sets"]) < 3:
+        raise ConfigError(f"config key 'experiments.{name}': {len(entry['shifted_sets'])} shifted sets (noise + "
+                          "worlds); R^2 and Spearman's rho need at least 3")
+    return entry
+
+
+def borrow_models(name: str, entry: dict, config: Mapping) -> dict:
+    """The entry of a kind that evaluates another experiment's classifiers on shifted test
+    sets (estimators, calibration), checked and completed: ``models`` (an experiment of kind
+    scaling), ``archs``/``sizes``/``seeds`` (null: all of it), ``noise`` (sigmas > 0) and
+    ``worlds`` (variants other than the models' world); adds ``world``, ``noise_sets``
+    ({set name: sigma}), ``shifted_sets``, ``borrowed_runs``, ``world_parameters`` and
+    ``arch_labels``."""
     key = f"experiments.{name}"
     source_name = entry.get("models")
     exps = config.get("experiments") or {}
@@ -88,9 +102,6 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     entry["world"] = world
     entry["noise_sets"] = {noisy_set_name(world, s): s for s in entry["noise"]}
     entry["shifted_sets"] = [*entry["noise_sets"], *entry["worlds"]]
-    if len(entry["shifted_sets"]) < 3:
-        raise ConfigError(f"config key '{key}': {len(entry['shifted_sets'])} shifted sets (noise + worlds); R^2 and "
-                          "Spearman's rho need at least 3")
     entry["borrowed_runs"] = [{"experiment": source_name, "arch": a, "cell": size_cell(n), "seed": int(s)}
                      for a in entry["archs"] for n in entry["sizes"] for s in entry["seeds"]]
     entry["world_parameters"] = {w: {"prior": worlds[w]["prior"], "base_temperature": worlds[w]["base_temperature"]}

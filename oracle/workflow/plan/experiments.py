@@ -86,9 +86,9 @@ def prediction_jobs(config: Mapping) -> list[tuple[str, str, str, int, str]]:
     of each classifier on each set an experiment reads it on."""
     out = set()
     for name in config.get("experiments") or {}:
-        sets = evaluation_sets(config, name)
+        spec = experiment_spec(config, name)
         out |= {(r["experiment"], r["arch"], r["cell"], int(r["seed"]), e) for r in prediction_runs(config, name)
-                for e in sets}
+                for e in run_evaluation_sets(spec, r)}
     return sorted(out)
 
 
@@ -113,6 +113,16 @@ def evaluation_sets(config: Mapping, experiment: str) -> list[str]:
     """The sets every model of an experiment is predicted on (world names)."""
     spec = experiment_spec(config, experiment)
     return kind_module(spec["kind"]).evaluation_sets(spec)
+
+
+def run_evaluation_sets(spec: Mapping, run: Mapping) -> list[str]:
+    """The sets one model {arch, cell, seed} of a resolved experiment is predicted on: the
+    kind's optional ``run_evaluation_sets`` (a subset of its ``evaluation_sets``), else every
+    set of `evaluation_sets`."""
+    mod = kind_module(spec["kind"])
+    if hasattr(mod, "run_evaluation_sets"):
+        return mod.run_evaluation_sets(spec, run)
+    return mod.evaluation_sets(spec)
 
 
 def split_worlds(config: Mapping) -> dict[str, dict]:

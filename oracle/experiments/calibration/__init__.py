@@ -1,0 +1,101 @@
+"""Experiment kind ``calibration`` (the calibration-under-shift seed): how the calibration of
+classifiers of several capacities (architecture, N) changes with the magnitude of a test-time
+shift, measured as a benchmark would (against labels) and as only the oracle can (against the
+exact posterior).
+
+The models are those of another experiment (``models``, of kind scaling, filtered by
+``archs``, ``sizes``, ``seeds``; `oracle.experiments.estimators.borrow_models`), predicted on
+their world's clean test set (noise sigma 0, tau of the world) and on shifted sets: noisy
+copies of it (``noise``: sigma > 0, `oracle.noisy_test_sets`) and the test sets of world
+variants (``worlds``: base temperature tau, class prior). Per model and set the metrics files
+hold (`oracle.classifiers.evaluate.evaluate_predictions`, 10 equal-width bins): ECE against
+the labels, the true ECE (correctness replaced by p(yhat|x)), the pointwise true calibration
+error E|max q - p(yhat|x)|, the Brier score, and the overconfidence (mean confidence minus
+accuracy) against labels and truth.
+
+What the labels are differs by shift: a world variant's labels are drawn from its posterior
+(y ~ p_T(y|x), DESIGN rule 8), so label ECE - true ECE there is the labels' sampling noise in
+the bins; a noisy set keeps the clean rows' labels, which are not draws from p(y|x') at the
+noisy input, so there the difference also holds the mismatch of the two targets.
+
+Data: ``runs`` (one row per model and set), ``sets`` (one row per set: means over models with
+SE over models), ``reliability`` (per-bin data of the reliability model: ``reliability_arch``
+at the largest selected N, every seed and set). Fractions throughout (probabilities).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from oracle.errors import ConfigError
+from oracle.experiments import CollectPaths, entry_schema, reporting_half
+from oracle.experiments.estimators import borrow_models
+from oracle.report.paper import Artifact, artifacts_by_name
+
+KIND = "calibration"
+DATA = ("runs", "sets", "reliability")
+ARTIFACTS = artifacts_by_name(
+    Artifact("calibration_under_shift", "table",
+             "Calibration under test-time shift per architecture and training-set size N: accuracy (%), ECE "
+             "against the labels and the true ECE against the exact posterior (10 equal-width bins), the "
+             "pointwise true calibration error E|max q - p(yhat|x)|, Brier score, and overconfidence (mean "
+             "confidence minus accuracy) against labels and truth; mean ± std over seeds. Sets: the clean test "
+             "set (sigma 0), its noisy copies (sigma), world variants (tau, prior)."),
+    Artifact("ece_labels_vs_truth_under_shift", "table",
+             "Does the ECE a benchmark computes from labels track the true miscalibration under shift? Per "
+             "shifted set: label ECE, true ECE, their difference with its SE over models and z = difference / "
+             "SE, the rank correlation of the two over models, and where the labels come from (world variants: "
+             "drawn from the variant's posterior; noisy sets: the clean rows' labels, not draws from p(y|x'))."),
+    Artifact("calibration_vs_shift", "figure",
+             "Calibration against shift magnitude, one line per architecture and N (mean ± std over seeds): top "
+             "row against the noise sigma (0 = clean test set), bottom row against the base temperature tau of "
+             "world variants (the models' world at its own tau); columns: ECE against labels (solid) and true "
+             "ECE (dashed), Brier score, overconfidence against labels (solid) and truth (dashed), and label ECE "
+             "minus true ECE, mean ± SE over models (black)."),
+    Artifact("reliability_under_shift", "figure",
+             "Reliability diagrams of one model (the reliability architecture at the largest N, pooled over "
+             "seeds) across shift magnitudes, 10 equal-width bins: bars, the empirical frequency of correct "
+             "predictions against the set's labels; points, the mean true probability p(yhat|x) in the bin; "
+             "dashed, perfect calibration; the share of predictions per bin under each bar."),
+)
+
+
+def check(name: str, entry: dict, config: Mapping) -> dict:
+    """The selection and sets of `oracle.experiments.estimators.borrow_models` (at least two
+    shifted sets); ``reliability_arch`` (default the first selected architecture) names the
+    model of the reliability diagrams, at the largest selected N."""
+    entry = borrow_models(name, entry, config)
+    key = f"experiments.{name}"
+    if len(entry["shifted_sets"]) < 2:
+        raise ConfigError(f"config key '{key}': {len(entry['shifted_sets'])} shifted sets (noise + worlds); a "
+                          "calibration curve needs at least 2")
+    arch = entry.get("reliability_arch") or entry["archs"][0]
+    if arch not in entry["archs"]:
+        raise ConfigError(f"config key '{key}.reliability_arch': {arch!r} is not among the selected archs "
+                          f"({', '.join(entry['archs'])})")
+    entry["reliability_arch"] = arch
+    return entry
+
+
+def classifier_runs(spec: Mapping) -> list[dict]:
+    """None of its own: it predicts the classifiers of experiment ``models`` (spec ``borrowed_runs``)."""
+    return []
+
+
+def training_spec(spec: Mapping, cell: str) -> dict:
+    raise ConfigError(f"experiment kind calibration trains no classifiers (asked for cell {cell!r}); its models are "
+                      f"those of experiment {spec['models']!r}")
+
+
+def evaluation_sets(spec: Mapping) -> list[str]:
+    """The models' clean test set (sigma 0) and every shifted set."""
+    return [spec["world"], *spec["shifted_sets"]]
+
+
+def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+    """The metrics files of the models it evaluates, on every set."""
+    return {"metrics": paths.metrics(name)}
+
+
+SCHEMA = entry_schema(__file__)
+__getattr__ = reporting_half(__name__)
