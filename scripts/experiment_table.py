@@ -13,8 +13,8 @@ def main(sm):
     from oracle.report.tables import write_table
 
     data = {name: pd.read_csv(path) for name, path in sm.input.items()}
-    frame, float_format = kind_module(sm.wildcards.kind).table(sm.wildcards.artifact, data, sm.params.spec)
-    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=sm.params.caption, float_format=float_format)
+    frame = kind_module(sm.wildcards.kind).table(sm.wildcards.artifact, data, sm.params.spec)
+    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=sm.params.caption)
     print(frame.to_string())
 
 

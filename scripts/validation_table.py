@@ -12,8 +12,8 @@ def main(sm):
     from oracle.validation.artifacts import validation_table
 
     metrics = json.loads(Path(sm.input.metrics).read_text())
-    frame, float_format = validation_table(sm.wildcards.artifact, metrics, sm.params.dataset_name)
-    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=sm.params.caption, float_format=float_format)
+    frame = validation_table(sm.wildcards.artifact, metrics, sm.params.dataset_name)
+    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=sm.params.caption)
     print(frame.to_string())
 
 

@@ -415,8 +415,8 @@ def test_labels_to_reach():
 def test_table_and_figures(collected, tmp_path):
     data, _ = collected
     spec = spec_for_numbers()
-    frame, fmt = active.table("rounds", data, spec)
-    assert len(frame) == 3 * 4 and fmt
+    frame = active.table("rounds", data, spec)
+    assert len(frame) == 3 * 4
     row = frame[(frame["Strategy"] == "Max Epistemic (exact)") & (frame["Labels"] == 125)].iloc[0]
     assert row["Accuracy (%)"] == pytest.approx(75.5) and row["Seeds"] == 2
     assert row["Accuracy std (%)"] == pytest.approx(100 * np.std([0.76, 0.75], ddof=1))

@@ -48,8 +48,8 @@ def test_collect_table_numbers_and_figure(tmp_path):
     assert list(curve["world"]) == list(TAUS)
     assert np.allclose(curve["bayes_error"], [bayes[w] for w in TAUS])
     assert np.allclose(curve["closed_form_z"], [(bayes[w] - closed[w]) / 0.002 for w in TAUS])
-    t, fmt = difficulty.table("difficulty_vs_tau", data, spec())
-    assert list(t["tau"]) == [0.5, 1.0, 2.0] and fmt == ".4g"
+    t = difficulty.table("difficulty_vs_tau", data, spec())
+    assert list(t["tau"]) == [0.5, 1.0, 2.0]
     assert np.allclose(t["Bayes error (%)"], [100 * bayes[w] for w in TAUS])
     assert np.allclose(t["Closed form (%)"], [100 * closed[w] for w in TAUS])
     nums = difficulty.numbers(data, spec(), {"curve": "curve.csv"})
@@ -63,7 +63,7 @@ def test_collect_table_numbers_and_figure(tmp_path):
     (tmp_path / "plain").mkdir()
     plain = [constants_file(tmp_path / "plain", w, TAUS[w], bayes[w]) for w in TAUS]
     data = csv_roundtrip(difficulty.collect(spec(), {"constants": [str(p) for p in plain]}), tmp_path / "plain")
-    t, _ = difficulty.table("difficulty_vs_tau", data, spec())
+    t = difficulty.table("difficulty_vs_tau", data, spec())
     assert "Closed form (%)" not in t.columns
     assert not any(k.startswith("bayes_error_closed_form") for k in difficulty.numbers(data, spec(), {"curve": "c"}))
 

@@ -134,15 +134,16 @@ def test_gains_are_paired_by_seed(collected):
 
 def test_table_equals_seed_aggregates(collected):
     spec, data = collected
-    t, fmt = labels.table("label_comparison", data, spec)
+    t = labels.table("label_comparison", data, spec)
     runs = data["runs"]
-    assert len(t) == 2 * len(NS) and fmt == ".4f"
+    assert len(t) == 2 * len(NS)
     row = t[(t["Labels"] == "soft") & (t["N"] == 300)].iloc[0]
     at = runs[(runs["labels"] == "soft") & (runs["N"] == 300)]
     assert row["Accuracy (%)"] == pytest.approx(100 * at["acc"].mean(), abs=1e-12)
     assert row["Epistemic KL (nats)"] == pytest.approx(at["epistemic"].mean(), abs=1e-15)
     assert row["ECE"] == pytest.approx(at["ece"].mean(), abs=1e-15)
     assert row["True ECE"] == pytest.approx(at["ece_posterior"].mean(), abs=1e-15)
+    assert row["True ECE std"] == pytest.approx(at["ece_posterior"].std(ddof=1), abs=1e-15)
     with pytest.raises(DataError, match="label_comparison"):
         labels.table("table9", data, spec)
 

@@ -38,6 +38,15 @@ def entry(value: Any, unit: str, artifact: str, description: str, **spread: Any)
     return out
 
 
+def mean_spread(std: float | None, n: int, over: str = "seeds") -> dict[str, Any]:
+    """The spread of a mean over `n` runs whose sample std (ddof=1) is `std`, as `entry`
+    keywords: std, se = std / sqrt(n), ``se_over`` `over` and ``n_seeds`` n (std and se None
+    below 2 runs), so every seed-averaged number carries both."""
+    ok = std is not None and n >= 2 and math.isfinite(float(std))
+    return {"std": float(std) if ok else None, "se": float(std) / math.sqrt(n) if ok else None,
+            "se_over": over if ok else None, "n_seeds": int(n)}
+
+
 def over_seeds(rows: "pd.DataFrame", col: str) -> dict[str, Any]:  # noqa: F821
     """Mean of `col` over the rows (one per seed) with its spread, as `entry` keywords: std
     and se over seeds (>= 2 seeds), else the one run's Monte Carlo se over its evaluation set
@@ -45,8 +54,7 @@ def over_seeds(rows: "pd.DataFrame", col: str) -> dict[str, Any]:  # noqa: F821
     vals = rows[col].to_numpy(float)
     n = len(vals)
     if n >= 2:
-        std = float(np.std(vals, ddof=1))
-        return {"value": float(vals.mean()), "std": std, "se": std / math.sqrt(n), "se_over": "seeds", "n_seeds": n}
+        return {"value": float(vals.mean()), **mean_spread(float(np.std(vals, ddof=1)), n)}
     se = float(rows[f"{col}_se"].iloc[0]) if f"{col}_se" in rows else None
     return {"value": float(vals[0]), "std": None, "se": se, "se_over": "test set" if se is not None else None,
             "n_seeds": n}
@@ -83,6 +91,34 @@ def tex_macro_name(key: str, prefix: str = "num") -> str:
     return out
 
 
+def _spread_decimals(spread: float) -> int:
+    """Decimal places that keep 2 significant digits of `spread` when its leading digit is 1
+    or 2, else 1 (0.0014 -> 4, 0.004 -> 3, 37 -> -1)."""
+    e = math.floor(math.log10(spread))
+    return (2 if spread / 10.0 ** e < 3 else 1) - 1 - e
+
+
+def _fixed(v: float, decimals: int) -> str:
+    r = round(v, decimals)
+    return f"{(r if r != 0 else 0.0):.{max(decimals, 0)}f}"  # no "-0.00"
+
+
+def round_to_spread(value: float, spread: float | None) -> tuple[str, str | None]:
+    """(value, spread) as text, the spread to 2 significant digits when it starts with 1 or 2
+    and to 1 otherwise, the value to the spread's last decimal place: (0.26341, 0.0123) ->
+    ("0.263", "0.012"); (0.0121, 0.0004) -> ("0.0121", "0.0004"). Without a positive finite
+    spread the value keeps 4 significant digits (and a zero spread reads "0")."""
+    if spread is None or not math.isfinite(spread) or spread <= 0 or not math.isfinite(value):
+        text = f"{value:.4g}" if math.isfinite(value) else "--"
+        return text, (None if spread is None or not math.isfinite(spread) else f"{spread:g}")
+    d = _spread_decimals(spread)
+    return _fixed(value, d), _fixed(spread, d)
+
+
+#: numbers.tex: suffix of the macro of each spread field, and of the value rounded to it.
+SPREAD_MACROS = {"se": ("SE", "ToSE"), "std": ("Std", "ToStd")}
+
+
 def _tex_value(v: Any) -> str:
     if v is None:
         return "--"
@@ -97,9 +133,13 @@ def _tex_value(v: Any) -> str:
 
 def numbers_tex(numbers: Mapping[str, Mapping], paper: Mapping[str, str] | None = None) -> str:
     r"""LaTeX macros ``\newcommand{\numWorldBaseAleatoricFloor}{0.0123}`` (4 significant
-    digits), one per number, sorted by key; with `paper` ({paper id: artifact path without
-    suffix}) also one macro per paper artifact, ``\paperFigTwo`` -> its path, for
-    ``\includegraphics``/``\input``. Raises DataError when two keys map to the same macro."""
+    digits), one per number, sorted by key; a number with a spread also gets, per spread field
+    (`SPREAD_MACROS`), the spread and the value rounded to it (`round_to_spread`):
+    ``\numScalingAlphaResnetSE`` and ``\numScalingAlphaResnetToSE`` from ``se``,
+    ``...Std`` and ``...ToStd`` from ``std``, so ``$\numXToSE \pm \numXSE$`` reads "0.26 ±
+    0.01". With `paper` ({paper id: artifact path without suffix}) also one macro per paper
+    artifact, ``\paperFigTwo`` -> its path, for ``\includegraphics``/``\input``. Raises
+    DataError when two keys map to the same macro."""
     lines = ["% generated from numbers.json by the workflow; do not edit"]
     seen: dict[str, str] = {}
 
@@ -111,7 +151,15 @@ def numbers_tex(numbers: Mapping[str, Mapping], paper: Mapping[str, str] | None 
         lines.append(f"\\newcommand{{\\{name}}}{{{text}}}")
 
     for key in sorted(numbers):
-        add(tex_macro_name(key), key, _tex_value(numbers[key]["value"]))
+        name, value = tex_macro_name(key), numbers[key]["value"]
+        add(name, key, _tex_value(value))
+        for field, (spread_suffix, value_suffix) in SPREAD_MACROS.items():
+            spread = numbers[key].get(field)
+            if spread is None or isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+                continue
+            v, s = round_to_spread(float(value), float(spread))
+            add(name + spread_suffix, f"{key} ({field})", s or "--")
+            add(name + value_suffix, f"{key} (rounded to its {field})", v)
     for pid, path in sorted((paper or {}).items()):
         add(tex_macro_name(pid, prefix="paper"), pid, str(path))
     return "\n".join(lines) + "\n"

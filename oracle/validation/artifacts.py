@@ -102,13 +102,12 @@ def validation_numbers(metrics: Mapping, path: str) -> dict[str, dict]:
     return out
 
 
-def validation_table(name: str, metrics: Mapping, dataset: str) -> tuple["pd.DataFrame", str]:  # noqa: F821
-    """Table ``checks`` (paper Table 3) or ``summary`` (Table 4) of validation/metrics.json,
-    with the float format of its Markdown/LaTeX rendering."""
+def validation_table(name: str, metrics: Mapping, dataset: str) -> "pd.DataFrame":  # noqa: F821
+    """Table ``checks`` (paper Table 3) or ``summary`` (Table 4) of validation/metrics.json."""
     if name == "checks":
-        return table3(metrics, dataset), ".4g"
+        return table3(metrics, dataset)
     if name == "summary":
-        return table4(metrics), ".4f"
+        return table4(metrics)
     raise KeyError(f"validation: no table named {name!r} (tables: checks, summary)")
 
 

@@ -45,7 +45,7 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     return {"curve": df.sort_values("world", key=lambda s: s.map(order)).reset_index(drop=True)}
 
 
-def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.DataFrame:
     """``difficulty_vs_tau``: one row per world, sorted by tau."""
     if name != "difficulty_vs_tau":
         raise DataError(f"difficulty: no table named {name!r} (tables: difficulty_vs_tau)")
@@ -60,7 +60,7 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[p
     })
     if not np.isfinite(out["Closed form (%)"].to_numpy(float)).any():
         out = out.drop(columns=["Closed form (%)", "z"])
-    return out.reset_index(drop=True), ".4g"
+    return out.reset_index(drop=True)
 
 
 def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
