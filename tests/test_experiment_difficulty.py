@@ -14,6 +14,7 @@ import yaml
 
 from oracle.errors import ConfigError
 from oracle.experiments import difficulty
+from oracle.report.numbers import spread_problems
 from tests.test_experiment_kinds import DEFAULT
 from tests.test_experiment_shift import csv_roundtrip
 
@@ -53,6 +54,7 @@ def test_collect_table_numbers_and_figure(tmp_path):
     assert np.allclose(t["Bayes error (%)"], [100 * bayes[w] for w in TAUS])
     assert np.allclose(t["Closed form (%)"], [100 * closed[w] for w in TAUS])
     nums = difficulty.numbers(data, spec(), {"curve": "curve.csv"})
+    assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     assert nums["bayes_error.tau2"]["value"] == pytest.approx(0.15) and nums["bayes_error.tau2"]["se"] == 0.002
     assert nums["bayes_error_closed_form.base"]["value"] == pytest.approx(0.021)
     assert nums["bayes_error_increases_with_tau"]["value"] == 1

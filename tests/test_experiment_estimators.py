@@ -15,6 +15,7 @@ from oracle.errors import ConfigError
 from oracle.experiments import estimators
 from oracle.io.predictions import write_predictions
 from oracle.measures import accuracy_estimators as est
+from oracle.report.numbers import spread_problems
 from tests.test_experiment_kinds import DEFAULT
 from tests.test_experiment_shift import csv_roundtrip
 
@@ -163,6 +164,7 @@ def test_sets_tables_numbers_and_figure(collected, tmp_path):
     t2 = estimators.table("shifted_sets", data, s)
     assert list(t2["Set"]) == estimators.evaluation_sets(s)
     nums = estimators.numbers(data, s, {"estimates": "e.csv", "scores": "s.csv", "sets": "t.csv"})
+    assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     assert nums["r2.mano"]["value"] == pytest.approx(mean_r2) and nums["n_models"]["value"] == 2
     assert "mae.mano" not in nums and nums["mae.atc_mc"]["unit"] == "fraction"
     assert nums["kl_exact.tau1.5"]["value"] == 5.3 and "bayes_accuracy.base-noise0.1" not in nums

@@ -16,6 +16,7 @@ from PIL import Image
 from oracle.classifiers.evaluate import evaluate_predictions
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import labels
+from oracle.report.numbers import spread_problems
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -163,6 +164,7 @@ def test_numbers_count_wins_and_name_the_largest_gain(collected):
     spec, data = collected
     runs = data["runs"]
     nums = labels.numbers(data, spec, {"runs": "runs.csv", "curves": "curves.csv", "reliability": "rel.csv"})
+    assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     means = runs.groupby(["N", "labels"])["acc"].mean().unstack()
     gain = means["soft"] - means["hard"]
     assert nums["soft_wins"]["value"] == int((gain > 1e-12).sum()) and nums["n_sizes"]["value"] == len(NS)

@@ -14,6 +14,7 @@ from PIL import Image
 from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import scaling
+from oracle.report.numbers import spread_problems
 
 ALPHAS = {"resnet18": [0.04, 0.05, 0.06], "vit_base_patch16_224": [0.02, 0.03, 0.04],
           "mobilenetv3_large_100": [0.12, 0.14, 0.15]}
@@ -232,6 +233,7 @@ def test_calibration_figures(runs, tmp_path):
 
 def test_numbers_recover_the_exponents(runs):
     nums = scaling.numbers(runs, spec(), {"runs": "runs.csv", "fits": "fits.csv"})
+    assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     for arch, alphas in ALPHAS.items():
         assert math.isclose(nums[f"alpha.{arch}"]["value"], np.mean(alphas), rel_tol=1e-9)
         assert nums[f"alpha.{arch}"]["artifact"] == "fits.csv"

@@ -15,6 +15,7 @@ import pytest
 from oracle.errors import ConfigError
 from oracle.experiments import shift
 from oracle.measures.divergences import label_kl, tau_kl
+from oracle.report.numbers import spread_problems
 from tests.test_experiment_kinds import DEFAULT
 
 PAPER = {  # Table 7 / 8 style: name -> (prior, sigma, world, accuracy per seed)
@@ -169,6 +170,7 @@ def test_drop_fits_and_numbers(collected, tmp_path):
     assert fits["exact"]["n"] == 4  # balanced, two imbalances, the tau variant
     assert fits["exact"]["r2"] == pytest.approx(np.corrcoef(ex["kl_exact"], -ex["delta_pp"])[0, 1] ** 2, rel=1e-9)
     nums = shift.numbers(data, s, {"runs": "runs.csv", "configurations": "conf.csv"})
+    assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     assert nums["r2_drop_vs_kl_y"]["value"] == pytest.approx(fits["kl_y"]["r2"])
     assert nums["accuracy.noise0.15"]["value"] == pytest.approx(np.mean(PAPER["noise0.15"][3]))
     assert nums["kl_exact.tau"]["value"] == pytest.approx(tau_kl(64, 0.9))

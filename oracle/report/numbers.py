@@ -2,8 +2,10 @@
 and numbers.tex (one LaTeX macro per number) so a manuscript cites them without copying.
 
 An entry is ``{"value", "unit", "artifact", "description"}`` plus its spread (``se`` with
-``se_over``, ``std``, ``n_seeds``, ``ci95``); ``artifact`` is the path of the file the value
-was read from, so ``oracle.workflow.audit`` can follow it back to the raw data.
+``se_over``, ``std``, ``n_seeds``, ``ci95``; ``std_over`` for a std that is not over seeds);
+``artifact`` is the path of the file the value was read from, so ``oracle.workflow.audit``
+can follow it back to the raw data. A mean over seeds (or models) carries std, se, se_over
+and n_seeds alike (`mean_spread`, `spread_problems`).
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ def _finite(v: Any) -> Any:
 
 def entry(value: Any, unit: str, artifact: str, description: str, **spread: Any) -> dict:
     """One number: value, unit, the artifact it was read from, what it is, and its spread
-    (``se``: standard error of the value, ``se_over``: what it is over; ``std``; ``n_seeds``;
-    ``ci95``: [lo, hi]). Non-finite values and spreads become None."""
+    (``se``: standard error of the value, ``se_over``: what it is over; ``std`` over seeds, or
+    over ``std_over``; ``n_seeds``; ``ci95``: [lo, hi]). Non-finite values and spreads become None."""
     out = {"value": _finite(value), "unit": unit, "artifact": str(artifact), "description": description}
     for k, v in spread.items():
         out[k] = [_finite(x) for x in v] if isinstance(v, (list, tuple)) else _finite(v)
@@ -45,6 +47,25 @@ def mean_spread(std: float | None, n: int, over: str = "seeds") -> dict[str, Any
     ok = std is not None and n >= 2 and math.isfinite(float(std))
     return {"std": float(std) if ok else None, "se": float(std) / math.sqrt(n) if ok else None,
             "se_over": over if ok else None, "n_seeds": int(n)}
+
+
+def spread_problems(numbers: Mapping[str, Mapping]) -> list[str]:
+    """One line per entry whose spread breaks the rule every seed-averaged number follows: a
+    ``std`` (unless its ``std_over`` says it is over something else, e.g. IS splits) comes with
+    its ``se`` (``std / sqrt(n_seeds)``), ``se_over`` "seeds" or "models" and ``n_seeds`` >= 2,
+    and an ``se`` says what it is over. [] when all do."""
+    out = []
+    for key, e in numbers.items():
+        std, se, over, n = e.get("std"), e.get("se"), e.get("se_over"), e.get("n_seeds")
+        if se is not None and not over:
+            out.append(f"{key}: se {se} says not what it is over (se_over)")
+        if (std is not None and not e.get("std_over")) or over in ("seeds", "models"):
+            if std is None or se is None or over not in ("seeds", "models") or not n or n < 2:
+                out.append(f"{key}: a mean over seeds needs std, se, se_over seeds/models and n_seeds >= 2; "
+                           f"has std={std}, se={se}, se_over={over!r}, n_seeds={n}")
+            elif not math.isclose(se, std / math.sqrt(n), rel_tol=1e-9, abs_tol=1e-300):
+                out.append(f"{key}: se {se} is not std / sqrt(n_seeds) = {std / math.sqrt(n)}")
+    return out
 
 
 def over_seeds(rows: "pd.DataFrame", col: str) -> dict[str, Any]:  # noqa: F821

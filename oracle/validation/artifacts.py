@@ -52,7 +52,7 @@ def validation_numbers(metrics: Mapping, path: str) -> dict[str, dict]:
         if "mean" in is_:
             out["is" if fid else f"is_{kind}"] = entry(
                 is_["mean"], "1", path, f"{block['is_name']} of oracle samples, mean ± std over splits",
-                std=is_.get("std"))
+                std=is_.get("std"), std_over="splits")
     prim = metrics.get("feature_spaces", {}).get(metrics.get("primary_space"), {})
     space = prim.get("feature_space", "?")
     cov = metrics.get("coverage") or {}

@@ -47,7 +47,8 @@ def number_text(num: Mapping[str, Any]) -> str:
     if num.get("unit") and num["unit"] != "1":  # "1": dimensionless
         val += f" {num['unit']}"
     spread = []
-    for k, over in (("se", num.get("se_over")), ("std", f"{num['n_seeds']} seeds" if num.get("n_seeds") else None)):
+    std_over = num.get("std_over") or (f"{num['n_seeds']} seeds" if num.get("n_seeds") else None)
+    for k, over in (("se", num.get("se_over")), ("std", std_over)):
         if num.get(k) is not None and isinstance(value, (int, float)):
             text = round_to_spread(float(value), float(num[k]))[1]
             spread.append(f"{k} {text}" + (f" over {over}" if over else ""))

@@ -191,7 +191,7 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
             fit = mean_fits.loc[arch]
             ax_b.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), ls="--", lw=1, color=colors[arch])
             errorbar(ax_c, a, acc_col, colors[arch], arch, scale=100.0)
-        ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"aleatoric floor {floor:.3g} nats")
+        ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"aleatoric floor {floor:.3g} nats (test rows)")
         ax_a.set(xscale="log", yscale="log", xlabel="dataset size N (samples)", ylabel="total cross-entropy (nats)",
                  title="(a) total loss")
         ax_b.set(xscale="log", yscale="log", xlabel="dataset size N (samples)",
