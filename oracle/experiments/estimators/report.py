@@ -235,5 +235,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
                                 ("irreducible_share", "ratio", "Bayes-accuracy drop / model accuracy drop"),
                                 ("posterior_shift", "nats", "oracle's posterior shift E[KL(p(y|x) || p(y|x'))]")):
             if r["shift"] != "clean" and np.isfinite(r[col]):
-                out[f"{col}.{name}"] = entry(r[col], unit, sets_path, f"{name} ({r['parameter']}): {desc}")
+                se = r.get(f"{col}_se", math.nan)  # the oracle's Monte Carlo se, where the set has one
+                spread = {"se": se, "se_over": "samples"} if np.isfinite(se) else {}
+                out[f"{col}.{name}"] = entry(r[col], unit, sets_path, f"{name} ({r['parameter']}): {desc}", **spread)
     return out
