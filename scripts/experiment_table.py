@@ -15,10 +15,10 @@ def main(sm):
     from oracle.report.tables import write_table
 
     data = {name: pd.read_csv(path) for name, path in sm.input.items()}
-    frame, float_format = kind_module(sm.wildcards.kind).table(sm.wildcards.artifact, data, sm.params.spec)
+    frame = kind_module(sm.wildcards.kind).table(sm.wildcards.artifact, data, sm.params.spec)
     caption = full_caption(sm.params.caption, artifact_findings(sm.wildcards.kind, sm.wildcards.artifact, data,
                                                                 sm.params.spec))
-    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=caption, float_format=float_format)
+    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=caption)
     write_caption(sm.output[-1], caption)
     print(caption)
     print(frame.to_string())

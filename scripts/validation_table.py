@@ -15,9 +15,9 @@ def main(sm):
     from oracle.validation.findings import findings
 
     metrics = json.loads(Path(sm.input.metrics).read_text())
-    frame, float_format = validation_table(sm.wildcards.artifact, metrics, sm.params.dataset_name)
+    frame = validation_table(sm.wildcards.artifact, metrics, sm.params.dataset_name)
     caption = full_caption(sm.params.caption, findings(sm.wildcards.artifact, metrics))
-    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=caption, float_format=float_format)
+    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=caption)
     write_caption(sm.output[-1], caption)
     print(caption)
     print(frame.to_string())

@@ -22,6 +22,7 @@ from oracle.classifiers.predict import predict_log_probs
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import active
 from oracle.workflow import plan
+from oracle.report.numbers import spread_problems
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -354,6 +355,7 @@ def test_collect_has_one_row_per_round_and_per_correlation(collected):
 def test_numbers_match_a_hand_computation(collected):
     data, paths = collected
     nums = active.numbers(data, spec_for_numbers(), paths)
+    assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     gain = {s: [ACC[(s, seed)][-1] - ACC[(s, seed)][0] for seed in (0, 1)] for s in ("max_entropy", "max_epistemic")}
     ratios = [gain["max_epistemic"][i] / gain["max_entropy"][i] for i in (0, 1)]
     g = nums["gain_ratio.test_resnet"]
@@ -415,8 +417,8 @@ def test_labels_to_reach():
 def test_table_and_figures(collected, tmp_path):
     data, _ = collected
     spec = spec_for_numbers()
-    frame, fmt = active.table("rounds", data, spec)
-    assert len(frame) == 3 * 4 and fmt
+    frame = active.table("rounds", data, spec)
+    assert len(frame) == 3 * 4
     row = frame[(frame["Strategy"] == "Max Epistemic (exact)") & (frame["Labels"] == 125)].iloc[0]
     assert row["Accuracy (%)"] == pytest.approx(75.5) and row["Seeds"] == 2
     assert row["Accuracy std (%)"] == pytest.approx(100 * np.std([0.76, 0.75], ddof=1))

@@ -133,13 +133,13 @@ def test_runs_and_sets_against_brute_force(collected):
 
 def test_tables_figures_numbers(collected, tmp_path):
     s, data, truth, paths = collected
-    t, _ = calibration.table("calibration_under_shift", data, s)
+    t = calibration.table("calibration_under_shift", data, s)
     assert len(t) == 4 * len(SETS) and set(t["Seeds"]) == {2}
     row = t[(t["Architecture"] == s["arch_labels"]["test_vit"]) & (t["N"] == 100) & (t["Set"] == "tau0.7")].iloc[0]
     eces = [truth["test_vit", "N100", seed, "tau0.7"]["ece"] for seed in (0, 1)]
     assert row["ECE"] == pytest.approx(np.mean(eces), abs=1e-12)
     assert row["ECE std"] == pytest.approx(np.std(eces, ddof=1), abs=1e-12)
-    t2, _ = calibration.table("ece_labels_vs_truth_under_shift", data, s)
+    t2 = calibration.table("ece_labels_vs_truth_under_shift", data, s)
     assert list(t2["Set"]) == SETS
     nums = calibration.numbers(data, s, {"sets": "sets.csv"})
     e = nums["ece_label_minus_truth.base-noise0.3"]

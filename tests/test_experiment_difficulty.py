@@ -14,6 +14,7 @@ import yaml
 
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import difficulty
+from oracle.report.numbers import spread_problems
 from tests.test_experiment_kinds import DEFAULT
 from tests.test_experiment_shift import csv_roundtrip
 
@@ -48,11 +49,12 @@ def test_collect_table_numbers_and_figure(tmp_path):
     assert list(curve["world"]) == list(TAUS)
     assert np.allclose(curve["bayes_error"], [bayes[w] for w in TAUS])
     assert np.allclose(curve["closed_form_z"], [(bayes[w] - closed[w]) / 0.002 for w in TAUS])
-    t, fmt = difficulty.table("difficulty_vs_tau", data, spec())
-    assert list(t["tau"]) == [0.5, 1.0, 2.0] and fmt == ".4g"
+    t = difficulty.table("difficulty_vs_tau", data, spec())
+    assert list(t["tau"]) == [0.5, 1.0, 2.0]
     assert np.allclose(t["Bayes error (%)"], [100 * bayes[w] for w in TAUS])
     assert np.allclose(t["Closed form (%)"], [100 * closed[w] for w in TAUS])
     nums = difficulty.numbers(data, spec(), {"curve": "curve.csv"})
+    assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     assert nums["bayes_error.tau2"]["value"] == pytest.approx(0.15) and nums["bayes_error.tau2"]["se"] == 0.002
     assert nums["bayes_error_closed_form.base"]["value"] == pytest.approx(0.021)
     assert nums["bayes_error_increases_with_tau"]["value"] == 1
@@ -63,7 +65,7 @@ def test_collect_table_numbers_and_figure(tmp_path):
     (tmp_path / "plain").mkdir()
     plain = [constants_file(tmp_path / "plain", w, TAUS[w], bayes[w]) for w in TAUS]
     data = csv_roundtrip(difficulty.collect(spec(), {"constants": [str(p) for p in plain]}), tmp_path / "plain")
-    t, _ = difficulty.table("difficulty_vs_tau", data, spec())
+    t = difficulty.table("difficulty_vs_tau", data, spec())
     assert "Closed form (%)" not in t.columns
     assert not any(k.startswith("bayes_error_closed_form") for k in difficulty.numbers(data, spec(), {"curve": "c"}))
 
@@ -171,7 +173,7 @@ def test_learner_against_brute_force(tmp_path):
     assert g["se"] == pytest.approx(gaps.std(ddof=1) / math.sqrt(3), abs=1e-12)
     assert nums["learner_error.base"]["value"] == pytest.approx(np.mean([truth["base", s][0] for s in (0, 1, 2)]))
     assert nums["bayes_error.base"]["value"] == 0.1  # the curve's numbers are untouched
-    t, _ = difficulty.table("learner_vs_bayes", data, learner_spec())
+    t = difficulty.table("learner_vs_bayes", data, learner_spec())
     assert list(t["tau"]) == [0.5, 1.0, 2.0]
     assert t["Gap (pp)"].iloc[2] == pytest.approx(100 * gaps.mean(), abs=1e-10)
     assert difficulty.figure("learner_vs_bayes_curve", data, learner_spec(),
@@ -186,7 +188,7 @@ def test_without_a_learner_the_learner_artifacts_are_empty(tmp_path):
     constants = [str(constants_file(tmp_path, w, TAUS[w], 0.1)) for w in TAUS]
     data = csv_roundtrip(difficulty.collect(spec(), {"constants": constants}), tmp_path)
     assert data["learner"].empty and "gap" in data["learner"].columns
-    t, _ = difficulty.table("learner_vs_bayes", data, spec())
+    t = difficulty.table("learner_vs_bayes", data, spec())
     assert t.empty and "Gap (pp)" in t.columns
     assert not any(k.startswith("gap.") for k in difficulty.numbers(data, spec(), {"curve": "c", "learner": "l"}))
     assert difficulty.figure("learner_vs_bayes_curve", data, spec(), tmp_path / "e")["png"].exists()

@@ -15,6 +15,7 @@ from oracle.errors import ConfigError
 from oracle.experiments import estimators
 from oracle.io.predictions import write_predictions
 from oracle.measures import accuracy_estimators as est
+from oracle.report.numbers import spread_problems
 from tests.test_experiment_kinds import DEFAULT
 from tests.test_experiment_shift import csv_roundtrip
 
@@ -156,13 +157,14 @@ def test_sets_tables_numbers_and_figure(collected, tmp_path):
     assert sets.loc["tau1.5", "drop_pp"] == pytest.approx(100 * (acc["base"] - acc["tau1.5"]), abs=1e-9)
     share = (bayes["base"] - bayes["tau1.5"]) / (acc["base"] - acc["tau1.5"])
     assert sets.loc["tau1.5", "irreducible_share"] == pytest.approx(share, rel=1e-9)
-    t, _ = estimators.table("estimator_scores", data, s)
+    t = estimators.table("estimator_scores", data, s)
     assert list(t["Method"]) == [label for label, _ in est.METHODS.values()]
     mean_r2 = data["scores"].query("method == 'mano' and target == 'accuracy'")["r2"].mean()
     assert t.loc[0, "R²"] == pytest.approx(mean_r2, abs=1e-12)
-    t2, _ = estimators.table("shifted_sets", data, s)
+    t2 = estimators.table("shifted_sets", data, s)
     assert list(t2["Set"]) == estimators.evaluation_sets(s)
     nums = estimators.numbers(data, s, {"estimates": "e.csv", "scores": "s.csv", "sets": "t.csv"})
+    assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     assert nums["r2.mano"]["value"] == pytest.approx(mean_r2) and nums["n_models"]["value"] == 2
     assert "mae.mano" not in nums and nums["mae.atc_mc"]["unit"] == "fraction"
     assert nums["kl_exact.tau1.5"]["value"] == 5.3 and "bayes_accuracy.base-noise0.1" not in nums

@@ -16,6 +16,7 @@ from PIL import Image
 from oracle.classifiers.evaluate import evaluate_predictions
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import labels
+from oracle.report.numbers import spread_problems
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -134,15 +135,16 @@ def test_gains_are_paired_by_seed(collected):
 
 def test_table_equals_seed_aggregates(collected):
     spec, data = collected
-    t, fmt = labels.table("label_comparison", data, spec)
+    t = labels.table("label_comparison", data, spec)
     runs = data["runs"]
-    assert len(t) == 2 * len(NS) and fmt == ".4f"
+    assert len(t) == 2 * len(NS)
     row = t[(t["Labels"] == "soft") & (t["N"] == 300)].iloc[0]
     at = runs[(runs["labels"] == "soft") & (runs["N"] == 300)]
     assert row["Accuracy (%)"] == pytest.approx(100 * at["acc"].mean(), abs=1e-12)
     assert row["Epistemic KL (nats)"] == pytest.approx(at["epistemic"].mean(), abs=1e-15)
     assert row["ECE"] == pytest.approx(at["ece"].mean(), abs=1e-15)
     assert row["True ECE"] == pytest.approx(at["ece_posterior"].mean(), abs=1e-15)
+    assert row["True ECE std"] == pytest.approx(at["ece_posterior"].std(ddof=1), abs=1e-15)
     with pytest.raises(DataError, match="label_comparison"):
         labels.table("table9", data, spec)
 
@@ -162,6 +164,7 @@ def test_numbers_count_wins_and_name_the_largest_gain(collected):
     spec, data = collected
     runs = data["runs"]
     nums = labels.numbers(data, spec, {"runs": "runs.csv", "curves": "curves.csv", "reliability": "rel.csv"})
+    assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     means = runs.groupby(["N", "labels"])["acc"].mean().unstack()
     gain = means["soft"] - means["hard"]
     assert nums["soft_wins"]["value"] == int((gain > 1e-12).sum()) and nums["n_sizes"]["value"] == len(NS)

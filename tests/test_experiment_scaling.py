@@ -14,6 +14,7 @@ from PIL import Image
 from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import scaling
+from oracle.report.numbers import spread_problems
 
 ALPHAS = {"resnet18": [0.04, 0.05, 0.06], "vit_base_patch16_224": [0.02, 0.03, 0.04],
           "mobilenetv3_large_100": [0.12, 0.14, 0.15]}
@@ -121,8 +122,7 @@ def test_select_runs_relabels_and_filters(runs):
 
 
 def test_accuracy_vs_bayes_equals_aggregates(runs):
-    t, fmt = scaling.table("accuracy_vs_bayes", runs, spec())
-    assert fmt == ".2f"
+    t = scaling.table("accuracy_vs_bayes", runs, spec())
     assert list(t.columns) == ["Architecture", "N", "Seeds", "Accuracy (%)", "Accuracy std (%)", "Error (%)",
                                "Bayes (%)", "Gap (%)"]
     assert t["Accuracy (%)"].is_monotonic_decreasing
@@ -136,17 +136,17 @@ def test_accuracy_vs_bayes_equals_aggregates(runs):
         assert row["Accuracy std (%)"] == pytest.approx(100 * np.std(at["acc"], ddof=1), abs=1e-10)
         assert row["Error (%)"] == pytest.approx(100 - acc, abs=1e-10)
         assert row["Gap (%)"] == pytest.approx(99.77 - acc, abs=1e-10)
-    at_size, _ = scaling.table("accuracy_vs_bayes", runs, spec(table_size=1000))
+    at_size = scaling.table("accuracy_vs_bayes", runs, spec(table_size=1000))
     assert set(at_size["N"]) == {1000}
 
 
 def test_epistemic_vs_n_equals_seed_means(runs):
-    t, _ = scaling.table("epistemic_vs_n", runs, spec())
+    t = scaling.table("epistemic_vs_n", runs, spec())
     assert t["Dataset size N"].tolist() == NS
     for arch, alphas in ALPHAS.items():
         np.testing.assert_allclose(t[LABELS[arch]], [np.mean([0.4 * n**-a for a in alphas]) for n in NS], rtol=1e-12)
-    sub, _ = scaling.table("epistemic_vs_n", runs, spec(table_archs=["resnet18"], table_sizes=[100, 10000]))
-    assert list(sub.columns) == ["Dataset size N", "ResNet-18"] and sub["Dataset size N"].tolist() == [100, 10000]
+    sub = scaling.table("epistemic_vs_n", runs, spec(table_archs=["resnet18"], table_sizes=[100, 10000]))
+    assert list(sub.columns) == ["Dataset size N", "ResNet-18", "ResNet-18 std"] and sub["Dataset size N"].tolist() == [100, 10000]
     with_std = scaling.epistemic_vs_n(runs["runs"], with_std=True)
     np.testing.assert_allclose(with_std["resnet18 std"], [np.std([0.4 * n**-a for a in ALPHAS["resnet18"]], ddof=1)
                                                           for n in NS], rtol=1e-10)
@@ -233,6 +233,7 @@ def test_calibration_figures(runs, tmp_path):
 
 def test_numbers_recover_the_exponents(runs):
     nums = scaling.numbers(runs, spec(), {"runs": "runs.csv", "fits": "fits.csv"})
+    assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     for arch, alphas in ALPHAS.items():
         assert math.isclose(nums[f"alpha.{arch}"]["value"], np.mean(alphas), rel_tol=1e-9)
         assert nums[f"alpha.{arch}"]["artifact"] == "fits.csv"

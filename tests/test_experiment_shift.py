@@ -15,6 +15,7 @@ import pytest
 from oracle.errors import ConfigError
 from oracle.experiments import shift
 from oracle.measures.divergences import label_kl, tau_kl
+from oracle.report.numbers import spread_problems
 from tests.test_experiment_kinds import DEFAULT
 
 PAPER = {  # Table 7 / 8 style: name -> (prior, sigma, world, accuracy per seed)
@@ -146,13 +147,13 @@ def test_configurations_against_hand_aggregates(collected):
 
 def test_tables_7_8_9(collected):
     s, data = collected
-    t7, _ = shift.table("shift_configurations", data, s)
+    t7 = shift.table("shift_configurations", data, s)
     assert list(t7["Configuration"]) == list(PAPER) and t7.loc[0, "pi"] == "(0.33, 0.33, 0.34)"
     assert t7.loc[6, "pi"] == "(pool)" and t7.loc[0, "KL_y (target)"] == pytest.approx(1.0e-4, rel=5e-3)
-    t8, fmt = shift.table("shift_accuracy", data, s)
-    assert fmt == ".2f" and t8.loc[0, "Δ TestAcc (pp)"] == 0.0
+    t8 = shift.table("shift_accuracy", data, s)
+    assert t8.loc[0, "Δ TestAcc (pp)"] == 0.0
     assert t8["Test Error (%)"].to_numpy() == pytest.approx(100 - t8["Test Acc (%)"].to_numpy())
-    t9, _ = shift.table("shift_axes", data, s)
+    t9 = shift.table("shift_axes", data, s)
     assert list(t9["Prior config"].dropna()) == ["balanced", "imb70", "imb50"]
     assert list(t9["sigma"].dropna()) == [0.1, 0.15]  # noise only, with the baseline prior; sorted by sigma
     assert t9["Oracle acc on x' (%)"].dropna().tolist() == pytest.approx([90.0, 85.0])
@@ -169,6 +170,7 @@ def test_drop_fits_and_numbers(collected, tmp_path):
     assert fits["exact"]["n"] == 4  # balanced, two imbalances, the tau variant
     assert fits["exact"]["r2"] == pytest.approx(np.corrcoef(ex["kl_exact"], -ex["delta_pp"])[0, 1] ** 2, rel=1e-9)
     nums = shift.numbers(data, s, {"runs": "runs.csv", "configurations": "conf.csv"})
+    assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     assert nums["r2_drop_vs_kl_y"]["value"] == pytest.approx(fits["kl_y"]["r2"])
     assert nums["accuracy.noise0.15"]["value"] == pytest.approx(np.mean(PAPER["noise0.15"][3]))
     assert nums["kl_exact.tau"]["value"] == pytest.approx(tau_kl(64, 0.9))

@@ -94,6 +94,10 @@ def test_difficulty_against_the_closed_form_and_numbers(run):
     for key in ("shift.r2_drop_vs_kl_y", "shift.kl_exact.tau", "estimators.r2.mano", "difficulty.bayes_error.tau1.3",
                 "difficulty.gap.tau1.3", "calibration.ece_label_minus_truth.base-noise0.5", "calibration.ece_true.skew"):
         assert key in numbers and numbers[key]["artifact"], key
+    from oracle.report.numbers import spread_problems
+
+    assert spread_problems(numbers) == []  # 2 seeds: every mean over them has std, se, se_over, n_seeds
+    assert numbers["estimators.r2.mano"]["se_over"] == "seeds" and numbers["shift.accuracy.imb"]["n_seeds"] == 2
     for artifact in ("shift/shift/figures/shift_panels.png", "estimators/estimators/figures/estimates_vs_accuracy.png",
                      "difficulty/difficulty/figures/difficulty_curve.png", "samples/base/noise0.2/test.h5",
                      "difficulty/difficulty/tables/learner_vs_bayes.csv",

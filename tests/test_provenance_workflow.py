@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from oracle.io.raw_files import raw_data_inputs
-from oracle.report.numbers import tex_macro_name
+from oracle.report.numbers import SPREAD_MACROS, tex_macro_name
 from oracle.workflow.audit import audit, check_numbers, compare_config, load_numbers
 from oracle.io.hashing import clear_hash_cache, file_sha256, path_sha256
 from oracle.workflow.config_paths import config_hash
@@ -286,14 +286,24 @@ def test_numbers_tex_is_one_wellformed_macro_per_number(smoke):
     assert all(matches), [ln for ln, m in zip(lines, matches) if not m]
     names = [m.group(1) for m in matches]
     paper = yaml.safe_load((work / RUN / "config.yaml").read_text())["paper"]
-    assert len(names) == len(set(names)) == len(numbers) + len(paper)
+    # per number its value, and per spread (se, std) the spread and the value rounded to it
+    spreads = sum(v.get(f) is not None for v in numbers.values() for f in SPREAD_MACROS)
+    assert spreads and len(names) == len(set(names)) == len(numbers) + 2 * spreads + len(paper)
     assert {tex_macro_name(pid, prefix="paper") for pid in paper} <= set(names)  # \paperFigTwo: its path
     by_name = {tex_macro_name(k): v["value"] for k, v in numbers.items()}
+    for k, v in numbers.items():
+        for f, (spread_suffix, value_suffix) in SPREAD_MACROS.items():
+            if v.get(f) is not None:
+                by_name[tex_macro_name(k) + spread_suffix] = (v[f], v[f])  # (value, tolerance)
+                by_name[tex_macro_name(k) + value_suffix] = (v["value"], v[f])
     for m in matches:
         if m.group(1).startswith("paper"):
             assert (work / f"{m.group(2)}.csv").exists() or (work / f"{m.group(2)}.pdf").exists(), m.group(0)
             continue
         value = by_name[m.group(1)]
+        if isinstance(value, tuple):  # rounded to a spread: within a spread of the number (4 digits at 0)
+            assert abs(float(m.group(2)) - value[0]) <= max(value[1], 5e-4 * abs(value[0])), m.group(0)
+            continue
         assert math.isclose(float(m.group(2)), value, rel_tol=5e-4, abs_tol=1e-300), m.group(0)
 
 

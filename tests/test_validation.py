@@ -107,9 +107,9 @@ def test_flow_world_checks_and_tables(digits, tmp_path):
     # marginal p(x) >= pi_y p(x|y): marginal bpd <= conditional bpd + log2(K)/D
     t = res["bpd"]["test"]
     assert t["marginal"]["model_scale"]["bpd"] <= t["conditional"]["model_scale"]["bpd"] + math.log2(10) / 64 + 1e-12
-    t3, _ = artifacts.validation_table("checks", res, "digits")
+    t3 = artifacts.validation_table("checks", res, "digits")
     assert "FD (domain features) ↓" in t3.columns and "Post. stab. KL ↓" in t3.columns
-    t4, _ = artifacts.validation_table("summary", res, "digits")
+    t4 = artifacts.validation_table("summary", res, "digits")
     assert "Test BPD ([-1, 1] scale, marginal)" in set(t4["Metric"])
     paths = artifacts.nn_distances_figure(res, tmp_path / "fig4")
     assert paths["pdf"].is_file() and paths["png"].is_file()

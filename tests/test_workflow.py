@@ -103,7 +103,9 @@ def test_tables_are_sane(smoke_run):
     assert np.allclose(t1["Gap (%)"], t1["Bayes (%)"] - t1["Accuracy (%)"])
     t2 = pd.read_csv(tables / "epistemic_vs_n.csv")
     assert list(t2["Dataset size N"]) == sorted(exp["sizes"])
-    values = t2.drop(columns="Dataset size N").to_numpy(float)
+    means = [c for c in t2.columns if c != "Dataset size N" and not c.endswith(" std")]
+    assert [c for c in t2.columns if c.endswith(" std")] == [f"{c} std" for c in means]  # a std beside each
+    values = t2[means].to_numpy(float)
     assert np.isfinite(values).all() and (values >= 0).all()
     for stem in ("accuracy_vs_bayes", "epistemic_vs_n"):
         for ext in ("md", "tex"):

@@ -36,7 +36,7 @@ Its interface (planning half unless marked):
 ``collect_inputs(spec, paths) -> dict``      {input name: [files]} of its collect job, from the
                                              workflow's path helpers (`CollectPaths`)
 ``collect(spec, inputs) -> {data: frame}``   report: its data frames from those input files
-``table(name, data, spec) -> (frame, fmt)``  report: one table (``fmt``: float format of .md/.tex)
+``table(name, data, spec) -> frame``         report: one table (floats: `oracle.report.tables` rule)
 ``figure(name, data, spec, stem) -> paths``  report: one figure as <stem>.pdf/.png
 ``numbers(data, spec, data_paths) -> dict``  report: its in-text numbers (``oracle.report.numbers.entry``)
 

@@ -69,7 +69,8 @@ def world_numbers(constants: Mapping[str, Any], path: str) -> dict[str, dict]:
     n = w["n"]
     mi = w["mutual_information"]
     out = {
-        "aleatoric_floor": entry(w["aleatoric"]["mean"], "nats", path, f"E_x[H(p(y|x))] over {n} oracle samples",
+        "aleatoric_floor": entry(w["aleatoric"]["mean"], "nats", path,
+                                 f"E_x[H(p(y|x))] over all {n} oracle samples of the world (every split)",
                                  se=w["aleatoric"]["se"], se_over="samples"),
         "bayes_error": entry(w["bayes_error"]["mean"], "fraction", path,
                              f"E_x[1 - max_y p(y|x)] over {n} oracle samples", se=w["bayes_error"]["se"],

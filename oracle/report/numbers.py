@@ -2,8 +2,10 @@
 and numbers.tex (one LaTeX macro per number) so a manuscript cites them without copying.
 
 An entry is ``{"value", "unit", "artifact", "description"}`` plus its spread (``se`` with
-``se_over``, ``std``, ``n_seeds``, ``ci95``); ``artifact`` is the path of the file the value
-was read from, so ``oracle.workflow.audit`` can follow it back to the raw data.
+``se_over``, ``std``, ``n_seeds``, ``ci95``; ``std_over`` for a std that is not over seeds);
+``artifact`` is the path of the file the value was read from, so ``oracle.workflow.audit``
+can follow it back to the raw data. A mean over seeds (or models) carries std, se, se_over
+and n_seeds alike (`mean_spread`, `spread_problems`).
 """
 
 from __future__ import annotations
@@ -30,11 +32,39 @@ def _finite(v: Any) -> Any:
 
 def entry(value: Any, unit: str, artifact: str, description: str, **spread: Any) -> dict:
     """One number: value, unit, the artifact it was read from, what it is, and its spread
-    (``se``: standard error of the value, ``se_over``: what it is over; ``std``; ``n_seeds``;
-    ``ci95``: [lo, hi]). Non-finite values and spreads become None."""
+    (``se``: standard error of the value, ``se_over``: what it is over; ``std`` over seeds, or
+    over ``std_over``; ``n_seeds``; ``ci95``: [lo, hi]). Non-finite values and spreads become None."""
     out = {"value": _finite(value), "unit": unit, "artifact": str(artifact), "description": description}
     for k, v in spread.items():
         out[k] = [_finite(x) for x in v] if isinstance(v, (list, tuple)) else _finite(v)
+    return out
+
+
+def mean_spread(std: float | None, n: int, over: str = "seeds") -> dict[str, Any]:
+    """The spread of a mean over `n` runs whose sample std (ddof=1) is `std`, as `entry`
+    keywords: std, se = std / sqrt(n), ``se_over`` `over` and ``n_seeds`` n (std and se None
+    below 2 runs), so every seed-averaged number carries both."""
+    ok = std is not None and n >= 2 and math.isfinite(float(std))
+    return {"std": float(std) if ok else None, "se": float(std) / math.sqrt(n) if ok else None,
+            "se_over": over if ok else None, "n_seeds": int(n)}
+
+
+def spread_problems(numbers: Mapping[str, Mapping]) -> list[str]:
+    """One line per entry whose spread breaks the rule every seed-averaged number follows: a
+    ``std`` (unless its ``std_over`` says it is over something else, e.g. IS splits) comes with
+    its ``se`` (``std / sqrt(n_seeds)``), ``se_over`` "seeds" or "models" and ``n_seeds`` >= 2,
+    and an ``se`` says what it is over. [] when all do."""
+    out = []
+    for key, e in numbers.items():
+        std, se, over, n = e.get("std"), e.get("se"), e.get("se_over"), e.get("n_seeds")
+        if se is not None and not over:
+            out.append(f"{key}: se {se} says not what it is over (se_over)")
+        if (std is not None and not e.get("std_over")) or over in ("seeds", "models"):
+            if std is None or se is None or over not in ("seeds", "models") or not n or n < 2:
+                out.append(f"{key}: a mean over seeds needs std, se, se_over seeds/models and n_seeds >= 2; "
+                           f"has std={std}, se={se}, se_over={over!r}, n_seeds={n}")
+            elif not math.isclose(se, std / math.sqrt(n), rel_tol=1e-9, abs_tol=1e-300):
+                out.append(f"{key}: se {se} is not std / sqrt(n_seeds) = {std / math.sqrt(n)}")
     return out
 
 
@@ -45,8 +75,7 @@ def over_seeds(rows: "pd.DataFrame", col: str) -> dict[str, Any]:  # noqa: F821
     vals = rows[col].to_numpy(float)
     n = len(vals)
     if n >= 2:
-        std = float(np.std(vals, ddof=1))
-        return {"value": float(vals.mean()), "std": std, "se": std / math.sqrt(n), "se_over": "seeds", "n_seeds": n}
+        return {"value": float(vals.mean()), **mean_spread(float(np.std(vals, ddof=1)), n)}
     se = float(rows[f"{col}_se"].iloc[0]) if f"{col}_se" in rows else None
     return {"value": float(vals[0]), "std": None, "se": se, "se_over": "test set" if se is not None else None,
             "n_seeds": n}
@@ -83,6 +112,34 @@ def tex_macro_name(key: str, prefix: str = "num") -> str:
     return out
 
 
+def _spread_decimals(spread: float) -> int:
+    """Decimal places that keep 2 significant digits of `spread` when its leading digit is 1
+    or 2, else 1 (0.0014 -> 4, 0.004 -> 3, 37 -> -1)."""
+    e = math.floor(math.log10(spread))
+    return (2 if spread / 10.0 ** e < 3 else 1) - 1 - e
+
+
+def _fixed(v: float, decimals: int) -> str:
+    r = round(v, decimals)
+    return f"{(r if r != 0 else 0.0):.{max(decimals, 0)}f}"  # no "-0.00"
+
+
+def round_to_spread(value: float, spread: float | None) -> tuple[str, str | None]:
+    """(value, spread) as text, the spread to 2 significant digits when it starts with 1 or 2
+    and to 1 otherwise, the value to the spread's last decimal place: (0.26341, 0.0123) ->
+    ("0.263", "0.012"); (0.0121, 0.0004) -> ("0.0121", "0.0004"). Without a positive finite
+    spread the value keeps 4 significant digits (and a zero spread reads "0")."""
+    if spread is None or not math.isfinite(spread) or spread <= 0 or not math.isfinite(value):
+        text = f"{value:.4g}" if math.isfinite(value) else "--"
+        return text, (None if spread is None or not math.isfinite(spread) else f"{spread:g}")
+    d = _spread_decimals(spread)
+    return _fixed(value, d), _fixed(spread, d)
+
+
+#: numbers.tex: suffix of the macro of each spread field, and of the value rounded to it.
+SPREAD_MACROS = {"se": ("SE", "ToSE"), "std": ("Std", "ToStd")}
+
+
 def _tex_value(v: Any) -> str:
     if v is None:
         return "--"
@@ -97,9 +154,13 @@ def _tex_value(v: Any) -> str:
 
 def numbers_tex(numbers: Mapping[str, Mapping], paper: Mapping[str, str] | None = None) -> str:
     r"""LaTeX macros ``\newcommand{\numWorldBaseAleatoricFloor}{0.0123}`` (4 significant
-    digits), one per number, sorted by key; with `paper` ({paper id: artifact path without
-    suffix}) also one macro per paper artifact, ``\paperFigTwo`` -> its path, for
-    ``\includegraphics``/``\input``. Raises DataError when two keys map to the same macro."""
+    digits), one per number, sorted by key; a number with a spread also gets, per spread field
+    (`SPREAD_MACROS`), the spread and the value rounded to it (`round_to_spread`):
+    ``\numScalingAlphaResnetSE`` and ``\numScalingAlphaResnetToSE`` from ``se``,
+    ``...Std`` and ``...ToStd`` from ``std``, so ``$\numXToSE \pm \numXSE$`` reads "0.26 ±
+    0.01". With `paper` ({paper id: artifact path without suffix}) also one macro per paper
+    artifact, ``\paperFigTwo`` -> its path, for ``\includegraphics``/``\input``. Raises
+    DataError when two keys map to the same macro."""
     lines = ["% generated from numbers.json by the workflow; do not edit"]
     seen: dict[str, str] = {}
 
@@ -111,7 +172,15 @@ def numbers_tex(numbers: Mapping[str, Mapping], paper: Mapping[str, str] | None 
         lines.append(f"\\newcommand{{\\{name}}}{{{text}}}")
 
     for key in sorted(numbers):
-        add(tex_macro_name(key), key, _tex_value(numbers[key]["value"]))
+        name, value = tex_macro_name(key), numbers[key]["value"]
+        add(name, key, _tex_value(value))
+        for field, (spread_suffix, value_suffix) in SPREAD_MACROS.items():
+            spread = numbers[key].get(field)
+            if spread is None or isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+                continue
+            v, s = round_to_spread(float(value), float(spread))
+            add(name + spread_suffix, f"{key} ({field})", s or "--")
+            add(name + value_suffix, f"{key} (rounded to its {field})", v)
     for pid, path in sorted((paper or {}).items()):
         add(tex_macro_name(pid, prefix="paper"), pid, str(path))
     return "\n".join(lines) + "\n"

@@ -2,11 +2,27 @@
 
 Every writer renders all of its outputs in memory first and then replaces each file
 atomically, so a failure leaves no partial artifact.
+
+One formatting rule for the Markdown and LaTeX of every table (`format_cell`), chosen from
+the column's header (`column_kind`):
+
+- ``percent``: a header with ``(%)`` or ``(pp)`` (accuracy, error, gaps, drops, MAE in
+  percentage points): 2 decimals, ``78.30``, ``-3.85``, ``0.00``;
+- ``parameter``: a configured setting (``tau``, ``sigma``): as configured, ``0.9``;
+- ``spread``: a std or SE column (header ``± ...``, or the word ``std`` or ``SE`` in it) of a
+  value that is not a percentage: 2 significant digits, ``0.0014`` (the spread of a
+  percentage, "± std" right after "Accuracy (%)", is a percentage);
+- ``number``: everything else (nats, bits, fractions, R², ρ, z, ratios): 3 significant
+  digits, ``0.0532``, ``0.980``, ``60.1``, ``0`` (scientific below 1e-4 and from 1e6 on).
+
+Integers print as integers and missing values as a dash. A spread column stands right after
+the value it spreads, so every seed-averaged column has one.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 import os
@@ -19,6 +35,53 @@ from oracle.io.atomic import atomic_output
 
 FloatFormat = str | Callable[[float], str]
 
+_SPREAD_HEADER = re.compile(r"(^|\s)(±|std|SE)(\s|$)")
+_PARAMETERS = {"tau", "sigma", "τ", "σ"}
+
+
+def column_kind(header: str, previous: str | None = None) -> str:
+    """``percent``, ``parameter``, ``spread`` or ``number``: how a table column's floats are
+    formatted (module docstring), from its header and the kind of the column before it (a
+    spread of a percentage, "± std" after "Accuracy (%)", is a percentage too)."""
+    h = str(header).strip()
+    if "(%)" in h or "(pp)" in h:
+        return "percent"
+    if h in _PARAMETERS:
+        return "parameter"
+    if _SPREAD_HEADER.search(h):
+        return "percent" if previous == "percent" else "spread"
+    return "number"
+
+
+def column_kinds(headers) -> list[str]:
+    """`column_kind` of each header in table order."""
+    kinds: list[str] = []
+    value_kind = None  # the kind of the last column that is no spread
+    for h in headers:
+        kinds.append(column_kind(h, value_kind))
+        if not _SPREAD_HEADER.search(str(h).strip()):
+            value_kind = kinds[-1]
+    return kinds
+
+
+def _significant(v: float, digits: int) -> str:
+    if v == 0 or not math.isfinite(v):
+        return "0" if v == 0 else str(v)
+    e = math.floor(math.log10(abs(v)))
+    if e < -4 or e >= 6:
+        return f"{v:.{digits - 1}e}"
+    return f"{v:.{max(digits - 1 - e, 0)}f}"
+
+
+def format_cell(v: float, kind: str) -> str:
+    """One float of a column of `kind` (`column_kind`) as text, by the module's rule."""
+    if kind == "percent":
+        r = round(v, 2)
+        return f"{(r if r != 0 else 0.0):.2f}"  # no "-0.00"
+    if kind == "parameter":
+        return f"{v:g}"
+    return _significant(v, 2 if kind == "spread" else 3)
+
 
 def _formatter(float_format: FloatFormat) -> Callable[[float], str]:
     if callable(float_format):
@@ -28,14 +91,17 @@ def _formatter(float_format: FloatFormat) -> Callable[[float], str]:
     return lambda v: format(v, spec)
 
 
-def _format_frame(df: pd.DataFrame, float_format: FloatFormat, missing: str) -> tuple[list[list[str]], list[bool]]:
-    """Cells as strings and, per column, whether it is numeric (right-aligned)."""
-    fmt = _formatter(float_format)
+def _format_frame(df: pd.DataFrame, float_format: FloatFormat | None,
+                  missing: str) -> tuple[list[list[str]], list[bool]]:
+    """Cells as strings and, per column, whether it is numeric (right-aligned); floats by the
+    module's rule, or all by `float_format` when one is given."""
+    fixed = _formatter(float_format) if float_format is not None else None
+    fmts = [fixed or (lambda v, k=k: format_cell(v, k)) for k in column_kinds(df.columns)]
     numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in df.columns]
     rows = []
     for rec in df.itertuples(index=False):
         cells = []
-        for value, is_num in zip(rec, numeric):
+        for value, is_num, fmt in zip(rec, numeric, fmts):
             if value is None or (isinstance(value, float) and math.isnan(value)):
                 cells.append(missing)
             elif is_num and isinstance(value, (float, np.floating)):
@@ -57,7 +123,7 @@ def _latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
 
 
-def _render_markdown(df: pd.DataFrame, caption: str, float_format: FloatFormat) -> str:
+def _render_markdown(df: pd.DataFrame, caption: str, float_format: FloatFormat | None = None) -> str:
     from tabulate import tabulate
 
     rows, numeric = _format_frame(df, float_format, missing="–")
@@ -66,8 +132,8 @@ def _render_markdown(df: pd.DataFrame, caption: str, float_format: FloatFormat) 
     return f"Table: {caption}\n\n{table}\n"
 
 
-def _render_latex(df: pd.DataFrame, caption: str, label: str, float_format: FloatFormat) -> str:
-    rows, numeric = _format_frame(df, float_format, missing="--")
+def _render_latex(df: pd.DataFrame, caption: str, label: str) -> str:
+    rows, numeric = _format_frame(df, None, missing="--")
     align = "".join("r" if n else "l" for n in numeric)
     lines = [
         "% generated by oracle.report.tables.write_table; needs \\usepackage{booktabs}",
@@ -92,20 +158,16 @@ def write_all(contents: Mapping[Path, bytes]) -> None:
             tmp.write_bytes(data)
 
 
-def write_table(
-    df: pd.DataFrame,
-    stem: str | os.PathLike,
-    caption: str,
-    float_format: FloatFormat = ".4f",
-) -> dict[str, Path]:
+def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str) -> dict[str, Path]:
     """Write ``df`` as ``<stem>.csv``, ``<stem>.md`` and ``<stem>.tex``.
 
     Args:
         df: the table; its index is not written (reset it first if it carries data).
         stem: output path without suffix; parent folders are created.
         caption: table caption (Markdown ``Table:`` line, LaTeX ``\\caption``).
-        float_format: format spec for floats in .md and .tex (``".3f"``, ``"%.2e"``) or a
-            callable; the CSV keeps full precision (``repr`` of each float) for audits.
+    Floats in .md and .tex follow the module's rule (`column_kind`, `format_cell`); the CSV
+    keeps full precision (``repr`` of each float) for audits.
+
     Returns:
         ``{"csv", "md", "tex"}`` -> paths. The LaTeX label is ``tab:<stem name>``.
     """
@@ -115,17 +177,18 @@ def write_table(
     paths = {ext: stem.with_name(f"{stem.name}.{ext}") for ext in ("csv", "md", "tex")}
     contents = {
         paths["csv"]: df.to_csv(index=False, lineterminator="\n").encode("utf-8"),
-        paths["md"]: _render_markdown(df, caption, float_format).encode("utf-8"),
-        paths["tex"]: _render_latex(df, caption, stem.name, float_format).encode("utf-8"),
+        paths["md"]: _render_markdown(df, caption).encode("utf-8"),
+        paths["tex"]: _render_latex(df, caption, stem.name).encode("utf-8"),
     }
     write_all(contents)
     return paths
 
 
 def write_csv_markdown(df: pd.DataFrame, csv: str | os.PathLike, md: str | os.PathLike, caption: str,
-                       float_format: FloatFormat = ".4f", notes: str = "") -> None:
+                       float_format: FloatFormat | None = None, notes: str = "") -> None:
     """Write ``df`` as a CSV (full precision) and a Markdown table, for tables that have no
-    place in the paper's LaTeX (e.g. a run's timings); `notes` (Markdown) follow the table."""
+    place in the paper's LaTeX (e.g. a run's timings); floats by the module's rule unless
+    `float_format` (a format spec or callable) is given; `notes` (Markdown) follow the table."""
     if not isinstance(df, pd.DataFrame):
         raise OracleError(f"write_csv_markdown: expected a pandas DataFrame, got {type(df).__name__}")
     write_all({Path(csv): df.to_csv(index=False, lineterminator="\n").encode("utf-8"),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oracle.report.numbers import entry
+from oracle.report.numbers import entry, round_to_spread
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.validation.findings import split_flag_text
 
@@ -54,7 +54,7 @@ def validation_numbers(metrics: Mapping, path: str) -> dict[str, dict]:
         if "mean" in is_:
             out["is" if fid else f"is_{kind}"] = entry(
                 is_["mean"], "1", path, f"{block['is_name']} of oracle samples, mean ± std over splits",
-                std=is_.get("std"))
+                std=is_.get("std"), std_over="splits")
     prim = metrics.get("feature_spaces", {}).get(metrics.get("primary_space"), {})
     space = prim.get("feature_space", "?")
     cov = metrics.get("coverage") or {}
@@ -104,13 +104,12 @@ def validation_numbers(metrics: Mapping, path: str) -> dict[str, dict]:
     return out
 
 
-def validation_table(name: str, metrics: Mapping, dataset: str) -> tuple["pd.DataFrame", str]:  # noqa: F821
-    """Table ``checks`` (paper Table 3) or ``summary`` (Table 4) of validation/metrics.json,
-    with the float format of its Markdown/LaTeX rendering."""
+def validation_table(name: str, metrics: Mapping, dataset: str) -> "pd.DataFrame":  # noqa: F821
+    """Table ``checks`` (paper Table 3) or ``summary`` (Table 4) of validation/metrics.json."""
     if name == "checks":
-        return table3(metrics, dataset), ".4g"
+        return table3(metrics, dataset)
     if name == "summary":
-        return table4(metrics), ".4f"
+        return table4(metrics)
     raise KeyError(f"validation: no table named {name!r} (tables: checks, summary)")
 
 
@@ -134,7 +133,7 @@ def table3(metrics: Mapping, dataset: str) -> "pd.DataFrame":  # noqa: F821
     row = {
         "Dataset": dataset,
         f"{fid['frechet_name']} ↓": fid["frechet_samples_train"],
-        f"{fid['is_name']} ↑": f"{is_['mean']:.2f} ± {is_['std']:.2f}",
+        f"{fid['is_name']} ↑": _pm(is_["mean"], is_["std"]),
         "Coverage (Naeem, k=5) ↑": metrics["coverage"]["naeem"]["coverage"],
         "Coverage (paper rule)": metrics["coverage"]["paper_rule"]["coverage"],
         "Mem. rate": mem["rate"],
@@ -144,6 +143,26 @@ def table3(metrics: Mapping, dataset: str) -> "pd.DataFrame":  # noqa: F821
     if "posterior_stability" in metrics:
         row["Post. stab. KL ↓"] = metrics["posterior_stability"]["mean_kl"]
     return pd.DataFrame([row])
+
+
+def _pm(value: float, spread: float) -> str:
+    """"value ± spread", the value rounded to its spread (`oracle.report.numbers.round_to_spread`)."""
+    v, s = round_to_spread(float(value), float(spread))
+    return f"{v} ± {s}"
+
+
+def _percent(fraction: float) -> str:
+    """A fraction as a percentage by the tables' rule (`oracle.report.tables.format_cell`)."""
+    from oracle.report.tables import format_cell
+
+    return f"{format_cell(100 * float(fraction), 'percent')}%"
+
+
+def _number(v: float) -> str:
+    """A float by the tables' rule for a number (3 significant digits)."""
+    from oracle.report.tables import format_cell
+
+    return format_cell(float(v), "number")
 
 
 def _range(values) -> str:
@@ -162,23 +181,22 @@ def table4(metrics: Mapping) -> "pd.DataFrame":  # noqa: F821
     tex = metrics["texture"]["vs_noisy_real"].values()
     sc = metrics["split_consistency"]
     rows = [
-        (f"{fid['frechet_name']} ↓", f"{fid['frechet_samples_train']:.2f}", fid["feature_space"]),
-        (f"{fid['is_name']} ↑", f"{is_['mean']:.2f} ± {is_['std']:.2f}", fid["feature_space"]),
-        ("Manifold coverage (Naeem, k=5)", f"{100 * metrics['coverage']['naeem']['coverage']:.1f}%",
-         prim["feature_space"]),
+        (f"{fid['frechet_name']} ↓", _number(fid["frechet_samples_train"]), fid["feature_space"]),
+        (f"{fid['is_name']} ↑", _pm(is_["mean"], is_["std"]), fid["feature_space"]),
+        ("Manifold coverage (Naeem, k=5)", _percent(metrics["coverage"]["naeem"]["coverage"]), prim["feature_space"]),
         ("Manifold coverage (paper rule, ≈90% by construction)",
-         f"{100 * metrics['coverage']['paper_rule']['coverage']:.1f}%", prim["feature_space"]),
+         _percent(metrics["coverage"]["paper_rule"]["coverage"]), prim["feature_space"]),
         ("Feature variance ratio (per class)", _range(d["variance_ratio"] for d in div), prim["feature_space"]),
         ("Pairwise distance ratio (per class)", _range(d["pairwise_distance_ratio"] for d in div),
          prim["feature_space"]),
         ("Texture variance ratio (per class)", _range(d["texture_variance_ratio"] for d in tex),
          "pixels (Laplacian), real + dequantization noise"),
-        ("Memorization rate", f"{100 * metrics['memorization']['rate']:.1f}%", prim["feature_space"]),
+        ("Memorization rate", _percent(metrics["memorization"]["rate"]), prim["feature_space"]),
         ("Split consistency FD(D''train, oracle) / FD(D''train, D'train)", split_flag_text(sc), sc["feature_space"]),
     ]
     if "bpd" in metrics:
         b = metrics["bpd"]["test"]["marginal"]["model_scale"]
-        rows.append(("Test BPD ([-1, 1] scale, marginal)", f"{b['bpd']:.3f} ± {b['se']:.3f}", "oracle flow"))
+        rows.append(("Test BPD ([-1, 1] scale, marginal)", _pm(b["bpd"], b["se"]), "oracle flow"))
     return pd.DataFrame(rows, columns=["Metric", "Value", "Feature space"])
 
 

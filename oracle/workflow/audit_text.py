@@ -30,17 +30,39 @@ def _fmt(v: Any) -> str:
     return json.dumps(v) if not isinstance(v, str) else repr(v)
 
 
+def number_text(num: Mapping[str, Any]) -> str:
+    """A numbers.json entry as "0.0121 nats (se 0.0004 over samples; std 0.002 over 5 seeds)":
+    the value rounded to its se (else its std; `oracle.report.numbers.round_to_spread`), each
+    spread to its own 1-2 significant digits; full precision is in numbers.json and ``--json``."""
+    from oracle.report.numbers import round_to_spread
+
+    value = num.get("value")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        val = f"{value}"
+    else:
+        ref = num.get("se") if num.get("se") is not None else num.get("std")
+        val = round_to_spread(float(value), None if ref is None else float(ref))[0]
+        if isinstance(value, int) and ref is None:
+            val = str(value)
+    if num.get("unit") and num["unit"] != "1":  # "1": dimensionless
+        val += f" {num['unit']}"
+    spread = []
+    std_over = num.get("std_over") or (f"{num['n_seeds']} seeds" if num.get("n_seeds") else None)
+    for k, over in (("se", num.get("se_over")), ("std", std_over)):
+        if num.get(k) is not None and isinstance(value, (int, float)):
+            text = round_to_spread(float(value), float(num[k]))[1]
+            spread.append(f"{k} {text}" + (f" over {over}" if over else ""))
+    if num.get("ci95") is not None:
+        spread.append(f"ci95 {num['ci95']}")
+    return val + (f" ({'; '.join(spread)})" if spread else "")
+
+
 def render(report: Mapping[str, Any]) -> str:
     """The report as an indented, human-readable tree."""
     lines: list[str] = []
     num = report.get("number")
     if num:
-        val = f"{num.get('value')}"
-        if num.get("unit"):
-            val += f" {num['unit']}"
-        spread = [f"{k} {num[k]}" for k in ("se", "std", "ci95") if num.get(k) is not None]
-        if spread:
-            val += f" ({', '.join(spread)})"
+        val = number_text(num)
         lines.append(f"number {num['key']!r} = {val}   (from {num['numbers_file']})")
         if num.get("description"):
             lines.append(f"  {num['description']}")

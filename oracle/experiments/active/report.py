@@ -73,7 +73,7 @@ def _curves(rounds: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- tables
-def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.DataFrame:
     """``rounds``: one row per (arch, strategy, labels), mean and std over seeds."""
     if name != "rounds":
         raise DataError(f"active: no table named {name!r} (tables: rounds)")
@@ -88,10 +88,12 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[p
                              "Accuracy (%)": 100 * r["acc_mean"], "Accuracy std (%)": 100 * r["acc_std"],
                              "Epistemic KL (nats)": r["epistemic_mean"], "Epistemic KL std": r["epistemic_std"],
                              "Acquired KL(p||q) (nats)": r["selected_epistemic_mean"],
-                             "Acquired H(p) (nats)": r["selected_aleatoric_mean"]})
+                             "Acquired KL std": r["selected_epistemic_std"],
+                             "Acquired H(p) (nats)": r["selected_aleatoric_mean"],
+                             "Acquired H std": r["selected_aleatoric_std"]})
     if not rows:
         raise DataError("active: no rounds for the experiment's archs and strategies")
-    return pd.DataFrame(rows), ".4f"
+    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- figures

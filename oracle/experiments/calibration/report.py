@@ -102,7 +102,7 @@ def _by_model(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([first, seeds, agg], axis=1).reset_index()
 
 
-def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.DataFrame:
     """``calibration_under_shift`` (per arch, N and set) or ``ece_labels_vs_truth_under_shift``
     (per set)."""
     if name == "calibration_under_shift":
@@ -115,13 +115,13 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[p
                                   ("overconfidence_truth", "Overconf. (truth)", 1.0)):
             out[label] = scale * b[f"{col}_mean"]
             out[f"{label} std"] = scale * b[f"{col}_std"]
-        return pd.DataFrame(out), ".3g"
+        return pd.DataFrame(out)
     if name == "ece_labels_vs_truth_under_shift":
         s = data["sets"]
         return pd.DataFrame({"Set": s["evalset"], "Shift": s["parameter"], "Labels": s["labels"],
                              "Models": s["n_models"], "Label ECE": s["ece"], "True ECE": s["ece_posterior"],
                              "Label - true": s["ece_diff"], "SE": s["ece_diff_se"], "z": s["ece_diff_z"],
-                             "Spearman ρ": s["ece_rank_correlation"]}), ".3g"
+                             "Spearman ρ": s["ece_rank_correlation"]})
     raise DataError(f"calibration: no table named {name!r} (tables: calibration_under_shift, "
                     "ece_labels_vs_truth_under_shift)")
 

@@ -97,7 +97,7 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
             "learner": learner_frame(spec, inputs.get("metrics", []))}
 
 
-def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.DataFrame:
     """``difficulty_vs_tau``: one row per world, sorted by tau; ``learner_vs_bayes``: one row
     per world of the learner (no rows without one)."""
     if name == "learner_vs_bayes":
@@ -109,7 +109,7 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[p
             "SE (%)": 100 * s["test_error_se"], "Bayes error (%)": 100 * s["bayes_error"],
             "Gap (pp)": 100 * s["gap"], "Gap SE (pp)": 100 * s["gap_se"], "Gap std (pp)": 100 * s["gap_std"],
             "Excess vs truth (pp)": 100 * s["excess_error_truth"],
-            "Excess SE (pp)": 100 * s["excess_error_truth_se"]}), ".4g"
+            "Excess SE (pp)": 100 * s["excess_error_truth_se"]})
     if name != "difficulty_vs_tau":
         raise DataError(f"difficulty: no table named {name!r} (tables: difficulty_vs_tau, learner_vs_bayes)")
     c = data["curve"].sort_values("base_temperature", kind="stable")
@@ -123,7 +123,7 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[p
     })
     if not np.isfinite(out["Closed form (%)"].to_numpy(float)).any():
         out = out.drop(columns=["Closed form (%)", "z"])
-    return out.reset_index(drop=True), ".4g"
+    return out.reset_index(drop=True)
 
 
 def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:

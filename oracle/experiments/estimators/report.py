@@ -20,7 +20,7 @@ from oracle.io.predictions import read_predictions
 from oracle.measures import accuracy_estimators as est
 from oracle.measures.accuracy_estimators import METHODS
 from oracle.report.figures import save_figure, style
-from oracle.report.numbers import entry
+from oracle.report.numbers import entry, mean_spread
 
 
 # --------------------------------------------------------------------------- data
@@ -132,12 +132,12 @@ def set_frame(spec: Mapping, estimates: pd.DataFrame, divergences: Mapping[str, 
 # --------------------------------------------------------------------------- tables, figure, numbers
 def _summary(scores: pd.DataFrame) -> pd.DataFrame:
     """Mean and std over models of every score, one row per (method, target)."""
-    agg = scores.groupby(["method", "target"], sort=False)[["r2", "spearman", "mae"]].agg(["mean", "std"])
+    agg = scores.groupby(["method", "target"], sort=False)[["r2", "spearman", "mae"]].agg(["mean", "std", "count"])
     agg.columns = [f"{a}_{b}" for a, b in agg.columns]
     return agg.reset_index()
 
 
-def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.DataFrame:
     """``estimator_scores`` or ``shifted_sets``."""
 
 
@@ -149,8 +149,9 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[p
             rows.append({"Method": label, "Predicts accuracy": "yes" if predicts else "score",
                          "R²": a["r2_mean"], "R² std": a["r2_std"], "ρ": a["spearman_mean"], "ρ std": a["spearman_std"],
                          "MAE (pp)": 100 * a["mae_mean"], "MAE std (pp)": 100 * a["mae_std"],
-                         "R² vs Bayes": b["r2_mean"], "ρ vs Bayes": b["spearman_mean"]})
-        return pd.DataFrame(rows), ".3f"
+                         "R² vs Bayes": b["r2_mean"], "R² vs Bayes std": b["r2_std"],
+                         "ρ vs Bayes": b["spearman_mean"], "ρ vs Bayes std": b["spearman_std"]})
+        return pd.DataFrame(rows)
     if name == "shifted_sets":
         c = data["sets"]
         return pd.DataFrame({
@@ -159,7 +160,8 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[p
             "Oracle posterior shift (nats)": c["posterior_shift"], "Oracle acc on x' (%)": 100 * c["oracle_acc_noisy"],
             "Accuracy (%)": 100 * c["accuracy"], "Acc std (%)": 100 * c["accuracy_std"],
             "Bayes acc (%)": 100 * c["bayes_accuracy"], "Drop (pp)": c["drop_pp"], "Bayes drop (pp)": c["bayes_drop_pp"],
-            "Irreducible share": c["irreducible_share"]}), ".4g"
+            # a share of a drop: blank where the accuracy rose (an easier world, e.g. tau < 1)
+            "Irreducible share": c["irreducible_share"].where(c["drop_pp"] > 0)})
     raise DataError(f"estimators: no table named {name!r} (tables: estimator_scores, shifted_sets)")
 
 
@@ -203,29 +205,37 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     scores_path, sets_path = data_paths["scores"], data_paths["sets"]
     s = _summary(data["scores"]).set_index(["method", "target"])
     n_models = int(data["scores"][["arch", "cell", "seed"]].drop_duplicates().shape[0])
+    # the models of one architecture and size differ only by seed: their spread is over seeds
+    over = "seeds" if data["scores"][["arch", "cell"]].drop_duplicates().shape[0] == 1 else "models"
+
+    def spread(row: pd.Series, col: str) -> dict:
+        return mean_spread(row[f"{col}_std"], int(row[f"{col}_count"]), over)
+
     out = {"n_models": entry(n_models, "models", scores_path, "classifiers whose estimates are scored"),
            "n_shifted_sets": entry(len(spec["shifted_sets"]), "sets", scores_path, "shifted test sets per model")}
     for method, (label, predicts) in METHODS.items():
         a, b = s.loc[(method, "accuracy")], s.loc[(method, "bayes_accuracy")]
         out[f"r2.{method}"] = entry(a["r2_mean"], "1", scores_path, f"{label}: R^2 against the true accuracy over "
-                                    f"the shifted sets, mean over {n_models} models", std=a["r2_std"])
+                                    f"the shifted sets, mean over {n_models} models", **spread(a, "r2"))
         out[f"spearman.{method}"] = entry(a["spearman_mean"], "1", scores_path, f"{label}: Spearman rho against the "
-                                          "true accuracy, mean over models", std=a["spearman_std"])
+                                          "true accuracy, mean over models", **spread(a, "spearman"))
         if predicts:
             out[f"mae.{method}"] = entry(a["mae_mean"], "fraction", scores_path, f"{label}: mean absolute error of "
-                                         "the accuracy estimate, mean over models", std=a["mae_std"])
+                                         "the accuracy estimate, mean over models", **spread(a, "mae"))
         out[f"r2_bayes.{method}"] = entry(b["r2_mean"], "1", scores_path, f"{label}: R^2 against the exact Bayes "
-                                          "accuracy over the world variants", std=b["r2_std"])
+                                          "accuracy over the world variants", **spread(b, "r2"))
         out[f"spearman_bayes.{method}"] = entry(b["spearman_mean"], "1", scores_path, f"{label}: Spearman rho against "
-                                                "the exact Bayes accuracy over the world variants", std=b["spearman_std"])
+                                                "the exact Bayes accuracy over the world variants", **spread(b, "spearman"))
     for _, r in data["sets"].iterrows():
         name = r["evalset"]
         out[f"accuracy.{name}"] = entry(r["accuracy"], "fraction", sets_path, f"{name} ({r['parameter']}): true "
-                                        "accuracy, mean over models", std=r["accuracy_std"])
+                                        "accuracy, mean over models", **mean_spread(r["accuracy_std"], int(r["n_models"]), over))
         for col, unit, desc in (("bayes_accuracy", "fraction", "exact Bayes accuracy E[max p(y|x)] on its test rows"),
                                 ("kl_exact", "nats", "exact KL from the models' world"),
                                 ("irreducible_share", "ratio", "Bayes-accuracy drop / model accuracy drop"),
                                 ("posterior_shift", "nats", "oracle's posterior shift E[KL(p(y|x) || p(y|x'))]")):
             if r["shift"] != "clean" and np.isfinite(r[col]):
-                out[f"{col}.{name}"] = entry(r[col], unit, sets_path, f"{name} ({r['parameter']}): {desc}")
+                se = r.get(f"{col}_se", math.nan)  # the oracle's Monte Carlo se, where the set has one
+                spread = {"se": se, "se_over": "samples"} if np.isfinite(se) else {}
+                out[f"{col}.{name}"] = entry(r[col], unit, sets_path, f"{name} ({r['parameter']}): {desc}", **spread)
     return out

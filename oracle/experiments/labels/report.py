@@ -59,11 +59,11 @@ def gain_summary(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- tables
-def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.DataFrame:
     """``label_comparison``: one row per (labels, N)."""
     if name != "label_comparison":
         raise DataError(f"labels: no table named {name!r} (tables: label_comparison)")
-    return label_comparison(data["runs"]), ".4f"
+    return label_comparison(data["runs"])
 
 
 def label_comparison(runs: pd.DataFrame) -> pd.DataFrame:
@@ -78,7 +78,8 @@ def label_comparison(runs: pd.DataFrame) -> pd.DataFrame:
         rows.append({"Labels": r["labels"], "N": int(r["N"]), "Seeds": int(r["n_seeds"]),
                      "Accuracy (%)": 100 * r["acc_mean"], "Accuracy std (%)": 100 * r["acc_std"],
                      "Epistemic KL (nats)": r["epistemic_mean"], "Epistemic std (nats)": r["epistemic_std"],
-                     "ECE": r["ece_mean"], "ECE std": r["ece_std"], "True ECE": r["ece_posterior_mean"]})
+                     "ECE": r["ece_mean"], "ECE std": r["ece_std"], "True ECE": r["ece_posterior_mean"],
+                     "True ECE std": r["ece_posterior_std"]})
     return pd.DataFrame(rows).sort_values(["Labels", "N"], kind="stable").reset_index(drop=True)
 
 

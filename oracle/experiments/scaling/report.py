@@ -77,17 +77,17 @@ def select_runs(df: pd.DataFrame, labels: Mapping[str, str], sizes: Sequence[int
 
 
 # --------------------------------------------------------------------------- tables
-def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
-    """``accuracy_vs_bayes`` (paper Table 1) or ``epistemic_vs_n`` (Table 2), with the float
-    format of its Markdown/LaTeX rendering."""
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.DataFrame:
+    """``accuracy_vs_bayes`` (paper Table 1) or ``epistemic_vs_n`` (Table 2, with the std over
+    seeds beside each architecture)."""
     labels = spec["arch_labels"]
     runs = data["runs"]
     if name == "accuracy_vs_bayes":
         size = spec["table_size"]
-        return accuracy_vs_bayes(select_runs(runs, labels, [size] if size else None)), ".2f"
+        return accuracy_vs_bayes(select_runs(runs, labels, [size] if size else None))
     if name == "epistemic_vs_n":
         archs = spec["table_archs"] or spec["archs"]
-        return epistemic_vs_n(select_runs(runs, {a: labels[a] for a in archs}, spec["table_sizes"])), ".4f"
+        return epistemic_vs_n(select_runs(runs, {a: labels[a] for a in archs}, spec["table_sizes"]), with_std=True)
     raise DataError(f"scaling: no table named {name!r} (tables: accuracy_vs_bayes, epistemic_vs_n)")
 
 
@@ -191,7 +191,7 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
             fit = mean_fits.loc[arch]
             ax_b.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), ls="--", lw=1, color=colors[arch])
             errorbar(ax_c, a, acc_col, colors[arch], arch, scale=100.0)
-        ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"aleatoric floor {floor:.3g} nats")
+        ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"aleatoric floor {floor:.3g} nats (test rows)")
         ax_a.set(xscale="log", yscale="log", xlabel="dataset size N (samples)", ylabel="total cross-entropy (nats)",
                  title="(a) total loss")
         ax_b.set(xscale="log", yscale="log", xlabel="dataset size N (samples)",
@@ -333,7 +333,7 @@ def _arch_fit(fits: pd.DataFrame, arch: str, value: str) -> pd.Series | None:
 def _bayes_gap_numbers(data: Mapping[str, Any], spec: Mapping, path: str) -> dict[str, dict]:
     """Gap to the Bayes accuracy per architecture (percentage points) and its range, as in the
     accuracy_vs_bayes table (computed by the same function)."""
-    frame, _ = table("accuracy_vs_bayes", data, spec)
+    frame = table("accuracy_vs_bayes", data, spec)
     by_label = {v: k for k, v in spec["arch_labels"].items()}
     out: dict[str, dict] = {}
     for _, row in frame.iterrows():

@@ -18,7 +18,7 @@ from oracle.experiments.shift import ARTIFACTS, shift_type
 from oracle.experiments.shift.panels import shift_panels
 from oracle.measures.divergences import categorical_kl, counts_kl, label_kl
 from oracle.measures.accuracy_estimators import r2
-from oracle.report.numbers import entry
+from oracle.report.numbers import entry, mean_spread
 
 
 # --------------------------------------------------------------------------- data
@@ -122,7 +122,7 @@ def drop_fits(conf: pd.DataFrame) -> dict[str, dict]:
 
 
 # --------------------------------------------------------------------------- tables
-def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[pd.DataFrame, str]:
+def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.DataFrame:
     """``shift_configurations`` (paper Table 7), ``shift_accuracy`` (Table 8), ``shift_axes`` (Table 9)."""
     c = data["configurations"]
     if name == "shift_configurations":
@@ -130,14 +130,14 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[p
             "Configuration": c["label"], "pi": [_prior_text(p) for p in c["prior"]], "sigma": c["noise_std"],
             "World": c["world"], "KL_y (target)": c["kl_y_target"], "KL_y (empirical)": c["kl_y_empirical"],
             "± std": c["kl_y_empirical_std"], "Exact KL": c["kl_exact"], "Monte Carlo KL": c["kl_monte_carlo"],
-            "± SE": c["kl_monte_carlo_se"]}), ".4g"
+            "± SE": c["kl_monte_carlo_se"]})
     if name == "shift_accuracy":
         return pd.DataFrame({
             "Configuration": c["label"], "Test Acc (%)": 100 * c["acc"], "± std": 100 * c["acc_std"],
             "Δ TestAcc (pp)": c["delta_pp"], "Test Error (%)": 100 * (1 - c["acc"]),
-            "Val Acc (%)": 100 * c["val_acc"], "Val ± std": 100 * c["val_acc_std"]}), ".2f"
+            "Val Acc (%)": 100 * c["val_acc"], "Val ± std": 100 * c["val_acc_std"]})
     if name == "shift_axes":
-        return shift_axes(c), ".4g"
+        return shift_axes(c)
     raise DataError(f"shift: no table named {name!r} (tables: {', '.join(a for a in ARTIFACTS if ARTIFACTS[a].type == 'table')})")
 
 
@@ -153,8 +153,11 @@ def shift_axes(c: pd.DataFrame) -> pd.DataFrame:
     noise = c[c["shift_type"] == "noise"].sort_values("noise_std", kind="stable")
     n = max(len(prior), len(noise))
     left = pd.DataFrame({"Prior config": prior["label"].tolist(), "KL_y": prior["kl_y_empirical"].tolist(),
-                         "Test Acc (%)": (100 * prior["acc"]).tolist(), "Δ (pp)": prior["delta_pp"].tolist()})
+                         "KL_y std": prior["kl_y_empirical_std"].tolist(),
+                         "Test Acc (%)": (100 * prior["acc"]).tolist(), "Test Acc std (%)": (100 * prior["acc_std"]).tolist(),
+                         "Δ (pp)": prior["delta_pp"].tolist()})
     right = pd.DataFrame({"sigma": noise["noise_std"].tolist(), "Noise Test Acc (%)": (100 * noise["acc"]).tolist(),
+                          "Noise Test Acc std (%)": (100 * noise["acc_std"]).tolist(),
                           "Noise Δ (pp)": noise["delta_pp"].tolist(),
                           "Oracle posterior shift (nats)": noise["posterior_shift"].tolist(),
                           "Oracle acc on x' (%)": (100 * noise["oracle_acc_noisy"]).tolist()})
@@ -183,12 +186,12 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     for _, r in c.iterrows():
         cell, lab, n = r["cell"], r["label"], int(r["n_runs"])
         out[f"accuracy.{cell}"] = entry(r["acc"], "fraction", path, f"{lab}: baseline test accuracy, mean over {n} runs",
-                                        std=r["acc_std"], se_over="seeds")
+                                        **mean_spread(r["acc_std"], n))
         out[f"accuracy_change.{cell}"] = entry(r["delta_pp"], "percentage points", path,
                                                f"{lab}: test accuracy minus the baseline configuration's")
         out[f"val_accuracy.{cell}"] = entry(r["val_acc"], "fraction", path,
                                             f"{lab}: accuracy on the held-out part of its shifted training set",
-                                            std=r["val_acc_std"])
+                                            **mean_spread(r["val_acc_std"], n))
         for col, desc in (("kl_y_target", "KL_y(pi || uniform) of the target prior"),
                           ("kl_y_empirical", "KL_y of the realised class counts, mean over runs"),
                           ("kl_exact", "exact KL(p_train || p_test)"),
@@ -196,7 +199,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
                           ("posterior_shift", "oracle's posterior shift E[KL(p(y|x) || p(y|x'))] on the test set"),
                           ("oracle_acc_noisy", "oracle's accuracy (argmax p(y|x')) on the noised test set")):
             if np.isfinite(r[col]):
-                spread = {"std": r["kl_y_empirical_std"]} if col == "kl_y_empirical" else {}
+                spread = mean_spread(r["kl_y_empirical_std"], n) if col == "kl_y_empirical" else {}
                 if f"{col}_se" in r and np.isfinite(r[f"{col}_se"]):
                     spread = {"se": r[f"{col}_se"], "se_over": "samples"}
                 key = "oracle_accuracy_noisy" if col == "oracle_acc_noisy" else col

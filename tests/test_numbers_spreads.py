@@ -1,0 +1,106 @@
+"""Spreads: numbers.tex's SE/Std macros, values rounded to their spread (numbers.tex, the
+audit), the rule every seed-averaged number follows, and the one formatting rule of tables."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from oracle.errors import DataError
+from oracle.experiments.estimators import report as estimators_report
+from oracle.report.numbers import mean_spread, numbers_tex, round_to_spread, spread_problems
+from oracle.report.tables import column_kinds, format_cell, write_table
+from oracle.workflow.audit_text import number_text
+
+NEWCOMMAND = re.compile(r"\\newcommand\{\\([A-Za-z]+)\}\{([^{}]*)\}")
+
+
+@pytest.mark.parametrize("value, spread, want", [
+    (0.26341, 0.0123, ("0.263", "0.012")),    # leading 1: two significant digits of the spread
+    (0.0121, 0.0004, ("0.0121", "0.0004")),   # the example of docs/provenance.md
+    (0.0391, 0.0071, ("0.039", "0.007")),     # leading 7: one
+    (0.9798, 0.00137, ("0.9798", "0.0014")),
+    (1234.5, 37.0, ("1230", "40")),           # a spread above 10 rounds the value to tens
+    (-0.0004, 0.004, ("0.000", "0.004")),     # no "-0.000"
+    (0.783, 0.0, ("0.783", "0")),             # a zero spread: the value keeps 4 significant digits
+    (0.5, None, ("0.5", None)),
+])
+def test_round_to_spread(value, spread, want):
+    assert round_to_spread(value, spread) == want
+
+
+def test_numbers_tex_gives_every_spread_its_macros():
+    nums = {"scaling.alpha.resnet50": {"value": 0.03912, "std": 0.0071, "se": 0.0031, "se_over": "seeds", "n_seeds": 5},
+            "world.base.aleatoric_floor": {"value": 0.012134, "se": 0.00041, "se_over": "samples"},
+            "validation.is_domain": {"value": 3.8877, "std": 0.198},
+            "scaling.n_max": {"value": 40000}, "flag": {"value": True, "se": 0.1}, "none": {"value": None, "se": 0.1}}
+    got = dict(NEWCOMMAND.findall(numbers_tex(nums)))
+    assert got == {
+        "numScalingAlphaResnetFiveZero": "0.03912", "numScalingAlphaResnetFiveZeroSE": "0.003",
+        "numScalingAlphaResnetFiveZeroToSE": "0.039", "numScalingAlphaResnetFiveZeroStd": "0.007",
+        "numScalingAlphaResnetFiveZeroToStd": "0.039",
+        "numWorldBaseAleatoricFloor": "0.01213", "numWorldBaseAleatoricFloorSE": "0.0004",
+        "numWorldBaseAleatoricFloorToSE": "0.0121",
+        "numValidationIsDomain": "3.888", "numValidationIsDomainStd": "0.20", "numValidationIsDomainToStd": "3.89",
+        "numScalingNMax": "40000", "numFlag": "true", "numNone": "--"}
+    # a key whose macro is another key's spread macro is refused, naming both
+    with pytest.raises(DataError, match=r"'a \(se\)' and 'a.SE'"):
+        numbers_tex({"a": {"value": 1.0, "se": 0.1}, "a.SE": {"value": 2.0}})
+
+
+def test_the_audit_prints_a_number_rounded_to_its_se():
+    assert number_text({"value": 0.012134, "unit": "nats", "se": 0.00041, "se_over": "samples"}) == \
+        "0.0121 nats (se 0.0004 over samples)"
+    assert number_text({"value": 0.03912, "unit": "1", "std": 0.0071, "se": 0.0031, "se_over": "seeds",
+                        "n_seeds": 5}) == "0.039 (se 0.003 over seeds; std 0.007 over 5 seeds)"
+    assert number_text({"value": 40000, "unit": "samples"}) == "40000 samples"
+    assert number_text({"value": 3.8877, "unit": "1", "std": 0.198, "std_over": "splits"}) == "3.89 (std 0.20 over splits)"
+
+
+def test_spread_problems_names_a_mean_without_its_se():
+    good = {"a": {"value": 1.0, **mean_spread(0.2, 4)}, "b": {"value": 1.0, "se": 0.1, "se_over": "samples"},
+            "c": {"value": 1.0, **mean_spread(float("nan"), 1)}, "d": {"value": 3.9, "std": 0.2, "std_over": "splits"}}
+    assert good["a"]["se"] == pytest.approx(0.1) and good["c"]["std"] is None and spread_problems(good) == []
+    bad = {"x": {"value": 1.0, "std": 0.2}, "y": {"value": 1.0, "std": 0.2, "se": 0.2, "se_over": "seeds", "n_seeds": 4},
+           "z": {"value": 1.0, "se": 0.2}}
+    problems = spread_problems(bad)
+    assert [p.split(":")[0] for p in problems] == ["x", "y", "z"], problems
+
+
+def test_one_formatting_rule_by_column_kind():
+    headers = ["Configuration", "Test Acc (%)", "± std", "Δ (pp)", "KL_y (empirical)", "± std", "Monte Carlo KL",
+               "± SE", "sigma", "R² std", "SE (%)", "I SE", "Val Acc (%)", "Val ± std"]
+    assert column_kinds(headers) == ["number", "percent", "percent", "percent", "number", "spread", "number",
+                                     "spread", "parameter", "spread", "percent", "spread", "percent", "percent"]
+    cases = [(78.3, "percent", "78.30"), (-3.8512, "percent", "-3.85"), (0.0, "percent", "0.00"),
+             (-0.001, "percent", "0.00"), (0.05321, "number", "0.0532"), (0.9798, "number", "0.980"),
+             (60.12, "number", "60.1"), (0.0, "number", "0"), (1.234e-5, "number", "1.23e-05"),
+             (0.00137, "spread", "0.0014"), (0.9, "parameter", "0.9")]
+    assert [format_cell(v, k) for v, k, _ in cases] == [want for _, _, want in cases]
+
+
+def test_write_table_renders_by_the_rule(tmp_path):
+    df = pd.DataFrame({"Set": ["a", "b"], "Accuracy (%)": [78.3, 60.1], "Acc std (%)": [0.7071, np.nan],
+                       "Drop (pp)": [0.0, -3.8512], "Epistemic KL (nats)": [0.05321, 0.5], "± SE": [0.00137, 0.02],
+                       "N": [100, 40000]})
+    md = write_table(df, tmp_path / "t", "c")["md"].read_text()
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines()[4:]]
+    assert rows == [["a", "78.30", "0.71", "0.00", "0.0532", "0.0014", "100"],
+                    ["b", "60.10", "–", "-3.85", "0.500", "0.020", "40000"]]
+
+
+def test_irreducible_share_is_blank_where_the_accuracy_rose():
+    sets = pd.DataFrame({
+        "evalset": ["base", "tau0.9", "tau1.5"], "shift": ["clean", "variant", "variant"],
+        "parameter": ["in-distribution", "τ=0.9", "τ=1.5"], "kl_exact": [0.0, 0.1, 0.2],
+        "kl_monte_carlo": [math.nan, 0.1, 0.2], "kl_monte_carlo_se": [math.nan, 0.01, 0.01],
+        "posterior_shift": math.nan, "oracle_acc_noisy": math.nan, "accuracy": [0.78, 0.84, 0.66],
+        "accuracy_std": [0.01, 0.01, 0.01], "bayes_accuracy": [0.9, 0.95, 0.8], "drop_pp": [0.0, -6.0, 12.0],
+        "bayes_drop_pp": [0.0, -5.0, 10.0], "irreducible_share": [math.nan, 5 / 6, 10 / 12]})
+    t = estimators_report.table("shifted_sets", {"sets": sets}, {})
+    share = t.set_index("Set")["Irreducible share"]
+    assert math.isnan(share["base"]) and math.isnan(share["tau0.9"]) and share["tau1.5"] == pytest.approx(10 / 12)
