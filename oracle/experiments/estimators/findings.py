@@ -15,7 +15,7 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     """The finding of artifact `name` (`oracle.experiments.estimators.ARTIFACTS`); "" for one
     that only shows data."""
     if name in ("estimator_scores", "estimates_vs_accuracy"):
-        return ranking_finding(report.table("estimator_scores", data, spec)[0])
+        return ranking_finding(report.table("estimator_scores", data, spec))
     return ""
 
 

@@ -22,9 +22,9 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     only shows data."""
     runs = report.select_runs(data["runs"], spec["arch_labels"])
     if name == "accuracy_vs_bayes":
-        return bayes_gap_finding(report.table(name, data, spec)[0], runs)
+        return bayes_gap_finding(report.table(name, data, spec), runs)
     if name == "epistemic_vs_n":
-        return epistemic_finding(report.table(name, data, spec)[0])
+        return epistemic_finding(report.table(name, data, spec))
     if name == "scaling_panels":
         return " ".join((plateau_finding(runs), exponent_finding(runs, "epistemic", "epistemic KL"),
                          bayes_gap_finding(report.accuracy_vs_bayes(runs), runs, lead="")))
@@ -62,6 +62,8 @@ def epistemic_finding(frame: pd.DataFrame) -> str:
     n = frame["Dataset size N"]
     factors, monotone = {}, 0
     for arch in frame.columns[1:]:
+        if arch.endswith(" std"):  # the spread columns beside each architecture's mean
+            continue
         col = frame[arch].astype(float)
         ok = col.notna()
         if ok.sum() < 2:
