@@ -96,12 +96,10 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> tuple[p
 
 # --------------------------------------------------------------------------- figures
 def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
-    """``acquisition_panels`` (paper Figure 8), ``accuracy_vs_labels`` (Figure 9) or
-    ``proxy_correlations`` (beyond the paper)."""
+    """``acquisition_panels`` (paper Figure 8; its panel (a) is the ImageNet-64 preset's Figure 9)
+    or ``proxy_correlations`` (beyond the paper)."""
     if name == "acquisition_panels":
         return acquisition_panels(data["rounds"], spec, stem)
-    if name == "accuracy_vs_labels":
-        return accuracy_vs_labels(data["rounds"], spec, stem)
     if name == "proxy_correlations":
         return proxy_correlations(data["correlations"], spec, stem)
     raise DataError(f"active: no figure named {name!r} (figures: {', '.join(a for a in ARTIFACTS if a != 'rounds')})")
@@ -145,26 +143,6 @@ def acquisition_panels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathL
                        title="(b) exact epistemic KL on the test set")
             row[2].set(ylabel="final test accuracy (%)", title=f"(c) at {int(a['labelled'].max())} labels")
             row[0].legend(loc="best")
-        fig.tight_layout()
-        return save_figure(fig, stem)
-
-
-def accuracy_vs_labels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
-    """Accuracy (%) vs labels per strategy, one panel per architecture, mean ± std over seeds."""
-
-
-    agg = _curves(rounds, ["acc"])
-    archs = [a for a in spec["archs"] if a in set(agg["arch"])]
-    with style():
-        fig = Figure(figsize=(4.6 * len(archs), 3.4))
-        axes = np.atleast_1d(fig.subplots(1, len(archs), squeeze=False)).ravel()
-        for ax, arch in zip(axes, archs):
-            a = agg[agg["arch"] == arch]
-            for s in spec["strategies"]:
-                if s in set(a["strategy"]):
-                    _curve(ax, a, "acc", s, 100.0)
-            ax.set(xlabel="labels (initial set included)", ylabel="test accuracy (%)", title=spec["arch_labels"][arch])
-            ax.legend(loc="best")
         fig.tight_layout()
         return save_figure(fig, stem)
 
