@@ -313,6 +313,12 @@ def test_report_builds_with_every_table_and_figure(smoke):
                     "Oracle samples are not memorized", "(paper Figure 4)", "In-text numbers"):
         assert caption in html, caption
     assert not re.search(r"""src=["']https?://""", html)  # self-contained
+    # grouped by paper id (else by kind), the Markdown tables beside the CSVs
+    categories = json.loads(re.search(r"var categories = (\{.*?\});\s*$", html, re.M).group(1))
+    assert {Path(f).name for f in categories["Table 1"]["scaling/accuracy_vs_bayes"]} == {
+        "accuracy_vs_bayes.csv", "accuracy_vs_bayes.md"}
+    assert [Path(f).name for f in categories["Figure 2"]["scaling/scaling_panels"]] == ["scaling_panels.png"]
+    assert [Path(f).name for f in categories["validation"]["validation/samples_grid"]] == ["samples_grid.png"]
 
 
 # ============================================================================= fast pieces
