@@ -113,7 +113,8 @@ def _curve(ax, agg, col: str, strategy: str, scale: float = 1.0) -> None:
 
 def acquisition_panels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """One row per architecture: (a) accuracy (%) vs labels, (b) exact epistemic KL (nats) vs
-    labels, (c) final accuracy (%) per strategy as bars; mean ± std over seeds."""
+    labels, (c) final accuracy (%) per strategy as points on a zoomed axis; mean ± std over
+    seeds."""
 
 
     agg = _curves(rounds, ["acc", "epistemic"])
@@ -131,11 +132,15 @@ def acquisition_panels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathL
             x = np.arange(len(strategies))
             acc = 100 * last["acc_mean"].to_numpy()
             err = 100 * last["acc_std"].fillna(0.0).to_numpy()
-            row[2].bar(x, acc, yerr=err, capsize=3, color=[STRATEGY_COLORS[s] for s in strategies])
-            # zoomed like the paper's panel (c), but every error bar stays inside
+            # points, not bars: the axis is zoomed like the paper's panel (c), and a bar cut off at
+            # the axis' lower end would show a length that means nothing
+            for xi, s, ai, ei in zip(x, strategies, acc, err):
+                row[2].errorbar(xi, ai, yerr=ei, fmt="o", ms=7, capsize=4, color=STRATEGY_COLORS[s])
+            # every error bar stays inside
             lo, hi = float(np.nanmin(acc - err)), float(np.nanmax(acc + err))
             pad = max(1.0, 0.25 * (hi - lo))
             row[2].set_ylim(max(0.0, lo - pad), min(100.0, hi + pad))
+            row[2].set_xlim(-0.5, len(strategies) - 0.5)
             row[2].set_xticks(x, [STRATEGY_LABELS[s] for s in strategies], rotation=20, ha="right")
             label = spec["arch_labels"][arch]
             row[0].set(xlabel="labels (initial set included)", ylabel="test accuracy (%)", title=f"(a) {label}: accuracy")
