@@ -57,7 +57,7 @@ def readme_map() -> dict[tuple[str, str], set[str]]:
     text = (REPO / "README.md").read_text()
     block = text.split("<!-- paper-map:")[1].split("<!-- end paper-map -->")[0]
     rows = {}
-    for m in re.finditer(r"^\| [A-Za-z]+ \d+ \(`(\w+)`\) \| `([\w/]+)`[^|]* \| ([^|]+) \|$", block, re.M):
+    for m in re.finditer(r"^\| [A-Za-z]+ \d+ \(`(\w+)`\) \| `([\w/]+)`[^|]* \| ([^|]+) \|$", block, re.MULTILINE):
         rows[(m.group(1), m.group(2))] = {c.strip() for c in m.group(3).split(",")}
     return rows
 
@@ -74,7 +74,7 @@ def test_readme_paper_map_is_every_configs_paper_section():
 
 def job_counts(stdout: str) -> dict[str, int]:
     block = stdout.split("Job stats:")[1].split("total")[0]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.M)}
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.MULTILINE)}
 
 
 @pytest.mark.parametrize("name", [n for n in CONFIGS if load(CONFIGS[n]).get("paper")])
