@@ -46,6 +46,34 @@ def test_every_paper_id_names_an_artifact_the_config_makes(name):
     assert len(set(paper.values())) == len(paper), f"{name}: {paper}"
 
 
+#: Configs whose numbering is their dataset's: the paper's ImageNet-64 results are Figures 6
+#: and 9 only (the other scaling artifacts it makes are not in the paper); ImageNet-128 has none.
+OWN_NUMBERING = {"imagenet64", "imagenet128"}
+
+
+def kind_ids(cfg: dict) -> dict[tuple[str, str], str]:
+    """{(kind or "validation", artifact): paper id} of `cfg`'s paper section."""
+    specs = plan.experiment_specs(cfg)
+    out = {}
+    for pid, target in (cfg.get("paper") or {}).items():
+        owner, artifact = target.split("/")
+        out[("validation" if owner == "validation" else specs[owner]["kind"], artifact)] = pid
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in CONFIGS if n not in OWN_NUMBERING])
+def test_every_paper_artifact_a_config_makes_has_the_defaults_id(name):
+    canonical = kind_ids(load(CONFIGS["default"]))
+    cfg = load(CONFIGS[name])
+    specs = plan.experiment_specs(cfg)
+    paper = cfg.get("paper") or {}
+    for target in made_artifacts(cfg):
+        owner, artifact = target.split("/")
+        pid = canonical.get(("validation" if owner == "validation" else specs[owner]["kind"], artifact))
+        if pid is not None:
+            assert paper.get(pid) == target, f"{name}: {target} is the paper's {pid}; paper.{pid} = {paper.get(pid)!r}"
+
+
 def test_no_artifact_duplicates_figure_8_panel_a():
     """accuracy_vs_labels drew panel (a) of acquisition_panels again; Figure 9 (ImageNet-64) is
     that panel of acquisition_panels."""
