@@ -229,18 +229,42 @@ def numbers_parts():
 # (functions live here: Snakemake's linter wants rules files to hold rules only)
 
 
-def table_outputs(stem, category):
-    """<stem>.csv (shown in `snakemake --report`, caption report/artifact.rst), .md, .tex and the
-    caption file .caption.rst (last; report/artifact.rst includes it): the order scripts rely on."""
+def report_category(owner):
+    """The `snakemake --report` category of an artifact: its paper ids ("Figure 2", "Table 1")
+    when the config's `paper:` names it, else its kind ("scaling", "validation"). `owner` is
+    "validation", or None for an experiment's artifact (its {experiment} wildcard)."""
+    from oracle.report.paper import paper_ids, paper_label
+
+    def category(wildcards):
+        name = wildcards.experiment if owner is None else owner
+        ids = paper_ids(PAPER, name, wildcards.artifact)
+        if ids:
+            return ", ".join(paper_label(p) for p in ids)
+        return wildcards.kind if owner is None else owner
+
+    return category
+
+
+def report_subcategory(owner):
+    """The report subcategory: the experiment (or "validation") and the artifact's name."""
+    return lambda wildcards: f"{wildcards.experiment if owner is None else owner}/{wildcards.artifact}"
+
+
+def table_outputs(stem, owner=None):
+    """<stem>.csv and <stem>.md (both shown in `snakemake --report`, caption
+    report/artifact.rst), .tex and the caption file .caption.rst (last; report/artifact.rst
+    includes it): the order scripts rely on. `owner`: see report_category."""
     # (a line may not start with `report(`: Snakemake parses that as the report keyword)
-    csv = report(f"{stem}.csv", caption="../report/artifact.rst", category=category, subcategory="tables")
-    return [csv, f"{stem}.md", f"{stem}.tex", f"{stem}.{CAPTION_SUFFIX}"]
+    csv, md = (report(f"{stem}.{s}", caption="../report/artifact.rst", category=report_category(owner),
+                      subcategory=report_subcategory(owner)) for s in ("csv", "md"))
+    return [csv, md, f"{stem}.tex", f"{stem}.{CAPTION_SUFFIX}"]
 
 
-def figure_outputs(stem, category):
-    """<stem>.pdf, <stem>.png (shown in the report) and the caption file .caption.rst (last)."""
-    return [f"{stem}.pdf", report(f"{stem}.png", caption="../report/artifact.rst", category=category,
-                                  subcategory="figures"), f"{stem}.{CAPTION_SUFFIX}"]
+def figure_outputs(stem, owner=None):
+    """<stem>.pdf, <stem>.png (shown in the report) and the caption file .caption.rst (last).
+    `owner`: see report_category."""
+    return [f"{stem}.pdf", report(f"{stem}.png", caption="../report/artifact.rst", category=report_category(owner),
+                                  subcategory=report_subcategory(owner)), f"{stem}.{CAPTION_SUFFIX}"]
 
 
 def artifact_caption(wildcards):

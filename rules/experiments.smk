@@ -40,7 +40,7 @@ rule experiment_table:
     input:
         unpack(lambda wildcards: experiment_data(wildcards.experiment)),
     output:
-        table_outputs(TABLE, "{experiment}"),
+        table_outputs(TABLE),
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         caption=artifact_caption,
@@ -62,7 +62,7 @@ rule experiment_figure:
     input:
         unpack(lambda wildcards: experiment_data(wildcards.experiment)),
     output:
-        figure_outputs(FIGURE, "{experiment}"),
+        figure_outputs(FIGURE),
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         caption=artifact_caption,

@@ -54,7 +54,7 @@ rule claims:
         numbers=NUMBERS_JSON,
     output:
         csv=report(CLAIMS_CSV, caption="../report/claims.rst", category="Numbers"),
-        md=CLAIMS_MD,
+        md=report(CLAIMS_MD, caption="../report/claims.rst", category="Numbers"),
     params:
         experiments={name: {"kind": spec["kind"]} for name, spec in config["experiments"].items()},
         config_keys=[f"experiments[{name}].kind" for name in config["experiments"]],

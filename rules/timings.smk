@@ -21,7 +21,7 @@ rule timings:
         RUN_TARGETS,
     output:
         csv=report(TIMINGS_CSV, caption="../report/timings.rst", category="Timings"),
-        md=TIMINGS_MD,
+        md=report(TIMINGS_MD, caption="../report/timings.rst", category="Timings"),
     params:
         benchmarks=BENCHMARKS,
         run=lambda wildcards, output: os.path.dirname(output.csv),  # provenance records: jobs and inputs

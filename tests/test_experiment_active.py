@@ -422,7 +422,7 @@ def test_table_and_figures(collected, tmp_path):
     row = frame[(frame["Strategy"] == "Max Epistemic (exact)") & (frame["Labels"] == 125)].iloc[0]
     assert row["Accuracy (%)"] == pytest.approx(75.5) and row["Seeds"] == 2
     assert row["Accuracy std (%)"] == pytest.approx(100 * np.std([0.76, 0.75], ddof=1))
-    for name in ("acquisition_panels", "accuracy_vs_labels", "proxy_correlations"):
+    for name in ("acquisition_panels", "proxy_correlations"):
         files = active.figure(name, data, spec, tmp_path / name)
         assert files["png"].stat().st_size > 1000 and files["pdf"].read_bytes().startswith(b"%PDF")
     with pytest.raises(DataError):

@@ -202,3 +202,11 @@ def test_paper_preset_has_the_ten_configurations_of_table_7():
     assert (tr["epochs"], tr["batch_size"], tr["lr"], tr["weight_decay"], tr["min_steps"]) == (40, 32, 1e-4, 0.01, 0)
     assert {afhq["paper"][k] for k in ("table7", "table8", "table9", "fig3")} == {
         "shift/shift_configurations", "shift/shift_accuracy", "shift/shift_axes", "shift/shift_panels"}
+
+
+def test_panels_dodge_only_points_at_nearly_the_same_kl():
+    from oracle.experiments.shift.panels import _dodge
+
+    # baseline and two noise configurations at KL_y ~ 0.01, two prior shifts apart from them
+    offsets = _dodge(np.array([0.010, 0.30, 0.012, 0.09, 0.011]), points=8.0)
+    assert offsets.tolist() == [-8.0, 0.0, 8.0, 0.0, 0.0]

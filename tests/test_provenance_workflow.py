@@ -328,6 +328,12 @@ def test_report_builds_with_every_table_and_figure(smoke):
         assert caption in html, caption
     assert "System Message" not in html  # the caption files parse as reStructuredText
     assert not re.search(r"""src=["']https?://""", html)  # self-contained
+    # grouped by paper id (else by kind), the Markdown tables beside the CSVs
+    categories = json.loads(re.search(r"var categories = (\{.*?\});\s*$", html, re.M).group(1))
+    assert {Path(f).name for f in categories["Table 1"]["scaling/accuracy_vs_bayes"]} == {
+        "accuracy_vs_bayes.csv", "accuracy_vs_bayes.md"}
+    assert [Path(f).name for f in categories["Figure 2"]["scaling/scaling_panels"]] == ["scaling_panels.png"]
+    assert [Path(f).name for f in categories["validation"]["validation/samples_grid"]] == ["samples_grid.png"]
 
 
 # ============================================================================= fast pieces

@@ -7,7 +7,7 @@ from PIL import Image
 
 from oracle.errors import OracleError
 from oracle.measures.calibration import reliability_bins
-from oracle.report.figures import reliability_diagram
+from oracle.report.figures import log_tick_labels, reliability_diagram
 from oracle.report.tables import write_table
 
 
@@ -79,3 +79,19 @@ def test_sample_grid_figure_writes_pdf_and_png(tmp_path):
     assert out["pdf"].read_bytes()[:4] == b"%PDF"
     with Image.open(out["png"]) as im:
         assert im.size[0] > 0
+
+
+@pytest.mark.parametrize(("limits", "expected"), [
+    ((0.6, 1.9), [0.7, 1.0, 1.5]),          # about half a decade: matplotlib labelled one tick
+    ((50, 2000), [50, 100, 200, 500, 1000, 2000]),
+    ((0.01, 20), [0.01, 0.1, 1.0, 10.0]),   # several decades: powers of ten only
+])
+def test_log_tick_labels_give_three_plain_labels_over_the_range(limits, expected):
+    from matplotlib.figure import Figure
+
+    ax = Figure().add_subplot()
+    ax.set(yscale="log", ylim=limits)
+    log_tick_labels(ax, "y")
+    ticks = ax.yaxis.get_major_locator()()
+    assert np.allclose(ticks, expected)
+    assert [ax.yaxis.get_major_formatter()(t, 0) for t in ticks[:2]] == [f"{t:g}" for t in expected[:2]]

@@ -30,7 +30,7 @@ from scipy import stats
 from oracle.errors import DataError
 from oracle.measures.calibration import pool_reliability
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
-from oracle.report.figures import errorbar, palette, save_figure, style
+from oracle.report.figures import errorbar, log_tick_labels, palette, save_figure, style
 from oracle.report.numbers import entry
 
 
@@ -89,6 +89,12 @@ def agreement_figure(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
         return save_figure(fig, stem)
 
 
+#: Fills of the three measures in calibration_vs_n's panel (b): greys and hatches, not the
+#: groups' palette colours, which panel (a) already uses for the groups themselves.
+METRIC_SHADES = ("0.35", "0.65", "0.9")
+METRIC_HATCHES = ("", "//", "..")
+
+
 def calibration_vs_n(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "arch") -> dict[str, Path]:
     """(a) ECE against labels (solid) and true ECE (dashed) against N per `group`, mean ± std
     over seeds, log-log; (b) per group the exponent alpha of the ECE beside that of the
@@ -119,12 +125,14 @@ def calibration_vs_n(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
         ax_a.set(xscale="log", yscale="log", xlabel="dataset size N (samples)", ylabel="ECE (fraction, 10 bins)",
                  title="(a) ECE against labels (solid) and truth (dashed)")
         ax_a.legend(loc="best", ncol=2 if len(groups) > 2 else 1)
+        log_tick_labels(ax_a)
         width = 0.8 / len(values)
         x = np.arange(len(groups))
         for j, name in enumerate(values):
             pairs = [alphas.get((g, name), (np.nan, 0.0)) for g in groups]
             ax_b.bar(x + (j - (len(values) - 1) / 2) * width, [p[0] for p in pairs], width,
-                     yerr=[p[1] for p in pairs], capsize=2, label=name, color=f"C{j}")
+                     yerr=[p[1] for p in pairs], capsize=2, label=name, color=METRIC_SHADES[j], edgecolor="k",
+                     lw=0.5, hatch=METRIC_HATCHES[j])
         ax_b.set_xticks(x, [str(g) for g in groups], rotation=30, ha="right")
         ax_b.axhline(0.0, color="k", lw=0.8)
         ax_b.set(ylabel="exponent α (value ∝ N^-α)", title="(b) exponents, mean ± std over seeds")

@@ -90,6 +90,33 @@ def sample_grid_figure(images: np.ndarray, labels: np.ndarray, class_names: Sequ
     return save_figure(fig, stem)
 
 
+def log_tick_labels(ax, axis: str = "both") -> None:
+    """Plain-number tick labels (0.6, 2, 500) on the log axes of ``ax`` ("x", "y" or "both"),
+    at the coarsest of 10^k, 1-2-5, 1-1.5-2-3-5-7 and 1-1.2-1.5-2-2.5-3-...-9 x 10^k that puts at
+    least three ticks inside the current limits, in both halves of the (log) range. Call it
+    after plotting: matplotlib alone labels one or two powers of ten on an axis spanning about
+    a decade."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    for name in ("x", "y") if axis == "both" else (axis,):
+        scale_axis = getattr(ax, f"{name}axis")
+        if scale_axis.get_scale() != "log":
+            continue
+        lo, hi = sorted(getattr(ax, f"get_{name}lim")())
+        decades = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+        for subs in LOG_TICK_LADDERS:
+            ticks = [m * 10.0**e for e in decades for m in subs if lo <= m * 10.0**e <= hi]
+            if len(ticks) >= 3 and ticks[0] <= lo * (hi / lo) ** 0.4 and ticks[-1] >= lo * (hi / lo) ** 0.6:
+                break
+        scale_axis.set_major_locator(FixedLocator(ticks))
+        scale_axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        scale_axis.set_minor_formatter(NullFormatter())
+
+
+#: Mantissas of the log-axis ticks, coarsest first (`log_tick_labels`).
+LOG_TICK_LADDERS = ((1,), (1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9))
+
+
 def errorbar(ax, agg: pd.DataFrame, col: str, color, label: str, scale: float = 1.0):
     """Mean ± std over seeds of ``col`` against N (``aggregate_over_seeds`` columns)."""
     std = agg[f"{col}_std"].fillna(0.0) * scale
@@ -126,13 +153,15 @@ def reliability_diagram(panels: Mapping[str, Mapping[str, np.ndarray]], stem: st
             if "true_probability" in b:
                 ax.plot(np.asarray(b["confidence"])[filled], np.asarray(b["true_probability"])[filled], "o",
                         color="C3", ms=4, label="mean true probability p(ŷ|x)")
-            ax.plot([0, 1], [0, 1], "k--", lw=1)
+            ax.plot([0, 1], [0, 1], "k--", lw=1, label="perfect calibration")
             for lo, hi, c in zip(lower[filled], upper[filled], count[filled]):
                 ax.text((lo + hi) / 2, 0.02, f"{100 * c / count.sum():.0f}%", ha="center", fontsize=5)
             ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence max q(y|x)", ylabel="probability correct",
                    title=str(name))
-            ax.legend(loc="upper left", fontsize=6)
         for ax in axes[len(names):]:
             ax.set_visible(False)
-        fig.tight_layout()
+        # one legend above the panels: inside a panel it covered the low-confidence bins
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False, fontsize=7)
+        fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
         return save_figure(fig, stem)

@@ -7,6 +7,7 @@ Tables ``checks`` (paper Table 3) and ``summary`` (Table 4), figure ``nn_distanc
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -208,13 +209,15 @@ def figure4(metrics: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
 
     nn = metrics["nn_distances"]
     gen, ref = np.asarray(nn["samples_to_train"]), np.asarray(nn["test_to_train"])
-    fig = Figure(figsize=(4.5, 3.0))
+    fig = Figure(figsize=(4.5, 3.3))
     ax = fig.add_subplot()
     bins = np.histogram_bin_edges(np.concatenate([gen, ref]), bins=40)
     ax.hist(ref, bins=bins, density=True, alpha=0.5, label="held-out real → train")
     ax.hist(gen, bins=bins, density=True, alpha=0.5, label="oracle samples → train")
     ax.axvline(nn["threshold"], color="k", ls="--", lw=1, label=f"threshold d={nn['threshold']:.3g}")
-    ax.set_xlabel(f"nearest-neighbour distance ({nn['feature_space']})", fontsize=7)
+    # the feature space's name is long: wrapped, not shrunk
+    ax.set_xlabel("\n".join(textwrap.wrap(f"nearest-neighbour distance ({nn['feature_space']})", 55)))
     ax.set_ylabel("density")
     ax.legend(fontsize=7)
+    fig.tight_layout()
     return save_figure(fig, stem)

@@ -36,16 +36,13 @@ ARTIFACTS = artifacts_by_name(
              "Epistemic-based acquisition: (a) test accuracy (%) against labels, (b) exact epistemic KL "
              "(nats) on the oracle test set against labels, (c) final accuracy (%) per strategy; mean ± "
              "std over seeds."),
-    Artifact("accuracy_vs_labels", "figure",
-             "Test accuracy (%) against labels (initial set included) per acquisition strategy, mean ± "
-             "std over seeds."),
     Artifact("proxy_correlations", "figure",
              "How close each acquisition score comes to the exact signal: Spearman rank correlation over "
              "the unlabelled pool of each score with (a) the exact epistemic KL(p || q) and (b) the exact "
              "aleatoric entropy H(p), against labels; mean ± std over every run (all strategies and seeds)."),
 )
 
-#: Display names and colours of the strategies (paper Figure 9: random grey, entropy blue,
+#: Display names and colours of the strategies (paper Figures 8 and 9: random grey, entropy blue,
 #: exact epistemic orange).
 STRATEGY_LABELS = {"random": "Random", "max_entropy": "Max Entropy", "max_epistemic": "Max Epistemic (exact)",
                    "bald": "BALD (MC dropout)"}

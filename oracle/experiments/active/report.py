@@ -98,12 +98,10 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.Data
 
 # --------------------------------------------------------------------------- figures
 def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
-    """``acquisition_panels`` (paper Figure 8), ``accuracy_vs_labels`` (Figure 9) or
-    ``proxy_correlations`` (beyond the paper)."""
+    """``acquisition_panels`` (paper Figure 8; its panel (a) is the ImageNet-64 preset's Figure 9)
+    or ``proxy_correlations`` (beyond the paper)."""
     if name == "acquisition_panels":
         return acquisition_panels(data["rounds"], spec, stem)
-    if name == "accuracy_vs_labels":
-        return accuracy_vs_labels(data["rounds"], spec, stem)
     if name == "proxy_correlations":
         return proxy_correlations(data["correlations"], spec, stem)
     raise DataError(f"active: no figure named {name!r} (figures: {', '.join(a for a in ARTIFACTS if a != 'rounds')})")
@@ -117,7 +115,8 @@ def _curve(ax, agg, col: str, strategy: str, scale: float = 1.0) -> None:
 
 def acquisition_panels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """One row per architecture: (a) accuracy (%) vs labels, (b) exact epistemic KL (nats) vs
-    labels, (c) final accuracy (%) per strategy as bars; mean ± std over seeds."""
+    labels, (c) final accuracy (%) per strategy as points on a zoomed axis; mean ± std over
+    seeds."""
 
 
     agg = _curves(rounds, ["acc", "epistemic"])
@@ -135,11 +134,15 @@ def acquisition_panels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathL
             x = np.arange(len(strategies))
             acc = 100 * last["acc_mean"].to_numpy()
             err = 100 * last["acc_std"].fillna(0.0).to_numpy()
-            row[2].bar(x, acc, yerr=err, capsize=3, color=[STRATEGY_COLORS[s] for s in strategies])
-            # zoomed like the paper's panel (c), but every error bar stays inside
+            # points, not bars: the axis is zoomed like the paper's panel (c), and a bar cut off at
+            # the axis' lower end would show a length that means nothing
+            for xi, s, ai, ei in zip(x, strategies, acc, err):
+                row[2].errorbar(xi, ai, yerr=ei, fmt="o", ms=7, capsize=4, color=STRATEGY_COLORS[s])
+            # every error bar stays inside
             lo, hi = float(np.nanmin(acc - err)), float(np.nanmax(acc + err))
             pad = max(1.0, 0.25 * (hi - lo))
             row[2].set_ylim(max(0.0, lo - pad), min(100.0, hi + pad))
+            row[2].set_xlim(-0.5, len(strategies) - 0.5)
             row[2].set_xticks(x, [STRATEGY_LABELS[s] for s in strategies], rotation=20, ha="right")
             label = spec["arch_labels"][arch]
             row[0].set(xlabel="labels (initial set included)", ylabel="test accuracy (%)", title=f"(a) {label}: accuracy")
@@ -147,26 +150,6 @@ def acquisition_panels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathL
                        title="(b) exact epistemic KL on the test set")
             row[2].set(ylabel="final test accuracy (%)", title=f"(c) at {int(a['labelled'].max())} labels")
             row[0].legend(loc="best")
-        fig.tight_layout()
-        return save_figure(fig, stem)
-
-
-def accuracy_vs_labels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
-    """Accuracy (%) vs labels per strategy, one panel per architecture, mean ± std over seeds."""
-
-
-    agg = _curves(rounds, ["acc"])
-    archs = [a for a in spec["archs"] if a in set(agg["arch"])]
-    with style():
-        fig = Figure(figsize=(4.6 * len(archs), 3.4))
-        axes = np.atleast_1d(fig.subplots(1, len(archs), squeeze=False)).ravel()
-        for ax, arch in zip(axes, archs):
-            a = agg[agg["arch"] == arch]
-            for s in spec["strategies"]:
-                if s in set(a["strategy"]):
-                    _curve(ax, a, "acc", s, 100.0)
-            ax.set(xlabel="labels (initial set included)", ylabel="test accuracy (%)", title=spec["arch_labels"][arch])
-            ax.legend(loc="best")
         fig.tight_layout()
         return save_figure(fig, stem)
 

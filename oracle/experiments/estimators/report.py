@@ -165,6 +165,11 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.Data
     raise DataError(f"estimators: no table named {name!r} (tables: estimator_scores, shifted_sets)")
 
 
+#: y labels of the scores that are a transform of what their name says
+#: (`oracle.measures.accuracy_estimators.entropy_score`).
+SCORE_AXES = {"entropy": "Entropy score: 1 − mean H(q) / log K"}
+
+
 def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """``estimates_vs_accuracy``: one panel per method."""
 
@@ -190,7 +195,8 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
                 lo, hi = ax.get_xlim()
                 ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
             r = s.loc[(method, "accuracy")]
-            ax.set(xlabel="true accuracy (%)", ylabel=f"{label} estimate" + (" (%)" if predicts else " (score)"),
+            ax.set(xlabel="true accuracy (%)",
+                   ylabel=SCORE_AXES.get(method, f"{label} estimate" + (" (%)" if predicts else " (score)")),
                    title=f"{label}: R² = {r['r2_mean']:.3f}, ρ = {r['spearman_mean']:.3f}")
             ax.legend(loc="best")
         fig.tight_layout()

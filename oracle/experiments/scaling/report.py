@@ -18,7 +18,7 @@ from oracle.errors import ConfigError, DataError
 from oracle.experiments import _calibration_report
 from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
 from oracle.measures.power_laws import aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_seed_mean, power_law
-from oracle.report.figures import errorbar, palette, reliability_diagram, save_figure, style
+from oracle.report.figures import errorbar, log_tick_labels, palette, reliability_diagram, save_figure, style
 from oracle.report.numbers import entry, over_seeds
 
 
@@ -200,6 +200,7 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
         ax_c.set(xscale="log", xlabel="dataset size N (samples)", ylabel="test accuracy (%)", title="(c) accuracy")
         for ax in (ax_a, ax_b, ax_c):
             ax.legend(loc="best")
+            log_tick_labels(ax)
         x = np.arange(len(archs))
         alpha = seed_fits.loc[archs, "alpha"].to_numpy()
         err = seed_fits.loc[archs, "alpha_std"].fillna(0.0).to_numpy()
@@ -240,6 +241,7 @@ def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pat
             spread = "" if math.isnan(s["alpha_std"]) else f" ± {s['alpha_std']:.3f}"
             ax.set(xscale="log", yscale="log", xlabel="dataset size N (samples)", ylabel="epistemic KL (nats)",
                    title=f"{arch}: α = {s['alpha']:.3f}{spread}")
+            log_tick_labels(ax)
             ax.legend(loc="best")
         for ax in axes[len(archs):]:
             ax.set_visible(False)

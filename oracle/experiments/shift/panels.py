@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from matplotlib.transforms import offset_copy
 
 from oracle.report.figures import save_figure, style
 
@@ -27,6 +28,22 @@ def _kl_axis(conf: pd.DataFrame) -> np.ndarray:
     return np.where(variant & np.isfinite(exact), exact, kl_y)
 
 
+def _dodge(x: np.ndarray, points: float = 8.0) -> np.ndarray:
+    """Horizontal offsets (points) that set side by side the markers of panels (a), (b) whose x
+    lie within 1.5% of the x range of each other (the baseline and the noise configurations all
+    have KL_y near 0); the data x is unchanged, only where the marker is drawn."""
+    order = np.argsort(x, kind="stable")
+    span = float(np.ptp(x)) or 1.0
+    out = np.zeros(len(x))
+    start = 0
+    for end in range(1, len(order) + 1):
+        if end == len(order) or x[order[end]] - x[order[end - 1]] > 0.015 * span:
+            group = order[start:end]
+            out[group] = (np.arange(len(group)) - (len(group) - 1) / 2) * points
+            start = end
+    return out
+
+
 def shift_panels(conf: pd.DataFrame, fits: Mapping[str, Mapping], stem: str | os.PathLike) -> dict[str, Path]:
     """Six panels (module docstring of `oracle.experiments.shift`); error bars: std over runs."""
 
@@ -39,13 +56,21 @@ def shift_panels(conf: pd.DataFrame, fits: Mapping[str, Mapping], stem: str | os
     with style():
         fig = Figure(figsize=(13, 7.5))
         axes = fig.subplots(2, 3).ravel()
+        offsets = _dodge(x)
         for t, (marker, ci) in _STYLE.items():
             m = types == t
             if not m.any():
                 continue
             label = {"variant": "world variant (exact KL)", "variant+noise": "variant + noise"}.get(t, t)
             for ax, y, err in ((axes[0], acc, acc_std), (axes[1], drop, acc_std)):
-                ax.errorbar(x[m], y[m], yerr=err[m], fmt=marker, color=colors[ci], ms=7, capsize=2, label=label)
+                for k, i in enumerate(np.flatnonzero(m)):
+                    ax.errorbar(x[i], y[i], yerr=err[i], fmt=marker, color=colors[ci], ms=7, capsize=2,
+                                label=label if k == 0 else None,
+                                transform=offset_copy(ax.transData, fig=fig, x=offsets[i], units="points"))
+        for ax, y in ((axes[0], acc), (axes[1], drop)):
+            # a marker drawn through an offset transform does not grow the axis limits by itself
+            ax.update_datalim(np.column_stack([np.r_[x, x], np.r_[y - acc_std, y + acc_std]]))
+            ax.autoscale_view()
         axes[0].set(xlabel="KL (nats): KL_y, or exact for world variants", ylabel="baseline test accuracy (%)",
                     title="(a) accuracy vs KL")
         axes[1].axhline(0.0, color="k", lw=0.8)
@@ -92,4 +117,5 @@ def _fit_panel(ax, conf: pd.DataFrame, fits: Mapping[str, Mapping], colors) -> N
                     label=f"{what}: R² = {fit['r2']:.3f} (n = {fit['n']})")
     ax.axhline(0.0, color="k", lw=0.8)
     ax.set(xlabel="KL (nats)", ylabel="accuracy drop (pp)", title="(f) linear fits of drop on KL")
-    ax.legend(loc="best")
+    # under the axes: inside, "best" still covered a point (the data fill every corner)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1)

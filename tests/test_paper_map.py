@@ -1,0 +1,122 @@
+"""The paper map: every paper id of every config (config.yaml, presets, smoke configs) names an
+artifact that config makes, is a target the workflow can build, and is the README's row."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from oracle.experiments import kind_module
+from oracle.report.paper import paper_label
+from oracle.validation.artifacts import ARTIFACTS as VALIDATION_ARTIFACTS
+from oracle.workflow import plan
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = {"default": REPO / "config.yaml",
+           **{p.stem: p for p in sorted((REPO / "presets").glob("*.yaml"))},
+           **{f"smoke/{p.stem}": p for p in sorted((REPO / "tests" / "smoke").glob("*.yaml"))}}
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+def made_artifacts(cfg: dict) -> set[str]:
+    """``<experiment or validation>/<artifact>`` of every table and figure `cfg` makes."""
+    out = {f"{name}/{a}" for name, spec in plan.experiment_specs(cfg).items()
+           for a in kind_module(spec["kind"]).ARTIFACTS}
+    if cfg["validation"]["enabled"]:
+        out |= {f"validation/{a}" for a in VALIDATION_ARTIFACTS}
+    return out
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_every_paper_id_names_an_artifact_the_config_makes(name):
+    cfg = load(CONFIGS[name])
+    paper = cfg.get("paper") or {}
+    made = made_artifacts(cfg)
+    for pid, target in paper.items():
+        paper_label(pid)  # table<N> or fig<N>
+        assert target in made, f"{name}: paper.{pid} = {target!r} is not made (it makes {sorted(made)})"
+    # one artifact, one paper id: a config never names the same artifact twice
+    assert len(set(paper.values())) == len(paper), f"{name}: {paper}"
+
+
+#: Configs whose numbering is their dataset's: the paper's ImageNet-64 results are Figures 6
+#: and 9 only (the other scaling artifacts it makes are not in the paper); ImageNet-128 has none.
+OWN_NUMBERING = {"imagenet64", "imagenet128"}
+
+
+def kind_ids(cfg: dict) -> dict[tuple[str, str], str]:
+    """{(kind or "validation", artifact): paper id} of `cfg`'s paper section."""
+    specs = plan.experiment_specs(cfg)
+    out = {}
+    for pid, target in (cfg.get("paper") or {}).items():
+        owner, artifact = target.split("/")
+        out[("validation" if owner == "validation" else specs[owner]["kind"], artifact)] = pid
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in CONFIGS if n not in OWN_NUMBERING])
+def test_every_paper_artifact_a_config_makes_has_the_defaults_id(name):
+    canonical = kind_ids(load(CONFIGS["default"]))
+    cfg = load(CONFIGS[name])
+    specs = plan.experiment_specs(cfg)
+    paper = cfg.get("paper") or {}
+    for target in made_artifacts(cfg):
+        owner, artifact = target.split("/")
+        pid = canonical.get(("validation" if owner == "validation" else specs[owner]["kind"], artifact))
+        if pid is not None:
+            assert paper.get(pid) == target, f"{name}: {target} is the paper's {pid}; paper.{pid} = {paper.get(pid)!r}"
+
+
+def test_no_artifact_duplicates_figure_8_panel_a():
+    """accuracy_vs_labels drew panel (a) of acquisition_panels again; Figure 9 (ImageNet-64) is
+    that panel of acquisition_panels."""
+    assert "accuracy_vs_labels" not in kind_module("active").ARTIFACTS
+    assert load(REPO / "presets" / "imagenet64.yaml")["paper"]["fig9"] == "active/acquisition_panels"
+
+
+def readme_map() -> dict[tuple[str, str], set[str]]:
+    text = (REPO / "README.md").read_text()
+    block = text.split("<!-- paper-map:")[1].split("<!-- end paper-map -->")[0]
+    rows = {}
+    for m in re.finditer(r"^\| [A-Za-z]+ \d+ \(`(\w+)`\) \| `([\w/]+)`[^|]* \| ([^|]+) \|$", block, re.MULTILINE):
+        rows[(m.group(1), m.group(2))] = {c.strip() for c in m.group(3).split(",")}
+    return rows
+
+
+def test_readme_paper_map_is_every_configs_paper_section():
+    expected: dict[tuple[str, str], set[str]] = {}
+    for name, path in CONFIGS.items():
+        if name.startswith("smoke/"):
+            continue
+        for pid, target in (load(path).get("paper") or {}).items():
+            expected.setdefault((pid, target), set()).add(name)
+    assert readme_map() == expected
+
+
+def job_counts(stdout: str) -> dict[str, int]:
+    block = stdout.split("Job stats:")[1].split("total")[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.MULTILINE)}
+
+
+@pytest.mark.parametrize("name", [n for n in CONFIGS if load(CONFIGS[n]).get("paper")])
+def test_every_paper_id_is_a_target(name, tmp_path, place_pretrained):
+    """`snakemake -n <every paper id>` plans each id's alias rule and its artifact's job."""
+    cfg = load(CONFIGS[name])
+    place_pretrained(cfg, tmp_path)  # a preset's local weights are checked when the config is read
+    ids = list(cfg["paper"])
+    proc = subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile",
+                           str(CONFIGS[name]), "-n", "--cores", "1", *ids], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    counts = job_counts(proc.stdout)
+    for pid, target in cfg["paper"].items():
+        assert counts.get(pid) == 1, pid
+        assert f"/figures/{target.split('/')[1]}.png" in proc.stdout or \
+            f"/tables/{target.split('/')[1]}.csv" in proc.stdout, pid
