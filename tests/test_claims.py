@@ -114,3 +114,33 @@ def test_intervals_use_student_t_over_seeds_and_normal_over_a_test_set():
     assert d.value == 1.0 and d.half == pytest.approx(stats.t.ppf(0.975, 1) * math.hypot(0.1, 0.1), rel=1e-15)
     with pytest.raises(cl.Missing):
         cl.estimate(n, "nope")
+
+
+def test_the_default_judges_labels_and_active_in_the_papers_regime():
+    """With several experiments of a kind the claims read the first in the config's order; the
+    embedded default puts first, for labels and active, the experiment on its noisiest world
+    (the paper poses both questions under substantial aleatoric noise, ImageNet-64's Bayes error
+    of 4%), and the active one starts warm."""
+    from pathlib import Path
+
+    import yaml
+
+    from oracle.world_specs import world_specs
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    worlds = world_specs(config)
+    experiments = config["experiments"]
+    numbers = base_numbers()
+    for name, e in experiments.items():  # every labels and active experiment has its numbers
+        if e["kind"] in ("labels", "active"):
+            numbers.update({f"{name}.{k.split('.', 1)[1]}": v for k, v in base_numbers().items()
+                            if k.startswith(f"{e['kind']}.")})
+    rows = {r["id"]: r for r in cl.claims(numbers, {k: {"kind": v["kind"]} for k, v in experiments.items()})}
+    for fid, kind in (("soft_labels", "labels"), ("soft_calibration", "labels"), ("active_learning", "active")):
+        judged = rows[fid]["numbers"].split(".")[0]  # the numbers' prefix names the experiment
+        same_kind = [name for name, e in experiments.items() if e["kind"] == kind]
+        temperature = {name: worlds[experiments[name]["world"]]["base_temperature"] for name in same_kind}
+        assert experiments[judged]["world"] != "base"
+        assert temperature[judged] == max(temperature.values()) > 1.0, (fid, judged, temperature)
+    active = experiments[rows["active_learning"]["numbers"].split(".")[0]]
+    assert active["initial_size"] >= 100 and active["rounds"] >= 5  # warm, and rounds to see a dip recover
