@@ -1,4 +1,5 @@
-"""Device choice and mixed precision, in one place so every stage makes the same choice."""
+"""Device choice, mixed precision and the optimizer's implementation, in one place so every stage
+makes the same choice."""
 
 from __future__ import annotations
 
