@@ -117,10 +117,10 @@ def test_intervals_use_student_t_over_seeds_and_normal_over_a_test_set():
 
 
 def test_the_default_judges_labels_and_active_in_the_papers_regime():
-    """With several experiments of a kind the claims read the first in the config's order; the
-    embedded default puts first, for labels and active, the experiment on its noisiest world
-    (the paper poses both questions under substantial aleatoric noise, ImageNet-64's Bayes error
-    of 4%), and the active one starts warm."""
+    """The claims read the first experiment of a kind in the config's order; for labels and
+    active the embedded default's is on its noisiest world (the paper poses both questions under
+    substantial aleatoric noise, ImageNet-64's Bayes error of 4%), and the active one starts
+    warm and runs rounds enough to see whether an early dip recovers."""
     from pathlib import Path
 
     import yaml
@@ -143,4 +143,4 @@ def test_the_default_judges_labels_and_active_in_the_papers_regime():
         assert experiments[judged]["world"] != "base"
         assert temperature[judged] == max(temperature.values()) > 1.0, (fid, judged, temperature)
     active = experiments[rows["active_learning"]["numbers"].split(".")[0]]
-    assert active["initial_size"] >= 100 and active["rounds"] >= 5  # warm, and rounds to see a dip recover
+    assert active["initial_size"] >= 100 and active["rounds"] >= 5
