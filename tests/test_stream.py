@@ -180,3 +180,24 @@ def test_rows_of_a_merged_file(tmp_path):
     rows = np.array([19, 0, 9, 10, 4, 5, 6, 15])
     ds = SampleRows(merged, rows)
     np.testing.assert_array_equal(ds[torch.arange(8)].numpy(), np.concatenate(xs)[rows])
+
+
+def test_adamw_is_fused_where_torch_fuses_it():
+    """Classifiers and flows share one optimizer: fused on CPU (and CUDA), the loop elsewhere;
+    a fused step moves the weights as the loop's does, up to float32 rounding."""
+    from oracle.devices import adamw
+
+    def step(fused_device):
+        torch.manual_seed(0)
+        w = torch.nn.Parameter(torch.randn(64, 32))
+        opt = adamw([w], torch.device(fused_device), lr=1e-2, weight_decay=0.01)
+        for _ in range(3):
+            opt.zero_grad()
+            (w.square().sum()).backward()
+            opt.step()
+        return opt, w.detach()
+
+    fused, wf = step("cpu")
+    loop, wl = step("meta")  # not a device torch fuses on: the per-tensor loop (run here on CPU tensors)
+    assert fused.defaults["fused"] is True and loop.defaults["fused"] is False
+    torch.testing.assert_close(wf, wl, rtol=1e-6, atol=1e-6)
