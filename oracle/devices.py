@@ -1,4 +1,5 @@
-"""Device choice and mixed precision, in one place so every stage makes the same choice."""
+"""Device choice, mixed precision and the optimizer's implementation, in one place so every stage
+makes the same choice."""
 
 from __future__ import annotations
 
@@ -27,3 +28,14 @@ def autocast(device: torch.device, enabled: bool = True):
     if enabled and device.type == "cuda":
         return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def adamw(params, device: torch.device, **kwargs) -> torch.optim.AdamW:
+    """AdamW with the fused implementation (one kernel for every parameter's update) on CPU and
+    CUDA, the devices torch fuses it on; the per-tensor loop elsewhere.
+
+    The fused update is the same arithmetic in another order, so its weights differ from the
+    loop's by float32 rounding, not by the algorithm: 1.23x on a CPU classifier job, 1.10x per
+    flow step (docs/benchmarks.md).
+    """
+    return torch.optim.AdamW(params, fused=device.type in ("cpu", "cuda"), **kwargs)

@@ -28,7 +28,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from oracle.devices import autocast, pick_device
+from oracle import devices
+from oracle.devices import adamw, autocast, pick_device
 from oracle.io.atomic import atomic_output, torch_save_atomic
 from oracle.errors import ConfigError, DataError
 from oracle.flows import PerClassFlows, TarFlow
@@ -320,9 +321,10 @@ def train_flow(
                           f"the world size {dist.world}")
     images, labels = _check_data(model, images, labels)
     config = {k: v for k, v in cfg.as_dict().items() if k not in _RESUME_FREE}
-    # the code that defines the model: every oracle module with a class of it, and this one
+    # the code that defines the model: every oracle module with a class of it, this one and the
+    # optimizer's (oracle.devices)
     code = source_sha256(*{type(m) for m in model.modules() if type(m).__module__.startswith("oracle.")},
-                         sys.modules[__name__])
+                         sys.modules[__name__], devices)
     key = {**dict(resume_key or {}), "config": config, "code": code}
     ckpt_dir = Path(checkpoint_dir)
     log = Path(log_path) if log_path is not None else None
@@ -356,8 +358,7 @@ def _train_single(
     key: Mapping[str, Any],
 ) -> None:
     model.to(device).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=tuple(cfg.betas),
-                                  weight_decay=cfg.weight_decay)
+    optimizer = adamw(model.parameters(), device, lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, cfg))
     ema: dict[str, Tensor] | None = None
     if cfg.ema_decay is not None:

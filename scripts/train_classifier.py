@@ -25,7 +25,7 @@ def main(sm):
 
     spec, arch, wc = sm.params.training, sm.params.arch, sm.wildcards
     seed, tr = int(wc.seed), sm.params.training["training"]
-    data = training_set(sm.input.samples, sm.input.splits, spec, seed, stream=True)  # memory flat in N
+    data = training_set(sm.input.samples, sm.input.splits, spec, seed, stream="auto")  # large sets stream: memory flat in N
     device = pick_device(sm.params.device)
     _, c, h, _ = data.x.shape
     pretrained = arch["pretrained"] if isinstance(arch["pretrained"], str) else None

@@ -137,3 +137,33 @@ def test_learner_gap_orders_worlds_by_tau_and_needs_two_worlds():
     row = next(r for r in cl.claims(numbers, EXPERIMENTS) if r["id"] == "learner_bayes_gap")
     assert row["verdict"] == "unresolved" and "missing number" in row["this run"]
     assert verdicts(base_numbers(), {"scaling": {"kind": "scaling"}})["learner_bayes_gap"] == "not run"
+
+
+def test_the_default_judges_labels_and_active_in_the_papers_regime():
+    """The claims read the first experiment of a kind in the config's order; for labels and
+    active the embedded default's is on its noisiest world (the paper poses both questions under
+    substantial aleatoric noise, ImageNet-64's Bayes error of 4%), and the active one starts
+    warm and runs rounds enough to see whether an early dip recovers."""
+    from pathlib import Path
+
+    import yaml
+
+    from oracle.world_specs import world_specs
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    worlds = world_specs(config)
+    experiments = config["experiments"]
+    numbers = base_numbers()
+    for name, e in experiments.items():  # every labels and active experiment has its numbers
+        if e["kind"] in ("labels", "active"):
+            numbers.update({f"{name}.{k.split('.', 1)[1]}": v for k, v in base_numbers().items()
+                            if k.startswith(f"{e['kind']}.")})
+    rows = {r["id"]: r for r in cl.claims(numbers, {k: {"kind": v["kind"]} for k, v in experiments.items()})}
+    for fid, kind in (("soft_labels", "labels"), ("soft_calibration", "labels"), ("active_learning", "active")):
+        judged = rows[fid]["numbers"].split(".")[0]  # the numbers' prefix names the experiment
+        same_kind = [name for name, e in experiments.items() if e["kind"] == kind]
+        temperature = {name: worlds[experiments[name]["world"]]["base_temperature"] for name in same_kind}
+        assert experiments[judged]["world"] != "base"
+        assert temperature[judged] == max(temperature.values()) > 1.0, (fid, judged, temperature)
+    active = experiments[rows["active_learning"]["numbers"].split(".")[0]]
+    assert active["initial_size"] >= 100 and active["rounds"] >= 5

@@ -86,6 +86,43 @@ def test_streamed_training_is_bit_identical(world_files, extra, workers):
            [{k: v for k, v in h.items() if k not in strip} for h in hb]
 
 
+def test_auto_holds_small_sets_in_memory(world_files, monkeypatch):
+    """stream="auto" (the training job's choice) reads a set of at most IN_MEMORY_MAX_BYTES of
+    images into memory and streams a larger one; both train to the same weights bit for bit."""
+    import oracle.classifiers.data as data_module
+
+    samples, splits, _ = world_files
+    small = training_set(samples, splits, spec(), seed=1, stream="auto")
+    assert isinstance(small.x, np.ndarray)
+    set_bytes = 50 * 3 * 8 * 8 * 4
+    monkeypatch.setattr(data_module, "IN_MEMORY_MAX_BYTES", set_bytes)
+    assert isinstance(training_set(samples, splits, spec(), seed=1, stream="auto").x, np.ndarray)
+    monkeypatch.setattr(data_module, "IN_MEMORY_MAX_BYTES", set_bytes - 1)
+    large = training_set(samples, splits, spec(), seed=1, stream="auto")
+    assert isinstance(large.x, SampleRows)
+    hyper = {"soft": False, "epochs": 2, "batch_size": 8, "lr": 1e-3, "weight_decay": 0.01, "seed": 3, "num_classes": K}
+    a, _ = train_classifier(build_classifier("test_resnet", K, 3, 8, seed=0), small.images(),
+                            torch.from_numpy(small.targets), **hyper)
+    b, _ = train_classifier(build_classifier("test_resnet", K, 3, 8, seed=0), large.images(),
+                            torch.from_numpy(large.targets), **hyper)
+    sa, sb = a.state_dict(), b.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    with pytest.raises(DataError, match="stream='yes'"):
+        training_set(samples, splits, spec(), seed=1, stream="yes")
+
+
+def test_trained_weights_are_contiguous(world_files):
+    """Training runs channels-last; the model it returns is back in the usual layout, so its
+    stored weights and their hashes are those of any other model."""
+    samples, splits, _ = world_files
+    data = training_set(samples, splits, spec(), seed=0)
+    model, _ = train_classifier(build_classifier("test_resnet", K, 3, 8, seed=0), data.images(),
+                                torch.from_numpy(data.targets), soft=False, epochs=1, batch_size=8, lr=1e-3,
+                                weight_decay=0.01, seed=0, num_classes=K)
+    convs = [v for v in model.state_dict().values() if v.ndim == 4]
+    assert convs and all(v.is_contiguous() for v in model.state_dict().values())
+
+
 def test_noisy_training_set_stays_in_memory(world_files):
     samples, splits, _ = world_files
     noisy = training_set(samples, splits, spec(noise_std=0.2), seed=0, stream=True)
@@ -143,3 +180,24 @@ def test_rows_of_a_merged_file(tmp_path):
     rows = np.array([19, 0, 9, 10, 4, 5, 6, 15])
     ds = SampleRows(merged, rows)
     np.testing.assert_array_equal(ds[torch.arange(8)].numpy(), np.concatenate(xs)[rows])
+
+
+def test_adamw_is_fused_where_torch_fuses_it():
+    """Classifiers and flows share one optimizer: fused on CPU (and CUDA), the loop elsewhere;
+    a fused step moves the weights as the loop's does, up to float32 rounding."""
+    from oracle.devices import adamw
+
+    def step(fused_device):
+        torch.manual_seed(0)
+        w = torch.nn.Parameter(torch.randn(64, 32))
+        opt = adamw([w], torch.device(fused_device), lr=1e-2, weight_decay=0.01)
+        for _ in range(3):
+            opt.zero_grad()
+            (w.square().sum()).backward()
+            opt.step()
+        return opt, w.detach()
+
+    fused, wf = step("cpu")
+    loop, wl = step("meta")  # not a device torch fuses on: the per-tensor loop (run here on CPU tensors)
+    assert fused.defaults["fused"] is True and loop.defaults["fused"] is False
+    torch.testing.assert_close(wf, wl, rtol=1e-6, atol=1e-6)

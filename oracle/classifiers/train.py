@@ -19,7 +19,8 @@ from torch import Tensor, nn
 
 from oracle.progress import Progress
 from oracle.classifiers.stream import SampleRows, batch_loader
-from oracle.devices import autocast, pick_device
+from oracle import devices
+from oracle.devices import adamw, autocast, pick_device
 from oracle.errors import ConfigError, DataError, OracleError
 from oracle.io.atomic import atomic_output, torch_save_atomic
 from oracle.io.resume import array_sha256, canonical_key, load_resume_state, source_sha256
@@ -108,7 +109,7 @@ def _resume_key(model: nn.Module, x: Tensor, t: Tensor, **hyper) -> dict:
     import importlib.metadata
 
     code = source_sha256(*{type(m) for m in model.modules() if type(m).__module__.startswith("oracle.")},
-                         sys.modules[__name__])
+                         sys.modules[__name__], devices)
     return canonical_key({
         "format": CHECKPOINT_FORMAT,
         "spec": getattr(model, "spec", {"class": type(model).__name__}),
@@ -208,7 +209,7 @@ def train_classifier(
     steps_per_epoch = len(_batches(train_idx, batch_size))
 
     model.to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    optimizer = adamw(model.parameters(), device, lr=lr, weight_decay=weight_decay)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * steps_per_epoch, eta_min=0.0)
     shuffle = torch.Generator().manual_seed(_derive_seed(seed, "shuffle"))
     key = _resume_key(model, x, t, soft=bool(soft), epochs=int(epochs), batch_size=int(batch_size),
@@ -218,6 +219,9 @@ def train_classifier(
     ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
     cuda_devices = [device] if device.type == "cuda" else []
     loader, epoch_batches = batch_loader(x, loader_workers) if isinstance(x, SampleRows) else (None, None)
+    # channels-last convolutions: 1.32x per CPU step (docs/benchmarks.md); after the resume key,
+    # which hashes the initial weights as built, and undone before returning
+    model.to(memory_format=torch.channels_last)
 
     with torch.random.fork_rng(devices=cuda_devices):
         torch.manual_seed(_derive_seed(seed, "model"))
@@ -248,7 +252,7 @@ def train_classifier(
                 epoch_batches.batches = batches
                 images = iter(loader)
             for batch, xb in zip(batches, images, strict=True):
-                xb = xb.to(device, non_blocking=True)
+                xb = xb.to(device, non_blocking=True).contiguous(memory_format=torch.channels_last)
                 tb = t[batch].to(device, non_blocking=True)
                 with autocast(device):
                     logits = model(xb)
@@ -286,5 +290,7 @@ def train_classifier(
                 }, ckpt)
                 last_saved = time.perf_counter()
         bar.finish()
+    # the usual layout again, so the trained weights are stored, hashed and predicted with as built
+    model.to(memory_format=torch.contiguous_format)
     model.eval()
     return model, history
