@@ -273,12 +273,12 @@ def test_curve_monitor_on_a_trained_model(world_files):
                                         epochs=2, batch_size=8, lr=1e-3, weight_decay=0.01, seed=2,
                                         monitor=curve_monitor(ev, torch.device("cpu")))
     assert len(history) == 2 and all({"curve_acc", "curve_epistemic"} <= set(h) for h in history)
-    # the last record is the final model's: predicting again with the same batch size repeats
-    # the same float32 computation on the same shapes, so the numbers agree exactly
+    # the last record is the final model's. Training runs in channels-last memory format and the
+    # returned model in the default one, whose float32 kernels round differently: float32 tolerance
     log_q = predict_log_probs(watched, torch.from_numpy(ev.x)).numpy()
     p = np.exp(ev.log_p)
     assert history[-1]["curve_acc"] == pytest.approx(np.mean(log_q.argmax(1) == ev.labels), abs=1e-15)
-    assert history[-1]["curve_epistemic"] == pytest.approx(np.mean((p * (ev.log_p - log_q)).sum(1)), abs=1e-12)
+    assert history[-1]["curve_epistemic"] == pytest.approx(np.mean((p * (ev.log_p - log_q)).sum(1)), rel=1e-5)
 
 
 class _FixedLogits(nn.Module):

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from oracle.classifiers.train import curve_epochs
+from oracle.report.claims import FINDINGS
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "tests" / "smoke" / "config.yaml"
@@ -150,7 +151,7 @@ def test_numbers_match_an_independent_computation(smoke_run):
     assert "\\newcommand{\\paperFigTwo}{results/smoke/scaling/scaling/figures/scaling_panels}" in tex
     # the claims table: one row per finding, each with a verdict (oracle.report.claims)
     claims = pd.read_csv(smoke_run / "claims.csv")
-    assert len(claims) == 9 and set(claims["verdict"]) <= {"supported", "contradicted", "unresolved", "not run"}
+    assert len(claims) == len(FINDINGS) and set(claims["verdict"]) <= {"supported", "contradicted", "unresolved", "not run"}
     assert "Verdicts:" in (smoke_run / "claims.md").read_text()
 
 
