@@ -1,0 +1,96 @@
+"""docs/findings.md is generated from a run's artifacts: the claims table's verdict counts, the
+captions and the time come from the files, and a missing artifact is named."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from oracle.errors import DataError
+from oracle.report.findings_doc import claims_section, findings_page, write_findings_page
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+
+
+def _claims() -> pd.DataFrame:
+    return pd.DataFrame([
+        {"id": "power_law", "finding": "KL follows a power law", "paper": "alpha > 0", "this run": "alpha 0.25",
+         "uncertainty": "95% CI [0.1, 0.4]", "rule": "supported if the CI lies above 0", "verdict": "supported",
+         "numbers": "scaling.alpha.a"},
+        {"id": "soft_labels", "finding": "soft | hard", "paper": "soft > hard", "this run": "+1 pp",
+         "uncertainty": "95% CI [-1, 3]", "rule": "per N ...", "verdict": "unresolved", "numbers": ""},
+        {"id": "active_learning", "finding": "max epistemic gains more", "paper": "1.6x", "this run": "",
+         "uncertainty": "", "rule": "...", "verdict": "not run", "numbers": ""},
+    ])
+
+
+def _run(tmp_path: Path) -> Path:
+    run = tmp_path / "results" / "study"
+    figs = run / "scaling" / "scaling" / "figures"
+    figs.mkdir(parents=True)
+    (figs / "scaling_panels.png").write_bytes(b"\x89PNG fake")
+    (figs / "scaling_panels.caption.rst").write_text("Loss against N. This run: alpha\\_ResNet 0.25.\n")
+    (run / "config.yaml").write_text(yaml.safe_dump({
+        "run": "study", "experiments": {"scaling": {"kind": "scaling"}},
+        "paper": {"table1": "scaling/accuracy_vs_bayes", "fig2": "scaling/scaling_panels"}}))
+    _claims().to_csv(run / "claims.csv", index=False)
+    (run / "claims.csv.prov.json").write_text(json.dumps({
+        "created_utc": "2026-11-24T04:00:00Z", "device": "cpu: x86_64 x2", "hostname": "vm",
+        "code": {"commit": "abc123", "dirty": False}, "packages": {"torch": "2.14.1"}}))
+    bench = run / "benchmarks"
+    (bench / "train_classifier").mkdir(parents=True)
+    # two jobs: 60 s ending at t=1000 and 120 s ending at t=1300 -> span 1300 - 940 = 360 s
+    for path, seconds, end in ((bench / "data.tsv", 60.0, 1000.0),
+                               (bench / "train_classifier" / "a.tsv", 120.0, 1300.0)):
+        path.write_text(BENCH_HEADER + f"{seconds}\t0:01:00\t10\t10\t1\t1\t0\t0\t0\t1\n")
+        os.utime(path, (end, end))
+    return run
+
+
+def test_claims_section_counts_verdicts_and_numbers_rules():
+    text = claims_section(_claims())
+    assert "Verdicts: supported 1, contradicted 0, unresolved 1, not run 1." in text
+    assert "soft \\| hard" in text  # a pipe inside a cell does not split the row
+    assert "1. `power_law`: supported if the CI lies above 0" in text
+    assert text.count("\n| ") == 3
+
+
+def test_page_reads_time_captions_and_record(tmp_path):
+    run = _run(tmp_path)
+    text, copies = findings_page(run, tmp_path / "docs" / "findings.md", "snakemake --configfile x.yaml")
+    assert "6.0 min from the first job's start" in text  # 360 s, from the benchmark files
+    assert "2 jobs, 3.0 job-minutes" in text
+    assert "2026-11-24T04:00:00Z" in text and "commit abc123" in text and "uncommitted" not in text
+    assert "alpha\\_ResNet 0.25" in text and "![fig2](findings/fig2-scaling_panels.png)" in text
+    assert list(copies.values()) == [tmp_path / "docs" / "findings" / "fig2-scaling_panels.png"]
+
+
+def test_write_copies_figures_and_missing_file_is_named(tmp_path):
+    run = _run(tmp_path)
+    doc = tmp_path / "docs" / "findings.md"
+    written = write_findings_page(run, doc, "cmd")
+    assert doc.read_text().startswith("# Findings of the run `study`")
+    assert (tmp_path / "docs" / "findings" / "fig2-scaling_panels.png").read_bytes() == b"\x89PNG fake"
+    assert doc in written
+    (run / "scaling" / "scaling" / "figures" / "scaling_panels.png").unlink()
+    with pytest.raises(DataError, match="scaling_panels.png: paper fig2's file is missing"):
+        findings_page(run, doc, "cmd")
+
+
+def test_script_exits_1_with_one_line_on_a_run_without_claims(tmp_path):
+    run = _run(tmp_path)
+    (run / "claims.csv").unlink()
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "findings_doc.py"), str(run), "--command", "c",
+                           "--doc", str(tmp_path / "f.md")], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 1
+    assert proc.stderr.strip().count("\n") == 0 and "claims.csv: missing" in proc.stderr
+    assert not (tmp_path / "f.md").exists()
