@@ -144,7 +144,7 @@ def _alive(pid: int, start: str) -> bool:
 
 # ----------------------------------------------------------------------------- end to end
 
-STEPS = 400
+STEPS = 200
 
 # A job script shaped like scripts/oracle_train.py, without Snakemake: the launcher relaunches it
 # under torchrun (2 CPU ranks, gloo); each worker arms die_with_launcher, then trains a tiny flow.
