@@ -189,6 +189,38 @@ def _finish_job(d: Path) -> str:
     return said
 
 
+def _kill_after_first_checkpoint(d: Path, group: bool) -> tuple[dict[int, _Proc], list[int]]:
+    """Start the job in `d`, SIGKILL its process group (group=False: the launcher alone) once
+    training has written a checkpoint; the job's processes then, and those still running 10 s
+    later (which this kills, as the test started them)."""
+    proc = _start_job(d)
+    deadline = time.time() + 600
+    while not (d / "ckpt" / "last.pt").exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    tree = _descendants(proc.pid)
+    if group:
+        os.killpg(proc.pid, signal.SIGKILL)
+    else:
+        proc.kill()
+    proc.wait()
+    finished = (d / "flow.pt").exists()  # before any survivor could write it
+    deadline = time.time() + 10
+    while any(_alive(pid, p.start) for pid, p in tree.items()) and time.time() < deadline:
+        time.sleep(0.1)
+    survivors = [pid for pid, p in tree.items() if _alive(pid, p.start)]
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    if finished:
+        pytest.skip("training finished before it could be killed")
+    said = (d / "out.txt").read_text()
+    assert (d / "ckpt" / "last.pt").exists(), f"no checkpoint before the launcher ended: {said[-3000:]}"
+    # torchrun and its 2 workers (LOCAL_RANK), as the job ran them
+    torchrun = [pid for pid, p in tree.items() if b"torch.distributed.run" in p.cmdline]
+    workers = [pid for pid, p in tree.items() if b"\0LOCAL_RANK=" in b"\0" + p.environ]
+    assert len(torchrun) == 1 and sum(tree[pid].ppid == torchrun[0] for pid in workers) == 2, (tree, said)
+    return tree, survivors
+
+
 @pytest.mark.slow
 @linux_only
 def test_killed_launcher_leaves_no_worker_and_the_rerun_resumes(tmp_path):
@@ -203,28 +235,8 @@ def test_killed_launcher_leaves_no_worker_and_the_rerun_resumes(tmp_path):
 
     kill_dir, ref_dir = tmp_path / "kill", tmp_path / "ref"
     ckpt = kill_dir / "ckpt" / "last.pt"
-    proc = _start_job(kill_dir)
-    deadline = time.time() + 600
-    while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.02)
-    tree = _descendants(proc.pid)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    # every process that torchrun made a worker (LOCAL_RANK), and whatever they started
-    workers = {pid: p.start for pid, p in tree.items() if b"\0LOCAL_RANK=" in b"\0" + p.environ}
-    deadline = time.time() + 10
-    while any(_alive(p, s) for p, s in workers.items()) and time.time() < deadline:
-        time.sleep(0.1)
-    survivors = [p for p, s in workers.items() if _alive(p, s)]
-    for pid in survivors:  # the test started them; they must not outlive it
-        os.kill(pid, signal.SIGKILL)
-    said = (kill_dir / "out.txt").read_text()
-    if (kill_dir / "flow.pt").exists():
-        pytest.skip("training finished before it could be killed")
-    assert ckpt.exists(), f"no checkpoint before the launcher ended: {said[-3000:]}"
-    torchrun = [pid for pid, p in tree.items() if b"torch.distributed.run" in p.cmdline]
-    assert len(torchrun) == 1 and sum(tree[p].ppid == torchrun[0] for p in workers) == 2, (tree, said)
-    assert not survivors, f"torchrun workers {survivors} outlived their killed launcher"
+    _, survivors = _kill_after_first_checkpoint(kill_dir, group=True)
+    assert not survivors, f"processes {survivors} of the job outlived its killed process group"
     step = torch.load(ckpt, weights_only=True)["step"]
     assert 0 < step < STEPS
 
@@ -235,3 +247,13 @@ def test_killed_launcher_leaves_no_worker_and_the_rerun_resumes(tmp_path):
     assert "resuming" not in (ref_dir / "out.txt").read_text()
     a, b = (torch.load(d / "flow.pt", weights_only=True) for d in (ref_dir, kill_dir))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.slow
+@linux_only
+def test_torchrun_and_its_workers_die_with_the_launcher_alone(tmp_path):
+    """SIGKILL to the launcher only (as when a job's main process is killed): torchrun, which
+    is in the launcher's process group but would survive it, dies with it, and the workers
+    with torchrun."""
+    tree, survivors = _kill_after_first_checkpoint(tmp_path, group=False)
+    assert not survivors, f"{[(pid, tree[pid].cmdline) for pid in survivors]} outlived the killed launcher"
