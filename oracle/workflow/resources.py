@@ -175,7 +175,8 @@ def _prctl() -> Callable[..., int]:
 def _parent_of(pid: int) -> int:
     """The parent of `pid` from /proc (0 when it is gone)."""
     try:
-        text = open(f"/proc/{pid}/stat").read()  # noqa: SIM115 - one read, closed by refcount
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
     except OSError:
         return 0
     return int(text[text.rindex(")") + 2:].split()[1])
