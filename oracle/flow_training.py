@@ -212,6 +212,7 @@ def _setup_distributed(device: torch.device) -> tuple[_Dist, torch.device]:
     if not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     rank = dist.get_rank()
+    print(f"rank {rank} of {dist.get_world_size()}: joined the {dist.get_backend()} process group", flush=True)
     if device.type == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank % torch.cuda.device_count())))
         torch.cuda.set_device(device)
@@ -383,6 +384,9 @@ def _train_single(
         if torch.cuda.is_available() and state["rng"].get("cuda") is not None:
             torch.cuda.set_rng_state_all(state["rng"]["cuda"])
         start, wall_before = int(state["step"]), float(state["wall_s"])
+        if dist.rank == 0:
+            of = "" if class_index is None else f" (class {class_index})"
+            print(f"resuming flow training from step {start} of {cfg.steps}{of}", flush=True)
     if log is not None and dist.rank == 0:
         log.parent.mkdir(parents=True, exist_ok=True)
         _trim_log(log, class_index, start)

@@ -1,7 +1,9 @@
 """Rule `oracle_train`: train the flow(s) of the oracle world -> oracle/flow.pt + train_log.jsonl.
 
 One GPU or CPU: trains in this process; resources.oracle.gpus > 1: this script relaunches itself
-under torchrun and oracle.flow_training runs DDP; rank 0 writes the outputs.
+under torchrun and oracle.flow_training runs DDP; rank 0 writes the outputs. torchrun dies with
+this job, and its workers with torchrun (`resources.die_with_launcher`), so a killed job leaves
+no worker training on beside its rerun.
 Training checkpoints to oracle/ckpt/ and resumes from there when the job is rerun after being
 killed, if the checkpoint was written for this flow spec, training config, data, seed and code
 (else it is discarded, one line in the log); ckpt/ is removed once the outputs exist.
@@ -53,6 +55,8 @@ def main(sm):
 sm = snakemake  # noqa: F821 - injected by Snakemake's script directive
 gpus, nodes = res.gpus_from_resources(sm.resources)
 under_torchrun = "LOCAL_RANK" in os.environ
+if under_torchrun:  # a worker must not outlive torchrun, which starts it in a session of its own
+    res.die_with_launcher()
 if gpus > 1 and not under_torchrun:  # start this script again under torchrun, one process per GPU
     with script_job(sm):
         res.relaunch_under_torchrun(gpus, nodes, sm.log[0])

@@ -3,9 +3,14 @@ multi-GPU flow training is launched. Light: imported by the Snakefile at DAG-bui
 
 from __future__ import annotations
 
+import ctypes
+import dataclasses
+import functools
 import math
 import os
-from collections.abc import Mapping
+import signal
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from oracle.errors import ConfigError
@@ -130,21 +135,101 @@ def slurm_head_node() -> str:
     return hosts[0]
 
 
+#: The variable that names, to the torchrun workers, the process that started torchrun (the
+#: Snakemake job's script); `die_with_launcher` checks that it is still their ancestor.
+LAUNCHER_PID_ENV = "ORACLE_LAUNCHER_PID"
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """A command to start (argv) and the variables it adds to the inherited environment."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+
+
+def torchrun_launch(gpus: int, nodes: int, python: str, script: str, launcher_pid: int,
+                    head_node: str | None = None, job_id: str | None = None) -> Launch:
+    """How process `launcher_pid` starts `script` on `gpus` GPUs over `nodes` nodes
+    (`oracle_launcher`; gpus > 1).
+
+    One node: torchrun is the launcher's child and its workers learn the launcher's pid, so a
+    worker that starts after the launcher died exits at once (`die_with_launcher`). Several
+    nodes: torchrun runs under slurmstepd on every node, and SLURM ends the steps with the job.
+    """
+    if gpus <= 1:
+        raise ValueError(f"torchrun_launch needs gpus > 1, got {gpus}")
+    argv = (*oracle_launcher(gpus, nodes, python, head_node, job_id), script)
+    return Launch(argv, {LAUNCHER_PID_ENV: str(launcher_pid)} if nodes <= 1 else {})
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+@functools.cache
+def _prctl() -> Callable[..., int]:
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl
+
+
+def _parent_of(pid: int) -> int:
+    """The parent of `pid` from /proc (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return 0
+    return int(text[text.rindex(")") + 2:].split()[1])
+
+
+def _has_ancestor(pid: int) -> bool:
+    p = os.getppid()
+    while p > 1 and p != pid:
+        p = _parent_of(p)
+    return p == pid
+
+
+def die_with_launcher(launcher_pid: int | None = None, sig: int = signal.SIGKILL) -> bool:
+    """Have Linux send `sig` to this process when its parent dies, and send it now when
+    `launcher_pid` (default: $ORACLE_LAUNCHER_PID, if set) is no longer among its ancestors.
+
+    torchrun starts each worker in a session of its own, so a kill of the Snakemake job's
+    process group misses the workers: without this they train on as orphans and write
+    checkpoints beside the rerun that resumes from them. The ancestor check covers a launcher
+    that died before the call (the kernel signals only deaths after it). False (nothing
+    done) off Linux.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    if _prctl()(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl(PR_SET_PDEATHSIG): {os.strerror(err)}")
+    if launcher_pid is None and os.environ.get(LAUNCHER_PID_ENV):
+        launcher_pid = int(os.environ[LAUNCHER_PID_ENV])
+    if launcher_pid is not None and not _has_ancestor(launcher_pid):
+        os.kill(os.getpid(), sig)
+    return True
+
+
 def relaunch_under_torchrun(gpus: int, nodes: int, log_path: str) -> None:
     """Run the calling Snakemake script again under torchrun on `gpus` GPUs over `nodes` nodes
-    (`oracle_launcher`; the SLURM head node is the rendezvous of a multi-node run) and wait;
-    OracleError naming the log when it fails."""
+    (`torchrun_launch`; the SLURM head node is the rendezvous of a multi-node run) and wait;
+    OracleError naming the log when it fails. torchrun (srun on several nodes) dies with this
+    process, its workers with torchrun (`die_with_launcher`)."""
     import subprocess
-    import sys
 
     from oracle.errors import OracleError
 
     head = slurm_head_node() if nodes > 1 else None
-    cmd = oracle_launcher(gpus, nodes, sys.executable, head, os.environ.get("SLURM_JOB_ID"))
+    me = os.getpid()
     # sys.argv[0] is Snakemake's copy of the script with the `snakemake` object in its preamble
     # (the script's __file__ names the original, which lacks it)
-    cmd.append(os.path.abspath(sys.argv[0]))
-    print("launching:", " ".join(cmd), flush=True)
-    rc = subprocess.run(cmd, stdout=sys.stdout, stderr=subprocess.STDOUT).returncode
+    launch = torchrun_launch(gpus, nodes, sys.executable, os.path.abspath(sys.argv[0]), me, head,
+                             os.environ.get("SLURM_JOB_ID"))
+    if sys.platform.startswith("linux"):
+        _prctl()  # load libc now: between fork and exec the child only calls into it
+    print("launching:", " ".join(launch.argv), flush=True)
+    rc = subprocess.run(launch.argv, check=False, env={**os.environ, **launch.env}, stdout=sys.stdout,
+                        stderr=subprocess.STDOUT, preexec_fn=functools.partial(die_with_launcher, me)).returncode
     if rc != 0:
         raise OracleError(f"flow training on {gpus} GPUs failed (exit status {rc}); see {log_path}")
