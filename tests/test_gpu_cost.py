@@ -1,4 +1,4 @@
-"""oracle.gpu_cost (the projected GPU cost of docs/gpu.md) and oracle.gpu_check (scripts/gpu_check.py)."""
+"""oracle.workflow.gpu_cost (the projected GPU cost of docs/gpu.md) and oracle.workflow.gpu_check (scripts/gpu_check.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from oracle import gpu_cost
-from oracle.gpu_check import run_checks
-from oracle.workflow import plan
+from oracle.workflow import gpu_cost, plan
 from oracle.workflow.config import check_config, load_yaml, validate_config
+from oracle.workflow.gpu_check import run_checks
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_FLOW = {"patch_size": 8, "channels": 64, "num_blocks": 2, "layers_per_block": 1, "head_dim": 32, "nvp": True}
