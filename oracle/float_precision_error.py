@@ -3,8 +3,11 @@ and posteriors from float64 on the same weights (DESIGN rule 9), and the mode ``
 
 from __future__ import annotations
 
+import statistics
+import time
 from collections.abc import Sequence
 
+import torch
 from torch import Tensor
 
 from oracle.float_precision import fastest_first
@@ -48,3 +51,37 @@ def choose_precision(world, x: Tensor, tolerance: float, candidates: Sequence[st
         if err["max_abs_dp"] < tolerance:
             return mode, err
     return "float64", {"max_abs_dlogp": 0.0, "max_abs_dp": 0.0, "max_kl": 0.0}
+
+
+def compare_modes(world, x: Tensor, modes: Sequence[str], repeats: int = 3,
+                  class_batch: int | None = None) -> dict[str, dict[str, float]]:
+    """Per precision mode: ``evals_per_s`` ((image x class) evaluations of log p(x|k) per second,
+    the median of `repeats` timings with the modes interleaved, so load from other processes
+    hits every mode), ``speed_vs_float32`` (when float32 is among `modes`) and its error against
+    float64 (`measure_precision`, and ``max_abs_dlogp_per_dim``)."""
+    n_evals = x.shape[0] * world.num_classes
+    times: dict[str, list[float]] = {m: [] for m in modes}
+
+    def sync() -> None:
+        if x.device.type == "cuda":
+            torch.cuda.synchronize(x.device)
+
+    for _ in range(repeats):
+        for mode in modes:
+            with world.scoring(mode):
+                log_likelihoods(world, x[:2], class_batch=class_batch)  # warm-up (float64 copy, kernels)
+                sync()
+                t0 = time.perf_counter()
+                log_likelihoods(world, x, class_batch=class_batch)
+                sync()
+                times[mode].append(time.perf_counter() - t0)
+    dims = x[0].numel()
+    out = {}
+    for mode in modes:
+        err = measure_precision(world, x, mode)
+        out[mode] = {"evals_per_s": n_evals / statistics.median(times[mode]), **err,
+                     "max_abs_dlogp_per_dim": err["max_abs_dlogp"] / dims}
+    if "float32" in out:
+        for mode in modes:
+            out[mode]["speed_vs_float32"] = out[mode]["evals_per_s"] / out["float32"]["evals_per_s"]
+    return out

@@ -80,6 +80,19 @@ def build_flow(spec: dict, seed: int | None = None) -> TarFlow | PerClassFlows:
         return make()
 
 
+def random_flow(spec: dict, seed: int = 0) -> TarFlow | PerClassFlows:
+    """`build_flow(spec, seed)` with its zero-initialised output projections (``proj_out``)
+    drawn as N(0, 0.02^2), so the flow is not the identity: a stand-in for trained weights in
+    benchmarks and checks, which need a generic flow of a given shape."""
+    flow = build_flow(spec, seed=seed)
+    gen = torch.Generator().manual_seed(int(seed))
+    with torch.no_grad():
+        for name, p in flow.named_parameters():
+            if "proj_out" in name:
+                p.copy_(0.02 * torch.randn(p.shape, generator=gen))
+    return flow
+
+
 def _state_mismatch(expected: dict[str, Tensor], got: dict[str, Tensor], limit: int = 6) -> str:
     """One line: missing keys, unexpected keys, shape mismatches ('' when they fit)."""
     missing = [k for k in expected if k not in got]

@@ -23,17 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-from oracle.flow_checkpoints import build_flow, load_flow
+from oracle.float_precision_error import choose_precision, compare_modes
+from oracle.flow_checkpoints import load_flow, random_flow
 from oracle.io.atomic import write_json_atomic
-from oracle.posterior import log_likelihoods
-from oracle.float_precision_error import choose_precision, measure_precision
 from oracle.worlds import FlowWorld
 
 SIZES = {
@@ -42,45 +39,6 @@ SIZES = {
     "mid-3x32x32": dict(in_channels=3, img_size=32, patch_size=4, channels=128, num_blocks=4,
                         layers_per_block=2, head_dim=64, num_classes=10),
 }
-
-
-def _random_flow(spec: dict, seed: int) -> torch.nn.Module:
-    """Random weights with a non-zero output projection, so the flow is not the identity."""
-    flow = build_flow(spec, seed=seed)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in flow.named_parameters():
-            if "proj_out" in name:
-                p.copy_(0.02 * torch.randn(p.shape, generator=gen))
-    return flow
-
-
-def measure(world: FlowWorld, x: torch.Tensor, modes: list[str], repeats: int,
-            class_batch: int | None) -> dict[str, dict]:
-    """Per mode: evaluations/s (median over `repeats`, modes interleaved) and the error
-    against float64 (oracle.float_precision_error.measure_precision)."""
-    n_evals = x.shape[0] * world.num_classes
-    times: dict[str, list[float]] = {m: [] for m in modes}
-    for _ in range(repeats):
-        for mode in modes:
-            with world.scoring(mode):
-                log_likelihoods(world, x[:2], class_batch=class_batch)  # warm-up (float64 copy, kernels)
-                if x.device.type == "cuda":
-                    torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                log_likelihoods(world, x, class_batch=class_batch)
-                if x.device.type == "cuda":
-                    torch.cuda.synchronize()
-                times[mode].append(time.perf_counter() - t0)
-    dims = x[0].numel()
-    out = {}
-    for mode in modes:
-        err = measure_precision(world, x, mode)
-        out[mode] = {"evals_per_s": n_evals / statistics.median(times[mode]), **err,
-                     "max_abs_dlogp_per_dim": err["max_abs_dlogp"] / dims}
-    for mode in modes:
-        out[mode]["speed_vs_float32"] = out[mode]["evals_per_s"] / out["float32"]["evals_per_s"]
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         name = str(args.flow)
     else:
         spec = SIZES[args.size]
-        flow, name = _random_flow(spec, args.seed), f"{args.size} (random weights)"
+        flow, name = random_flow(spec, args.seed), f"{args.size} (random weights)"
     flow = flow.to(device=device, dtype=torch.float32).eval()
     world = FlowWorld(flow, label_temperature=args.label_temperature)
     gen = torch.Generator(device="cpu").manual_seed(args.seed)
@@ -116,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     x = x.float().clamp(-1, 1)
     modes = ["float64", "float32", "bf16"] + (["tf32"] if device.type == "cuda" else [])
     with torch.no_grad():
-        per_mode = measure(world, x, modes, args.repeats, args.class_batch)
+        per_mode = compare_modes(world, x, modes, args.repeats, args.class_batch)
     auto, _ = choose_precision(world, x, args.tolerance)
     result = {"flow": name, "device": str(device), "torch": torch.__version__,
               "machine": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
