@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import Tensor
@@ -27,27 +27,38 @@ def posterior_error(loglik: Tensor, loglik_ref: Tensor, prior: Tensor | None = N
             "max_kl": float(kl.clamp(min=0.0).max())}
 
 
-def measure_precision(world, x: Tensor, mode: str) -> dict[str, float]:
+def float64_reference(world, x: Tensor, passes: Mapping | None = None) -> Tensor:
+    """log p(x|k) [n, K] of `world` scored in float64 (the reference of `measure_precision`);
+    `passes`: keyword arguments of `log_likelihoods` (class_batch, image_batch, max_rows)."""
+    with world.scoring("float64"):
+        return log_likelihoods(world, x, **(passes or {}))
+
+
+def measure_precision(world, x: Tensor, mode: str, passes: Mapping | None = None,
+                      ref: Tensor | None = None) -> dict[str, float]:
     """`posterior_error` of `world` scored in `mode` against float64, on inputs x (the
-    world's own samples, as the shard stores them: float32)."""
+    world's own samples, as the shard stores them: float32). `passes`: keyword arguments of
+    `log_likelihoods` (the shard's class_batch and max_rows, so the check fits where the shard
+    does); `ref`: the float64 log-likelihoods of x when already computed."""
     if not hasattr(world, "scoring"):  # an analytic world: float64 is all it computes in
         return {"max_abs_dlogp": 0.0, "max_abs_dp": 0.0, "max_kl": 0.0}
-    with world.scoring("float64"):
-        ref = log_likelihoods(world, x)
+    if ref is None:
+        ref = float64_reference(world, x, passes)
     with world.scoring(mode):
-        got = log_likelihoods(world, x)
+        got = log_likelihoods(world, x, **(passes or {}))
     return posterior_error(got, ref, world.prior, world.label_temperature)
 
 
-def choose_precision(world, x: Tensor, tolerance: float, candidates: Sequence[str] | None = None
-                     ) -> tuple[str, dict[str, float]]:
+def choose_precision(world, x: Tensor, tolerance: float, candidates: Sequence[str] | None = None,
+                     passes: Mapping | None = None) -> tuple[str, dict[str, float]]:
     """The first mode of `candidates` (default `fastest_first` of the world's device) whose
     ``max_abs_dp`` on x is below `tolerance`, with its measured error; float64 (error 0)
     when none is. A world without precision modes (analytic) gives float64."""
     if not hasattr(world, "scoring"):
         return "float64", measure_precision(world, x, "float64")
+    ref = float64_reference(world, x, passes)  # once: every candidate is scored against it
     for mode in candidates or fastest_first(world.device):
-        err = measure_precision(world, x, mode)
+        err = measure_precision(world, x, mode, passes, ref)
         if err["max_abs_dp"] < tolerance:
             return mode, err
     return "float64", {"max_abs_dlogp": 0.0, "max_abs_dp": 0.0, "max_kl": 0.0}

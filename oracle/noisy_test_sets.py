@@ -105,7 +105,7 @@ def write_noisy_test_set(world: Any, samples: str | os.PathLike, splits: str | o
     from oracle.posterior import posterior_rows
     from oracle.io.shards import REQUIRED_ATTRS, ShardWriter
     from oracle.io.splits import read_splits_h5
-    from oracle.posterior import log_likelihoods
+    from oracle.posterior import log_likelihoods, pass_rows
 
     rows = read_splits_h5(splits)["test"]
     data = read_rows(samples, rows, fields=("x", "source_class", "label", "loglik", "index"))
@@ -126,7 +126,8 @@ def write_noisy_test_set(world: Any, samples: str | os.PathLike, splits: str | o
     with ShardWriter(out, int(attrs["num_classes"]), tuple(attrs["event_shape"]), file_attrs) as writer:
         for start in range(0, len(rows), int(batch_size)):
             sl = slice(start, start + int(batch_size))
-            ll = log_likelihoods(world, torch.from_numpy(x_noisy[sl]), class_batch=class_batch).cpu().numpy()
+            ll = log_likelihoods(world, torch.from_numpy(x_noisy[sl]), class_batch=class_batch,
+                                 max_rows=pass_rows(batch_size, class_batch)).cpu().numpy()
             ll_noisy[sl] = ll
             writer.write(x_noisy[sl], data["source_class"][sl], data["label"][sl], ll, data["index"][sl])
     out_stats = posterior_shift(posterior_rows(data["loglik"], attrs), posterior_rows(ll_noisy, attrs), data["label"])

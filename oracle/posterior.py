@@ -38,7 +38,7 @@ def _positive_int_or_none(value, name: str) -> int | None:
 
 
 def log_likelihoods(world, x, class_batch: int | None = None, image_batch: int | None = None,
-                    progress: bool = False) -> Tensor:
+                    progress: bool = False, max_rows: int | None = None) -> Tensor:
     """``log p(x_i | y=k)`` for all i and all K classes of ``world``: Tensor[n, K] float64, nats.
 
     Args:
@@ -48,6 +48,10 @@ def log_likelihoods(world, x, class_batch: int | None = None, image_batch: int |
             ``rows * class_batch`` images per pass, so this bounds activation memory.
         image_batch: rows of ``x`` per pass (None = all n at once).
         progress: show a tqdm bar over the passes.
+        max_rows: at most this many (image, class) pairs per pass (None = no bound): the images
+            per pass are cut to ``max_rows // min(class_batch, K)`` (at least 1). A flow's
+            activations grow with the pairs, so 256 images x 50 classes at 64 px would not fit
+            a GPU, while 256 images (one sampling batch) do.
 
     Returns float64 on the device of ``x``. Raises WorldError on a non-finite value, naming
     the sample and class.
@@ -58,6 +62,9 @@ def log_likelihoods(world, x, class_batch: int | None = None, image_batch: int |
         x = torch.as_tensor(np.asarray(x))
     n = x.shape[0]
     image_batch = _positive_int_or_none(image_batch, "image_batch") or max(n, 1)
+    max_rows = _positive_int_or_none(max_rows, "max_rows")
+    if max_rows is not None:
+        image_batch = min(image_batch, max(1, max_rows // min(class_batch, K)))
     out = torch.empty(n, K, dtype=torch.float64, device=x.device)
     passes = [(i, j) for i in range(0, n, image_batch) for j in range(0, K, class_batch)]
     for i, j in tqdm(passes, desc="log p(x|k)", disable=not progress, leave=False):
@@ -70,6 +77,14 @@ def log_likelihoods(world, x, class_batch: int | None = None, image_batch: int |
         i, k = torch.nonzero(~finite)[0].tolist()
         raise WorldError(f"non-finite log p(x|y) = {out[i, k].item()!r} for sample {i}, class {k}")
     return out
+
+
+def pass_rows(batch_size: int, class_batch: int | None) -> int | None:
+    """The ``max_rows`` of `log_likelihoods` for a config's ``samples.batch_size`` and
+    ``samples.class_batch``: a config that batches classes (a GPU preset) also bounds a pass
+    to one sampling batch of (image, class) pairs; ``class_batch: null`` (all K classes of a
+    whole batch in one pass, small worlds) sets no bound."""
+    return None if class_batch is None else int(batch_size)
 
 
 def log_posterior(loglik, prior=None, temperature: float = 1.0) -> Tensor:

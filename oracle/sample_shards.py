@@ -40,7 +40,7 @@ import torch
 
 from oracle.progress import Progress
 from oracle.errors import ShardError
-from oracle.posterior import log_likelihoods, log_posterior
+from oracle.posterior import log_likelihoods, log_posterior, pass_rows
 from oracle.io.shards import ShardWriter
 
 __all__ = ["batch_seed", "label_seed", "precision_seed", "draw_labels", "precision_attrs", "write_sample_shard"]
@@ -68,23 +68,26 @@ def precision_seed(seed: int, shard: int) -> int:
 
 
 def precision_attrs(world, mode: str | None, rows: int, tolerance: float, seed: int, shard: int,
-                    generator_device: str = "cpu") -> dict:
+                    generator_device: str = "cpu", class_batch: int | None = None,
+                    max_rows: int | None = None) -> dict:
     """Set the world's scoring precision (`mode`; None keeps the world's, "auto" chooses) and
-    measure its error against float64 on `rows` samples of the world (DESIGN rule 9):
+    measure its error against float64 on `rows` samples of the world (DESIGN rule 9), in the
+    likelihood passes of the shard (`class_batch`, `max_rows` as in `log_likelihoods`):
     the shard attributes ``precision``, ``precision_tolerance``, ``precision_rows``,
     ``precision_max_abs_dlogp`` (nats), ``precision_max_abs_dp``, ``precision_max_kl`` (nats)."""
     from oracle.float_precision_error import choose_precision, measure_precision
 
+    passes = {"class_batch": class_batch, "max_rows": max_rows}
     gen = torch.Generator(device=generator_device).manual_seed(precision_seed(seed, shard))
     x, _ = world.sample(int(rows), gen)
     x32 = x.detach().to("cpu", torch.float32)
     if not hasattr(world, "scoring"):  # an analytic world computes in float64 only
         chosen, err = "float64", measure_precision(world, x32, "float64")
     elif mode == "auto":
-        chosen, err = choose_precision(world, x32, tolerance)
+        chosen, err = choose_precision(world, x32, tolerance, passes=passes)
     else:
         chosen = mode or world.precision
-        err = measure_precision(world, x32, chosen)
+        err = measure_precision(world, x32, chosen, passes=passes)
     if hasattr(world, "scoring"):
         world.precision = chosen
     return {"precision": chosen, "precision_tolerance": float(tolerance), "precision_rows": int(rows),
@@ -125,7 +128,8 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
         n: rows in this shard.
         seed, shard, n_shards: the run's seed, this shard's number in [0, n_shards), the count.
         batch_size: samples per generator batch (part of the shard's identity, see module doc).
-        class_batch: classes per likelihood forward pass (None = all K).
+        class_batch: classes per likelihood forward pass (None = all K); when set, a pass
+            also holds at most `batch_size` (image, class) pairs (`oracle.posterior.pass_rows`).
         attrs: extra file attributes, e.g. ``oracle_sha256`` (sha256 of the flow file; default
             ``world.fingerprint()``) and ``code_version`` (default: git commit of the code).
             Keys describing the world (prior, temperatures, seed, shard, n_shards) are set here
@@ -165,7 +169,7 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
     file_attrs.setdefault("oracle_sha256", world.fingerprint())
     file_attrs.setdefault("code_version", _default_code_version())
     file_attrs.update(precision_attrs(world, precision, precision_rows, precision_tolerance, seed, shard,
-                                      generator_device))
+                                      generator_device, class_batch, pass_rows(batch_size, class_batch)))
     tempered = float(world.label_temperature) != 1.0
     file_attrs.update(batch_size=batch_size, generator_device=str(generator_device),
                       index_offset=offset, n=n, world=type(world).__name__, sampler="oracle.sampling/v1",
@@ -189,7 +193,8 @@ def write_sample_shard(world, path: str | os.PathLike, n: int, seed: int, shard:
             gen = torch.Generator(device=generator_device).manual_seed(batch_seed(seed, shard, b))
             x, y = world.sample(m, gen)
             x32 = x.detach().to("cpu", torch.float32).contiguous()
-            ll = log_likelihoods(world, x32, class_batch=class_batch).to("cpu")
+            ll = log_likelihoods(world, x32, class_batch=class_batch,
+                                 max_rows=pass_rows(batch_size, class_batch)).to("cpu")
             y_np = y.detach().to("cpu").numpy().astype(np.int64)
             if tempered:
                 post = log_posterior(ll, world.prior, world.label_temperature)

@@ -9,7 +9,7 @@ from scipy import stats
 
 from oracle.errors import WorldError
 from oracle.flow_checkpoints import build_flow
-from oracle.posterior import log_likelihoods, log_posterior
+from oracle.posterior import log_likelihoods, log_posterior, pass_rows
 from oracle.worlds import FlowWorld, GaussianWorld
 
 
@@ -54,6 +54,33 @@ def test_flow_class_batching_equals_per_image_per_class_loop(per_class, class_ba
     assert torch.max(torch.abs(got - want)) < 1e-10
     # the classes differ, so a column mix-up would be caught
     assert float((want[:, 0] - want[:, 1]).abs().max()) > 1e-3
+
+
+@pytest.mark.parametrize("class_batch,max_rows,images_per_pass", [(None, 10, 2), (2, 7, 3), (50, 12, 2), (3, 1, 1), (2, None, 11)])
+def test_max_rows_bounds_every_pass_and_changes_no_value(class_batch, max_rows, images_per_pass):
+    """A pass holds at most max_rows (image, class) pairs, counting min(class_batch, K) classes
+    (the imagenet64 preset's 256 x 50 pairs did not fit a GPU); float64 values are those of
+    the unbounded call."""
+    rng = np.random.default_rng(1)
+    calls = []
+
+    class Recording(GaussianWorld):
+        def log_likelihood_classes(self, x, classes):
+            calls.append((x.shape[0], classes.numel()))
+            return super().log_likelihood_classes(x, classes)
+
+    world = Recording(rng.normal(size=(5, 3)), std=0.8)
+    x = torch.from_numpy(rng.normal(size=(11, 3)))
+    got = log_likelihoods(world, x, class_batch=class_batch, max_rows=max_rows)
+    assert max(n for n, _ in calls) == images_per_pass
+    if max_rows is not None:
+        assert all(n * k <= max(max_rows, k) for n, k in calls)
+    want = log_likelihoods(GaussianWorld(world.means.numpy(), std=0.8), x)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-12)
+
+
+def test_pass_rows_bounds_only_configs_that_batch_classes():
+    assert pass_rows(256, 50) == 256 and pass_rows(400, None) is None
 
 
 def test_direct_bayes_rule_with_prior_and_temperature():
