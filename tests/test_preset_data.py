@@ -18,10 +18,9 @@ import h5py
 import numpy as np
 import pytest
 import yaml
+from fake_inputs import FAKES  # test support shared with scripts/ci/rehearse.py
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "scripts" / "ci"))
-from fake_inputs import FAKES  # test support shared with scripts/ci/rehearse.py
 
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
