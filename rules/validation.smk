@@ -31,7 +31,9 @@ rule validation_metrics:
         device=config["device"],
         dequant_std=config["oracle"]["train"]["noise_std"],
         dataset_name=config["data"]["kind"],
-        config_keys=VALIDATION_KEYS + ["oracle.train.noise_std", "seed", "data.kind"],
+        # classes per flow pass of the posteriors (stability, BPD), as in the sample shards
+        class_batch=config["samples"]["class_batch"],
+        config_keys=VALIDATION_KEYS + ["oracle.train.noise_std", "seed", "data.kind", "samples.class_batch"],
     log:
         f"{LOGS}/validation/metrics.log",
     benchmark:

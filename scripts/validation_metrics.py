@@ -37,6 +37,7 @@ def main(sm):
                 f["x"], f["source_class"][()], v, world,
                 dequant_std=sm.params.dequant_std, seed=sm.params.seed, device=device,
                 dataset_name=sm.params.dataset_name, feature_net_path=feature_net,
+                class_batch=sm.params.class_batch,
             )
         result["world"] = {"prior": [float(p) for p in attrs["prior"]],
                            "label_temperature": float(attrs["label_temperature"]),

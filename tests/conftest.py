@@ -1,8 +1,14 @@
 """Shared test settings."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from threadpoolctl import threadpool_limits
+
+# the fake inputs of scripts/ci/fake_inputs.py (random weights, preset data layouts)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "ci"))
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -24,10 +30,10 @@ def _random_timm_weights(tmp_path_factory):
 
     def get(model: str):
         if model not in cache:
-            import timm
+            from fake_inputs import random_timm
 
             path = tmp_path_factory.mktemp("weights") / f"{model}.pth"
-            torch.save(timm.create_model(model, pretrained=False).state_dict(), path)
+            random_timm(model, path)
             cache[model] = path
         return cache[model]
 

@@ -340,6 +340,19 @@ def test_diversity_ratios_against_numpy_and_pdist():
             scipy.spatial.distance.pdist(f).mean() / scipy.spatial.distance.pdist(r).mean(), rel=1e-10)
 
 
+def test_diversity_ratios_of_a_class_with_one_row_are_nan_and_leave_the_others_alone():
+    """Many classes and few samples (ImageNet at a small validation.n_samples) leave classes
+    with one generated sample: those get NaN ratios instead of stopping the validation."""
+    rng = np.random.default_rng(20)
+    real, fake = rng.normal(size=(40, 4)), rng.normal(size=(21, 4))
+    yr, yf = np.arange(40) % 2, np.r_[np.zeros(20, int), 1]
+    out = metrics.diversity_ratios(real, fake, yr, yf)
+    assert np.isnan(out[1]["variance_ratio"]) and np.isnan(out[1]["pairwise_distance_ratio"])
+    assert (out[1]["n_real"], out[1]["n_fake"]) == (20, 1)
+    alone = metrics.diversity_ratios(real[yr == 0], fake[yf == 0], yr[yr == 0], yf[yf == 0])
+    assert out[0] == alone[0] and np.isfinite(out[0]["variance_ratio"])
+
+
 def test_laplacian_variance_matches_scipy_and_white_noise_closed_form():
     rng = np.random.default_rng(19)
     x = rng.normal(size=(3, 2, 12, 10))

@@ -124,3 +124,27 @@ def test_bad_params_are_rejected(digits):
         validation.run_validation(tr, ytr, te, yte, samples, yte[:50], {"n_samples": 3})
     with pytest.raises(ConfigError, match="is_splits"):
         validation.run_validation(tr, ytr, te, yte, samples, yte[:50], {**PARAMS, "is_splits": 51})
+
+
+def test_flow_world_posteriors_run_class_batch_classes_per_pass(digits):
+    """Posterior stability and BPD score K classes per image: like the sample shards, they take
+    `class_batch` classes per flow pass (ImageNet: 1,000 classes in one pass does not fit in
+    memory; found by the imagenet64 rehearsal)."""
+    tr, ytr, te, yte = digits
+    spec = {"in_channels": 1, "img_size": 8, "patch_size": 2, "channels": 16, "num_blocks": 2,
+            "layers_per_block": 1, "head_dim": 8, "num_classes": 10}
+    world = FlowWorld(build_flow(spec, seed=0))
+    x, y = world.sample(40, torch.Generator().manual_seed(0))
+    seen = []
+    inner = world.log_likelihood_classes
+
+    def counting(xb, classes):
+        seen.append(int(classes.numel()))
+        return inner(xb, classes)
+
+    world.log_likelihood_classes = counting
+    params = {**PARAMS, "n_samples": 40, "feature_epochs": 1, "split_consistency_seeds": 2, "is_splits": 2}
+    res = validation.run_validation(tr, ytr, te, yte, x.numpy(), y.numpy(), params, world, dequant_std=0.05,
+                                    dataset_name="digits", n_stability=10, n_bpd=10, class_batch=4)
+    assert seen and max(seen) == 4 and 2 in seen  # 10 classes as 4 + 4 + 2
+    assert math.isfinite(res["posterior_stability"]["mean_kl"]) and "test" in res["bpd"]

@@ -365,7 +365,9 @@ def diversity_ratios(real_feats, fake_feats, labels_real, labels_fake, *,
     For each class c present in both sets:
     - ``variance_ratio`` = tr Cov(fake_c) / tr Cov(real_c) (total feature variance, ddof=1);
     - ``pairwise_distance_ratio`` = mean pairwise distance among fake_c / among real_c.
-    Ratios below 1 mean the generator is less diverse than the data. ``max_samples`` caps the
+    Ratios below 1 mean the generator is less diverse than the data; a class with fewer than
+    two rows in either set has NaN ratios (with many classes and few samples, e.g. ImageNet's
+    1,000 at a small ``validation.n_samples``, some classes get one sample). ``max_samples`` caps the
     rows per class and set used for the O(n^2) pairwise distances (a seeded random subset);
     the variance ratio always uses all rows.
 
@@ -386,9 +388,10 @@ def diversity_ratios(real_feats, fake_feats, labels_real, labels_fake, *,
     out: dict[int, dict] = {}
     for c in sorted(set(yr.tolist()) & set(yf.tolist())):
         r, f = real[yr == c], fake[yf == c]
-        if r.shape[0] < 2 or f.shape[0] < 2:
-            raise OracleError(f"diversity_ratios: class {c} needs >= 2 real and >= 2 generated "
-                              f"samples, got {r.shape[0]} and {f.shape[0]}")
+        if r.shape[0] < 2 or f.shape[0] < 2:  # no spread from one row: NaN, as the readers expect
+            out[int(c)] = {"variance_ratio": float("nan"), "pairwise_distance_ratio": float("nan"),
+                           "n_real": int(r.shape[0]), "n_fake": int(f.shape[0])}
+            continue
         var_r = np.var(r, axis=0, ddof=1).sum()
         var_f = np.var(f, axis=0, ddof=1).sum()
         out[int(c)] = {

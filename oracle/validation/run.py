@@ -130,13 +130,14 @@ def _naeem_expected(n_real: int, n_fake: int, k: int) -> float:
     return 1.0 - math.comb(n_real - 1, k) / math.comb(n_real - 1 + n_fake, k)
 
 
-def _bpd_block(world, images, labels, noise_std: float, seed: int, n: int, image_batch: int) -> dict:
+def _bpd_block(world, images, labels, noise_std: float, seed: int, n: int, image_batch: int,
+               class_batch: int | None = None) -> dict:
     """Conditional (true label) and marginal bits/dim of real images under the world's flow."""
     from oracle.posterior import log_likelihoods
 
     view = _ImageView(images, n=n, noise_std=noise_std, seed=seed)
     x = torch.from_numpy(view[0:view.n])
-    ll = log_likelihoods(world, x, image_batch=image_batch).numpy()  # [n, K] nats
+    ll = log_likelihoods(world, x, class_batch=class_batch, image_batch=image_batch).numpy()  # [n, K] nats
     y = np.asarray(labels[:view.n], dtype=np.int64)
     log_prior = np.log(world.prior.double().cpu().numpy())
     cond = ll[np.arange(view.n), y]
@@ -175,7 +176,8 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
                    params: Mapping, world=None, *, dequant_std: float = 0.0, seed: int = 0,
                    device: str | torch.device = "cpu", dataset_name: str = "real",
                    feature_net_path: str | os.PathLike | None = None, n_stability: int = 1000,
-                   n_bpd: int = 1000, batch_size: int = 128, progress: bool | None = None) -> dict:
+                   n_bpd: int = 1000, batch_size: int = 128, class_batch: int | None = None,
+                   progress: bool | None = None) -> dict:
     """Every validation metric of the paper for one oracle world; returns a JSON-able dict.
 
     Args:
@@ -297,7 +299,8 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
         from oracle.posterior import log_likelihoods, log_posterior
 
         def log_post(xb: torch.Tensor) -> torch.Tensor:
-            return log_posterior(log_likelihoods(world, xb), world.prior, world.label_temperature)
+            return log_posterior(log_likelihoods(world, xb, class_batch=class_batch), world.prior,
+                                 world.label_temperature)
 
         with _timed(timings, "posterior_stability"):
             m = min(n_stability, n)
@@ -309,9 +312,9 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
             out["bpd"] = {
                 "dequant_std": float(dequant_std),
                 "test": _bpd_block(world, test_images, y_test, dequant_std, seed * 3 + 2,
-                                   min(n_bpd, len(y_test)), batch_size),
+                                   min(n_bpd, len(y_test)), batch_size, class_batch),
                 "train": _bpd_block(world, train_images, y_train, dequant_std, seed * 3 + 1,
-                                    min(n_bpd, len(y_train)), batch_size),
+                                    min(n_bpd, len(y_train)), batch_size, class_batch),
                 "convention": "x = uint8/127.5 - 1 + N(0, dequant_std^2); model_scale = bits/dim of "
                               "that density on [-1, 1]; pixel_scale = model_scale + log2(127.5)",
             }

@@ -1,0 +1,130 @@
+"""Rehearse a paper preset end to end on CPU in miniature: the preset with its overlay
+presets/rehearsal/<preset>.yaml on top (all the shrinking lives there), on fake inputs in the
+preset's documented layouts (scripts/ci/fake_inputs.py), through every target and every
+`paper:` id; then check that every file of every `paper:` artifact exists.
+
+    python scripts/ci/rehearse.py PRESET [--workdir DIR] [--profile slurm] [--cores N]
+
+PRESET is a name of presets/ (afhq256, imagenet64, imagenet128). The run happens in DIR
+(default: <tmp>/oracle-rehearsal/<preset>; never inside the repository), where the fake data
+and random weights are placed at the relative paths the preset names; a second call reuses
+them and only redoes what changed. `--profile slurm` submits the jobs through the repository's
+SLURM profile; the CPU-only test cluster has no GPUs, so there the flow trains in one process
+(resources.oracle.gpus 0, written to DIR/slurm-cpu.yaml as a third configfile). Exit status 0
+when everything was built; else one line naming what is missing or which step failed.
+See docs/presets.md ("Rehearsal").
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(REPO))
+from fake_inputs import place_inputs
+
+#: Per preset: how much fake raw data (images per class and split, or npz rows per file).
+DATA = {
+    "afhq256": {"per_split": {"train": 4, "test": 2}},
+    "imagenet64": {"sizes": {"train_data_batch_1.npz": 24, "train_data_batch_2.npz": 16, "val_data.npz": 8}},
+    "imagenet128": {"classes": 60, "per_split": {"train": 1, "test": 1}},
+}
+#: The SLURM test cluster has no GPUs: a request for them would never be scheduled.
+SLURM_CPU = {"resources": {"oracle": {"gpus": 0}}}
+
+
+def configfiles(preset: str) -> list[Path]:
+    """The preset and its rehearsal overlay, in the order Snakemake merges them."""
+    files = [REPO / "presets" / f"{preset}.yaml", REPO / "presets" / "rehearsal" / f"{preset}.yaml"]
+    for f in files:
+        if not f.is_file():
+            raise SystemExit(f"rehearse: {f.relative_to(REPO)} does not exist (presets with an overlay: "
+                             f"{', '.join(sorted(p.stem for p in (REPO / 'presets' / 'rehearsal').glob('*.yaml')))})")
+    return files
+
+
+def merged_config(files: list[Path]) -> dict:
+    """The config Snakemake makes of `--configfile FILES...`: its own settings object, so the
+    merge is the installed version's (mappings merge, lists and scalars replace)."""
+    from snakemake.settings.types import ConfigSettings
+
+    return copy.deepcopy(dict(ConfigSettings(configfiles=list(files)).overwrite_config))
+
+
+def paper_files(cfg: dict, workdir: Path) -> dict[str, list[Path]]:
+    """paper id -> every file of its artifact, as rules/common.smk's artifact_files names them."""
+    from oracle.experiments import kind_module
+    from oracle.validation.artifacts import ARTIFACTS as VALIDATION_ARTIFACTS
+
+    run = workdir / "results" / cfg["run"]
+    out = {}
+    for pid, target in (cfg.get("paper") or {}).items():
+        owner, name = target.split("/", 1)
+        if owner == "validation":
+            art = VALIDATION_ARTIFACTS[name]
+            stem = run / "validation" / art.folder / name
+        else:
+            kind = cfg["experiments"][owner]["kind"]
+            art = kind_module(kind).ARTIFACTS[name]
+            stem = run / kind / owner / ("tables" if art.type == "table" else "figures") / name
+        out[pid] = [stem.with_name(f"{name}.{s}") for s in art.suffixes]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("preset")
+    ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--profile", default=None, help="a Snakemake profile, e.g. slurm")
+    ap.add_argument("--cores", default="2")
+    a = ap.parse_args(argv)
+    files = configfiles(a.preset)
+    workdir = (a.workdir or Path(tempfile.gettempdir()) / "oracle-rehearsal" / a.preset).resolve()
+    if workdir == REPO or REPO in workdir.parents:
+        raise SystemExit(f"rehearse: --workdir {workdir} is inside the repository; pick a scratch folder")
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg = merged_config(files)
+    if a.profile == "slurm":
+        extra = workdir / "slurm-cpu.yaml"
+        extra.write_text(yaml.safe_dump(SLURM_CPU))
+        files.append(extra)
+        cfg = merged_config(files)
+    t0 = time.time()
+    placed = place_inputs(a.preset, cfg, workdir, DATA.get(a.preset))
+    print(f"rehearse: {len(placed)} fake inputs placed in {workdir} ({time.time() - t0:.0f} s)", flush=True)
+    # targets first: --configfile takes every argument after it
+    cmd = [sys.executable, "-m", "snakemake", "all", *(cfg.get("paper") or {}), "--snakefile", str(REPO / "Snakefile"),
+           "--directory", str(workdir), "--cores", str(a.cores)]
+    if a.profile:
+        cmd += ["--profile", a.profile]
+    cmd += ["--configfile", *map(str, files)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    print("rehearse:", " ".join(cmd), flush=True)
+    t1 = time.time()
+    rc = subprocess.run(cmd, check=False, cwd=REPO, env=env).returncode
+    wall = time.time() - t1
+    if rc != 0:
+        print(f"rehearse: {a.preset}: snakemake exited {rc} after {wall:.0f} s (its log is above)", file=sys.stderr)
+        return 1
+    missing = [f"{pid}: {p.relative_to(workdir)}" for pid, ps in paper_files(cfg, workdir).items() for p in ps
+               if not p.is_file()]
+    if missing:
+        print(f"rehearse: {a.preset}: paper artifacts missing: {'; '.join(missing)}", file=sys.stderr)
+        return 1
+    print(f"rehearse: {a.preset}: OK in {wall:.0f} s, {len(cfg.get('paper') or {})} paper artifacts present "
+          f"({workdir})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
