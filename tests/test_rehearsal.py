@@ -13,6 +13,7 @@ into a failure).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -31,6 +32,10 @@ REPO = Path(__file__).resolve().parents[1]
 OVERLAYS = sorted(p.stem for p in (REPO / "presets" / "rehearsal").glob("*.yaml"))
 SLURM_PRESET = "imagenet128"  # the fewest jobs
 RUN_TIMEOUT_S = 1200
+#: A rehearsal takes 850 CPU-seconds or more (afhq256; docs/presets.md): more than CI's
+#: budget for all three together, so the end-to-end runs are opt-in until they are shrunk.
+opt_in = pytest.mark.skipif(os.environ.get("ORACLE_REHEARSE") != "1",
+                            reason="end-to-end rehearsal: set ORACLE_REHEARSE=1 to run it (not in CI yet)")
 
 
 def _leaves(d: Mapping, path: tuple = ()) -> Iterator[tuple]:
@@ -104,12 +109,14 @@ def _check_run(preset: str, workdir: Path, proc: subprocess.CompletedProcess, ex
 
 
 @pytest.mark.slow
+@opt_in
 @pytest.mark.parametrize("preset", OVERLAYS)
 def test_rehearsal_builds_every_paper_artifact(preset, tmp_path):
     _check_run(preset, tmp_path, _rehearse(preset, tmp_path))
 
 
 @pytest.mark.slow
+@opt_in
 def test_rehearsal_through_the_slurm_profile(slurm_cluster, tmp_path):  # noqa: F811
     proc = _rehearse(SLURM_PRESET, tmp_path, "--profile", "slurm")
     _check_run(SLURM_PRESET, tmp_path, proc, tmp_path / "slurm-cpu.yaml")

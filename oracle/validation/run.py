@@ -133,11 +133,12 @@ def _naeem_expected(n_real: int, n_fake: int, k: int) -> float:
 def _bpd_block(world, images, labels, noise_std: float, seed: int, n: int, image_batch: int,
                class_batch: int | None = None) -> dict:
     """Conditional (true label) and marginal bits/dim of real images under the world's flow."""
-    from oracle.posterior import log_likelihoods
+    from oracle.posterior import log_likelihoods, pass_rows
 
     view = _ImageView(images, n=n, noise_std=noise_std, seed=seed)
     x = torch.from_numpy(view[0:view.n])
-    ll = log_likelihoods(world, x, class_batch=class_batch, image_batch=image_batch).numpy()  # [n, K] nats
+    ll = log_likelihoods(world, x, class_batch=class_batch, image_batch=image_batch,
+                         max_rows=pass_rows(image_batch, class_batch)).numpy()  # [n, K] nats
     y = np.asarray(labels[:view.n], dtype=np.int64)
     log_prior = np.log(world.prior.double().cpu().numpy())
     cond = ll[np.arange(view.n), y]
@@ -296,11 +297,12 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
         out["split_consistency"]["feature_space"] = out["feature_spaces"][primary]["feature_space"]
 
     if world is not None:
-        from oracle.posterior import log_likelihoods, log_posterior
+        from oracle.posterior import log_likelihoods, log_posterior, pass_rows
 
         def log_post(xb: torch.Tensor) -> torch.Tensor:
-            return log_posterior(log_likelihoods(world, xb, class_batch=class_batch), world.prior,
-                                 world.label_temperature)
+            return log_posterior(log_likelihoods(world, xb, class_batch=class_batch,
+                                                 max_rows=pass_rows(batch_size, class_batch)),
+                                 world.prior, world.label_temperature)
 
         with _timed(timings, "posterior_stability"):
             m = min(n_stability, n)
