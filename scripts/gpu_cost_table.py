@@ -11,13 +11,14 @@ changes whenever a preset, the plan or a model changes; tests/test_gpu_cost.py r
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from oracle.errors import DataError
+from oracle.report.generated_text import generated_part, write_generated_part
 from oracle.workflow.config import check_config, load_yaml, validate_config
 from oracle.workflow.gpu_cost import cost_table
 
@@ -28,12 +29,10 @@ PRESETS = ("afhq256", "imagenet64", "imagenet128")
 
 
 def table() -> str:
-    configs = {}
-    for name in PRESETS:
-        cfg = load_yaml(REPO / "presets" / f"{name}.yaml")
+    configs = {name: load_yaml(REPO / "presets" / f"{name}.yaml") for name in PRESETS}
+    for cfg in configs.values():
         validate_config(cfg, REPO / "config.schema.yaml")
         check_config(cfg)
-        configs[name] = cfg
     return cost_table(configs)
 
 
@@ -41,19 +40,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 when stale")
     args = ap.parse_args(argv)
-    if BEGIN not in DOC.read_text() or END not in DOC.read_text():
-        raise SystemExit(f"{DOC}: the markers {BEGIN!r} ... {END!r} are missing")
-    new = table()  # minutes on a small CPU: the file is read again after it
-    before, rest = DOC.read_text().split(BEGIN, 1)
-    old, after = rest.split(END, 1)
-    if args.check:
-        if old.strip("\n") != new.strip("\n"):
-            print(f"{DOC}: the GPU cost table is stale; run python scripts/gpu_cost_table.py")
-            return 1
-        return 0
-    tmp = DOC.with_name(DOC.name + ".tmp")
-    tmp.write_text(before + BEGIN + "\n" + new + END + after)
-    os.replace(tmp, DOC)
+    try:
+        generated_part(DOC, BEGIN, END)  # the markers are there before minutes of FLOP counting
+        new = table()
+        if args.check:
+            if generated_part(DOC, BEGIN, END) != new.strip("\n") + "\n":
+                print(f"{DOC}: the GPU cost table is stale; run python scripts/gpu_cost_table.py")
+                return 1
+            return 0
+        write_generated_part(DOC, BEGIN, END, new)
+    except DataError as exc:
+        raise SystemExit(str(exc)) from None
     print(new, end="")
     return 0
 

@@ -19,6 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from oracle.errors import DataError
+from oracle.report.generated_text import generated_part, write_generated_part
+
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 SLURM_DOC = REPO / "docs" / "slurm.md"
@@ -64,23 +67,18 @@ def tables() -> dict[Path, str]:
     return {README: readme, SLURM_DOC: doc}
 
 
-def current(path: Path, text: str) -> str:
-    """The generated part of a file's text, between the markers."""
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{path}: the markers {BEGIN!r} ... {END!r} are missing")
-    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n") + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 when stale")
     args = ap.parse_args(argv)
-    for path in (README, SLURM_DOC):
-        current(path, path.read_text())  # the markers are there before minutes of dry runs
+    try:
+        for path in (README, SLURM_DOC):
+            generated_part(path, BEGIN, END)  # the markers are there before minutes of dry runs
+    except DataError as exc:
+        raise SystemExit(str(exc)) from None
     status = 0
     for path, new in tables().items():
-        text = path.read_text()  # read after the dry runs: the file may have been edited meanwhile
-        old = current(path, text)
+        old = generated_part(path, BEGIN, END)  # read after the dry runs: edits meanwhile are kept
         if args.check:
             if old != new:
                 stale = sorted(set(new.splitlines()) - set(old.splitlines()))
@@ -88,10 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"(measured: {'; '.join(stale)})")
                 status = 1
             continue
-        before, rest = text.split(BEGIN, 1)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(before + BEGIN + "\n" + new + END + rest.split(END, 1)[1])
-        os.replace(tmp, path)
+        write_generated_part(path, BEGIN, END, new)
         print(f"{path}:\n{new}", end="")
     return status
 
