@@ -5,7 +5,7 @@
 #   validation/feature_net.pt           the domain CNN (only without validation.resnet_weights)
 #   validation/tables/{checks,summary}  paper Tables 3, 4 (metric names carry their feature space)
 #   validation/figures/nn_distances     paper Figure 4
-#   validation/figures/samples_grid     the first samples of every class
+#   validation/figures/samples_grid     the first samples of each class (at most 16 classes)
 #   numbers/validation.json             its in-text numbers
 # Local weight files (validation.inception_weights / resnet_weights) are inputs when they exist;
 # nothing is downloaded, and a configured but missing file fails with its path.
@@ -104,6 +104,7 @@ rule validation_samples_grid:
         artifact="samples_grid",
     params:
         per_class=8,
+        max_classes=16,  # rows: 1,000 ImageNet classes would make a 900-inch figure
         caption=validation_caption,
         config_keys=["paper"],
     log:

@@ -18,9 +18,11 @@ def test_script_job_turns_oracle_errors_into_one_line(tmp_path, capsys):
     assert "DataError: data root /x not found" in capsys.readouterr().err
     text = log.read_text()
     assert "working" in text and "DataError: data root /x" in text
-    with pytest.raises(KeyError):  # bugs keep their traceback
+    with pytest.raises(KeyError):  # bugs keep their traceback, in the log as well
         with script_job(log_path=tmp_path / "other.log"):
             raise KeyError("bug")
+    other = (tmp_path / "other.log").read_text()
+    assert "Traceback" in other and "KeyError: 'bug'" in other
     assert issubclass(DataError, OracleError)
 
 

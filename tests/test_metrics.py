@@ -129,6 +129,60 @@ def test_fd_rejects_non_psd_and_bad_shapes():
         metrics.frechet_distance(np.array([np.nan, 0]), np.eye(2), np.zeros(2), np.eye(2))
 
 
+def test_fd_of_features_row_space_path_equals_the_matrix_root_on_full_rank_sets():
+    # n >= d: both paths apply; the cross-Gram nuclear norm must give the sqrtm distance
+    rng = np.random.default_rng(42)
+    x, y = rng.normal(size=(60, 12)), rng.normal(size=(45, 12)) @ rng.normal(size=(12, 12)) + 0.4
+    via_root = metrics.frechet_distance(*metrics.feature_stats(x), *metrics.feature_stats(y))
+    assert metrics.frechet_distance_features(x, y) == via_root
+    assert metrics._frechet_row_space(x, y) == pytest.approx(via_root, rel=1e-10)
+    assert metrics._frechet_row_space(y, x) == pytest.approx(via_root, rel=1e-10)
+
+
+def test_fd_of_features_with_fewer_rows_than_dimensions_has_closed_forms():
+    # singular covariances (n < d), where the matrix root needs its eps fallback
+    rng = np.random.default_rng(43)
+    x = rng.normal(size=(9, 40))
+    shift = rng.normal(size=40)
+    tr = np.trace(np.cov(x, rowvar=False))
+    # the same rows shifted: FD = |shift|^2; scaled by c about their mean: FD = (1 - c)^2 tr(sigma)
+    assert metrics.frechet_distance_features(x, x + shift) == pytest.approx(shift @ shift, rel=1e-12)
+    assert metrics.frechet_distance_features(x, x) == pytest.approx(0.0, abs=1e-10)
+    c = 2.5
+    scaled = x.mean(axis=0) + c * (x - x.mean(axis=0))
+    assert metrics.frechet_distance_features(x, scaled) == pytest.approx((1 - c) ** 2 * tr, rel=1e-12)
+    # rotating the features leaves FD unchanged
+    q, _ = np.linalg.qr(rng.normal(size=(40, 40)))
+    y = rng.normal(size=(7, 40)) + 0.2
+    assert metrics.frechet_distance_features(x @ q, y @ q) == pytest.approx(
+        metrics.frechet_distance_features(x, y), rel=1e-10)
+
+
+def test_fd_of_features_with_fewer_rows_than_dimensions_matches_symmetric_eigh_and_the_eps_root():
+    rng = np.random.default_rng(44)
+    x, y = rng.normal(size=(10, 30)), 1.3 * rng.normal(size=(14, 30)) + 0.3
+    (m1, s1), (m2, s2) = metrics.feature_stats(x), metrics.feature_stats(y)
+    # s1 s2 has rank <= 9: its other 21 eigenvalues are zero, and the square roots of their
+    # rounding residues (~1e-8 each) would swamp a 1e-10 comparison, so keep the top 9
+    w, v = np.linalg.eigh(s1)
+    r = (v * np.sqrt(np.clip(w, 0, None))) @ v.T
+    top = np.sort(np.linalg.eigvalsh(r @ s2 @ r))[-9:]
+    exact = np.sum((m1 - m2) ** 2) + np.trace(s1) + np.trace(s2) - 2 * np.sqrt(top).sum()
+    got = metrics.frechet_distance_features(x, y)
+    assert got == pytest.approx(exact, rel=1e-10)
+    # the eps-regularised root is off by O(eps d) at most
+    assert metrics.frechet_distance(m1, s1, m2, s2) == pytest.approx(got, abs=1e-3)
+
+
+def test_fd_of_features_rejects_mismatched_or_bad_features():
+    with pytest.raises(OracleError, match="feature dimension"):
+        metrics.frechet_distance_features(np.zeros((3, 4)), np.zeros((3, 5)))
+    with pytest.raises(OracleError, match="at least 2 rows"):
+        metrics.frechet_distance_features(np.zeros((1, 4)), np.zeros((3, 4)))
+    with pytest.raises(OracleError, match="NaN"):
+        metrics.frechet_distance_features(np.full((3, 4), np.nan), np.zeros((3, 4)))
+
+
 def test_fd_of_samples_converges_to_closed_form():
     rng = np.random.default_rng(5)
     a, b = np.array([1.0, 2.0, 0.5]), np.array([2.0, 0.5, 0.5])
@@ -172,6 +226,19 @@ def test_inception_score_closed_forms():
     one_hot = np.eye(k)[np.arange(70) % k]  # every split holds each class equally often
     mean, std = metrics.inception_score(one_hot, n_splits=10)
     assert mean == pytest.approx(k, rel=1e-12) and std == pytest.approx(0.0, abs=1e-12)
+
+
+def test_inception_score_stays_finite_with_subnormal_probabilities():
+    # a random-weight or barely trained feature net gives logits far apart: softmax entries of
+    # 5e-324, whose mean over a split underflows to 0 (found by the imagenet64 rehearsal: IS inf)
+    tiny = np.nextafter(0.0, 1.0)
+    one_hot = np.eye(4)[np.arange(12) % 3]  # class 3 never predicted
+    p = one_hot.copy()
+    p[0, 3] = tiny
+    mean, std = metrics.inception_score(p, n_splits=2)
+    # the tiny entry adds tiny * log(6) nats: the one-hot score, 3, to the last digit
+    assert (mean, std) == pytest.approx((3.0, 0.0), abs=1e-12)
+    assert metrics.inception_score(one_hot, n_splits=2) == pytest.approx((mean, std), abs=1e-12)
 
 
 def test_inception_score_rejects_unnormalized():

@@ -4,16 +4,17 @@ through every target and every `paper:` id.
 
 Fast: each overlay only shrinks (every key it sets exists in its preset, so it opens no code
 path the preset does not take) and the merged config passes the schema and the config checks.
-Slow: each preset's rehearsal finishes with every artifact of its `paper:` map, and its
-effective config is the deep merge of preset and overlay (Snakemake's merge of several
-configfiles, checked on the installed version); one rehearsal runs through the SLURM profile on
-the one-node test cluster (tests/test_slurm.py's fixture; ORACLE_REQUIRE_SLURM=1 turns its skip
-into a failure).
+Slow (CI runs them): each preset's rehearsal finishes with every artifact of its `paper:` map,
+and its effective config is the deep merge of preset and overlay (Snakemake's merge of several
+configfiles, checked on the installed version). SLURM_PRESET's rehearsal runs through the SLURM
+profile on the one-node test cluster (tests/test_slurm.py's fixture: it skips where SLURM is
+not installed, and ORACLE_REQUIRE_SLURM=1, set by .ci/run, turns that skip into a failure); the
+others run locally.
 """
 
 from __future__ import annotations
 
-import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -30,12 +31,15 @@ from oracle.workflow import config as oc
 REPO = Path(__file__).resolve().parents[1]
 
 OVERLAYS = sorted(p.stem for p in (REPO / "presets" / "rehearsal").glob("*.yaml"))
-SLURM_PRESET = "imagenet128"  # the fewest jobs
+#: Rehearsed through the SLURM profile on the one-node test cluster instead of locally: the
+#: preset with the fewest jobs (each SLURM job pays its imports and the scheduler's polling).
+SLURM_PRESET = "imagenet128"
+LOCAL = [p for p in OVERLAYS if p != SLURM_PRESET]
 RUN_TIMEOUT_S = 1200
-#: A rehearsal takes 850 CPU-seconds or more (afhq256; docs/presets.md): more than CI's
-#: budget for all three together, so the end-to-end runs are opt-in until they are shrunk.
-opt_in = pytest.mark.skipif(os.environ.get("ORACLE_REHEARSE") != "1",
-                            reason="end-to-end rehearsal: set ORACLE_REHEARSE=1 to run it (not in CI yet)")
+#: The test cluster's status polling: quicker than the profile's (made for shared clusters);
+#: no retries, so that a failing job fails the test instead of being resubmitted.
+SLURM_ARGS = ["--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2",
+              "--retries", "0", "--slurm-keep-successful-logs"]
 
 
 def _leaves(d: Mapping, path: tuple = ()) -> Iterator[tuple]:
@@ -108,16 +112,26 @@ def _check_run(preset: str, workdir: Path, proc: subprocess.CompletedProcess, ex
         assert _has(effective, p) and _get(effective, p) == _get(merged, p), p
 
 
+def test_the_slurm_preset_has_an_overlay():
+    assert SLURM_PRESET in OVERLAYS
+
+
 @pytest.mark.slow
-@opt_in
-@pytest.mark.parametrize("preset", OVERLAYS)
+@pytest.mark.parametrize("preset", LOCAL)
 def test_rehearsal_builds_every_paper_artifact(preset, tmp_path):
     _check_run(preset, tmp_path, _rehearse(preset, tmp_path))
 
 
 @pytest.mark.slow
-@opt_in
 def test_rehearsal_through_the_slurm_profile(slurm_cluster, tmp_path):  # noqa: F811
-    proc = _rehearse(SLURM_PRESET, tmp_path, "--profile", "slurm")
+    proc = _rehearse(SLURM_PRESET, tmp_path, "--profile", "slurm", "--", *SLURM_ARGS)
     _check_run(SLURM_PRESET, tmp_path, proc, tmp_path / "slurm-cpu.yaml")
-    assert "SLURM run ID" in proc.stdout + proc.stderr
+    log = proc.stdout + proc.stderr
+    assert "SLURM run ID" in log
+    # the work went through sbatch: flow training, the shards and the classifiers' group
+    submitted = set(re.findall(r"^\s*rule (\w+):", log, re.M))
+    assert {"oracle_train", "sample_shard", "validation_metrics", "train_classifier"} <= submitted, submitted
+    # both classifier groups went out as group jobs (bundle_max_n splits the N grid)
+    groups = {p.name for p in (tmp_path / ".snakemake" / "slurm_logs").iterdir() if p.name.startswith("group_")}
+    assert any(g.startswith("group_classifiers_large") for g in groups), groups
+    assert any(g.startswith("group_classifiers_") and "large" not in g for g in groups), groups

@@ -81,6 +81,32 @@ def test_sample_grid_figure_writes_pdf_and_png(tmp_path):
         assert im.size[0] > 0
 
 
+def test_sample_grid_of_many_classes_shows_an_evenly_spaced_subset(tmp_path):
+    from oracle.report.figures import grid_classes, sample_grid_figure
+
+    assert grid_classes([2, 0, 1, 2], 16).tolist() == [0, 1, 2]
+    picked = grid_classes(np.arange(1000), 16)
+    assert len(picked) == 16 and picked[0] == 0 and picked[-1] == 999
+    assert np.ptp(np.diff(picked)) <= 1  # evenly spaced, to rounding
+    # only classes that have samples: 24 samples of 1,000 classes (the imagenet64 rehearsal)
+    labels = np.random.default_rng(3).choice(1000, size=24)
+    sub = grid_classes(labels, 16)
+    assert len(sub) == 16 and set(sub) <= set(labels.tolist())
+    with pytest.raises(OracleError, match="max_rows"):
+        grid_classes(np.arange(10), 0)
+    # rows follow `classes`; images of other classes are left out
+    rng = np.random.default_rng(2)
+    images = rng.uniform(-1, 1, size=(6, 1, 2, 2))
+    labels = np.array([5, 0, 9, 5, 3, 9])
+    names = [f"c{k}" for k in range(10)]
+    out = sample_grid_figure(images, labels, names, tmp_path / "sub", per_class=2, classes=[0, 5, 9])
+    with Image.open(out["png"]) as im:
+        tall = im.size[1]
+    full = sample_grid_figure(images, labels, names, tmp_path / "all", per_class=2)
+    with Image.open(full["png"]) as im:
+        assert im.size[1] > 2 * tall  # 10 rows against 3
+
+
 @pytest.mark.parametrize(("limits", "expected"), [
     ((0.6, 1.9), [0.7, 1.0, 1.5]),          # about half a decade: matplotlib labelled one tick
     ((50, 2000), [50, 100, 200, 500, 1000, 2000]),

@@ -18,7 +18,7 @@ from oracle.worlds import FlowWorld
 
 PARAMS = {"enabled": True, "n_samples": 300, "inception_weights": None, "resnet_weights": None,
           "feature_epochs": 4, "memorization_threshold": None, "memorization_quantile": 0.05,
-          "stability_noise_std": 1e-3, "split_consistency_seeds": 3, "is_splits": 5}
+          "stability_noise_std": 1e-3, "density_rows": 1000, "split_consistency_seeds": 3, "is_splits": 5}
 
 
 
@@ -95,10 +95,11 @@ def test_flow_world_checks_and_tables(digits, tmp_path):
             "layers_per_block": 1, "head_dim": 8, "num_classes": 10}
     world = FlowWorld(build_flow(spec, seed=0))
     x, y = world.sample(120, torch.Generator().manual_seed(0))
-    params = {**PARAMS, "n_samples": 120, "feature_epochs": 1, "split_consistency_seeds": 2}
+    params = {**PARAMS, "n_samples": 120, "feature_epochs": 1, "split_consistency_seeds": 2, "density_rows": 40}
     res = validation.run_validation(tr, ytr, te, yte, x.numpy(), y.numpy(), params, world,
-                                    dequant_std=0.05, dataset_name="digits", n_stability=40, n_bpd=30)
+                                    dequant_std=0.05, dataset_name="digits")
     stab = res["posterior_stability"]
+    assert res["bpd"]["test"]["n"] == res["bpd"]["train"]["n"] == 40  # density_rows of each
     assert stab["n"] == 40 and stab["mean_kl"] >= 0 and math.isfinite(stab["se"])
     for split in ("test", "train"):
         for kind in ("conditional", "marginal"):
@@ -143,8 +144,9 @@ def test_flow_world_posteriors_run_class_batch_classes_per_pass(digits):
         return inner(xb, classes)
 
     world.log_likelihood_classes = counting
-    params = {**PARAMS, "n_samples": 40, "feature_epochs": 1, "split_consistency_seeds": 2, "is_splits": 2}
+    params = {**PARAMS, "n_samples": 40, "feature_epochs": 1, "split_consistency_seeds": 2, "is_splits": 2,
+              "density_rows": 10}
     res = validation.run_validation(tr, ytr, te, yte, x.numpy(), y.numpy(), params, world, dequant_std=0.05,
-                                    dataset_name="digits", n_stability=10, n_bpd=10, class_batch=4)
+                                    dataset_name="digits", class_batch=4)
     assert seen and max(seen) == 4 and 2 in seen  # 10 classes as 4 + 4 + 2
     assert math.isfinite(res["posterior_stability"]["mean_kl"]) and "test" in res["bpd"]

@@ -73,18 +73,38 @@ def image_grid(images: np.ndarray, labels: np.ndarray, num_classes: int, per_cla
     return grid
 
 
+def grid_classes(classes: Sequence[int], max_rows: int) -> np.ndarray:
+    """Classes a per-class sample grid shows: all of `classes` (the classes that have samples,
+    ascending) when they fit in `max_rows` rows, else `max_rows` of them spaced evenly from the
+    first to the last (int ``[rows]``). A grid of all 1,000 ImageNet classes would be ~900 inches
+    tall: 17 GB to render."""
+    classes = np.unique(np.asarray(classes, dtype=np.int64))
+    if len(classes) < 1 or max_rows < 1:
+        raise OracleError(f"grid_classes: {len(classes)} classes and max_rows={max_rows}: both must be >= 1")
+    if len(classes) <= max_rows:
+        return classes
+    return classes[np.unique(np.round(np.linspace(0, len(classes) - 1, max_rows)).astype(np.int64))]
+
+
 def sample_grid_figure(images: np.ndarray, labels: np.ndarray, class_names: Sequence[str],
-                       stem: str | os.PathLike, per_class: int = 8,
+                       stem: str | os.PathLike, per_class: int = 8, classes: Sequence[int] | None = None,
                        title: str = "oracle samples, one row per class") -> dict[str, Path]:
-    """Per-class sample grid as ``<stem>.pdf`` / ``<stem>.png`` (rows labelled by class name)."""
-    k = len(class_names)
-    grid = image_grid(images, labels, k, per_class)
+    """Per-class sample grid as ``<stem>.pdf`` / ``<stem>.png``: one row per class of `classes`
+    (default: every class of `class_names`), labelled by class name; images of other classes
+    are not shown."""
+    rows = np.arange(len(class_names)) if classes is None else np.asarray(classes, dtype=np.int64)
+    row_of = {int(c): r for r, c in enumerate(rows)}
+    labels = np.asarray(labels)
+    keep = np.array([int(y) in row_of for y in labels], dtype=bool)
+    k = len(rows)
+    grid = image_grid(np.asarray(images)[keep], np.array([row_of[int(y)] for y in labels[keep]], dtype=np.int64),
+                      k, per_class)
     h = (grid.shape[0] + 1) / k  # tile pitch, gap included
     fig = Figure(figsize=(1.0 + 0.9 * per_class, 0.3 + 0.9 * k))
     ax = fig.add_subplot(1, 1, 1)
     ax.imshow(grid[..., 0] if grid.shape[2] == 1 else grid, cmap="gray", vmin=0.0, vmax=1.0,
               interpolation="nearest")
-    ax.set_yticks([(r + 0.5) * h for r in range(k)], [str(n) for n in class_names])
+    ax.set_yticks([(r + 0.5) * h for r in range(k)], [str(class_names[c]) for c in rows])
     ax.set_xticks([])
     ax.set_title(title, fontsize=9)
     return save_figure(fig, stem)

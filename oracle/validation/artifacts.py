@@ -30,8 +30,9 @@ ARTIFACTS = artifacts_by_name(
              "Nearest-neighbour distances (feature units) from oracle samples and from held-out real test "
              "images to the training set, with the memorization threshold."),
     Artifact("samples_grid", "figure",
-             "The first oracle samples of every class (no guidance, no denoising), one row per class; "
-             "oracle samples only, no real images."),
+             "The first oracle samples of each class (no guidance, no denoising), one row per class; with "
+             "more classes than rows, a subset of the sampled classes spaced evenly over their indices (the "
+             "title says how many). Oracle samples only, no real images."),
 )
 
 

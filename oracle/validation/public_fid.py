@@ -98,7 +98,7 @@ def public_protocol_fid(model, real_images, *, inception_weights: str, guidance:
                                     denoise=denoise, annealed=annealed)
         feats.append(ft.extract_features(net, x.float(), batch_size, device))
     f_s = np.concatenate(feats)
-    return {"fid_public_protocol": mt.frechet_distance(*mt.feature_stats(f_s), *mt.feature_stats(f_real)),
+    return {"fid_public_protocol": mt.frechet_distance_features(f_s, f_real),
             "frechet_name": f"FID (public TarFlow protocol: guidance {guidance:g}"
                             f"{' annealed' if annealed else ''}{', self-denoised' if denoise else ''})",
             "feature_space": ft.feature_space_name(net), "n_samples": int(n_samples),

@@ -45,7 +45,7 @@ from oracle.errors import ConfigError, OracleError
 __all__ = ["VALIDATION_KEYS", "run_validation"]
 
 VALIDATION_KEYS = ("n_samples", "inception_weights", "resnet_weights", "feature_epochs",
-                   "memorization_threshold", "memorization_quantile", "stability_noise_std",
+                   "memorization_threshold", "memorization_quantile", "stability_noise_std", "density_rows",
                    "split_consistency_seeds", "is_splits")
 
 # The paper's absolute memorization threshold (appendix B.5, Figure 4), in its feature space.
@@ -121,10 +121,6 @@ def _check_images(name: str, x, labels, shape: tuple | None) -> np.ndarray:
     return y.astype(np.int64)
 
 
-def _frechet(a: np.ndarray, b: np.ndarray) -> float:
-    return mt.frechet_distance(*mt.feature_stats(a), *mt.feature_stats(b))
-
-
 def _naeem_expected(n_real: int, n_fake: int, k: int) -> float:
     """Coverage (Naeem rule) expected when reals and fakes are i.i.d. from one distribution."""
     return 1.0 - math.comb(n_real - 1, k) / math.comb(n_real - 1 + n_fake, k)
@@ -176,9 +172,8 @@ def _feature_net(kind: str, p: Mapping, train_images, train_labels, *, seed: int
 def run_validation(train_images, train_labels, test_images, test_labels, sample_x, sample_y,
                    params: Mapping, world=None, *, dequant_std: float = 0.0, seed: int = 0,
                    device: str | torch.device = "cpu", dataset_name: str = "real",
-                   feature_net_path: str | os.PathLike | None = None, n_stability: int = 1000,
-                   n_bpd: int = 1000, batch_size: int = 128, class_batch: int | None = None,
-                   progress: bool | None = None) -> dict:
+                   feature_net_path: str | os.PathLike | None = None, batch_size: int = 128,
+                   class_batch: int | None = None, progress: bool | None = None) -> dict:
     """Every validation metric of the paper for one oracle world; returns a JSON-able dict.
 
     Args:
@@ -186,13 +181,14 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
         train_labels, test_labels: int ``[N]``.
         sample_x: oracle samples float32 ``[n, C, H, W]`` on [-1, 1] (the shard ``x``);
             sample_y: their source classes ``[n]``. The first ``params["n_samples"]`` rows are used.
-        params: the ``validation`` config section (keys ``VALIDATION_KEYS``).
+        params: the ``validation`` config section (keys ``VALIDATION_KEYS``); ``density_rows``
+            is how many rows each flow-density check scores (posterior stability: the first
+            oracle samples, each costing 2 K flow passes; bits/dim: the first real test and
+            train images, K passes each).
         world: the oracle world (``oracle.worlds``); None skips posterior stability and BPD.
         dequant_std: the flow's Gaussian dequantization std in [-1, 1] units (added to real
             reference images and used for BPD).
         feature_net_path: where the domain CNN is saved / reloaded (resume), or None.
-        n_stability, n_bpd: sample counts of the two flow-evaluating checks (each costs
-            2 K and K flow passes per image).
 
     Returns a dict with ``feature_spaces`` (per space: name, metric names, Frechet distances,
     IS), ``primary_space``, ``coverage``, ``memorization``, ``nn_distances`` (Figure 4 arrays
@@ -246,9 +242,9 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
             "frechet_name": ft.frechet_metric_name(net),
             "is_name": ft.inception_score_name(net),
             "feature_dim": int(f_s.shape[1]),
-            "frechet_samples_train": _frechet(f_s, f_tr),
-            "frechet_samples_test": _frechet(f_s, f_te),
-            "frechet_test_train": _frechet(f_te, f_tr),
+            "frechet_samples_train": mt.frechet_distance_features(f_s, f_tr),
+            "frechet_samples_test": mt.frechet_distance_features(f_s, f_te),
+            "frechet_test_train": mt.frechet_distance_features(f_te, f_tr),
             "inception_score_samples": dict(zip(("mean", "std"), mt.inception_score(p_s, splits))),
             "inception_score_test": dict(zip(("mean", "std"), mt.inception_score(p_te, min(splits, len(p_te))))),
             "num_classes_head": int(p_s.shape[1]),
@@ -305,7 +301,7 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
                                  world.prior, world.label_temperature)
 
         with _timed(timings, "posterior_stability"):
-            m = min(n_stability, n)
+            m = min(int(p["density_rows"]), n)
             xs = torch.from_numpy(np.asarray(sample_x[:m], dtype=np.float32))
             gen_t = torch.Generator().manual_seed(seed)
             out["posterior_stability"] = dc.posterior_stability(
@@ -314,9 +310,9 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
             out["bpd"] = {
                 "dequant_std": float(dequant_std),
                 "test": _bpd_block(world, test_images, y_test, dequant_std, seed * 3 + 2,
-                                   min(n_bpd, len(y_test)), batch_size, class_batch),
+                                   min(int(p["density_rows"]), len(y_test)), batch_size, class_batch),
                 "train": _bpd_block(world, train_images, y_train, dequant_std, seed * 3 + 1,
-                                    min(n_bpd, len(y_train)), batch_size, class_batch),
+                                    min(int(p["density_rows"]), len(y_train)), batch_size, class_batch),
                 "convention": "x = uint8/127.5 - 1 + N(0, dequant_std^2); model_scale = bits/dim of "
                               "that density on [-1, 1]; pixel_scale = model_scale + log2(127.5)",
             }

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from oracle.errors import OracleError
-from oracle.validation.metrics import _features, _same_dim, feature_stats, frechet_distance
+from oracle.validation.metrics import _features, _same_dim, frechet_distance_features
 
 
 # --------------------------------------------------------------------------------------------
@@ -21,10 +21,6 @@ SPLIT_FLAG_RULE = ("mismatch when |mean(FD(D''train, X)) - mean(FD(D''train, D't
 def split_mismatch_flag(ref_mean: float, ref_std: float, mean: float, std: float) -> bool:
     """The ``SPLIT_FLAG_RULE``: True when |mean - ref_mean| > std + ref_std."""
     return bool(abs(mean - ref_mean) > std + ref_std)
-
-
-def _fd_between(a: np.ndarray, b: np.ndarray) -> float:
-    return frechet_distance(*feature_stats(a), *feature_stats(b))
 
 
 def split_consistency(feats_train, feats_test, feats_oracle=None, n_seeds: int = 5,
@@ -72,10 +68,12 @@ def split_consistency(feats_train, feats_test, feats_oracle=None, n_seeds: int =
         rng = np.random.default_rng([seed, s])
         perm = rng.permutation(tr.shape[0])
         dpp, dp = tr[perm[:m]], tr[perm[m:2 * m]]
-        vals["fd_train_train"].append(_fd_between(dpp, dp))
-        vals["fd_train_test"].append(_fd_between(dpp, te[rng.choice(te.shape[0], m, replace=False)]))
+        vals["fd_train_train"].append(frechet_distance_features(dpp, dp))
+        vals["fd_train_test"].append(
+            frechet_distance_features(dpp, te[rng.choice(te.shape[0], m, replace=False)]))
         if orc is not None:
-            vals["fd_train_oracle"].append(_fd_between(dpp, orc[rng.choice(orc.shape[0], m, replace=False)]))
+            vals["fd_train_oracle"].append(
+                frechet_distance_features(dpp, orc[rng.choice(orc.shape[0], m, replace=False)]))
 
     def summary(v: Sequence[float]) -> dict:
         a = np.asarray(v)

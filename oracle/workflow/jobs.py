@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,12 @@ def script_job(job: Any = None, *, log_path: str | os.PathLike | None | bool = T
             if fh is not None:
                 print(msg, file=orig_err)
             raise SystemExit(1) from None
+        except Exception:
+            # a bug: its traceback in the log too (the interpreter prints it on the original
+            # stderr only after this block has closed the log)
+            if fh is not None:
+                traceback.print_exc(file=fh)
+            raise
     finally:
         sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "oracle_torch_threads", False)]
         sys.stdout, sys.stderr = orig_out, orig_err

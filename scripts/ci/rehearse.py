@@ -3,14 +3,15 @@ presets/rehearsal/<preset>.yaml on top (all the shrinking lives there), on fake 
 preset's documented layouts (scripts/ci/fake_inputs.py), through every target and every
 `paper:` id; then check that every file of every `paper:` artifact exists.
 
-    python scripts/ci/rehearse.py PRESET [--workdir DIR] [--profile slurm] [--cores N]
+    python scripts/ci/rehearse.py PRESET [--workdir DIR] [--profile slurm] [--cores N] [-- SNAKEMAKE_ARGS...]
 
 PRESET is a name of presets/ (afhq256, imagenet64, imagenet128). The run happens in DIR
 (default: <tmp>/oracle-rehearsal/<preset>; never inside the repository), where the fake data
 and random weights are placed at the relative paths the preset names; a second call reuses
 them and only redoes what changed. `--profile slurm` submits the jobs through the repository's
 SLURM profile; the CPU-only test cluster has no GPUs, so there the flow trains in one process
-(resources.oracle.gpus 0, written to DIR/slurm-cpu.yaml as a third configfile). Exit status 0
+(resources.oracle.gpus 0, written to DIR/slurm-cpu.yaml as a third configfile). Arguments after
+`--` go to Snakemake as they are (e.g. quicker status polling on a test cluster). Exit status 0
 when everything was built; else one line naming what is missing or which step failed.
 See docs/presets.md ("Rehearsal").
 """
@@ -87,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--profile", default=None, help="a Snakemake profile, e.g. slurm")
     ap.add_argument("--cores", default="2")
-    a = ap.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    a = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     files = configfiles(a.preset)
     workdir = (a.workdir or Path(tempfile.gettempdir()) / "oracle-rehearsal" / a.preset).resolve()
     if workdir == REPO or REPO in workdir.parents:
@@ -95,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = merged_config(files)
     if a.profile == "slurm":
-        extra = workdir / "slurm-cpu.yaml"
-        extra.write_text(yaml.safe_dump(SLURM_CPU))
-        files.append(extra)
+        cpu_only = workdir / "slurm-cpu.yaml"
+        cpu_only.write_text(yaml.safe_dump(SLURM_CPU))
+        files.append(cpu_only)
         cfg = merged_config(files)
     t0 = time.time()
     placed = place_inputs(a.preset, cfg, workdir, DATA.get(a.preset))
@@ -107,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
            "--directory", str(workdir), "--cores", str(a.cores)]
     if a.profile:
         cmd += ["--profile", a.profile]
-    cmd += ["--configfile", *map(str, files)]
+    cmd += [*extra, "--configfile", *map(str, files)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
     print("rehearse:", " ".join(cmd), flush=True)
     t1 = time.time()
