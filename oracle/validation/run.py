@@ -300,8 +300,9 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
                                                  max_rows=pass_rows(batch_size, class_batch)),
                                  world.prior, world.label_temperature)
 
+        rows = int(p["density_rows"])
         with _timed(timings, "posterior_stability"):
-            m = min(int(p["density_rows"]), n)
+            m = min(rows, n)
             xs = torch.from_numpy(np.asarray(sample_x[:m], dtype=np.float32))
             gen_t = torch.Generator().manual_seed(seed)
             out["posterior_stability"] = dc.posterior_stability(
@@ -310,9 +311,9 @@ def run_validation(train_images, train_labels, test_images, test_labels, sample_
             out["bpd"] = {
                 "dequant_std": float(dequant_std),
                 "test": _bpd_block(world, test_images, y_test, dequant_std, seed * 3 + 2,
-                                   min(int(p["density_rows"]), len(y_test)), batch_size, class_batch),
+                                   min(rows, len(y_test)), batch_size, class_batch),
                 "train": _bpd_block(world, train_images, y_train, dequant_std, seed * 3 + 1,
-                                    min(int(p["density_rows"]), len(y_train)), batch_size, class_batch),
+                                    min(rows, len(y_train)), batch_size, class_batch),
                 "convention": "x = uint8/127.5 - 1 + N(0, dequant_std^2); model_scale = bits/dim of "
                               "that density on [-1, 1]; pixel_scale = model_scale + log2(127.5)",
             }
