@@ -20,12 +20,13 @@ setup: $(VENV)/.installed
 demo: setup
 	$(BIN)/snakemake --cores all
 
+# --durations / --file-durations: where the suite's time goes, printed by every run (docs/benchmarks.md)
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25 --file-durations=0
 
 # Skips the slow end-to-end runs (workflow smoke, SLURM); CI runs everything via `make test`.
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" --durations=25
 
 clean:
 	rm -rf $(VENV) .snakemake results

@@ -81,6 +81,12 @@ localrules:
     timings,
 
 
+# The cheap analysis rules (tables, figures, numbers, claims, each kind's collect) run where
+# Snakemake runs instead of as cluster jobs of their own, unless resources.analysis.local is
+# false: a login node's CPU is the site's policy (docs/slurm.md, "Analysis rules").
+workflow.localrules(*res.local_analysis_rules(config, kinds()))
+
+
 # The inputs of the jobs about to run are checked (oracle.workflow.input_identity) before
 # Snakemake removes any of their outputs: a corrupt or foreign shard stops the run here, not
 # after the valid files built from the old shards were deleted.

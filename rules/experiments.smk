@@ -15,7 +15,7 @@ for _kind, _mod in kinds().items():
 
     rule:
         name:
-            f"{_kind}_collect"
+            res.collect_rule(_kind)
         input:
             unpack(lambda wildcards: collect_inputs(wildcards.experiment)),
         output:

@@ -1,14 +1,47 @@
 """Shared test settings."""
 
+import dataclasses
+import re
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from threadpoolctl import threadpool_limits
 
 # the fake inputs of scripts/ci/fake_inputs.py (random weights, preset data layouts)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "ci"))
+
+
+# ----------------------------------------------------------------------------- time per file
+
+
+def pytest_addoption(parser):
+    parser.addoption("--file-durations", type=int, default=None, metavar="N",
+                     help="print the N test files that took longest, setup, call and teardown summed "
+                          "(a session fixture counts for the file of the first test that asked for it); "
+                          "0: every file")
+
+
+_FILE_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::")[0]
+    _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    n = config.getoption("--file-durations")
+    if n is None or not _FILE_SECONDS:
+        return
+    ranked = sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1])
+    terminalreporter.write_sep("=", f"time per test file ({'all' if n == 0 else f'slowest {n}'}, "
+                                    f"{sum(_FILE_SECONDS.values()):.0f} s in all)")
+    for path, seconds in ranked[:n or None]:
+        terminalreporter.write_line(f"{seconds:9.1f}s  {path}")
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -40,22 +73,128 @@ def _random_timm_weights(tmp_path_factory):
     return get
 
 
+def _place(cfg: dict, workdir, weights) -> None:
+    """Symlink `weights(model)` at every relative ``classifiers.archs.<arch>.pretrained`` of `cfg`."""
+    import os
+
+    for name, arch in cfg["classifiers"]["archs"].items():
+        pre = arch.get("pretrained")
+        if isinstance(pre, str) and not Path(pre).is_absolute():
+            dest = Path(workdir) / pre
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if not dest.exists():
+                os.symlink(weights(arch.get("model", name)), dest)
+
+
 @pytest.fixture
 def place_pretrained(_random_timm_weights):
     """``place(cfg, workdir)``: put a random-weight state dict of the right architecture at
     every relative ``classifiers.archs.<arch>.pretrained`` file of ``cfg`` under ``workdir``.
     The workflow refuses a config whose weights file is missing (a paper preset names its
     ImageNet-1K ResNet-50), so a dry run without data still needs the file."""
-    import os
-    from pathlib import Path
 
     def place(cfg: dict, workdir) -> None:
-        for name, arch in cfg["classifiers"]["archs"].items():
-            pre = arch.get("pretrained")
-            if isinstance(pre, str) and not Path(pre).is_absolute():
-                dest = Path(workdir) / pre
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                if not dest.exists():
-                    os.symlink(_random_timm_weights(arch.get("model", name)), dest)
+        _place(cfg, workdir, _random_timm_weights)
 
     return place
+
+
+# ----------------------------------------------------------------------------- one DAG per config
+
+REPO = Path(__file__).resolve().parents[1]
+#: Every config the DAG tests dry-run: name -> file (None: the embedded default, config.yaml).
+DAG_CONFIGS = {"default": None,
+               **{p.stem: p for p in sorted((REPO / "presets").glob("*.yaml"))},
+               **{f"smoke/{p.stem}": p for p in sorted((REPO / "tests" / "smoke").glob("*.yaml"))}}
+
+
+@dataclasses.dataclass(frozen=True)
+class DryRun:
+    """One `snakemake --profile slurm --dry-run all <every paper id>` of a config, verbose."""
+
+    config: dict  # the config file as written (no schema defaults)
+    workdir: Path  # where it ran: nothing but the random pretrained weights it placed
+    out: str  # stdout and stderr: the job stats table, then every job and group job
+
+    def job_counts(self) -> dict[str, int]:
+        """{rule: jobs} of the job stats table."""
+        block = self.out.split("Job stats:")[1].split("total")[0]
+        return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.M)}
+
+    def job_inputs(self, rule: str) -> list[list[str]]:
+        """The input files of every job of `rule`, one list per job."""
+        blocks = re.findall(rf"^\s*rule {re.escape(rule)}:\n((?:\s+\w+: .*\n)+)", self.out, re.M)
+        return [next((ln.split(": ", 1)[1].split(", ") for ln in b.splitlines() if ln.strip().startswith("input:")), [])
+                for b in blocks]
+
+
+@pytest.fixture(scope="session")
+def dag_dry_run(tmp_path_factory, _random_timm_weights):
+    """``get(name) -> DryRun`` of a `DAG_CONFIGS` name, run once per test session: Snakemake's
+    start-up, the config checks (timm) and the DAG of a preset take 8-17 s, and the DAG tests of
+    tests/test_config.py, tests/test_slurm.py and tests/test_paper_map.py all read the same DAG.
+    Through the SLURM profile (from the repository root, where `--profile slurm` resolves), with
+    the default target and every paper id as targets, in a working directory with no data."""
+    cache: dict[str, DryRun] = {}
+
+    def get(name: str) -> DryRun:
+        if name not in cache:
+            path = DAG_CONFIGS[name]
+            cfg = yaml.safe_load((path or REPO / "config.yaml").read_text())
+            workdir = tmp_path_factory.mktemp("dag")
+            _place(cfg, workdir, _random_timm_weights)  # local weights are checked when the config is read
+            cmd = [sys.executable, "-m", "snakemake", "--cores", "all", "--profile", "slurm", "--directory",
+                   str(workdir), "--dry-run", "all", *(cfg.get("paper") or {})]
+            proc = subprocess.run([*cmd, *(["--configfile", str(path)] if path else [])], cwd=REPO,
+                                  capture_output=True, text=True, timeout=600)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+            cache[name] = DryRun(cfg, workdir, proc.stdout + proc.stderr)
+        return cache[name]
+
+    return get
+
+
+# ----------------------------------------------------------------------------- the shared smoke run
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """The one smoke run of the session (tests/smoke_session.py, `smoke_config`): the workflow,
+    provenance, integrity and SLURM tests all read it; a test that changes files copies it."""
+    from smoke_session import run_locally, smoke_config
+
+    return run_locally(tmp_path_factory.mktemp("smoke"), smoke_config())
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """The one-node cluster of scripts/ci: reused if already up, else started and, at the end
+    of the session, stopped; skips where it cannot run (fails under ORACLE_REQUIRE_SLURM=1)."""
+    from smoke_session import start_cluster, stop_cluster
+
+    started = start_cluster()
+    try:
+        yield
+    finally:
+        if started:
+            stop_cluster()
+
+
+@pytest.fixture(scope="session")
+def smoke_slurm_run(slurm_cluster, smoke_run, tmp_path_factory):
+    """The shared smoke run's config run again through `--profile slurm` on the test cluster."""
+    from smoke_session import run_through_slurm
+
+    return run_through_slurm(tmp_path_factory.mktemp("smoke-slurm") / "work", smoke_run.config)
+
+
+@pytest.fixture(scope="session")
+def smoke_second_run(request, smoke_run, tmp_path_factory):
+    """The shared smoke run's config run a second time: the SLURM run where the test cluster runs
+    (tests/test_slurm.py compares the two number by number), else a second local run."""
+    from smoke_session import run_locally
+
+    try:
+        return request.getfixturevalue("smoke_slurm_run")
+    except pytest.skip.Exception:
+        return run_locally(tmp_path_factory.mktemp("smoke-again"), smoke_run.config)

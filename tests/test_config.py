@@ -328,15 +328,12 @@ def job_counts(stdout: str) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("path", [None, SMOKE, *PRESETS], ids=lambda p: "default" if p is None else p.stem if p.stem != "config" else "smoke")
-def test_dry_run_builds_full_dag_without_data(path, tmp_path, place_pretrained):
-    args = ["-n", "--cores", "1", "--quiet", "rules"]
-    if path is not None:
-        args = ["--configfile", str(path), *args]
-    place_pretrained(load(path or DEFAULT), tmp_path)  # local weights are checked when the config is read
-    proc = snakemake(*args, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
-    counts = job_counts(proc.stdout)
+def test_dry_run_builds_full_dag_without_data(path, dag_dry_run):
+    # the session's one dry run of this config (tests/conftest.py): its default target's DAG
+    dry = dag_dry_run("default" if path is None else "smoke/config" if path == SMOKE else path.stem)
+    counts = dry.job_counts()
     cfg = load(path or DEFAULT)
+    assert dry.config == cfg
     runs = plan.classifier_runs(cfg)
     assert counts["train_classifier"] == len(runs)
     assert counts["predict_classifier"] == len(plan.prediction_jobs(cfg))
@@ -360,7 +357,7 @@ def test_dry_run_builds_full_dag_without_data(path, tmp_path, place_pretrained):
     else:
         assert counts["data"] == 1
         assert counts.get("oracle_train", 0) + counts.get("oracle_import", 0) == 1
-    assert not (tmp_path / "results").exists()
+    assert not (dry.workdir / "results").exists()
 
 
 def test_named_targets_dry_run(tmp_path):

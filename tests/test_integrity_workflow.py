@@ -2,9 +2,9 @@
 before computing (and before Snakemake removes any valid output), the audit flags them, and
 `--check-numbers` re-derives every number from its source.
 
-The slow tests share ONE smoke run (tests/smoke/config.yaml with a second world ``tau1.2``
-and validation on, so world, experiment and validation numbers all exist); each attack works
-on a copy of its results folder.
+The slow tests read the session's one smoke run (tests/conftest.py: tests/smoke/config.yaml with
+a second world ``tau1.2`` and validation on, so world, experiment and validation numbers all
+exist); each attack works on a copy of its results folder.
 """
 
 from __future__ import annotations
@@ -13,20 +13,16 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import h5py
 import pytest
-import yaml
 
 from oracle.workflow.audit import check_numbers, load_config
 from oracle.io.hashing import clear_hash_cache
 from oracle.workflow.provenance import read_record, write_record
 
 REPO = Path(__file__).resolve().parents[1]
-SMOKE = REPO / "tests" / "smoke" / "config.yaml"
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 from test_provenance_workflow import _audit_cli, _snakemake  # noqa: E402 - one runner for both smoke suites
 
 RUN = "results/smoke"
@@ -45,18 +41,13 @@ def _error_lines(proc: subprocess.CompletedProcess) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    """One smoke run with a second world and validation on: (workdir, configfile)."""
-    work = tmp_path_factory.mktemp("integrity-smoke")
-    cfg = yaml.safe_load(SMOKE.read_text())
-    cfg["worlds"]["tau1.2"] = {"base_temperature": 1.2}
-    cfg["validation"]["enabled"] = True
-    configfile = work / "config.yaml"
-    configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    # numbers.json (every number and its chain) and the run config the audit compares with
-    proc = _snakemake(work, "numbers", f"{RUN}/config.yaml", "--configfile", str(configfile))
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return work, configfile
+def smoke(smoke_run):
+    """The session's one smoke run (tests/conftest.py), with a second world and validation on:
+    (workdir, configfile). It holds numbers.json (every number and its chain) and the run config
+    the audit compares with."""
+    cfg = smoke_run.config
+    assert cfg["validation"]["enabled"] and cfg["worlds"]["tau1.2"] == {"base_temperature": 1.2}
+    return smoke_run.workdir, smoke_run.configfile
 
 
 @pytest.fixture

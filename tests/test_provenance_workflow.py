@@ -1,7 +1,8 @@
 """Provenance you can audit (issue 5), end to end on the smoke workflow and in small pieces.
 
-The slow tests share ONE smoke run (tests/smoke/config.yaml with validation on, so Tables 3-4,
-Figure 4 and the validation numbers exist); tampering tests work on copies of its results.
+The slow tests read the session's one smoke run (tests/conftest.py: tests/smoke/config.yaml with
+validation on, so Tables 3-4, Figure 4 and the validation numbers exist, and a second world);
+tampering tests work on copies of its results.
 The fast tests cover the record helpers, config keys, numbers.tex and the atomic writes alone.
 """
 
@@ -28,7 +29,6 @@ from oracle.workflow.config_paths import config_hash
 from oracle.workflow.provenance import read_record
 
 REPO = Path(__file__).resolve().parents[1]
-SMOKE = REPO / "tests" / "smoke" / "config.yaml"
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 RUN = "results/smoke"
 NEWCOMMAND = re.compile(r"\\newcommand\{\\([A-Za-z]+)\}\{([^{}]*)\}")
@@ -59,17 +59,12 @@ def _digits_file() -> str:
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    """One smoke run with validation on: (workdir, configfile)."""
-    work = tmp_path_factory.mktemp("prov-smoke")
-    cfg = yaml.safe_load(SMOKE.read_text())
-    cfg["validation"]["enabled"] = True
-    cfg["paper"].update(table3="validation/checks", table4="validation/summary", fig4="validation/nn_distances")
-    configfile = work / "config.yaml"
-    configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    proc = _snakemake(work, "--configfile", str(configfile))
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return work, configfile
+def smoke(smoke_run):
+    """The session's one smoke run (tests/conftest.py), with validation on and Tables 3-4 and
+    Figure 4 under their paper ids: (workdir, configfile)."""
+    cfg = smoke_run.config
+    assert cfg["validation"]["enabled"] and {"table3", "table4", "fig4"} <= set(cfg["paper"])
+    return smoke_run.workdir, smoke_run.configfile
 
 
 @pytest.fixture

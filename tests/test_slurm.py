@@ -1,14 +1,19 @@
 """The workflow on a real scheduler: `--profile slurm` against a one-node SLURM.
 
-`test_profile_bundles_classifiers` (fast, no SLURM needed) dry-runs the smoke config through the
-profile: the profile parses, and its `group-components` bundles the classifier jobs.
+`test_profile_bundles_classifiers` and `test_every_preset_dry_runs_with_the_profile` (fast, no
+SLURM needed) read the session's dry runs through the profile (tests/conftest.py): the profile
+parses, and its `group-components` bundles the classifier jobs.
 
 `test_smoke_through_slurm_equals_local_run` (slow) starts SLURM with scripts/ci/start_slurm.sh
-(no accounting database, as on many small clusters), runs the smoke config through
-`--profile slurm` and, at the same time, without a profile; then checks that every non-local job
-went through sbatch and completed, that the classifier jobs were bundled into group jobs, that
-the sbatch requests carry the config's `resources:` numbers, and that every number of the two
-runs is identical (CPU runs are deterministic).
+(no accounting database, as on many small clusters) and runs the session's smoke config
+(tests/smoke_session.py: validation on, a second world, `bundle_max_n` between the two sizes)
+through `--profile slurm`; the session's local run of the same config is the other half. It
+checks that every non-local job went through sbatch and completed (flow training, shards,
+validation, classifiers among them), that the cheap analysis rules ran where Snakemake ran and
+none went through sbatch, that scripts/ci/slurm_job_count.sh predicted the submissions, that the
+small classifiers were bundled and the large ones submitted one group job each, that the sbatch
+requests carry the config's `resources:` numbers, and that every number of the two runs is
+identical (CPU runs are deterministic).
 
 It skips, naming the reason, when SLURM cannot be started here (not installed, not root, a
 foreign slurm.conf, a daemon that fails). Set ORACLE_REQUIRE_SLURM=1 (CI does, once
@@ -17,12 +22,11 @@ scripts/ci/install_slurm.sh succeeded) to turn those skips into failures.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -32,23 +36,19 @@ import h5py
 import numpy as np
 import pytest
 import yaml
+from smoke_session import minutes
 
+from oracle.experiments import PACKAGES
 from oracle.workflow import plan
 from oracle.workflow import resources as res
 
 REPO = Path(__file__).resolve().parents[1]
-CI = REPO / "scripts" / "ci"
 PROFILE = REPO / "slurm" / "config.yaml"
-SMOKE = REPO / "tests" / "smoke" / "config.yaml"
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-SLURM_CONF = Path("/etc/slurm/slurm.conf")
-CONF_MARK = "# written by scripts/ci/start_slurm.sh"
 # Keys whose values differ between any two runs (wall-clock measurements).
 VOLATILE = re.compile(
     r"(?:^|_)(?:seconds|secs|time|wall|elapsed|duration|date|started|finished|host(?:name)?)"
     r"(?:_|s?$)"
 )
-RUN_TIMEOUT_S = 900  # the smoke run alongside a local one on 2 cores: ~5 min idle, twice that under load
 
 
 def _profile() -> dict:
@@ -64,28 +64,14 @@ def _group_size(group: str) -> int:
     return 1
 
 
-def _smoke_config() -> dict:
-    return yaml.safe_load(SMOKE.read_text())
-
-
 # ----------------------------------------------------------------------------- fast: dry run
 
 
-def _profile_dry_run(configfile: Path, workdir: Path) -> str:
-    """`snakemake --profile slurm --dry-run` of `configfile` in `workdir`; its whole output."""
-    proc = subprocess.run(
-        [*SNAKEMAKE, "--cores", "all", "--profile", "slurm", "--configfile", str(configfile),
-         "--directory", str(workdir), "--dry-run"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout + proc.stderr
-
-
-def test_profile_bundles_classifiers(tmp_path: Path) -> None:
+def test_profile_bundles_classifiers(dag_dry_run) -> None:
     """The profile parses and bundles the smoke run's classifiers (a training job and its
-    prediction jobs each) into ceil(n/K) groups."""
-    out = _profile_dry_run(SMOKE, tmp_path)
+    prediction jobs each) into ceil(n/K) groups (the session's profile dry run of the smoke
+    config, tests/conftest.py)."""
+    out = dag_dry_run("smoke/config").out
     n_classifier = len(re.findall(r"^\s*rule train_classifier:", out, re.M))
     n_groups = len(re.findall(r"Group job classifiers\b", out))
     k = _group_size("classifiers")
@@ -95,12 +81,14 @@ def test_profile_bundles_classifiers(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("preset", sorted((REPO / "presets").glob("*.yaml")), ids=lambda p: p.stem)
-def test_every_preset_dry_runs_with_the_profile(preset: Path, tmp_path: Path, place_pretrained) -> None:
+def test_every_preset_dry_runs_with_the_profile(preset: Path, dag_dry_run) -> None:
     """Each paper preset builds its whole DAG through the SLURM profile without data present,
-    and its classifier jobs are bundled into group jobs."""
+    and its classifier jobs are bundled into group jobs (the session's profile dry run of the
+    preset, tests/conftest.py, with the preset's random pretrained weights in place)."""
     cfg = yaml.safe_load(preset.read_text())
-    place_pretrained(cfg, tmp_path)  # local weights are checked when the config is read
-    out = _profile_dry_run(preset, tmp_path)
+    dry = dag_dry_run(preset.stem)
+    assert dry.config == cfg
+    out = dry.out
     groups = [res.classifier_group(cfg, plan.training_spec(cfg, r["experiment"], r["cell"])["n"])
               for r in plan.classifier_runs(cfg)]
     n_small, n_large = groups.count(res.CLASSIFIER_GROUP), groups.count(res.LARGE_CLASSIFIER_GROUP)
@@ -108,94 +96,33 @@ def test_every_preset_dry_runs_with_the_profile(preset: Path, tmp_path: Path, pl
     # small-N jobs bundled K per SLURM job; large-N jobs (bundle_max_n) one SLURM job each
     assert len(re.findall(r"Group job classifiers\b", out)) == math.ceil(n_small / _group_size("classifiers"))
     assert len(re.findall(r"Group job classifiers_large\b", out)) == n_large
-    assert not (tmp_path / "results").exists()
+    assert not (dry.workdir / "results").exists()
 
 
-# ----------------------------------------------------------------------------- SLURM fixture
+@pytest.mark.parametrize("name", ["default", *(p.stem for p in sorted((REPO / "presets").glob("*.yaml")))])
+def test_cheap_analysis_rules_run_where_snakemake_runs(name, dag_dry_run) -> None:
+    """Under the profile the tables, figures, numbers, claims and collect jobs are local rules
+    (resources.analysis.local, default true), every one of them a rule of the workflow; the
+    rules that read the samples (world_constants) or train are not. With the switch off there
+    are none (tests/test_slurm.py's run through SLURM checks where they really ran)."""
+    dry = dag_dry_run(name)
+    cfg = dry.config
+    local = res.local_analysis_rules(cfg, PACKAGES)
+    assert "local" not in cfg["resources"]["analysis"] and set(res.ANALYSIS_RULES) < set(local)
+    assert not {"world_constants", "validation_metrics", "train_classifier", "sample_shard"} & set(local)
+    # Snakemake warns, and the list is stale, when a name is not a rule of the Snakefile
+    assert "localrules directive specifies rules that are not present" not in dry.out
+    counts = dry.job_counts()
+    if name == "default":  # every kind and the validation: each rule of the list has jobs
+        assert set(local) <= set(counts), set(local) - set(counts)
+    on_the_host = sum(counts.get(r, 0) for r in local)
+    assert on_the_host >= sum(counts[r] for r in ("experiment_table", "experiment_figure", "numbers", "claims")) > 0
+    off = copy.deepcopy(cfg)
+    off["resources"]["analysis"]["local"] = False
+    assert res.local_analysis_rules(off, PACKAGES) == []
 
 
-def _require() -> bool:
-    return os.environ.get("ORACLE_REQUIRE_SLURM", "") == "1"
-
-
-def _unavailable(reason: str) -> None:
-    if _require():
-        pytest.fail(f"SLURM required (ORACLE_REQUIRE_SLURM=1) but unavailable: {reason}")
-    pytest.skip(f"SLURM unavailable: {reason}")
-
-
-def _ours_running() -> bool:
-    """A cluster from start_slurm.sh is up and its node answers."""
-    if not (SLURM_CONF.is_file() and CONF_MARK in SLURM_CONF.read_text()):
-        return False
-    try:
-        out = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True,
-                             timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return any(s.strip() in ("idle", "mix", "alloc") for s in out.splitlines())
-
-
-@pytest.fixture(scope="module")
-def slurm_cluster() -> Iterator[None]:
-    """The one-node cluster of scripts/ci: reused if already up, else started and stopped."""
-    missing = [b for b in ("slurmctld", "slurmd", "munged", "sbatch", "squeue", "scontrol")
-               if shutil.which(b) is None and not Path("/usr/sbin", b).exists()]
-    if missing:
-        _unavailable(f"not installed ({', '.join(missing)} missing); "
-                     "run scripts/ci/install_slurm.sh")
-    if _ours_running():
-        yield
-        return
-    if SLURM_CONF.is_file() and CONF_MARK not in SLURM_CONF.read_text():
-        _unavailable(f"{SLURM_CONF} was not written by scripts/ci/start_slurm.sh; "
-                     "this test only runs on its own one-node cluster")
-    if os.geteuid() != 0:
-        _unavailable("starting slurmctld/slurmd needs root (scripts/ci/start_slurm.sh)")
-    proc = subprocess.run([str(CI / "start_slurm.sh")], capture_output=True, text=True,
-                          timeout=180)
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.splitlines() if "FAILED" in ln] or \
-            (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1:]
-        # daemons that did start must not outlive the test
-        subprocess.run([str(CI / "stop_slurm.sh")], capture_output=True, text=True, timeout=120)
-        _unavailable(f"scripts/ci/start_slurm.sh exited {proc.returncode}: {lines[0]}")
-    try:
-        yield
-    finally:
-        subprocess.run([str(CI / "stop_slurm.sh")], capture_output=True, text=True, timeout=120)
-
-
-# ----------------------------------------------------------------------------- helpers
-
-
-def _start(args: list[str], log: Path) -> subprocess.Popen:
-    handle = log.open("w")
-    return subprocess.Popen(args, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-
-
-def _finish(proc: subprocess.Popen, log: Path, what: str) -> str:
-    try:
-        proc.wait(timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{what} did not finish in {RUN_TIMEOUT_S} s; log tail:\n"
-                    + log.read_text()[-4000:])
-    text = log.read_text()
-    assert proc.returncode == 0, f"{what} exited {proc.returncode}; log tail:\n{text[-4000:]}"
-    return text
-
-
-def _run_id(log_text: str) -> str | None:
-    found = re.search(r"SLURM run ID: (\S+)", log_text)
-    return found.group(1) if found else None
-
-
-def _cancel_run(log: Path) -> None:
-    """scancel what is left of the run in `log` (its jobs share the run id as job name)."""
-    run_id = _run_id(log.read_text()) if log.is_file() else None
-    if run_id:
-        subprocess.run(["scancel", "--name", run_id], capture_output=True, timeout=30)
+# ----------------------------------------------------------------------------- slow: the run
 
 
 def _numbers(obj: Any, path: str = "") -> Iterator[tuple[str, float]]:
@@ -211,70 +138,28 @@ def _numbers(obj: Any, path: str = "") -> Iterator[tuple[str, float]]:
         yield path, obj
 
 
-def _scontrol(jobid: str) -> dict[str, str]:
-    out = subprocess.run(["scontrol", "-o", "show", "job", jobid], capture_output=True,
-                         text=True, timeout=30).stdout
-    return dict(tok.split("=", 1) for tok in out.split() if "=" in tok)
-
-
-def _minutes(limit: str) -> int:
-    """SLURM time limit `[D-]HH:MM:SS` in minutes."""
-    days, _, hms = limit.rpartition("-")
-    h, m, s = (int(x) for x in hms.split(":"))
-    return int(days or 0) * 1440 + h * 60 + m + math.ceil(s / 60)
-
-
-def _slurm_jobs(workdir: Path) -> dict[str, str]:
-    """SLURM job id -> the plugin's log folder (rule_<rule> or group_<group>_<rules>)."""
-    jobs = {}
-    for log in (workdir / ".snakemake" / "slurm_logs").rglob("*.log"):
-        top = log.relative_to(workdir / ".snakemake" / "slurm_logs").parts[0]
-        jobs[log.stem] = top
-    return jobs
-
-
-# ----------------------------------------------------------------------------- slow: the run
+def _classifier_limits(cfg: dict) -> dict[str, list[int]]:
+    """group -> the time limit (minutes) of each classifier of that group: its training job's
+    runtime plus one prediction job's per evaluation set."""
+    n_max = plan.largest_training_size(cfg)
+    out: dict[str, list[int]] = {}
+    for run in plan.classifier_runs(cfg):
+        n = plan.training_spec(cfg, run["experiment"], run["cell"])["n"]
+        minutes_ = res.classifier_runtime(cfg, n, n_max) + \
+            len(plan.evaluation_sets(cfg, run["experiment"])) * res.prediction_runtime(cfg)
+        out.setdefault(res.classifier_group(cfg, n), []).append(minutes_)
+    return out
 
 
 @pytest.mark.slow
-def test_smoke_through_slurm_equals_local_run(slurm_cluster: None, tmp_path: Path) -> None:
-    local_dir, slurm_dir = tmp_path / "local", tmp_path / "slurm"
-    local_dir.mkdir()
-    slurm_dir.mkdir()
-    common = ["--cores", "all", "--configfile", str(SMOKE)]
-    procs: list[subprocess.Popen] = []
-    try:
-        # The two runs overlap: the SLURM one spends most of its time waiting on the scheduler.
-        local = _start([*SNAKEMAKE, *common, "--directory", str(local_dir)],
-                       tmp_path / "local.log")
-        procs.append(local)
-        slurm = _start(
-            [*SNAKEMAKE, *common, "--profile", "slurm", "--directory", str(slurm_dir),
-             # quicker polling than a shared cluster wants, and no retries to hide a failure
-             "--slurm-init-seconds-before-status-checks", "2",
-             "--seconds-between-status-checks", "2", "--retries", "0",
-             "--slurm-keep-successful-logs"],
-            tmp_path / "slurm.log",
-        )
-        procs.append(slurm)
-        slurm_log = _finish(slurm, tmp_path / "slurm.log", "snakemake --profile slurm")
-        local_log = _finish(local, tmp_path / "local.log", "local snakemake")
-    finally:
-        for proc in procs:  # only the sessions started above
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        _cancel_run(tmp_path / "slurm.log")
+def test_smoke_through_slurm_equals_local_run(smoke_run, smoke_slurm_run) -> None:
+    cfg = smoke_slurm_run.config
+    assert cfg == smoke_run.config
+    slurm_log, local_log = smoke_slurm_run.log, smoke_run.log
 
     # -- every job that is not a localrule went through sbatch and completed
-    run_id = _run_id(slurm_log)
-    assert run_id, "no 'SLURM run ID' in the log: did the slurm executor run?"
-    queue = subprocess.run(
-        ["squeue", "--states=all", "--noheader", "--name", run_id, "--format=%i|%T"],
-        capture_output=True, text=True, timeout=30, check=True,
-    ).stdout
-    states = dict(line.split("|") for line in queue.split())
-    jobs = _slurm_jobs(slurm_dir)
+    assert smoke_slurm_run.run_id, "no 'SLURM run ID' in the log: did the slurm executor run?"
+    states, jobs = smoke_slurm_run.states, smoke_slurm_run.jobs
     assert states and set(states) == set(jobs), (states, jobs)
     assert set(states.values()) == {"COMPLETED"}, states
 
@@ -282,37 +167,58 @@ def test_smoke_through_slurm_equals_local_run(slurm_cluster: None, tmp_path: Pat
     ran_locally = set(re.findall(r"^\s*localrule (\w+):", slurm_log, re.M))
     all_rules = set(re.findall(r"^\s*localrule (\w+):", local_log, re.M))
     assert all_rules == set(submitted) | ran_locally, (all_rules, submitted, ran_locally)
-    assert "oracle_train" in submitted and "train_classifier" in submitted and "predict_classifier" in submitted
+    # the work went through sbatch: flow training, the shards, the validation and the classifiers
+    assert {"oracle_train", "sample_shard", "validation_metrics", "train_classifier", "predict_classifier"} <= \
+        set(submitted), submitted
 
-    # -- classifiers were bundled (training and prediction together): ceil(n / K) group
-    # submissions instead of one per job
-    n_classifier = submitted.count("train_classifier")
-    n_jobs = n_classifier + submitted.count("predict_classifier")
-    groups = [j for j, top in jobs.items() if top.startswith("group_classifiers")]
-    assert len(groups) == math.ceil(n_classifier / _group_size("classifiers")) < n_classifier
+    # -- the cheap analysis rules ran where Snakemake ran (resources.analysis.local, on by default)
+    analysis = set(res.local_analysis_rules(cfg, PACKAGES)) & all_rules
+    assert {"experiment_table", "experiment_figure", "experiment_numbers", "scaling_collect", "world_numbers",
+            "numbers", "claims", "validation_table", "validation_nn_distances", "validation_numbers"} <= analysis
+    assert analysis <= ran_locally and not analysis & set(submitted), (analysis, submitted)
+    # ... and scripts/ci/slurm_job_count.sh, which the SLURM tables are made of, counted the submissions
+    count = subprocess.run(["bash", str(REPO / "scripts/ci/slurm_job_count.sh"), str(smoke_slurm_run.configfile)],
+                           cwd=REPO, capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "SNAKEMAKE": str(Path(sys.executable).with_name("snakemake")),
+                                "PYTHON": sys.executable})
+    assert count.returncode == 0, count.stderr[-3000:]
+    assert f" sbatch_submissions={len(states)} " in count.stdout, (count.stdout, len(states))
+
+    # -- classifiers were bundled (training and prediction together): the small-N ones ceil(n / K)
+    # per group submission instead of one per job, the large-N ones (resources.classifiers.
+    # bundle_max_n) one group job each
+    limits = _classifier_limits(cfg)
+    n_small, n_large = len(limits[res.CLASSIFIER_GROUP]), len(limits[res.LARGE_CLASSIFIER_GROUP])
+    assert submitted.count("train_classifier") == n_small + n_large
+    small = [j for j, top in jobs.items() if top.startswith(f"group_{res.CLASSIFIER_GROUP}_")
+             and not top.startswith(f"group_{res.LARGE_CLASSIFIER_GROUP}_")]
+    large = [j for j, top in jobs.items() if top.startswith(f"group_{res.LARGE_CLASSIFIER_GROUP}_")]
+    assert len(small) == math.ceil(n_small / _group_size("classifiers")) < n_small, (small, n_small)
+    assert len(large) == n_large > 0, (large, n_large)
     assert not any(top in ("rule_train_classifier", "rule_predict_classifier") for top in jobs.values())
     for top in {t for t in jobs.values() if not t.startswith("group_classifiers")}:
         assert top.removeprefix("rule_") in submitted, top
 
     # -- the sbatch requests carry the config's resources (single jobs) and the group's sum
-    resources = _smoke_config()["resources"]
+    resources = cfg["resources"]
     oracle = [j for j, top in jobs.items() if top == "rule_oracle_train"]
     assert len(oracle) == 1
-    info = _scontrol(oracle[0])
-    assert _minutes(info["TimeLimit"]) == resources["oracle"]["runtime"], info["TimeLimit"]
+    info = smoke_slurm_run.requests[oracle[0]]
+    assert minutes(info["TimeLimit"]) == resources["oracle"]["runtime"], info["TimeLimit"]
     assert info["MinMemoryNode"] == f"{resources['oracle']['mem_mb']}M", info["MinMemoryNode"]
     assert int(info["CPUs/Task"]) == resources["oracle"]["cpus"], info["CPUs/Task"]
     # members run one after another inside a group job: time adds up, memory and CPUs do not
-    if len(groups) == 1:
-        info = _scontrol(groups[0])
-        runtime = resources["classifiers"]["runtime"]
-        assert _minutes(info["TimeLimit"]) == n_classifier * runtime + (n_jobs - n_classifier) * min(runtime, 5)
-        assert info["MinMemoryNode"] == f"{resources['classifiers']['mem_mb']}M"
-        assert int(info["CPUs/Task"]) == resources["classifiers"]["cpus"]
+    requests = smoke_slurm_run.requests
+    assert submitted.count("predict_classifier") == len(plan.prediction_jobs(cfg))
+    if len(small) == 1:
+        assert minutes(requests[small[0]]["TimeLimit"]) == sum(limits[res.CLASSIFIER_GROUP])
+    assert sorted(minutes(requests[j]["TimeLimit"]) for j in large) == sorted(limits[res.LARGE_CLASSIFIER_GROUP])
+    for j in small + large:
+        assert requests[j]["MinMemoryNode"] == f"{resources['classifiers']['mem_mb']}M"
+        assert int(requests[j]["CPUs/Task"]) == resources["classifiers"]["cpus"]
 
     # -- identical numbers: every JSON (classifier metrics, numbers.json, ...) ...
-    local_res = local_dir / "results" / _smoke_config()["run"]
-    slurm_res = slurm_dir / "results" / _smoke_config()["run"]
+    local_res, slurm_res = smoke_run.results, smoke_slurm_run.results
     # (.usage.json: the local job server's measure of a job, beside its log; SLURM runs jobs inline)
     jsons = sorted(p.relative_to(local_res) for p in local_res.rglob("*.json")
                    if not p.name.endswith((".prov.json", ".usage.json")))

@@ -6,6 +6,7 @@ repository's results/. Marked slow: `make test-fast` skips it.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -58,20 +59,19 @@ def log_softmax(a: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    work = tmp_path_factory.mktemp("smoke")
-    proc = snakemake(work, "--configfile", str(SMOKE))
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return work / "results" / "smoke"
+def results(smoke_run) -> Path:
+    """results/smoke of the session's one smoke run (tests/conftest.py, tests/smoke_session.py:
+    tests/smoke/config.yaml with validation, a second world and bundle_max_n added)."""
+    return smoke_run.results
 
 
 # ----------------------------------------------------------------------------- the smoke run
 
 
-def test_samples_are_complete_and_merged_virtually(smoke_run):
+def test_samples_are_complete_and_merged_virtually(results):
     cfg = smoke_config()
     n_total, n_shards = cfg["samples"]["n_total"], cfg["samples"]["n_shards"]
-    shards = sorted((smoke_run / "samples" / "base").glob("shard-*.h5"))
+    shards = sorted((results / "samples" / "base").glob("shard-*.h5"))
     assert [p.name for p in shards] == [f"shard-{i:04d}.h5" for i in range(n_shards)]
     rows = 0
     for p in shards:
@@ -80,8 +80,8 @@ def test_samples_are_complete_and_merged_virtually(smoke_run):
             rows += f["x"].shape[0]
             assert np.isfinite(f["loglik"][()]).all()
     assert rows == n_total
-    assert not list((smoke_run / "samples" / "base").glob(".*partial"))
-    with h5py.File(smoke_run / "samples" / "base" / "all.h5", "r") as f:
+    assert not list((results / "samples" / "base").glob(".*partial"))
+    with h5py.File(results / "samples" / "base" / "all.h5", "r") as f:
         for name in ("x", "source_class", "label", "loglik", "index"):
             assert f[name].is_virtual, name
         # T = 1: the world's label is the class each sample was drawn from (DESIGN rule 8)
@@ -89,13 +89,13 @@ def test_samples_are_complete_and_merged_virtually(smoke_run):
         assert f["x"].shape[0] == n_total
         np.testing.assert_array_equal(np.sort(f["index"][()]), np.arange(n_total))
         assert f["loglik"].shape == (n_total, 10)
-    assert (smoke_run / "samples" / "base" / "all.h5").stat().st_size < 64 * 1024  # no copy of the data
+    assert (results / "samples" / "base" / "all.h5").stat().st_size < 64 * 1024  # no copy of the data
 
 
-def test_tables_are_sane(smoke_run):
+def test_tables_are_sane(results):
     cfg = smoke_config()
     exp = cfg["experiments"]["scaling"]
-    tables = smoke_run / "scaling" / "scaling" / "tables"
+    tables = results / "scaling" / "scaling" / "tables"
     t1 = pd.read_csv(tables / "accuracy_vs_bayes.csv")
     assert len(t1) == len(exp["archs"])
     assert set(t1["Architecture"]) == {cfg["classifiers"]["archs"][a]["label"] for a in exp["archs"]}
@@ -115,26 +115,26 @@ def test_tables_are_sane(smoke_run):
     assert "(paper Table 1)" in (tables / "accuracy_vs_bayes.md").read_text()
 
 
-def test_figures_exist(smoke_run):
+def test_figures_exist(results):
     for stem in ("scaling_panels", "epistemic_curves"):
-        pdf = (smoke_run / "scaling" / "scaling" / "figures" / f"{stem}.pdf").read_bytes()
-        png = (smoke_run / "scaling" / "scaling" / "figures" / f"{stem}.png").read_bytes()
+        pdf = (results / "scaling" / "scaling" / "figures" / f"{stem}.pdf").read_bytes()
+        png = (results / "scaling" / "scaling" / "figures" / f"{stem}.png").read_bytes()
         assert pdf.startswith(b"%PDF") and png.startswith(b"\x89PNG") and len(png) > 10_000
 
 
-def test_numbers_match_an_independent_computation(smoke_run):
-    numbers = json.loads((smoke_run / "numbers.json").read_text())
+def test_numbers_match_an_independent_computation(results):
+    numbers = json.loads((results / "numbers.json").read_text())
     for key in ("aleatoric_floor", "bayes_error", "bayes_accuracy", "mutual_information",
                 "normalized_mutual_information"):
         assert f"world.base.{key}" in numbers
     for key, entry in numbers.items():
         assert {"value", "unit", "artifact", "description"} <= set(entry), key
-        assert (smoke_run.parents[1] / entry["artifact"]).exists(), entry["artifact"]
+        assert (results.parents[1] / entry["artifact"]).exists(), entry["artifact"]
     archs = smoke_config()["experiments"]["scaling"]["archs"]
     assert {f"scaling.alpha.{a}" for a in archs} <= set(numbers)
     numbers = {k.removeprefix("world.base."): v for k, v in numbers.items()}
     # world constants from the raw log-likelihoods, by numpy: uniform prior, T = 1
-    with h5py.File(smoke_run / "samples" / "base" / "all.h5", "r") as f:
+    with h5py.File(results / "samples" / "base" / "all.h5", "r") as f:
         ll = f["loglik"][()]
     log_p = log_softmax(ll)
     p = np.exp(log_p)
@@ -146,25 +146,25 @@ def test_numbers_match_an_independent_computation(smoke_run):
     assert math.isclose(numbers["bayes_error"]["value"] + numbers["bayes_accuracy"]["value"], 1.0, rel_tol=1e-9)
     assert math.isclose(numbers["mutual_information"]["value"], math.log2(k) - h.mean() / math.log(2), rel_tol=1e-9)
     assert 0 <= numbers["normalized_mutual_information"]["value"] <= 1
-    tex = (smoke_run / "numbers.tex").read_text()
+    tex = (results / "numbers.tex").read_text()
     assert "\\newcommand{\\numWorldBaseAleatoricFloor}" in tex
     assert "\\newcommand{\\paperFigTwo}{results/smoke/scaling/scaling/figures/scaling_panels}" in tex
     # the claims table: one row per finding, each with a verdict (oracle.report.claims)
-    claims = pd.read_csv(smoke_run / "claims.csv")
+    claims = pd.read_csv(results / "claims.csv")
     assert len(claims) == len(FINDINGS) and set(claims["verdict"]) <= {"supported", "contradicted", "unresolved", "not run"}
-    assert "Verdicts:" in (smoke_run / "claims.md").read_text()
+    assert "Verdicts:" in (results / "claims.md").read_text()
 
 
-def test_classifier_metrics_match_their_predictions(smoke_run):
+def test_classifier_metrics_match_their_predictions(results):
     cfg = smoke_config()
     exp = cfg["experiments"]["scaling"]
-    with h5py.File(smoke_run / "samples" / "base" / "all.h5", "r") as f:
+    with h5py.File(results / "samples" / "base" / "all.h5", "r") as f:
         ll, labels = f["loglik"][()], f["label"][()]
-    df = pd.read_csv(smoke_run / "scaling" / "scaling" / "data" / "runs.csv")
+    df = pd.read_csv(results / "scaling" / "scaling" / "data" / "runs.csv")
     assert len(df) == len(exp["archs"]) * len(exp["sizes"]) * len(exp["seeds"])
     assert np.allclose(df["total"], df["aleatoric"] + df["epistemic"], rtol=1e-9)
     for _, row in df.iterrows():
-        folder = smoke_run / "classifiers" / "scaling" / row["arch"] / f"N{row['N']}" / f"seed{row['seed']}"
+        folder = results / "classifiers" / "scaling" / row["arch"] / f"N{row['N']}" / f"seed{row['seed']}"
         with h5py.File(folder / "predictions" / "base.h5", "r") as f:
             log_q, index = f["log_q"][()], f["index"][()]
         assert len(index) == cfg["splits"]["test_size"]
@@ -183,22 +183,22 @@ def test_classifier_metrics_match_their_predictions(smoke_run):
         assert all(0 <= h["curve_acc"] <= 1 and h["curve_epistemic"] >= 0 for h in scored)
 
 
-def test_every_artifact_has_provenance_log_and_benchmark(smoke_run):
-    artifacts = [p for p in smoke_run.rglob("*") if p.is_file() and p.suffix in {".h5", ".pt", ".json", ".csv", ".md", ".tex", ".pdf", ".png", ".jsonl", ".yaml"}
+def test_every_artifact_has_provenance_log_and_benchmark(results):
+    artifacts = [p for p in results.rglob("*") if p.is_file() and p.suffix in {".h5", ".pt", ".json", ".csv", ".md", ".tex", ".pdf", ".png", ".jsonl", ".yaml"}
                  and not p.name.endswith(".prov.json") and "logs" not in p.parts and "benchmarks" not in p.parts
                  and "ckpt" not in p.parts]
     assert len(artifacts) > 20
-    missing = [str(p.relative_to(smoke_run)) for p in artifacts if not p.with_name(p.name + ".prov.json").exists()]
+    missing = [str(p.relative_to(results)) for p in artifacts if not p.with_name(p.name + ".prov.json").exists()]
     assert not missing, missing
-    assert (smoke_run / "logs" / "oracle_train.log").exists()
-    assert (smoke_run / "benchmarks" / "oracle_train.tsv").exists()
-    record = json.loads((smoke_run / "scaling" / "scaling" / "tables" / "epistemic_vs_n.csv.prov.json").read_text())
+    assert (results / "logs" / "oracle_train.log").exists()
+    assert (results / "benchmarks" / "oracle_train.tsv").exists()
+    record = json.loads((results / "scaling" / "scaling" / "tables" / "epistemic_vs_n.csv.prov.json").read_text())
     assert record["rule"] == "experiment_table" and any(k.endswith("data/runs.csv") for k in record["inputs"])
 
 
 def test_effective_config_is_the_run_config(smoke_run):
-    effective = yaml.safe_load((smoke_run / "config.yaml").read_text())
-    expected = smoke_config()
+    effective = yaml.safe_load((smoke_run.results / "config.yaml").read_text())
+    expected = copy.deepcopy(smoke_run.config)
     for e in expected["experiments"].values():  # schema defaults are filled in
         e.setdefault("hard_label", "label")
     assert "job_server" not in effective  # the switch is the environment's (ORACLE_JOB_SERVER), not the config's
@@ -206,25 +206,26 @@ def test_effective_config_is_the_run_config(smoke_run):
 
 
 def test_rerun_is_a_no_op(smoke_run):
-    proc = snakemake(smoke_run.parents[1], "--configfile", str(SMOKE), "-n")
+    proc = snakemake(smoke_run.workdir, "--configfile", str(smoke_run.configfile), "-n")
     assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr
 
 
-def test_second_run_is_bit_identical(smoke_run, tmp_path):
+def test_second_run_is_bit_identical(results, smoke_second_run):
     """Flow training, sampling, splits, classifiers and every number are deterministic on CPU,
     and the files are byte-reproducible: flow.pt (torch.save embeds no temporary name), the
     shards and numbers.json have the same sha256 in two identical runs, so provenance hashes
-    downstream agree too."""
+    downstream agree too. The second run is the session's run of the same config through the
+    SLURM profile where the test cluster runs (tests/conftest.py), else a second local run."""
     from oracle.io.hashing import file_sha256
 
-    proc = snakemake(tmp_path, "--configfile", str(SMOKE))
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    again = tmp_path / "results" / "smoke"
+    again = smoke_second_run.results
+    assert again != results
+    assert (again / "config.yaml").read_bytes() == (results / "config.yaml").read_bytes()  # the same effective config
     for rel in ("oracle/flow.pt", "samples/base/shard-0000.h5", "samples/base/shard-0001.h5", "splits/base.h5",
                 "numbers.json", "numbers.tex"):
-        assert file_sha256(smoke_run / rel) == file_sha256(again / rel), rel
-    for pred in sorted((smoke_run / "classifiers").rglob("predictions/*.h5")):
-        with h5py.File(pred, "r") as f, h5py.File(again / pred.relative_to(smoke_run), "r") as g:
+        assert file_sha256(results / rel) == file_sha256(again / rel), rel
+    for pred in sorted((results / "classifiers").rglob("predictions/*.h5")):
+        with h5py.File(pred, "r") as f, h5py.File(again / pred.relative_to(results), "r") as g:
             np.testing.assert_array_equal(f["log_q"][()], g["log_q"][()])
 
 
@@ -367,7 +368,7 @@ def test_stale_flow_checkpoint_of_another_setting_is_not_resumed(tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_multi_gpu_training_relaunches_under_torchrun(smoke_run, tmp_path):
+def test_multi_gpu_training_relaunches_under_torchrun(results, tmp_path):
     """resources.oracle.gpus > 1 starts torchrun (here 2 CPU processes with gloo): DDP over
     halves of each batch trains the same flow as one process, up to float summation order."""
     import torch
@@ -377,10 +378,10 @@ def test_multi_gpu_training_relaunches_under_torchrun(smoke_run, tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     log = (tmp_path / "results" / "smoke" / "logs" / "oracle_train.log").read_text()
     assert "torch.distributed.run" in log and "--nproc_per_node 2" in log and "rank 1:" in log
-    a = torch.load(smoke_run / "oracle" / "flow.pt", weights_only=True)["state_dict"]
+    a = torch.load(results / "oracle" / "flow.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "results" / "smoke" / "oracle" / "flow.pt", weights_only=True)["state_dict"]
     for k in a:  # Adam amplifies float-order differences a little over 60 steps
         torch.testing.assert_close(a[k], b[k], rtol=1e-2, atol=1e-3)
     losses = [[json.loads(line)["loss"] for line in (d / "oracle" / "train_log.jsonl").read_text().splitlines()]
-              for d in (smoke_run, tmp_path / "results" / "smoke")]
+              for d in (results, tmp_path / "results" / "smoke")]
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4)

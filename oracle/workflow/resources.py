@@ -10,7 +10,7 @@ import math
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from oracle.errors import ConfigError
@@ -48,6 +48,36 @@ def rule_resources(config: Mapping, stage: str) -> dict:
     if r["partition"]:
         out["slurm_partition"] = r["partition"]
     return out
+
+
+#: The cheap analysis rules: each reads small files (metrics and constants JSON, the collected CSV
+#: tables, the numbers parts) and writes tables, figures, numbers or claims in a second or two.
+#: Under a cluster executor each would otherwise be a job of its own that pays a queue wait and
+#: 10-20 s of Snakemake start-up and imports; with `resources.analysis.local` (default true) they
+#: run where Snakemake runs (docs/slurm.md). `world_constants` is not one of them: it reads every
+#: sample's log-likelihoods (400 MB for ImageNet's 50,000 x 1,000).
+ANALYSIS_RULES = ("experiment_table", "experiment_figure", "experiment_numbers", "world_numbers", "numbers",
+                  "claims", "validation_table", "validation_nn_distances", "validation_samples_grid",
+                  "validation_numbers")
+
+
+def collect_rule(kind: str) -> str:
+    """The name of experiment kind `kind`'s collect rule (rules/experiments.smk)."""
+    return f"{kind}_collect"
+
+
+def analysis_local(config: Mapping) -> bool:
+    """`resources.analysis.local`: whether the cheap analysis rules run where Snakemake runs
+    (default true; false submits each as a cluster job of its own, as any other rule)."""
+    return bool(config["resources"]["analysis"].get("local", True))
+
+
+def local_analysis_rules(config: Mapping, kinds: Iterable[str]) -> list[str]:
+    """The analysis rules that run where Snakemake runs under `config`: `ANALYSIS_RULES` and the
+    collect rule of every kind in `kinds`, or none when resources.analysis.local is false."""
+    if not analysis_local(config):
+        return []
+    return [*ANALYSIS_RULES, *map(collect_rule, kinds)]
 
 
 CLASSIFIER_GROUP = "classifiers"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # How many SLURM jobs `snakemake --profile slurm` submits for a config, from a dry run
-# (no SLURM needed): every job minus the local rules, with the classifier jobs bundled
+# (no SLURM needed): every job minus the local rules (the cheap analysis rules among them,
+# unless the config's resources.analysis.local is false), with the classifier jobs bundled
 # into group jobs by the profile's group-components.
 #
 #   scripts/ci/slurm_job_count.sh [CONFIG.yaml] [EXTRA SNAKEMAKE ARGS...]
@@ -21,8 +22,13 @@ if [ -n "$config" ]; then "${PYTHON:-.venv/bin/python}" scripts/ci/place_pretrai
 verbose=$("$SNAKEMAKE" --cores all --profile slurm --dry-run --directory "$workdir" \
     ${config:+--configfile "$config"} "$@" 2>&1) || { echo "$verbose" | tail -20 >&2; exit 1; }
 
-# Local rules as the Snakefile declares them (`localrules:` block).
-mapfile -t local_rules < <(awk '/^localrules:/{f=1; next} f && /^[[:space:]]+[A-Za-z_]/{gsub(/[ ,\t]/,""); print; next} f{exit}' Snakefile)
+# Local rules: the Snakefile's `localrules:` block, and the cheap analysis rules unless the
+# config sets resources.analysis.local to false (oracle.workflow.resources.local_analysis_rules).
+mapfile -t local_rules < <(awk '/^localrules:/{f=1; next} f && /^[[:space:]]+[A-Za-z_]/{gsub(/[ ,\t]/,""); print; next} f{exit}' Snakefile
+    "${PYTHON:-.venv/bin/python}" -c 'import sys, yaml
+from oracle.experiments import PACKAGES
+from oracle.workflow.resources import local_analysis_rules
+print("\n".join(local_analysis_rules(yaml.safe_load(open(sys.argv[1])), PACKAGES)))' "${config:-config.yaml}")
 total=$(awk '/^total[[:space:]]/{print $2; exit}' <<<"$verbose")
 count_rule() { awk -v r="$1" '$1==r && $2 ~ /^[0-9]+$/ {n=$2; exit} END {print n+0}' <<<"$verbose"; }
 n_local=0
