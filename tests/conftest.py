@@ -4,6 +4,7 @@ import dataclasses
 import re
 import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -86,7 +87,7 @@ def _place(cfg: dict, workdir, weights) -> None:
                 os.symlink(weights(arch.get("model", name)), dest)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def place_pretrained(_random_timm_weights):
     """``place(cfg, workdir)``: put a random-weight state dict of the right architecture at
     every relative ``classifiers.archs.<arch>.pretrained`` file of ``cfg`` under ``workdir``.
@@ -128,30 +129,43 @@ class DryRun:
                 for b in blocks]
 
 
+def _dry_run(path: Path | None, cfg: dict, workdir: Path) -> DryRun:
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "all", "--profile", "slurm", "--directory", str(workdir),
+           "--dry-run", "all", *(cfg.get("paper") or {}), *(["--configfile", str(path)] if path else [])]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return DryRun(cfg, workdir, proc.stdout + proc.stderr)
+
+
 @pytest.fixture(scope="session")
 def dag_dry_run(tmp_path_factory, _random_timm_weights):
     """``get(name) -> DryRun`` of a `DAG_CONFIGS` name, run once per test session: Snakemake's
     start-up, the config checks (timm) and the DAG of a preset take 8-17 s, and the DAG tests of
     tests/test_config.py, tests/test_slurm.py and tests/test_paper_map.py all read the same DAG.
     Through the SLURM profile (from the repository root, where `--profile slurm` resolves), with
-    the default target and every paper id as targets, in a working directory with no data."""
-    cache: dict[str, DryRun] = {}
+    the default target and every paper id as targets, in a working directory with no data.
 
-    def get(name: str) -> DryRun:
-        if name not in cache:
+    The first call starts the dry runs of every config, two at a time (each is one busy process,
+    and pytest runs one test at a time: the second core would idle), the asked one first; a
+    session that ends before it needs the rest drops those not yet started."""
+    pool = ThreadPoolExecutor(max_workers=2)
+    runs: dict[str, Future] = {}
+
+    def start(name: str) -> None:
+        if name not in runs:
             path = DAG_CONFIGS[name]
             cfg = yaml.safe_load((path or REPO / "config.yaml").read_text())
             workdir = tmp_path_factory.mktemp("dag")
             _place(cfg, workdir, _random_timm_weights)  # local weights are checked when the config is read
-            cmd = [sys.executable, "-m", "snakemake", "--cores", "all", "--profile", "slurm", "--directory",
-                   str(workdir), "--dry-run", "all", *(cfg.get("paper") or {})]
-            proc = subprocess.run([*cmd, *(["--configfile", str(path)] if path else [])], cwd=REPO,
-                                  capture_output=True, text=True, timeout=600)
-            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-            cache[name] = DryRun(cfg, workdir, proc.stdout + proc.stderr)
-        return cache[name]
+            runs[name] = pool.submit(_dry_run, path, cfg, workdir)
 
-    return get
+    def get(name: str) -> DryRun:
+        for other in (name, *DAG_CONFIGS):
+            start(other)
+        return runs[name].result()
+
+    yield get
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 # ----------------------------------------------------------------------------- the shared smoke run
@@ -180,12 +194,42 @@ def slurm_cluster():
             stop_cluster()
 
 
-@pytest.fixture(scope="session")
-def smoke_slurm_run(slurm_cluster, smoke_run, tmp_path_factory):
-    """The shared smoke run's config run again through `--profile slurm` on the test cluster."""
-    from smoke_session import run_through_slurm
+#: The session fixtures that read the run of the smoke config through SLURM.
+_SLURM_RUN_USERS = ("smoke_slurm_run", "smoke_second_run")
 
-    return run_through_slurm(tmp_path_factory.mktemp("smoke-slurm") / "work", smoke_run.config)
+
+@pytest.fixture(scope="session", autouse=True)
+def _slurm_run_in_background(request, tmp_path_factory):
+    """When a selected test reads the smoke run through SLURM, start it as the session starts:
+    it spends most of its time waiting on the scheduler and on each job's start-up of Snakemake
+    (about 7 min on the idle 2-core machine, a few CPU-seconds at a time), so the tests before it
+    run meanwhile. Where SLURM cannot run, nothing starts here and `smoke_slurm_run` says why."""
+    from smoke_session import SlurmRunInBackground, smoke_config
+
+    runs = {}
+    if any(set(_SLURM_RUN_USERS) & set(item.fixturenames) for item in request.session.items):
+        try:
+            request.getfixturevalue("slurm_cluster")
+        except (pytest.skip.Exception, pytest.fail.Exception):
+            pass  # cached: smoke_slurm_run asks again and skips or fails with the reason
+        else:
+            runs["smoke"] = SlurmRunInBackground(tmp_path_factory.mktemp("smoke-slurm") / "work", smoke_config())
+    yield runs
+    for run in runs.values():
+        run.stop()
+
+
+@pytest.fixture(scope="session")
+def smoke_slurm_run(slurm_cluster, _slurm_run_in_background, tmp_path_factory):
+    """The shared smoke run's config run again through `--profile slurm` on the test cluster
+    (started with the session, see `_slurm_run_in_background`)."""
+    from smoke_session import SlurmRunInBackground, smoke_config
+
+    run = _slurm_run_in_background.get("smoke")
+    if run is None:  # a session that selected no test of it at the start (pytest's -k, --lf ...)
+        run = SlurmRunInBackground(tmp_path_factory.mktemp("smoke-slurm") / "work", smoke_config())
+        _slurm_run_in_background["smoke"] = run
+    return run.result()
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -161,40 +162,61 @@ def _slurm_jobs(workdir: Path) -> dict[str, str]:
     return {log.stem: log.relative_to(logs).parts[0] for log in logs.rglob("*.log")}
 
 
-def run_through_slurm(workdir: Path, cfg: dict) -> SlurmRun:
+class SlurmRunInBackground:
     """`cfg` run to its default target in `workdir` through the repository's SLURM profile (from
-    the repository root, where `--profile slurm` resolves), with quick status polling."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    configfile = workdir / "config.yaml"
-    configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    log = workdir.parent / f"{workdir.name}.log"
-    with log.open("w") as handle:
-        proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "all", "--configfile", str(configfile),
-                                 "--profile", "slurm", "--directory", str(workdir), *SLURM_ARGS],
-                                cwd=REPO, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
+    the repository root, where `--profile slurm` resolves), with quick status polling, started at
+    once; `result()` waits for it. A watcher thread asks the scheduler about the run's jobs the
+    moment it ends: a finished job stays in squeue for the cluster's MinJobAge only, and the
+    tests that read the run may come much later in the session."""
+
+    def __init__(self, workdir: Path, cfg: dict) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir, self.cfg = workdir, cfg
+        self.configfile = workdir / "config.yaml"
+        self.configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        self.log = workdir.parent / f"{workdir.name}.log"
+        with self.log.open("w") as handle:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "snakemake", "--cores", "all", "--configfile", str(self.configfile),
+                 "--profile", "slurm", "--directory", str(workdir), *SLURM_ARGS],
+                cwd=REPO, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+        self._scheduler: dict = {"run_id": None, "states": {}, "requests": {}}
+        self._watcher = threading.Thread(target=self._watch, daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
         try:
-            proc.wait(timeout=RUN_TIMEOUT_S)
+            self.proc.wait(timeout=RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"snakemake --profile slurm did not finish in {RUN_TIMEOUT_S} s; log tail:\n"
-                        + log.read_text()[-4000:])
-        text = log.read_text()
-        assert proc.returncode == 0, f"snakemake --profile slurm exited {proc.returncode}; log tail:\n{text[-4000:]}"
-        run_id = _run_id(text)
+            self.stop()
+        run_id = _run_id(self.log.read_text())
         states = {}
-        if run_id:
+        if run_id and self.proc.returncode == 0:
             queue = subprocess.run(["squeue", "--states=all", "--noheader", "--name", run_id, "--format=%i|%T"],
-                                   capture_output=True, text=True, timeout=30, check=True).stdout
+                                   capture_output=True, text=True, timeout=30).stdout
             states = dict(line.split("|") for line in queue.split())
-        return SlurmRun(workdir, configfile, cfg, text, run_id, states, _slurm_jobs(workdir),
-                        {job: _scontrol(job) for job in states})
-    finally:
-        if proc.poll() is None:  # only the session started above
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        run_id = _run_id(log.read_text()) if log.is_file() else None
+        self._scheduler = {"run_id": run_id, "states": states, "requests": {job: _scontrol(job) for job in states}}
         if run_id:  # what is left of the run (its jobs share the run id as job name)
             subprocess.run(["scancel", "--name", run_id], capture_output=True, timeout=30)
+
+    def result(self) -> SlurmRun:
+        """The finished run; fails the test when it failed or ran past RUN_TIMEOUT_S."""
+        self._watcher.join()
+        text = self.log.read_text()
+        if self.proc.returncode is None or self.proc.returncode < 0:
+            pytest.fail(f"snakemake --profile slurm did not finish in {RUN_TIMEOUT_S} s; log tail:\n{text[-4000:]}")
+        assert self.proc.returncode == 0, f"snakemake --profile slurm exited {self.proc.returncode}; log tail:\n{text[-4000:]}"
+        return SlurmRun(self.workdir, self.configfile, self.cfg, text, self._scheduler["run_id"],
+                        self._scheduler["states"], _slurm_jobs(self.workdir), self._scheduler["requests"])
+
+    def stop(self) -> None:
+        """Kill the run if it still runs (only the session started above) and cancel its jobs."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            run_id = _run_id(self.log.read_text())
+            if run_id:
+                subprocess.run(["scancel", "--name", run_id], capture_output=True, timeout=30)
 
 
 def minutes(limit: str) -> int:

@@ -12,7 +12,6 @@ import copy
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,11 +42,6 @@ def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.Compl
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args],
                           cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def job_counts(stdout: str) -> dict[str, int]:
-    block = stdout.split("Job stats:")[1].split("total")[0]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.M)}
 
 
 # ----------------------------------------------------------------------------- config
@@ -103,11 +97,11 @@ def test_schema_of_a_gaussian_world(change, match):
 
 
 @pytest.mark.slow
-def test_preset_dry_run_has_no_data_or_flow_stage(tmp_path):
-    proc = snakemake(tmp_path, "--configfile", str(PRESET), "-n", "--quiet", "rules")
-    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
-    counts = job_counts(proc.stdout)
+def test_preset_dry_run_has_no_data_or_flow_stage(dag_dry_run):
+    dry = dag_dry_run(PRESET.stem)  # the session's one dry run of the preset (tests/conftest.py)
+    counts = dry.job_counts()
     cfg = load(PRESET)
+    assert dry.config == cfg
     assert counts["oracle_gaussian"] == 1
     for rule in ("data", "oracle_train", "oracle_import", "validation_metrics"):
         assert rule not in counts, rule
@@ -119,7 +113,7 @@ def test_preset_dry_run_has_no_data_or_flow_stage(tmp_path):
     assert counts["train_classifier"] == len(plan.classifier_runs(cfg))
     for rule in ("scaling_collect", "difficulty_collect", "numbers"):
         assert counts[rule] == 1, rule
-    assert not (tmp_path / "results").exists()
+    assert not (dry.workdir / "results").exists()
 
 
 # ----------------------------------------------------------------------------- the Gaussian smoke run

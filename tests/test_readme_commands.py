@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -104,7 +105,7 @@ def _job_counts(out: str) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def complete_copy(tmp_path_factory) -> Path:
+def complete_copy(tmp_path_factory, place_pretrained) -> Path:
     """A copy of the repository (its .venv this interpreter's) whose default run is complete:
     every output of `snakemake --summary` created empty, then brought up to date by --touch."""
     dst = tmp_path_factory.mktemp("readme") / "repo"
@@ -112,8 +113,7 @@ def complete_copy(tmp_path_factory) -> Path:
                                                              ".pytest_cache", "*.egg-info"))
     (dst / ".venv").symlink_to(Path(sys.prefix))
     for preset in sorted((dst / "presets").glob("*.yaml")):  # a preset's user-supplied weights: random stand-ins
-        subprocess.run([sys.executable, str(dst / "scripts/ci/place_pretrained.py"), str(preset), str(dst)], check=True,
-                       timeout=600)
+        place_pretrained(yaml.safe_load(preset.read_text()), dst)
     smk = [str(dst / ".venv/bin/snakemake"), "--cores", "1"]
     summary = subprocess.run([*smk, "--summary"], cwd=dst, env=_env(dst), capture_output=True, text=True, timeout=600)
     assert summary.returncode == 0, summary.stderr[-2000:]

@@ -311,6 +311,26 @@ def _kill_once_checkpointed(workdir: Path, target: str) -> int:
     return step
 
 
+def _started(workdir: Path, *args: str) -> subprocess.Popen:
+    """`snakemake(workdir, *args)` started and not waited for (`_finished` waits): two flow
+    trainings that do not depend on each other run side by side on the 2 cores."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args],
+                            cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def _finished(proc: subprocess.Popen, timeout: int = 600) -> str:
+    """The output of a `_started` run, which must succeed (killed with its session on a timeout)."""
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        out, _ = proc.communicate()
+    assert proc.returncode == 0, out[-3000:]
+    return out
+
+
 def _flow_state(path: Path) -> dict:
     import torch
 
@@ -329,12 +349,14 @@ def test_killed_flow_training_resumes_to_the_same_flow(tmp_path):
     for d in (ref_dir, kill_dir):
         d.mkdir()
         write_config(d / "c.yaml", cfg)
-    ref = snakemake(ref_dir, target, "--configfile", str(ref_dir / "c.yaml"))
-    assert ref.returncode == 0, ref.stderr[-3000:]
-    assert 0 < _kill_once_checkpointed(kill_dir, target) < 400
-    # rerun-incomplete is the default (profiles/default): the same command finishes the run
-    again = snakemake(kill_dir, target, "--configfile", str(kill_dir / "c.yaml"))
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    ref = _started(ref_dir, target, "--configfile", str(ref_dir / "c.yaml"))  # the uninterrupted run, beside
+    try:
+        assert 0 < _kill_once_checkpointed(kill_dir, target) < 400
+        # rerun-incomplete is the default (profiles/default): the same command finishes the run
+        again = snakemake(kill_dir, target, "--configfile", str(kill_dir / "c.yaml"))
+        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    finally:
+        _finished(ref)
     flow = kill_dir / target
     a, b = _flow_state(ref_dir / target), _flow_state(flow)
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -354,14 +376,17 @@ def test_stale_flow_checkpoint_of_another_setting_is_not_resumed(tmp_path):
     fresh_dir, stale_dir = tmp_path / "fresh", tmp_path / "stale"
     for d in (fresh_dir, stale_dir):
         d.mkdir()
-        write_config(d / "c.yaml", cfg)
-    _kill_once_checkpointed(stale_dir, target)
+    write_config(stale_dir / "c.yaml", cfg)  # head_dim 16: the run that leaves the stale state
     cfg["oracle"]["flow"]["head_dim"] = 8
-    for d in (fresh_dir, stale_dir):
-        write_config(d / "c.yaml", cfg)
-    for d in (fresh_dir, stale_dir):
-        proc = snakemake(d, target, "--configfile", str(d / "c.yaml"))
+    write_config(fresh_dir / "c.yaml", cfg)
+    fresh = _started(fresh_dir, target, "--configfile", str(fresh_dir / "c.yaml"))  # the fresh run, beside
+    try:
+        _kill_once_checkpointed(stale_dir, target)
+        write_config(stale_dir / "c.yaml", cfg)
+        proc = snakemake(stale_dir, target, "--configfile", str(stale_dir / "c.yaml"))
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    finally:
+        _finished(fresh)
     log = (stale_dir / "results" / "resume" / "logs" / "oracle_train.log").read_text()
     assert log.count("discarding the flow training resume state") == 1 and "spec" in log
     a, b = _flow_state(fresh_dir / target), _flow_state(stale_dir / target)

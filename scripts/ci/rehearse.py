@@ -37,7 +37,7 @@ from fake_inputs import place_inputs
 #: Per preset: how much fake raw data (images per class and split, or npz rows per file).
 DATA = {
     "afhq256": {"per_split": {"train": 4, "test": 2}},
-    "imagenet64": {"sizes": {"train_data_batch_1.npz": 24, "train_data_batch_2.npz": 16, "val_data.npz": 8}},
+    "imagenet64": {"sizes": {"train_data_batch_1.npz": 10, "train_data_batch_2.npz": 6, "val_data.npz": 6}},
     "imagenet128": {"classes": 60, "per_split": {"train": 1, "test": 1}},
 }
 #: The SLURM test cluster has no GPUs: a request for them would never be scheduled.

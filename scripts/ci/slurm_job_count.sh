@@ -7,8 +7,9 @@
 #   scripts/ci/slurm_job_count.sh [CONFIG.yaml] [EXTRA SNAKEMAKE ARGS...]
 #   scripts/ci/slurm_job_count.sh presets/imagenet64.yaml --group-components classifiers=1
 #
-# Prints one line: jobs, local jobs, training and prediction jobs, group jobs, SLURM submissions,
-# and the time limit of a full classifier group (members run one after another).
+# Prints one line: jobs, local jobs (of which analysis jobs), training and prediction jobs, group
+# jobs, SLURM submissions, and the time limit of a full classifier group (members run one after
+# another). With resources.analysis.local false, the analysis jobs are submitted one each too.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SNAKEMAKE=${SNAKEMAKE:-.venv/bin/snakemake}
@@ -24,14 +25,16 @@ verbose=$("$SNAKEMAKE" --cores all --profile slurm --dry-run --directory "$workd
 
 # Local rules: the Snakefile's `localrules:` block, and the cheap analysis rules unless the
 # config sets resources.analysis.local to false (oracle.workflow.resources.local_analysis_rules).
-mapfile -t local_rules < <(awk '/^localrules:/{f=1; next} f && /^[[:space:]]+[A-Za-z_]/{gsub(/[ ,\t]/,""); print; next} f{exit}' Snakefile
-    "${PYTHON:-.venv/bin/python}" -c 'import sys, yaml
+mapfile -t local_rules < <(awk '/^localrules:/{f=1; next} f && /^[[:space:]]+[A-Za-z_]/{gsub(/[ ,\t]/,""); print; next} f{exit}' Snakefile)
+mapfile -t analysis_rules < <("${PYTHON:-.venv/bin/python}" -c 'import sys, yaml
 from oracle.experiments import PACKAGES
 from oracle.workflow.resources import local_analysis_rules
 print("\n".join(local_analysis_rules(yaml.safe_load(open(sys.argv[1])), PACKAGES)))' "${config:-config.yaml}")
 total=$(awk '/^total[[:space:]]/{print $2; exit}' <<<"$verbose")
 count_rule() { awk -v r="$1" '$1==r && $2 ~ /^[0-9]+$/ {n=$2; exit} END {print n+0}' <<<"$verbose"; }
-n_local=0
+n_analysis=0
+for r in "${analysis_rules[@]}"; do n_analysis=$(( n_analysis + $(count_rule "$r") )); done
+n_local=$n_analysis
 for r in "${local_rules[@]}"; do n_local=$(( n_local + $(count_rule "$r") )); done
 # a classifier is its training job and its prediction jobs, grouped together
 n_clf=$(count_rule train_classifier)
@@ -57,4 +60,4 @@ for run in plan.classifier_runs(cfg):
 print(sum(sorted(minutes, reverse=True)[:k]))
 PY
 )
-echo "${config:-config.yaml}: jobs=$total local=$n_local classifier=$n_clf prediction=$n_pred bundles=$n_bundles (K=$k) unbundled=$n_alone sbatch_submissions=$submissions worst_bundle_time_limit=${worst}min ($(( worst / 60 ))h)"
+echo "${config:-config.yaml}: jobs=$total local=$n_local analysis_local=$n_analysis classifier=$n_clf prediction=$n_pred bundles=$n_bundles (K=$k) unbundled=$n_alone sbatch_submissions=$submissions worst_bundle_time_limit=${worst}min ($(( worst / 60 ))h)"
