@@ -368,7 +368,7 @@ def test_an_impostor_socket_of_another_user_gets_nothing(scripts: Path, other_us
     scratch.mkdir()
     rel = js.socket_path(PRELOAD, scratch).relative_to(scratch)
     impostor = _as_user(other_user, """
-        import os, socket, sys
+        import os, signal, socket, sys
         from pathlib import Path
         path = Path(sys.argv[1])
         path.parent.mkdir(mode=0o777, parents=True, exist_ok=True)
@@ -378,12 +378,18 @@ def test_an_impostor_socket_of_another_user_gets_nothing(scripts: Path, other_us
         s.bind(str(path))
         os.chmod(path, 0o777)
         s.listen(1)
+        waiting = True
+        def done(signum, frame):  # the test's job has finished: no client will come any more
+            if waiting:
+                print("no client"); sys.exit(0)
+        signal.signal(signal.SIGUSR1, done)
         print("bound", flush=True)
-        s.settimeout(20)
+        s.settimeout(60)
         try:
             conn, _ = s.accept()
         except OSError:
             print("no client"); sys.exit(0)
+        waiting = False
         data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
         for fd in fds[1:]:  # the client's stdout and stderr
             os.write(fd, b"pwned by the impostor\\n")
@@ -391,7 +397,8 @@ def test_an_impostor_socket_of_another_user_gets_nothing(scripts: Path, other_us
     """, str(shared_base / rel))
     assert impostor.stdout.readline().strip() == "bound"
     done = _run(scripts, "delegate", "h.txt", "1", "0", directory=shared_base)
-    out, err = impostor.communicate(timeout=60)
+    impostor.send_signal(signal.SIGUSR1)  # instead of waiting out its accept timeout
+    out, err = impostor.communicate(timeout=90)
     assert "pwned" not in done.stdout + done.stderr, out
     assert out.strip() == "no client", out + err
     assert done.returncode == 0 and "running inline" in done.stderr and "not a private directory" in done.stderr
