@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -165,9 +166,10 @@ def _slurm_jobs(workdir: Path) -> dict[str, str]:
 class SlurmRunInBackground:
     """`cfg` run to its default target in `workdir` through the repository's SLURM profile (from
     the repository root, where `--profile slurm` resolves), with quick status polling, started at
-    once; `result()` waits for it. A watcher thread asks the scheduler about the run's jobs the
-    moment it ends: a finished job stays in squeue for the cluster's MinJobAge only, and the
-    tests that read the run may come much later in the session."""
+    once; `result()` waits for it. A watcher thread asks the scheduler about the run's jobs while
+    it runs and when it ends: a finished job stays in squeue for the cluster's MinJobAge only
+    (600 s on the test cluster), and a run on a loaded machine, or the tests that read it, may
+    come later than that."""
 
     def __init__(self, workdir: Path, cfg: dict) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
@@ -185,19 +187,34 @@ class SlurmRunInBackground:
         self._watcher.start()
 
     def _watch(self) -> None:
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while True:
+            try:
+                self.proc.wait(timeout=15)
+                break
+            except subprocess.TimeoutExpired:
+                self._poll()  # a job that ended more than MinJobAge ago would be gone at the end
+                if time.monotonic() > deadline:
+                    self.stop()
+                    break
+        self._poll()
+        if self._scheduler["run_id"]:  # what is left of the run (its jobs share the run id as job name)
+            subprocess.run(["scancel", "--name", self._scheduler["run_id"]], capture_output=True, timeout=30)
+
+    def _poll(self) -> None:
+        """Record the state of every job of the run squeue lists now, and each new job's request."""
+        run_id = self._scheduler["run_id"] = _run_id(self.log.read_text())
+        if not run_id:
+            return
         try:
-            self.proc.wait(timeout=RUN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.stop()
-        run_id = _run_id(self.log.read_text())
-        states = {}
-        if run_id and self.proc.returncode == 0:
             queue = subprocess.run(["squeue", "--states=all", "--noheader", "--name", run_id, "--format=%i|%T"],
                                    capture_output=True, text=True, timeout=30).stdout
-            states = dict(line.split("|") for line in queue.split())
-        self._scheduler = {"run_id": run_id, "states": states, "requests": {job: _scontrol(job) for job in states}}
-        if run_id:  # what is left of the run (its jobs share the run id as job name)
-            subprocess.run(["scancel", "--name", run_id], capture_output=True, timeout=30)
+            for job, state in (line.split("|") for line in queue.split()):
+                self._scheduler["states"][job] = state
+                if job not in self._scheduler["requests"]:
+                    self._scheduler["requests"][job] = _scontrol(job)
+        except (OSError, subprocess.SubprocessError):
+            pass  # a busy controller: the next poll asks again
 
     def result(self) -> SlurmRun:
         """The finished run; fails the test when it failed or ran past RUN_TIMEOUT_S."""
