@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 PROFILE = REPO / "slurm" / "config.yaml"
 # Keys whose values differ between any two runs (wall-clock measurements).
 VOLATILE = re.compile(
-    r"(?:^|_)(?:seconds|secs|time|wall|elapsed|duration|date|started|finished|host(?:name)?)"
+    r"(?:^|_)(?:seconds|secs|time|timings|wall|elapsed|duration|date|started|finished|host(?:name)?)"
     r"(?:_|s?$)"
 )
 
