@@ -56,8 +56,10 @@ rule claims:
         csv=report(CLAIMS_CSV, caption="../report/claims.rst", category="Numbers"),
         md=report(CLAIMS_MD, caption="../report/claims.rst", category="Numbers"),
     params:
-        experiments={name: {"kind": spec["kind"]} for name, spec in config["experiments"].items()},
-        config_keys=[f"experiments[{name}].kind" for name in config["experiments"]],
+        experiments={name: {k: spec[k] for k in ("kind", "world") if k in spec}
+                     for name, spec in config["experiments"].items()},
+        config_keys=[f"experiments[{name}].{k}" for name, spec in config["experiments"].items()
+                     for k in ("kind", "world") if k in spec],
     log:
         f"{LOGS}/numbers/claims.log",
     benchmark:

@@ -57,7 +57,7 @@ def _run(tmp_path: Path) -> Path:
 
 def test_claims_section_counts_verdicts_and_numbers_rules():
     text = claims_section(_claims())
-    assert "Verdicts: supported 1, contradicted 0, unresolved 1, not run 1." in text
+    assert "Verdicts: supported 1, contradicted 0, unresolved 1, not posed 0, not run 1." in text
     assert "soft \\| hard" in text  # a pipe inside a cell does not split the row
     assert "1. `power_law`: supported if the CI lies above 0" in text
     assert text.count("\n| ") == 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -37,6 +38,13 @@ def evaluate_predictions(log_q, log_p, labels, n_bins: int = 10) -> dict[str, An
         * ``total``, ``aleatoric``, ``epistemic``: ``E[-sum p log q]``, ``E[H(p)]``,
           ``E[KL(p||q)]`` in nats (``oracle.decomposition.decompose``).
         * ``nll``: ``E[-log q(y|x)]`` at the labels, in nats (an unbiased estimate of ``total``).
+        * ``oracle_nll``: ``E[-log p(y|x)]`` at the labels (the Bayes classifier's test
+          cross-entropy); ``oracle_nll_minus_floor``: per row ``-log p(y|x) - H(p(.|x))``, mean 0
+          when the labels are drawn from p (a check of the world's labels, nats);
+          ``nll_regret``: per row ``log p(y|x) - log q(y|x)``, an unbiased estimate of
+          ``epistemic`` >= 0 when the labels are drawn from p (no classifier beats the floor).
+        * ``bayes_gap``: per row ``max_y p(y|x) - [argmax q = y]``, the Bayes accuracy minus the
+          accuracy with the SE of their paired difference over the rows (fraction).
         * ``brier``: multi-class Brier against the labels; ``brier_expected``: its expectation
           over ``y ~ p(y|x)``.
         * ``ece`` (float): top-label ECE against the labels; ``ece_posterior`` (float): the same
@@ -60,6 +68,9 @@ def evaluate_predictions(log_q, log_p, labels, n_bins: int = 10) -> dict[str, An
     y = y.to(torch.int64)
     q, p = lq.exp().numpy(), lp.exp().numpy()
     yn = y.numpy()
+    rows = torch.arange(n)
+    entropy = -(lp.exp() * torch.where(lp > -math.inf, lp, torch.zeros_like(lp))).sum(dim=1)
+    correct = (lq.argmax(dim=1) == y).to(torch.float64)
     return {
         "n": int(n),
         "num_classes": int(k),
@@ -70,7 +81,11 @@ def evaluate_predictions(log_q, log_p, labels, n_bins: int = 10) -> dict[str, An
         "total": parts["total"],
         "aleatoric": parts["aleatoric"],
         "epistemic": parts["epistemic"],
-        "nll": mean_se(-lq[torch.arange(n), y]),
+        "nll": mean_se(-lq[rows, y]),
+        "oracle_nll": mean_se(-lp[rows, y]),
+        "oracle_nll_minus_floor": mean_se(-lp[rows, y] - entropy),
+        "nll_regret": mean_se(lp[rows, y] - lq[rows, y]),
+        "bayes_gap": mean_se(lp.max(dim=1).values.exp() - correct),
         "brier": mean_se(cal.brier_per_sample(q, yn)),
         "brier_expected": mean_se(cal.expected_brier_score(q, p)),
         "ece": cal.expected_calibration_error(q, yn, n_bins),

@@ -21,9 +21,9 @@ import yaml
 
 from oracle.errors import DataError
 from oracle.io.atomic import atomic_output
+from oracle.report.claims import VERDICTS
 from oracle.report.timings import benchmark_files, job_intervals, read_benchmark, wall_time
 
-VERDICT_ORDER = ("supported", "contradicted", "unresolved", "not run")
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def claims_section(claims: pd.DataFrame) -> str:
         lines.append(f"| {i} | {_md_cell(r['finding'])} | {_md_cell(r['paper'])} | {_md_cell(r['this run'])} | "
                      f"{_md_cell(r['uncertainty'])} | **{_md_cell(r['verdict'])}** |")
     counts = claims["verdict"].value_counts()
-    lines += ["", "Verdicts: " + ", ".join(f"{v} {int(counts.get(v, 0))}" for v in VERDICT_ORDER) + ".", "",
+    lines += ["", "Verdicts: " + ", ".join(f"{v} {int(counts.get(v, 0))}" for v in VERDICTS) + ".", "",
               "The rule behind each verdict (the 95% intervals are over seeds unless a row says otherwise):", ""]
     lines += [f"{i}. `{r['id']}`: {r['rule']}" for i, r in enumerate(rows, 1)]
     return "\n".join(lines)
