@@ -439,11 +439,12 @@ FINDINGS: tuple[Finding, ...] = (
             "practitioner without the oracle would call the floor) against the exact floor", _plateau, pick="posed"),
     Finding("floor_exact", "scaling", "the aleatoric floor is exactly measurable and a hard limit no architecture "
             "beats", "aleatoric floor exactly 0.012 nats (AFHQ), 0.10 (ImageNet-64)",
-            "two checks on the test rows: the labels' cross-entropy under the exact posterior E[-log p(y|x)] agrees "
-            "with the floor E[H(p)] (the 95% CI of the difference contains 0: the labels are drawn from p), and "
-            "no classifier's test cross-entropy lies below the labels' under p (the Bonferroni 95% CI, over every "
-            "classifier, of the smallest E[log p(y|x) - log q(y|x)] does not lie below 0); supported if both hold, "
-            "contradicted if either fails", _floor_exact),
+            "two checks on the test rows, each SE the labels' own (y ~ p(y|x) given the rows, exact from p): the "
+            "labels' cross-entropy under the exact posterior E[-log p(y|x)] agrees with the floor E[H(p)] (the 95% "
+            "CI of the difference contains 0: the labels are drawn from p), and no classifier's test cross-entropy "
+            "lies below the labels' under p (the Bonferroni 95% CI, over every classifier, of the smallest "
+            "E[log p(y|x) - log q(y|x)] does not lie below 0); supported if both hold, contradicted if either "
+            "fails", _floor_exact),
     Finding("archs_differ", "scaling", "architectures differ markedly in how they approach the floor",
             "ResNet-18 reduces KL 6x, ViT-B 1.2x over N = 100 ... 40,000 (Table 2)",
             f"the epistemic KLs at the largest N, every pair of architectures, Bonferroni {_CI}: supported if one "
