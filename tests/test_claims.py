@@ -31,7 +31,7 @@ def plain(value):
 
 def base_numbers() -> dict:
     """Numbers under which every finding is supported (3 seeds: t(0.975, 2) = 4.30)."""
-    n = {"scaling.test_bayes_accuracy": mc(0.98, 0.002), "scaling.num_classes": plain(10),
+    n = {"scaling.test_bayes_accuracy": mc(0.98, 0.002), "scaling.num_classes": plain(10), "scaling.n_sizes": plain(5),
          "scaling.label_check": mc(0.001, 0.003), "scaling.n_classifiers": plain(20),
          "scaling.nll_regret_min": mc(0.02, 0.005),
          "labels.true_ece_soft_max_n": seeds(0.010, 0.001), "labels.true_ece_reduction_max_n": seeds(0.02, 0.002),
@@ -81,6 +81,7 @@ def test_every_finding_supported_and_rows_are_complete():
 # each case: a change to the supported numbers and the verdict of the one finding it flips
 CASES = {
     "power_law": [({"scaling.alpha.test_vit": seeds(-0.2, 0.01)}, "contradicted"),
+                  ({"scaling.n_sizes": plain(2)}, "not posed"),   # two points make any straight line
                   ({"scaling.kl_r2.test_vit": plain(0.3)}, "contradicted"),   # no straight line
                   ({"scaling.kl_r2.test_vit": plain(0.7)}, "unresolved"),
                   ({"scaling.alpha.test_vit": seeds(0.02, 0.01)}, "unresolved")],
@@ -97,17 +98,24 @@ CASES = {
                     ({"scaling.nll_regret_min": mc(-0.05, 0.005)}, "contradicted"),
                     # below 0 at the plain 95% level, not at the Bonferroni level over 20 classifiers
                     ({"scaling.nll_regret_min": mc(-0.0105, 0.005)}, "supported")],
-    "archs_differ": [({"scaling.epistemic_max_n.test_vit": seeds(0.101, 0.001),
+    "archs_differ": [({"scaling.epistemic_max_n.test_vit": None}, "not posed"),   # one architecture
+                     ({"scaling.epistemic_max_n.test_vit": seeds(0.101, 0.001),
                        "scaling.epistemic_max_n.test_resnet": seeds(0.1, 0.001)}, "contradicted"),
                      ({"scaling.epistemic_max_n.test_vit": seeds(0.15, 0.02),
                        "scaling.epistemic_max_n.test_resnet": seeds(0.1, 0.02)}, "unresolved")],
     "exponents_differ": [({"scaling.alpha.test_vit": seeds(0.8, 0.01)}, "contradicted"),
+                         # no ViT among the architectures: the claim compares a ResNet with a ViT
+                         ({"scaling.alpha.test_vit": None, "scaling.alpha.test_cnn": seeds(0.2, 0.01),
+                           "scaling.kl_r2.test_cnn": plain(0.95)}, "not posed"),
                          ({"scaling.log_kl_drop_low.test_vit": seeds(2.0, 0.05)}, "contradicted"),
                          ({"scaling.log_kl_drop_low.test_vit": seeds(0.95, 0.05)}, "unresolved"),
                          ({"scaling.alpha.test_vit": seeds(0.48, 0.01)}, "unresolved")],
     "soft_labels": [({"labels.gain.N100": seeds(-3.0, 0.1), "labels.gain.N300": seeds(-2.0, 0.1)}, "contradicted"),
+                    # a world without aleatoric noise: 0.002 x 1,000 = 2 rows of non-argmax mass
+                    ({"world.noisy.bayes_error": mc(0.002, 0.001)}, ("not posed", {"soft_calibration", "active_learning"})),
                     ({"labels.gain.N300": seeds(0.1, 0.1)}, "unresolved")],
     "soft_calibration": [({"labels.true_ece_soft_max_n": seeds(0.08, 0.002)}, "contradicted"),
+                         ({"world.noisy.bayes_error": mc(0.005, 0.001)}, ("not posed", {"soft_labels", "active_learning"})),
                          ({"labels.true_ece_reduction_max_n": seeds(-0.02, 0.002)}, "contradicted"),
                          ({"labels.true_ece_soft_max_n": seeds(0.03, 0.002)}, "unresolved"),
                          # the label ECE is shown beside, not judged
@@ -128,13 +136,15 @@ CASES = {
     "active_learning": [({"active.gain_ratio.test_resnet": seeds(0.7, 0.02)}, "contradicted"),
                         ({"active.fewer_labels.test_resnet": seeds(-0.2, 0.02)}, "contradicted"),
                         ({"active.gain_ratio.test_resnet": seeds(1.1, 0.1)}, "unresolved"),
-                        ({"world.noisy.bayes_error": mc(0.002, 0.001)}, "not posed")],
+                        ({"world.noisy.bayes_error": mc(0.002, 0.001)},
+                         ("not posed", {"soft_labels", "soft_calibration"}))],
     # gap 2 pp against Bayes 0.98, K = 10: closes 1 - 0.02 / 0.88 = 0.977 of the way from chance
     "bayes_bound": [({"scaling.bayes_gap.test_vit": seeds(20.0, 0.2)}, "contradicted"),   # 0.77 of the way
                     ({"scaling.bayes_gap.test_vit": seeds(-2.0, 0.2)}, "contradicted"),   # above Bayes
                     ({"scaling.bayes_gap.test_vit": seeds(8.8, 0.5)}, "unresolved")],    # 0.9 within its CI
     # gap(tau 1.5) - gap(tau 0.7) = 0.08 - 0.01 with half-width 4.30 * hypot(0.005, 0.005) = 0.030
     "learner_bayes_gap": [({"difficulty.gap.hard": seeds(-0.05, 0.005)}, "contradicted"),
+                          ({"difficulty.gap.hard": None, "difficulty.gap.base": None}, "not posed"),
                           ({"difficulty.gap.hard": seeds(0.03, 0.005)}, "unresolved"),
                           # far from the Bayes error at the smallest tau: the first half fails
                           ({"difficulty.gap.tau0.7": seeds(0.2, 0.005)}, "contradicted"),
@@ -143,21 +153,31 @@ CASES = {
 }
 
 
+def _verdict_and_others(expected):
+    """A case's expected verdict, and the other findings the same change may move alike (a
+    world's noise poses or unposes every finding asked in it)."""
+    return expected if isinstance(expected, tuple) else (expected, set())
+
+
 @pytest.mark.parametrize("fid,change,expected", [(f, c, v) for f, cases in CASES.items() for c, v in cases])
 def test_each_verdict_on_constructed_numbers(fid, change, expected):
-    got = verdicts({**base_numbers(), **change})
+    expected, others = _verdict_and_others(expected)
+    numbers = {**base_numbers(), **change}
+    numbers = {k: v for k, v in numbers.items() if v is not None}  # None: the number is not there
+    got = verdicts(numbers)
     assert got[fid] == expected
-    # the change moves that finding only
-    assert {k: v for k, v in got.items() if k != fid and v != "supported"} == {}
+    # the change moves that finding only (and those asked in the same world, where named)
+    assert {k: v for k, v in got.items() if k != fid and k not in others and v != "supported"} == {}
 
 
 def test_every_finding_can_fail_and_every_one_with_a_regime_says_not_posed():
     """The rules' promise (DESIGN "Conventions"): each finding has a case where it is
     contradicted, and the findings whose sentence needs a regime have one where it is not posed."""
     for f in cl.FINDINGS:
-        assert "contradicted" in {v for _, v in CASES[f.id]}, f.id
-    assert {f for f, cases in CASES.items() if any(v == "not posed" for _, v in cases)} == {
-        "plateau", "ece_rate", "shift_type", "shift_exact", "active_learning"}
+        assert "contradicted" in {_verdict_and_others(v)[0] for _, v in CASES[f.id]}, f.id
+    posed_everywhere = {"floor_exact", "bayes_bound"}  # a check of the world and Table 1: no regime to reach
+    assert {f for f, cases in CASES.items() if any(_verdict_and_others(v)[0] == "not posed" for _, v in cases)} \
+        == {f.id for f in cl.FINDINGS} - posed_everywhere
 
 
 def test_a_finding_picks_the_first_experiment_that_poses_it():
@@ -227,6 +247,9 @@ def test_learner_gap_orders_worlds_by_tau_and_needs_two_worlds():
     assert f"closes {1 - 0.01 / 0.898:.3g} of the way" in row["this run"]
     assert "difficulty.gap.hard" in row["numbers"].split()
     numbers = {k: v for k, v in base_numbers().items() if not k.startswith("difficulty.gap.") or k.endswith("base")}
+    row = next(r for r in cl.claims(numbers, EXPERIMENTS) if r["id"] == "learner_bayes_gap")
+    assert row["verdict"] == "not posed" and "one world (base)" in row["this run"]
+    numbers = {k: v for k, v in base_numbers().items() if not k.startswith("difficulty.gap.")}
     row = next(r for r in cl.claims(numbers, EXPERIMENTS) if r["id"] == "learner_bayes_gap")
     assert row["verdict"] == "unresolved" and "missing number" in row["this run"]
     assert verdicts(base_numbers(), {"scaling": {"kind": "scaling"}})["learner_bayes_gap"] == "not run"

@@ -54,6 +54,12 @@ SAME_KL_REL = 0.2
 #: "Substantial aleatoric noise" (paper section 4.4): a Bayes error of at least this (AFHQ's is
 #: 0.23%, ImageNet-64's 4.03%; 1% is about their geometric middle).
 SUBSTANTIAL_NOISE = 0.01
+#: Soft labels can only carry more than hard ones where the posterior is not one-hot: posed when
+#: the training set of the largest N holds at least this many rows' worth of non-argmax mass
+#: (Bayes error x N_max; the paper's AFHQ at N = 5,000: 0.0023 x 5,000 = 11.5).
+SOFT_LABEL_MASS = 10.0
+#: A power law is judged on at least this many sizes N (two points make any straight line).
+MIN_SIZES = 3
 
 
 class Missing(Exception):
@@ -181,6 +187,9 @@ def _power_law(n, x, spec) -> Judgement:
     archs = _suffixes(n, f"{x}.alpha.")
     if not archs:
         raise Missing(f"{x}.alpha.<arch>")
+    sizes = int(value(n, f"{x}.n_sizes"))
+    if sizes < MIN_SIZES:
+        raise NotPosed(f"{sizes} sizes N: a power law needs at least {MIN_SIZES} to be told from any straight line")
     parts, text, unc, keys = [], [], [], []
     for a in archs:
         alpha, r2 = estimate(n, f"{x}.alpha.{a}"), value(n, f"{x}.kl_r2.{a}")
@@ -238,8 +247,10 @@ def _floor_exact(n, x, spec) -> Judgement:
 
 def _archs_differ(n, x, spec) -> Judgement:
     archs = _suffixes(n, f"{x}.epistemic_max_n.")
+    if not archs:
+        raise Missing(f"{x}.epistemic_max_n.<arch>")
     if len(archs) < 2:
-        raise Missing(f"{x}.epistemic_max_n.<arch> for two architectures")
+        raise NotPosed(f"one architecture ({archs[0]}): architectures can only differ where there are two")
     pairs = [(a, b) for i, a in enumerate(archs) for b in archs[i + 1:]]
     m = len(pairs)
     diffs = {(a, b): difference(n, f"{x}.epistemic_max_n.{a}", f"{x}.epistemic_max_n.{b}", m=m) for a, b in pairs}
@@ -261,8 +272,10 @@ def _archs_differ(n, x, spec) -> Judgement:
 def _exponents_differ(n, x, spec) -> Judgement:
     archs = _suffixes(n, f"{x}.alpha.")
     resnet, vit = _arch_named(archs, "resnet"), _arch_named(archs, "vit")
+    if not archs:
+        raise Missing(f"{x}.alpha.<arch>")
     if resnet is None or vit is None:
-        raise Missing(f"{x}.alpha.<resnet> and {x}.alpha.<vit>")
+        raise NotPosed(f"the claim compares a ResNet with a ViT; this experiment has {', '.join(archs)}")
     d = difference(n, f"{x}.alpha.{resnet}", f"{x}.alpha.{vit}")
     low = difference(n, f"{x}.log_kl_drop_low.{resnet}", f"{x}.log_kl_drop_low.{vit}")
     parts = [_sided(d.side(0.0), +1), _sided(low.side(0.0), +1)]
@@ -271,13 +284,28 @@ def _exponents_differ(n, x, spec) -> Judgement:
             _combine(parts), _keys(d, low))
 
 
-def _soft_beats_hard(n, x, spec) -> Judgement:
-    def size(s: str) -> float:
-        return float(s.lstrip("N")) if s.lstrip("N").isdigit() else math.inf
+def _size(s: str) -> float:
+    return float(s.lstrip("N")) if s.lstrip("N").isdigit() else math.inf
 
-    sizes = sorted(_suffixes(n, f"{x}.gain."), key=size)
+
+def _soft_label_regime(n, x, spec) -> None:
+    """NotPosed where the world's posteriors are (nearly) one-hot over the largest training set
+    (`SOFT_LABEL_MASS`)."""
+    sizes = [_size(s) for s in _suffixes(n, f"{x}.gain.")]
+    world = spec.get("world")
+    if not sizes or not world or f"world.{world}.bayes_error" not in n:
+        return
+    mass = value(n, f"world.{world}.bayes_error") * max(sizes)
+    if mass < SOFT_LABEL_MASS:
+        raise NotPosed(f"world {world}'s posteriors are nearly one-hot: Bayes error x N_max = {mass:.3g} rows of "
+                       f"non-argmax mass (posed from {SOFT_LABEL_MASS:g}), so soft and hard labels barely differ")
+
+
+def _soft_beats_hard(n, x, spec) -> Judgement:
+    sizes = sorted(_suffixes(n, f"{x}.gain."), key=_size)
     if not sizes:
         raise Missing(f"{x}.gain.N<size>")
+    _soft_label_regime(n, x, spec)
     gains = {s: estimate(n, f"{x}.gain.{s}") for s in sizes}
     sides = [g.side(0.0) for g in gains.values()]
     half = len(sides) / 2
@@ -289,6 +317,7 @@ def _soft_beats_hard(n, x, spec) -> Judgement:
 
 
 def _soft_calibration(n, x, spec) -> Judgement:
+    _soft_label_regime(n, x, spec)
     soft = estimate(n, f"{x}.true_ece_soft_max_n")
     better = estimate(n, f"{x}.true_ece_reduction_max_n")
     parts = [_sided(soft.side(NEAR_PERFECT_ECE), -1), _sided(better.side(0.0), +1)]
@@ -390,8 +419,10 @@ def _bayes_bound(n, x, spec) -> Judgement:
 
 def _learner_gap(n, x, spec) -> Judgement:
     worlds = _suffixes(n, f"{x}.gap.")
+    if not worlds:
+        raise Missing(f"{x}.gap.<world>")
     if len(worlds) < 2:
-        raise Missing(f"{x}.gap.<world> for two worlds")
+        raise NotPosed(f"a learner on one world ({worlds[0]}): the gap can only grow across two temperatures")
     tau = {w: value(n, f"{x}.base_temperature.{w}") for w in worlds}
     worlds.sort(key=lambda w: (tau[w], w))
     gaps = {w: estimate(n, f"{x}.gap.{w}") for w in worlds}
@@ -426,7 +457,8 @@ _CI = ("95% CI (value ± t SE: over seeds, and over the shared test rows where t
 FINDINGS: tuple[Finding, ...] = (
     Finding("power_law", "scaling", "epistemic error follows a power law KL ∝ N^-alpha (a nearly perfect straight "
             "line on a log-log plot)", "KL ∝ N^-alpha, alpha > 0 for every architecture (Figure 2b)",
-            f"per architecture: supported if the {_CI} of alpha lies above 0 and the mean per-seed log-log R^2 is "
+            f"not posed on fewer than {MIN_SIZES} sizes N; per architecture: supported if the {_CI} of alpha lies "
+            f"above 0 and the mean per-seed log-log R^2 is "
             f">= {POWER_LAW_R2:g}; contradicted if alpha's CI lies below 0 or R^2 < {NOT_POWER_LAW_R2:g} (no "
             "straight line); the row is supported when every architecture is, contradicted when one is, else "
             "unresolved", _power_law),
@@ -447,21 +479,26 @@ FINDINGS: tuple[Finding, ...] = (
             "fails", _floor_exact),
     Finding("archs_differ", "scaling", "architectures differ markedly in how they approach the floor",
             "ResNet-18 reduces KL 6x, ViT-B 1.2x over N = 100 ... 40,000 (Table 2)",
-            f"the epistemic KLs at the largest N, every pair of architectures, Bonferroni {_CI}: supported if one "
+            f"not posed with one architecture; the epistemic KLs at the largest N, every pair of architectures, "
+            f"Bonferroni {_CI}: supported if one "
             f"pair's difference excludes 0; contradicted if every pair's lies within ±{100 * SAME_KL_REL:g}% of "
             "the pair's mean KL; else unresolved", _archs_differ),
     Finding("exponents_differ", "scaling", "ResNets show clean power-law scaling while ViTs stall in low-data "
             "regimes", "alpha_ResNet > alpha_ViT; ViT improves < 1.2x (Table 2)",
-            f"two halves, each with the {_CI} of a difference: alpha_ResNet - alpha_ViT lies above 0, and over the "
+            f"not posed without a ResNet and a ViT; two halves, each with the {_CI} of a difference: alpha_ResNet - "
+            f"alpha_ViT lies above 0, and over the "
             "low-data half of the N grid (N_min to the middle N) ln KL falls by more for ResNet than for ViT; "
             "supported if both lie above 0, contradicted if either lies below 0, else unresolved", _exponents_differ),
     Finding("soft_labels", "labels", "soft labels beat hard at most N", "soft > hard at 4 of 5 sizes, up to ~1 pp",
-            "per N, the 95% CI (t over seeds) of the paired accuracy gain (soft - hard, the same training images "
+            f"not posed where the world's posteriors are nearly one-hot (Bayes error x N_max below "
+            f"{SOFT_LABEL_MASS:g} rows); per N, the 95% CI (t over seeds) of the paired accuracy gain (soft - hard, the "
+            "same training images "
             "and test rows): supported if it lies above 0 at more than half of the sizes; contradicted if below 0 "
             "at half or more; else unresolved", _soft_beats_hard),
     Finding("soft_calibration", "labels", "soft labels give near-perfect calibration",
             "ECE = 0.018 (against the labels)",
-            f"judged against the truth (the true ECE, correctness replaced by p(yhat|x)) at the largest N, two "
+            f"not posed as soft_labels; judged against the truth (the true ECE, correctness replaced by p(yhat|x)) "
+            f"at the largest N, two "
             f"halves with {_CI}: the soft-label true ECE lies below {NEAR_PERFECT_ECE} and soft labels' true ECE "
             "lies below hard labels' (paired per seed); supported if both, contradicted if either lies on the "
             "other side, else unresolved", _soft_calibration),
@@ -501,7 +538,8 @@ FINDINGS: tuple[Finding, ...] = (
     Finding("learner_bayes_gap", "difficulty", "a learner comes close to the Bayes error on easy worlds and falls "
             "further behind it as tau makes the world harder (Theisen et al., Figure 3)",
             "test error near the Bayes error at small tau; the gap grows with tau",
-            f"two halves, the gap = test error - Bayes error of the same test rows (paired per row) with the {_CI}: "
+            f"not posed with a learner on one world; two halves, the gap = test error - Bayes error of the same "
+            f"test rows (paired per row) with the {_CI}: "
             f"at the smallest tau the learner closes more than {APPROACH:g} of the way from chance to the Bayes "
             "accuracy, and gap(largest tau) - gap(smallest tau) lies above 0; supported if both, contradicted if "
             "either lies on the other side, else unresolved", _learner_gap),

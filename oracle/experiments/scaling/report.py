@@ -259,7 +259,7 @@ def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pat
 # --------------------------------------------------------------------------- numbers
 def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:
     """The section's in-text numbers, each an `oracle.report.numbers.entry`:
-    * ``n_min``, ``n_max``; ``test_size`` and ``test_bayes_accuracy`` (E[max_y p(y|x)] on the
+    * ``n_min``, ``n_max``, ``n_sizes``; ``test_size`` and ``test_bayes_accuracy`` (E[max_y p(y|x)] on the
       test set the classifiers were scored on);
     * per architecture: ``alpha.<arch>`` (mean ± std over seeds of the per-seed exponents of
       the epistemic KL), ``ece_alpha.<arch>`` and ``true_ece_alpha.<arch>`` (the same for the
@@ -284,6 +284,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     n_sel = int(spec["table_size"] or runs["N"].max())
     out["n_min"] = entry(int(runs["N"].min()), "samples", runs_path, "smallest training-set size N")
     out["n_max"] = entry(int(runs["N"].max()), "samples", runs_path, "largest training-set size N")
+    out["n_sizes"] = entry(int(runs["N"].nunique()), "sizes", runs_path, "training-set sizes N of the grid")
     out["test_size"] = entry(int(runs["n"].iloc[0]), "samples", runs_path, "oracle test set every classifier is scored on")
     out["test_bayes_accuracy"] = entry(float(runs["bayes_accuracy"].iloc[0]), "fraction", runs_path,
                                        "Bayes-optimal accuracy E[max_y p(y|x)] on the oracle test set",
