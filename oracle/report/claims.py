@@ -1,9 +1,10 @@
 """The paper's findings, one row each, judged from a run's numbers.json under one stated rule.
 
 A row is ``{"id", "finding", "paper", "this run", "uncertainty", "rule", "verdict",
-"numbers"}``: the paper's sentence and value (text), this run's value and its uncertainty (both
-text, generated from the numbers), the rule that decides the verdict, the verdict (`VERDICTS`)
-and the numbers.json keys it read. Nothing here is hand-written per run.
+"numbers", "checks"}``: the paper's sentence and value (text), this run's value and its
+uncertainty (both text, generated from the numbers), the rule that decides the verdict, the
+verdict (`VERDICTS`), the numbers.json keys it read and, as JSON, the intervals the rule compared
+with their references and the paper's values (`Check`). Nothing here is hand-written per run.
 
 Every rule tests the paper's sentence as written (both halves of a two-part claim), can fail on
 plausible data (tests/test_claims.py builds numbers where each holds, fails and is not posed),
@@ -25,6 +26,7 @@ widened to the 1 - 0.05/m level (Bonferroni), so the rule's error rate stays at 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -39,6 +41,8 @@ NEAR_PERFECT_ECE = 0.03
 #: (1/K) to the Bayes accuracy (paper Table 1: the weakest, ViT, 97.0% against 99.77% with K = 3,
 #: closes 0.958 of it).
 APPROACH = 0.9
+#: That fraction for the paper's weakest architecture on AFHQ (ViT, 97.0% against 99.77%, K = 3).
+PAPER_APPROACH = (0.970 - 1 / 3) / (0.9977 - 1 / 3)
 #: A power law: a mean per-seed R^2 of the log-log fit at least this; below `NOT_POWER_LAW` the
 #: curve is no straight line on a log-log plot.
 POWER_LAW_R2, NOT_POWER_LAW_R2 = 0.9, 0.5
@@ -176,7 +180,25 @@ def _keys(*estimates: Estimate) -> list[str]:
     return list(dict.fromkeys(k for e in estimates for k in e.keys))
 
 
-Judgement = tuple[str, str, str, list[str]]
+@dataclass(frozen=True)
+class Check:
+    """One interval a rule compared with a reference: what it is (``label``), the estimate, the
+    value the rule compares it with (``reference``) and the paper's value where it has one. A
+    row's checks are what a forest plot of the claims draws (claims.csv's ``checks``)."""
+
+    label: str
+    estimate: Estimate
+    reference: float
+    paper: float | None = None
+
+    def record(self) -> dict:
+        e = self.estimate
+        finite = lambda v: v if math.isfinite(v) else None  # noqa: E731
+        return {"label": self.label, "value": e.value, "lo": finite(e.lo), "hi": finite(e.hi),
+                "reference": self.reference, "paper": self.paper}
+
+
+Judgement = tuple[str, str, str, list[str], list[Check]]
 
 
 # --------------------------------------------------------------------------- the findings
@@ -190,7 +212,7 @@ def _power_law(n, x, spec) -> Judgement:
     sizes = int(value(n, f"{x}.n_sizes"))
     if sizes < MIN_SIZES:
         raise NotPosed(f"{sizes} sizes N: a power law needs at least {MIN_SIZES} to be told from any straight line")
-    parts, text, unc, keys = [], [], [], []
+    parts, text, unc, keys, checks = [], [], [], [], []
     for a in archs:
         alpha, r2 = estimate(n, f"{x}.alpha.{a}"), value(n, f"{x}.kl_r2.{a}")
         if alpha.side(0.0) == -1 or r2 < NOT_POWER_LAW_R2:
@@ -202,7 +224,8 @@ def _power_law(n, x, spec) -> Judgement:
         text.append(f"{a}: alpha {alpha.text()}, log-log R^2 {r2:.3g}")
         unc.append(f"{a} alpha {alpha.ci_text()}")
         keys += [*alpha.keys, f"{x}.kl_r2.{a}"]
-    return "; ".join(text), "; ".join(unc), _combine(parts), keys
+        checks.append(Check(f"alpha {a}", alpha, 0.0))
+    return "; ".join(text), "; ".join(unc), _combine(parts), keys, checks
 
 
 def _plateau(n, x, spec) -> Judgement:
@@ -230,7 +253,7 @@ def _plateau(n, x, spec) -> Judgement:
     fit = ("; fitted to the total alone, L(N) = a N^-b + c puts the floor at " + "; ".join(asymptotes)
            + f" against the exact floor {floor.text()} nats") if asymptotes else ""
     return ("; ".join(text) + fit, "; ".join(f"{a} KL fall {f.ci_text()}" for a, f in falls.items()),
-            _combine(parts), keys)
+            _combine(parts), keys, [Check(f"KL fall over the last step, {a} (nats)", f, 0.0) for a, f in falls.items()])
 
 
 def _floor_exact(n, x, spec) -> Judgement:
@@ -242,7 +265,9 @@ def _floor_exact(n, x, spec) -> Judgement:
     return (f"labels' cross-entropy under p minus E[H(p)]: {check.text()} nats; lowest classifier NLL minus the "
             f"labels' NLL under p, of {m}: {regret.text()} nats",
             f"check {check.ci_text()}; lowest regret {regret.ci_text(f'Bonferroni 95% (m={m})')}",
-            _combine(parts), [*check.keys, *regret.keys, f"{x}.n_classifiers"])
+            _combine(parts), [*check.keys, *regret.keys, f"{x}.n_classifiers"],
+            [Check("labels' NLL under p - E[H(p)] (nats)", check, 0.0),
+             Check("lowest classifier NLL - labels' NLL under p (nats)", regret, 0.0)])
 
 
 def _archs_differ(n, x, spec) -> Judgement:
@@ -266,7 +291,8 @@ def _archs_differ(n, x, spec) -> Judgement:
     kls = ", ".join(f"{a} {value(n, f'{x}.epistemic_max_n.{a}'):.4g}" for a in archs)
     d = diffs[widest]
     return (f"epistemic KL at the largest N (nats): {kls}; largest difference {widest[0]} - {widest[1]} = {d.text()}",
-            f"{d.ci_text(f'Bonferroni 95% (m={m})')}", verdict, [f"{x}.epistemic_max_n.{a}" for a in archs])
+            f"{d.ci_text(f'Bonferroni 95% (m={m})')}", verdict, [f"{x}.epistemic_max_n.{a}" for a in archs],
+            [Check(f"KL {widest[0]} - KL {widest[1]} at N_max (nats)", d, 0.0)])
 
 
 def _exponents_differ(n, x, spec) -> Judgement:
@@ -281,7 +307,8 @@ def _exponents_differ(n, x, spec) -> Judgement:
     parts = [_sided(d.side(0.0), +1), _sided(low.side(0.0), +1)]
     return (f"alpha {resnet} - alpha {vit} = {d.text()}; in the low-data half of the N grid ln KL fell by "
             f"{low.text()} more for {resnet} than for {vit}", f"exponents {d.ci_text()}; low-data half {low.ci_text()}",
-            _combine(parts), _keys(d, low))
+            _combine(parts), _keys(d, low), [Check("alpha ResNet - alpha ViT", d, 0.0, 0.039 - 0.032),
+                                            Check("ln KL drop, low-data half: ResNet - ViT", low, 0.0)])
 
 
 def _size(s: str) -> float:
@@ -313,7 +340,8 @@ def _soft_beats_hard(n, x, spec) -> Judgement:
                else "unresolved")
     unit = n[f"{x}.gain.{sizes[0]}"].get("unit", "")
     return ("; ".join(f"{s}: {g.text()}" for s, g in gains.items()) + f" (soft - hard test accuracy, {unit})",
-            "; ".join(f"{s} {g.ci_text()}" for s, g in gains.items()), verdict, [f"{x}.gain.{s}" for s in sizes])
+            "; ".join(f"{s} {g.ci_text()}" for s, g in gains.items()), verdict, [f"{x}.gain.{s}" for s in sizes],
+            [Check(f"soft - hard accuracy at {s} (pp)", g, 0.0, 1.0) for s, g in gains.items()])
 
 
 def _soft_calibration(n, x, spec) -> Judgement:
@@ -324,7 +352,8 @@ def _soft_calibration(n, x, spec) -> Judgement:
     label_ece = n.get(f"{x}.ece_soft_max_n", {}).get("value")
     beside = f" (against the labels: {label_ece:.4g})" if label_ece is not None else ""
     return (f"true ECE of soft labels {soft.text()}{beside}; hard minus soft {better.text()}",
-            f"soft {soft.ci_text()}; hard - soft {better.ci_text()}", _combine(parts), _keys(soft, better))
+            f"soft {soft.ci_text()}; hard - soft {better.ci_text()}", _combine(parts), _keys(soft, better),
+            [Check("true ECE, soft labels", soft, NEAR_PERFECT_ECE, 0.018), Check("true ECE hard - soft", better, 0.0)])
 
 
 def _ece_rate(n, x, spec) -> Judgement:
@@ -350,7 +379,8 @@ def _ece_rate(n, x, spec) -> Judgement:
     return ("; ".join(f"{a}: {d.text()}" for a, d in diffs.items()) + " (alpha_ECE - alpha_KL)"
             + (f"; not compared (no power law): {', '.join(left)}" if left else ""),
             "; ".join(f"{a} {d.ci_text(f'Bonferroni 95% (m={m})')}" for a, d in diffs.items()), verdict,
-            [*_keys(*diffs.values()), *(f"{x}.{k}.{a}" for a in archs for k in ("kl_r2", "ece_r2"))])
+            [*_keys(*diffs.values()), *(f"{x}.{k}.{a}" for a in archs for k in ("kl_r2", "ece_r2"))],
+            [Check(f"alpha_ECE - alpha_KL, {a}", d, 0.0) for a, d in diffs.items()])
 
 
 def _r2_beside(n, x) -> str:
@@ -365,13 +395,13 @@ def _r2_beside(n, x) -> str:
 def _shift_type(n, x, spec) -> Judgement:
     d = estimate(n, f"{x}.noise_vs_imbalance")
     return (f"noise costs {d.text()} pp more accuracy than the imbalance{_r2_beside(n, x)}", d.ci_text(),
-            _sided(d.side(0.0), +1), list(d.keys))
+            _sided(d.side(0.0), +1), list(d.keys), [Check("drop(noise) - drop(imbalance) (pp)", d, 0.0, 20.75 - 0.28)])
 
 
 def _shift_exact(n, x, spec) -> Judgement:
     d = estimate(n, f"{x}.variant_vs_imbalance")
     return (f"the base-temperature shift costs {d.text()} pp more accuracy than the imbalance", d.ci_text(),
-            _sided(d.side(0.0), +1), list(d.keys))
+            _sided(d.side(0.0), +1), list(d.keys), [Check("drop(tau shift) - drop(imbalance) (pp)", d, 0.0)])
 
 
 def _active(n, x, spec) -> Judgement:
@@ -389,7 +419,9 @@ def _active(n, x, spec) -> Judgement:
     return (f"{arch} on world {world} (Bayes error {100 * noise:.3g}%): gain ratio {ratio.text()}x, "
             f"{100 * fewer.value:.3g}% fewer labels",
             f"ratio {ratio.ci_text()}; fewer labels {fewer.ci_text()}", _combine(parts),
-            [*ratio.keys, *fewer.keys, f"world.{world}.bayes_error"])
+            [*ratio.keys, *fewer.keys, f"world.{world}.bayes_error"],
+            [Check("gain ratio max epistemic / max entropy", ratio, 1.0, 1.6),
+             Check("fraction fewer labels", fewer, 0.0, 0.478)])
 
 
 def _approach(gap_pp: Estimate, bayes: float, k: int) -> Estimate:
@@ -414,7 +446,8 @@ def _bayes_bound(n, x, spec) -> Judgement:
     return ("; ".join(f"{a}: {gaps[a].text()} pp below Bayes, {closed[a].value:.3g} of the way from chance"
                       for a in archs) + f" (Bayes accuracy {100 * bayes:.4g}%, K = {k})",
             "; ".join(f"{a} gap {gaps[a].ci_text()}" for a in archs), _combine(parts),
-            [*_keys(*gaps.values()), f"{x}.test_bayes_accuracy", f"{x}.num_classes"])
+            [*_keys(*gaps.values()), f"{x}.test_bayes_accuracy", f"{x}.num_classes"],
+            [Check(f"fraction of chance-to-Bayes closed, {a}", closed[a], APPROACH, PAPER_APPROACH) for a in archs])
 
 
 def _learner_gap(n, x, spec) -> Judgement:
@@ -436,7 +469,9 @@ def _learner_gap(n, x, spec) -> Judgement:
             f"Bayes; gap(tau {tau[worlds[-1]]:g}) - gap(tau {tau[easy]:g}) = {d.text()}",
             f"tau {tau[easy]:g} {near.ci_text()} of the way; difference {d.ci_text()}", _combine(parts),
             [*(f"{x}.gap.{w}" for w in worlds), *(f"{x}.base_temperature.{w}" for w in worlds),
-             f"{x}.bayes_error.{easy}", f"{x}.num_classes.{easy}"])
+             f"{x}.bayes_error.{easy}", f"{x}.num_classes.{easy}"],
+            [Check(f"fraction of chance-to-Bayes closed at tau {tau[easy]:g}", near, APPROACH),
+             Check(f"gap(tau {tau[worlds[-1]]:g}) - gap(tau {tau[easy]:g})", d, 0.0)])
 
 
 @dataclass(frozen=True)
@@ -548,8 +583,9 @@ FINDINGS: tuple[Finding, ...] = (
 
 def _judge(f: Finding, numbers: Mapping, name: str, spec: Mapping) -> dict:
     try:
-        value_, unc, verdict, keys = f.judge(numbers, name, spec)
-        return {"this run": value_, "uncertainty": unc, "verdict": verdict, "numbers": " ".join(keys)}
+        value_, unc, verdict, keys, checks = f.judge(numbers, name, spec)
+        return {"this run": value_, "uncertainty": unc, "verdict": verdict, "numbers": " ".join(keys),
+                "checks": json.dumps([c.record() for c in checks])}
     except NotPosed as why:
         return {"this run": f"{name}: {why.args[0]}", "verdict": "not posed"}
     except Missing as m:
@@ -567,7 +603,7 @@ def claims(numbers: Mapping[str, Mapping], experiments: Mapping[str, Mapping]) -
     rows = []
     for f in FINDINGS:
         row = {"id": f.id, "finding": f.finding, "paper": f.paper, "this run": "", "uncertainty": "",
-               "rule": f.rule, "verdict": "not run", "numbers": ""}
+               "rule": f.rule, "verdict": "not run", "numbers": "", "checks": "[]"}
         names = [name for name, spec in experiments.items() if spec["kind"] == f.kind]
         if not names:
             row["this run"] = f"no {f.kind} experiment in the config"
