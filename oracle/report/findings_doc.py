@@ -230,6 +230,7 @@ def findings_page(run_dir: str | os.PathLike, doc: str | os.PathLike, command: s
         "",
         "## The paper's findings against this run",
         "",
+        *([f"![claims]({figure_dir_name}/claims.png)", ""] if (run_dir / "claims.png").is_file() else []),
         claims_section(claims),
         "",
         "## Figures",
@@ -238,6 +239,8 @@ def findings_page(run_dir: str | os.PathLike, doc: str | os.PathLike, command: s
         "say beside the paper's value.",
     ]
     copies: dict[Path, Path] = {}
+    if (run_dir / "claims.png").is_file():
+        copies[run_dir / "claims.png"] = doc.parent / figure_dir_name / "claims.png"
     for fig in paper_figures(run_dir, config):
         dest = doc.parent / figure_dir_name / f"{fig.paper_id}-{fig.png.name}"
         copies[fig.png] = dest
