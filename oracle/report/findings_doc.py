@@ -22,6 +22,7 @@ import yaml
 from oracle.errors import DataError
 from oracle.io.atomic import atomic_output
 from oracle.report.claims import VERDICTS
+from oracle.report.tables import markdown_cell
 from oracle.report.timings import benchmark_files, job_intervals, read_benchmark, wall_time
 
 
@@ -32,11 +33,6 @@ class Figure:
     paper_id: str
     png: Path
     caption: Path
-
-
-def _md_cell(text: object) -> str:
-    """A value as one Markdown table cell (pipes escaped, newlines folded)."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def paper_figures(run_dir: Path, config: Mapping) -> list[Figure]:
@@ -67,8 +63,8 @@ def claims_section(claims: pd.DataFrame) -> str:
     lines = ["| # | finding | paper | this run | uncertainty | verdict |", "|---|---|---|---|---|---|"]
     rows = claims.to_dict("records")
     for i, r in enumerate(rows, 1):
-        lines.append(f"| {i} | {_md_cell(r['finding'])} | {_md_cell(r['paper'])} | {_md_cell(r['this run'])} | "
-                     f"{_md_cell(r['uncertainty'])} | **{_md_cell(r['verdict'])}** |")
+        lines.append(f"| {i} | {markdown_cell(r['finding'])} | {markdown_cell(r['paper'])} | {markdown_cell(r['this run'])} | "
+                     f"{markdown_cell(r['uncertainty'])} | **{markdown_cell(r['verdict'])}** |")
     counts = claims["verdict"].value_counts()
     lines += ["", "Verdicts: " + ", ".join(f"{v} {int(counts.get(v, 0))}" for v in VERDICTS) + ".", "",
               "The rule behind each verdict (the 95% intervals are over seeds unless a row says otherwise):", ""]
@@ -192,7 +188,7 @@ def readme_block(run_dir: str | os.PathLike, command: str) -> str:
              "Verdicts: " + ", ".join(f"{v} {int(verdicts.get(v, 0))}" for v in VERDICTS)
              + f" (`results/{config['run']}/claims.md` has each row's value, interval and rule):", "",
              "| finding | this run | verdict |", "|---|---|---|"]
-    lines += [f"| `{r['id']}`: {_md_cell(r['finding'])} | {_md_cell(r['this run'])} | **{r['verdict']}** |"
+    lines += [f"| `{r['id']}`: {markdown_cell(r['finding'])} | {markdown_cell(r['this run'])} | **{r['verdict']}** |"
               for r in claims.to_dict("records")]
     return "\n".join(lines) + "\n"
 
