@@ -111,7 +111,7 @@ rule effective_config:
         f"{RUN}/config.yaml",
     params:
         config=config,
-        config_keys=list(config),  # the whole config
+        config_keys=declared_keys("effective_config"),  # the whole config
     log:
         f"{LOGS}/effective_config.log",
     benchmark:

@@ -287,6 +287,13 @@ def validation_caption(wildcards):
 N_MAX = plan.largest_training_size(config)
 
 
+def declared_keys(rule):
+    """params.config_keys of `rule`: the config keys its artifacts depend on, from the one table
+    that the jobs' input checks, the start-of-run check and the audit read too
+    (oracle.workflow.plan.rule_keys)."""
+    return lambda wildcards: plan.rule_config_keys(config, rule, wildcards, EXPERIMENTS)
+
+
 def training(wildcards):
     """The training spec of a classifier job (world, n, labels, hyperparameters)."""
     return plan.training_spec(config, wildcards.experiment, wildcards.cell, EXPERIMENTS)

@@ -53,14 +53,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from oracle.errors import DataError, OracleError
+from oracle.errors import ConfigError, DataError, OracleError
 from oracle.workflow.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
 from oracle.workflow.audit_text import SHORT, code_str, render
 from oracle.code_version import code_version
 from oracle.io.hashing import file_sha256, path_sha256
 from oracle.workflow.config_paths import compare_config
-from oracle.workflow.input_identity import (in_results, named_by_config, oracle_hasher, place_problems,
-                                            sample_attr_problems)
+from oracle.workflow.input_identity import (declared_keys, in_results, named_by_config, oracle_hasher,
+                                            place_problems, sample_attr_problems)
 from oracle.workflow.provenance import REPO_ROOT, read_record, record_root, resolve_recorded_path
 
 
@@ -140,17 +140,16 @@ def check_numbers(numbers_path: str | os.PathLike, *, run: str | os.PathLike | N
 
 # --------------------------------------------------------------------------- config helpers
 def load_config(path: str | os.PathLike) -> dict:
-    """A YAML (or JSON) config file as a dict."""
-    import yaml
+    """A config file as the workflow sees it (`oracle.workflow.config.effective_config`: validated,
+    the schema's defaults filled in), so the run's own config file compares equal to the
+    effective config its records were written from. DataError when missing; ConfigError when
+    it does not load or check."""
+    from oracle.workflow.config import effective_config
 
     p = Path(path)
     if not p.is_file():
         raise DataError(f"config file {p} not found")
-    try:
-        cfg = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise DataError(f"config file {p} is not valid YAML: {' '.join(str(exc).split())}") from None
-    return cfg or {}
+    return effective_config(p)
 
 
 def changed_code_files(rec: Mapping | None, root: Path = REPO_ROOT) -> list[str]:
@@ -207,8 +206,20 @@ class _Auditor:
         self.visited: dict[str, str] = {}
         self.flags: list[dict] = []
         self.warnings: list[dict] = []
+        self._experiments: dict = {}
         self.raw: list[str] = []          # inputs without a record: where the chain ends
         self.checkpoints: list[str] = []  # frozen worlds (results/<run>/oracle/*.pt)
+
+    def experiments(self) -> Mapping | None:
+        """The current config's resolved experiments, once (None when they do not resolve)."""
+        if "v" not in self._experiments:
+            from oracle.workflow.plan import experiment_specs
+
+            try:
+                self._experiments["v"] = experiment_specs(self.config)
+            except ConfigError:
+                self._experiments["v"] = None
+        return self._experiments["v"]
 
     def _flag(self, node: dict, msg: str) -> None:
         node["flags"].append(msg)
@@ -265,7 +276,13 @@ class _Auditor:
                                  f"{recorded_hash[:SHORT]}, now {node['sha256'][:SHORT]}")
 
         if self.config is not None:
-            node["config_check"] = compare_config(record, self.config)
+            # the keys its rule declares now, not the record's own list (a record can lose a key)
+            try:
+                keys = declared_keys(record, self.config, self.experiments())
+            except ConfigError as exc:
+                keys = None
+                self._flag(node, f"its rule {record.get('rule')!r} makes no such artifact under the current config ({exc})")
+            node["config_check"] = compare_config(record, self.config, keys)
             for c in node["config_check"]:
                 if not c["ok"]:
                     self._flag(node, f"config {c['key']} changed: recorded {json.dumps(c['recorded'])}, "
