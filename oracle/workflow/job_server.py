@@ -52,7 +52,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 __all__ = ["DEFAULT_PRELOAD", "JobLost", "delegate", "idle_seconds", "mark_run", "run_in_server", "runtime_dir",
@@ -158,13 +158,14 @@ def _open_private(path: Path, flags: int) -> int:
 
 def delegate(argv: Sequence[str] | None = None, *, usage_path: str | os.PathLike | None = None,
              rule: str | None = None, preload: Sequence[str] = DEFAULT_PRELOAD,
-             directory: str | os.PathLike | None = None) -> None:
+             directory: str | os.PathLike | None = None, on_failure: Callable[[], None] | None = None) -> None:
     """Hand this script to the server when `server_wanted`, and exit with its status; otherwise
     return and let the script run inline. A server that cannot be reached or started falls back
     to inline with one line on stderr; a server that took the job and died fails it (exit 1).
     usage_path: where the child's resource usage goes (JSON: ``max_rss_mib``, ``user_s``,
     ``system_s``, ``wall_s``, and ``rule`` when given; read by `oracle.report.timings`), e.g.
-    beside the job's log; None: nowhere."""
+    beside the job's log; None: nowhere. on_failure: called in this process when the job
+    failed or was lost, before exiting (the job's records go with its outputs)."""
     if not server_wanted():
         return
     usage: dict = {} if rule is None else {"rule": str(rule)}
@@ -173,6 +174,8 @@ def delegate(argv: Sequence[str] | None = None, *, usage_path: str | os.PathLike
                                directory=directory, usage=usage)
     except JobLost as exc:
         print(f"job server: {exc}; the job is not rerun inline (rerun it)", file=sys.stderr, flush=True)
+        if on_failure is not None:
+            on_failure()
         os._exit(1)
     except OSError as exc:
         print(f"job server unavailable ({exc}); running inline", file=sys.stderr, flush=True)
@@ -182,6 +185,8 @@ def delegate(argv: Sequence[str] | None = None, *, usage_path: str | os.PathLike
             tmp = Path(f"{usage_path}.tmp{os.getpid()}")
             tmp.write_text(json.dumps(usage) + "\n")
             tmp.replace(usage_path)
+    if status != 0 and on_failure is not None:
+        on_failure()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status if status >= 0 else 1)
