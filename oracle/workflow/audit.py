@@ -329,14 +329,10 @@ def _find_run(target_path: Path | None) -> Path | None:
     return None
 
 
-def audit(target: str, *, run: str | os.PathLike | None = None,
-          configfile: str | os.PathLike | None = None, strict_code: bool = False) -> dict[str, Any]:
-    """Audit `target` (an artifact path or a numbers.json key); see the module docstring.
-
-    Returns {"target", "number" (the numbers.json entry or None), "run", "config_source",
-    "code_now", "tree" (nested nodes), "flags": [{"artifact", "message"}], "warnings": [...],
-    "artifacts": count, "ok": bool}. Raises DataError when the target cannot be resolved.
-    """
+def resolve_target(target: str, run: str | os.PathLike | None = None) -> tuple[Path, str, dict | None, Path | None]:
+    """(artifact path, its name as shown, the numbers.json entry or None, the run folder) of an
+    audit target: an existing path, or a key of ``<run>/numbers.json`` (without `run`: of the
+    only ``results/*/numbers.json``). DataError when it is neither."""
     run_dir = Path(run) if run is not None else None
     number = None
     if Path(target).exists():
@@ -360,9 +356,20 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
         art_path = _number_artifact(entry["artifact"], numbers_path, run_dir)
         shown = entry["artifact"]
         number = {"key": target, "numbers_file": str(numbers_path), **entry}
-
     if run_dir is None:
         run_dir = _find_run(art_path)
+    return art_path, shown, number, run_dir
+
+
+def audit(target: str, *, run: str | os.PathLike | None = None,
+          configfile: str | os.PathLike | None = None, strict_code: bool = False) -> dict[str, Any]:
+    """Audit `target` (an artifact path or a numbers.json key); see the module docstring.
+
+    Returns {"target", "number" (the numbers.json entry or None), "run", "config_source",
+    "code_now", "tree" (nested nodes), "flags": [{"artifact", "message"}], "warnings": [...],
+    "artifacts": count, "ok": bool}. Raises DataError when the target cannot be resolved.
+    """
+    art_path, shown, number, run_dir = resolve_target(target, run)
     current_config = None
     config_source = None
     if configfile is not None:
@@ -472,29 +479,82 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="machine-readable report on stdout")
     ap.add_argument("--strict-code", action="store_true", help="flag (not just warn about) code version differences")
     ap.add_argument("--check-numbers", action="store_true",
-                    help="check every entry of numbers.json: it names an existing artifact and is what "
-                         "that artifact gives, recomputed with the project's code")
+                    help="re-derive: every entry of numbers.json names an existing artifact and is what that "
+                         "artifact gives, recomputed with the project's code; the jobs that derive data files, "
+                         "tables, numbers, numbers.tex and claims rebuilt in a scratch folder and compared "
+                         "byte for byte; ROWS random rows of every shard re-scored with the oracle file")
+    ap.add_argument("--rows", type=int, default=8, metavar="ROWS",
+                    help="--check-numbers: rows re-scored per shard (default 8; 0: none)")
+    ap.add_argument("--rebuild", action="store_true",
+                    help="re-execute the jobs behind TARGET in a scratch folder and compare their outputs "
+                         "with the run's (exit 1 on a mismatch)")
+    ap.add_argument("--sample", type=int, metavar="K", help="--rebuild: only K jobs of the chain, drawn at random")
+    ap.add_argument("--seed", type=int, default=0, help="--rebuild --sample / --check-numbers: the random draw (default 0)")
+    ap.add_argument("--cores", type=int, default=1, help="--rebuild / --check-numbers: snakemake --cores (default 1)")
+    ap.add_argument("--scratch", help="--rebuild / --check-numbers: where the scratch folder is made "
+                                      "(default the system's temporary folder)")
+    ap.add_argument("--keep", action="store_true", help="--rebuild / --check-numbers: keep the scratch folder")
     args = ap.parse_args(argv)
     try:
         if args.check_numbers:
-            path = Path(args.target) if args.target else (Path(args.run) / "numbers.json" if args.run else None)
-            if path is None:
-                ap.error("--check-numbers needs a numbers.json path or --run")
-            problems = check_numbers(path, run=args.run,
-                                     config=load_config(args.configfile) if args.configfile else None)
-            if args.json:
-                print(json.dumps({"numbers": str(path), "problems": problems, "ok": not problems}, indent=2))
-            else:
-                print("\n".join(problems) if problems else f"{path}: every number names an existing artifact "
-                      "and is what it gives")
-            return 1 if problems else 0
+            return _check_numbers_cli(ap, args)
         if not args.target:
             ap.error("TARGET is required")
+        if args.rebuild:
+            return _rebuild_cli(args)
         report = audit(args.target, run=args.run, configfile=args.configfile, strict_code=args.strict_code)
     except OracleError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(report, indent=2, default=str) if args.json else render(report))
+    return 0 if report["ok"] else 1
+
+
+def _run_config(args: argparse.Namespace, run_dir: Path | None) -> Path:
+    configfile = Path(args.configfile) if args.configfile else (run_dir / "config.yaml" if run_dir else None)
+    if configfile is None or not configfile.is_file():
+        raise DataError("no run config found: pass --configfile or --run results/<run> (with its config.yaml)")
+    return configfile
+
+
+def _check_numbers_cli(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from oracle.workflow.audit_modes import derivation_problems
+    from oracle.workflow.audit_shards import rescore_shards
+
+    path = Path(args.target) if args.target else (Path(args.run) / "numbers.json" if args.run else None)
+    if path is None:
+        ap.error("--check-numbers needs a numbers.json path or --run")
+    run_dir = Path(args.run) if args.run else path.parent
+    configfile = _run_config(args, run_dir)
+    config = load_config(configfile)
+    problems = check_numbers(path, run=run_dir, config=config)
+    notes: list[str] = []
+    if args.rows > 0:
+        more, notes = rescore_shards(run_dir, config, rows=args.rows, seed=args.seed)
+        problems += more
+    more, lines = derivation_problems(run_dir, configfile, cores=args.cores, scratch=args.scratch, keep=args.keep,
+                                      log=(lambda m: None) if args.json else print)
+    problems += more
+    notes += lines
+    if args.json:
+        print(json.dumps({"numbers": str(path), "problems": problems, "notes": notes, "ok": not problems}, indent=2))
+    else:
+        print("\n".join(notes + problems) if problems else "\n".join(notes + [
+            f"{path}: every number names an existing artifact and is what it gives; every derived file is what its "
+            "job makes from its inputs; every re-scored shard row is what its world gives"]))
+    return 1 if problems else 0
+
+
+def _rebuild_cli(args: argparse.Namespace) -> int:
+    from oracle.workflow.audit_modes import rebuild_target
+
+    art_path, shown, _, run_dir = resolve_target(args.target, args.run)
+    if run_dir is None:
+        raise DataError(f"{shown} lies in no results/<run> folder: pass --run")
+    report = rebuild_target(art_path, run_dir, _run_config(args, run_dir), sample=args.sample, seed=args.seed,
+                            cores=args.cores, scratch=args.scratch, keep=args.keep,
+                            log=(lambda m: None) if args.json else print)
+    print(json.dumps(report, indent=2, default=str) if args.json else "\n".join(report["lines"]))
     return 0 if report["ok"] else 1
 
 
