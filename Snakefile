@@ -100,61 +100,9 @@ onstart:
 
 # Results copied without Snakemake's metadata (a fresh clone, a deleted .snakemake, a linked
 # results folder) are checked through their records once the DAG is built, before Snakemake
-# decides that nothing is to be done (oracle.workflow.stale): what was made under other settings
-# or from other inputs reruns, a missing output beside its record is rebuilt, and another run's
-# artifacts reached through a link are never overwritten. Snakemake has no hook there, so the
-# DAG build of this invocation's `execute` is wrapped (what `paper_target_input` relies on too:
-# the DAG's set of forced files).
-def check_existing_artifacts():
-    from snakemake.io import is_flagged
-    from snakemake.settings.enums import RerunTrigger
-
-    from oracle.workflow import stale
-
-    dag = workflow.dag
-    jobs = list(dag.jobs)
-
-    def planned():
-        return [stale.PlannedJob(rule=j.rule.name, needrun=dag.needrun(j),
-                                 outputs=tuple(str(f) for f in j.output if not is_flagged(f, "temp")),
-                                 config_keys=getattr(j.params, "config_keys", None)) for j in jobs]
-
-    plan_now = planned()
-    triggers = workflow.rerun_triggers
-    reasons = stale.stale_reasons(plan_now, config, settings=RerunTrigger.PARAMS in triggers,
-                                  inputs=RerunTrigger.INPUT in triggers)
-    if reasons:
-        print("\n".join(stale.stale_summary(plan_now, reasons)), file=sys.stderr)
-        dag.forcefiles.update(f for i in reasons for f in jobs[i].output)
-        workflow.async_run(dag.update_needrun())
-        plan_now = planned()
-    count, changed = stale.code_drift(plan_now)
-    if count:
-        print(f"note: {count} existing output(s) were made by other code ({', '.join(changed[:4])}"
-              f"{' ...' if len(changed) > 4 else ''}); they are kept, as Snakemake keeps them: "
-              "`snakemake --forcerun <rule>` remakes them, `audit --strict-code` flags them", file=sys.stderr)
-    problems = stale.overwrite_problems(plan_now, RUN)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        print(f"DataError: {problems[0]}{more}", file=sys.stderr)
-        raise SystemExit(1)
-
-
+# decides that nothing is to be done: what differs reruns (rules/common.smk, oracle.workflow.stale).
 if workflow.is_main_process:
-    _execute, _build_dag = workflow.execute, workflow._build_dag
-
-    def _build_dag_checked():
-        _build_dag()
-        if _checking:
-            check_existing_artifacts()
-
-    def _execute_checked(*args, **kwargs):
-        _checking.append(True)
-        return _execute(*args, **kwargs)
-
-    _checking = []
-    workflow._build_dag = _build_dag_checked
-    workflow.execute = _execute_checked
+    install_start_check()
 
 
 rule all:

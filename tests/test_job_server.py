@@ -452,16 +452,23 @@ def test_a_forged_run_pid_does_not_keep_the_server_up(scripts: Path, run_pid: st
         stranger.wait()
 
 
+def _start_delegated(scripts: Path, out: str, mode: str) -> tuple[subprocess.Popen, int, int]:
+    """A rule script's hand-off running `mode` (sleep, setsid) in the server: (its client, the
+    job's pid, the server's pid), once the job has started."""
+    work = scripts / "work"
+    proc = subprocess.Popen([sys.executable, str(scripts / "delegate.py"), str(scripts), str(scripts / "job.py"),
+                             out, "1", mode], cwd=work, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, js.SWITCH_ENV: "on"})
+    assert _wait((work / f"{out}.pid").exists, 60)
+    child, server = map(int, (work / f"{out}.pid").read_text().split())
+    return proc, child, server
+
+
 def test_killing_the_server_kills_its_job_and_it_is_not_rerun(scripts: Path) -> None:
     """Attack 6: the server dies mid-job: its child dies with it, and the client fails the job
     rather than running it a second time inline."""
     work = scripts / "work"
-    proc = subprocess.Popen([sys.executable, str(scripts / "delegate.py"), str(scripts), str(scripts / "job.py"),
-                             "m.txt", "1", "sleep"], cwd=work, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, js.SWITCH_ENV: "on"})
-    pid_file = work / "m.txt.pid"
-    assert _wait(pid_file.exists, 60)
-    child, server = map(int, pid_file.read_text().split())
+    proc, child, server = _start_delegated(scripts, "m.txt", "sleep")
     assert server != proc.pid
     os.kill(server, signal.SIGKILL)
     _, err = proc.communicate(timeout=30)
@@ -476,12 +483,7 @@ def test_every_descendant_of_a_job_dies_with_it(scripts: Path, kill: str) -> Non
     """A job's grandchild in a session of its own (setsid) dies when the server is killed with
     SIGKILL, or when the job's client goes away: the job's leader is a subreaper."""
     work = scripts / "work"
-    proc = subprocess.Popen([sys.executable, str(scripts / "delegate.py"), str(scripts), str(scripts / "job.py"),
-                             "g.txt", "1", "setsid"], cwd=work, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, js.SWITCH_ENV: "on"})
-    pid_file = work / "g.txt.pid"
-    assert _wait(pid_file.exists, 60)
-    child, server = map(int, pid_file.read_text().split())
+    proc, child, server = _start_delegated(scripts, "g.txt", "setsid")
     grandchild = int((work / "g.txt.grandchild").read_text())
     try:
         assert not _gone(grandchild)
@@ -513,11 +515,7 @@ def test_a_flood_of_connections_under_a_low_descriptor_limit_leaves_the_server_a
                             env={**os.environ, js.SWITCH_ENV: "on"})
     assert proc.wait(timeout=120) == 0, proc.stderr.read()
     sock = js.socket_path(PRELOAD, scripts)
-    long_job = subprocess.Popen([sys.executable, str(scripts / "delegate.py"), str(scripts), str(scripts / "job.py"),
-                                 "h.txt", "1", "sleep"], cwd=work, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, js.SWITCH_ENV: "on"})
-    assert _wait((work / "h.txt.pid").exists, 60)
-    job_pid, server = map(int, (work / "h.txt.pid").read_text().split())
+    long_job, job_pid, server = _start_delegated(scripts, "h.txt", "sleep")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
     flood = []

@@ -148,11 +148,11 @@ def linked_elsewhere(path: str | os.PathLike, record: Mapping) -> str | None:
             f"by the run in {record.get('workdir')}")
 
 
-def place_problems(path: str | os.PathLike, record: Mapping) -> list[str]:
+def place_problems(path: str | os.PathLike, record: Mapping, links: bool = True) -> list[str]:
     """Whether `record` describes the file at `path`: its ``id`` names that place (below the
-    run folder), its wildcard values appear in it, and it is not another run's or
+    run folder), its wildcard values appear in it, and (`links`) it is not another run's or
     checkout's file reached through a link (`linked_elsewhere`)."""
-    linked = linked_elsewhere(path, record)
+    linked = linked_elsewhere(path, record) if links else None
     if linked:
         return [f"it is another run's artifact: {linked}"]
     rid = str(record.get("id") or (record.get("artifact") or {}).get("path") or "")

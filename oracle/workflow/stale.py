@@ -1,30 +1,36 @@
 """At the start of a run: the existing artifacts the targets need, compared through their
-records with the config and the files now, so that results copied without Snakemake's
-metadata (a fresh clone, a deleted ``.snakemake``, a results folder linked in) are never passed
-off as current.
+records with the config now, so that results copied without Snakemake's metadata (a fresh
+clone, a deleted ``.snakemake``, a results folder linked in) are never passed off as current.
 
 Snakemake decides what to rerun from its own metadata (``.snakemake/metadata``: a rule's
 params, input set and code) and from modification times. Without that metadata it reruns only
 what is missing or older than its inputs, so a changed setting over copied results runs
-nothing. The workflow (the Snakefile's start check) therefore hands every job of the DAG that
-Snakemake would not run to `stale_reasons`, which finds, per job, from its outputs' records:
+nothing. The workflow (the start check of rules/common.smk) therefore hands every job of the
+DAG that Snakemake would not run to `stale_reasons`, which finds, per job, from its outputs'
+records:
 
-- an output that exists without a record, or is missing while its record is still there (a
-  job that failed after writing its records, a file deleted by hand);
+- an output that is missing while its record is still there (a job that failed after writing
+  its records, a file deleted by hand);
 - a config value at the keys the job's rule declares (`oracle.workflow.plan.rule_config_keys`,
-  its ``params.config_keys``) that differs from the record's (rerun trigger ``params``);
-- an input its record lists (a pipeline artifact) that has another sha256 now (rerun trigger
-  ``input``; `oracle.workflow.input_identity.made_from_problems`).
+  its ``params.config_keys``) that differs from the record's (Snakemake's ``params`` trigger).
 
-Those jobs are rerun (and with them everything downstream). Code that differs from what made
-an artifact (its record's ``code.files``) is reported in one line, not rerun: Snakemake reruns
-a job whose rule script changed, library code moves on without invalidating results, and
-``audit --strict-code`` flags it (docs/provenance.md).
+Those jobs are rerun, and with them everything downstream. A config difference counts only for
+an artifact that is otherwise this run's own: its record names its place, its bytes are the
+recorded ones and those its consumers recorded, and its recorded inputs are the files there now.
+Anything else is a changed or foreign artifact (a shard of another world or seed put in place,
+a model swapped in from another run, a file without a record), which is not silently remade:
+the jobs that read it
+refuse it with one line naming it and the command that remakes it
+(`oracle.workflow.input_identity`), before Snakemake removes any output.
+
+Code that differs from what made an artifact (its record's ``code.files``) is reported in one
+line, not rerun: Snakemake reruns a job whose rule script changed, library code moves on
+without invalidating results, and ``audit --strict-code`` flags it (docs/provenance.md).
 
 Then `overwrite_problems` refuses a run that would overwrite another run's or checkout's
 artifact reached through a link (`oracle.workflow.input_identity.linked_elsewhere`).
 
-Everything here takes plain values (`PlannedJob`); the Snakefile turns Snakemake's jobs into them.
+Everything here takes plain values (`PlannedJob`); rules/common.smk turns Snakemake's jobs into them.
 """
 
 from __future__ import annotations
@@ -37,8 +43,8 @@ from pathlib import Path
 from oracle.errors import DataError
 from oracle.io.hashing import file_sha256
 from oracle.workflow.config_paths import compare_config
-from oracle.workflow.input_identity import linked_elsewhere, made_from_problems
-from oracle.workflow.provenance import REPO_ROOT, read_record, record_path
+from oracle.workflow.input_identity import current_sha256, linked_elsewhere, made_from_problems, place_problems
+from oracle.workflow.provenance import REPO_ROOT, read_record, record_path, resolve_recorded_path
 
 __all__ = ["PlannedJob", "code_drift", "overwrite_problems", "stale_reasons", "stale_summary"]
 
@@ -67,21 +73,40 @@ def _record(path: str) -> dict | None:
         return None  # unreadable JSON: treated as no record
 
 
-def _output_reasons(path: str, keys: Sequence[str], config: Mapping, *, settings: bool,
-                    inputs: bool) -> list[str]:
-    side = record_path(path)
+def _output_reasons(path: str, rec: dict | None, keys: Sequence[str], config: Mapping,
+                    consumers: Mapping[str, set[str]], *, settings: bool) -> list[str]:
     if not os.path.exists(path):
-        return [f"{path} is missing beside its record"] if side.is_file() else []
-    rec = _record(path)
-    if rec is None:
-        return [f"{path} has no provenance record"]
+        return [f"{path} is missing beside its record"] if record_path(path).is_file() else []
+    if rec is None or not settings or _foreign(path, rec, consumers):
+        return []  # a file without a record is not this run's: the jobs that read it refuse it
     out = []
-    if settings:
-        for c in compare_config(rec, config, keys):
-            if not c["ok"]:
-                out += [f"{k} was {_short(a)}, is {_short(b)}" for k, a, b in _leaf_changes(c["key"], c["recorded"], c["current"])]
-    if inputs:
-        out += [f"{path}: {m}" for m in made_from_problems(path, rec)]
+    for c in compare_config(rec, config, keys):
+        if not c["ok"]:
+            out += [f"{k} was {_short(a)}, is {_short(b)}" for k, a, b in _leaf_changes(c["key"], c["recorded"], c["current"])]
+    return out
+
+
+def _foreign(path: str, rec: Mapping, consumers: Mapping[str, set[str]]) -> bool:
+    """Whether the file at `path` is not this run's own artifact as its record and its
+    consumers' records describe it (module docstring): left to the jobs' refusal."""
+    # a linked run's artifacts count as its own here: stale ones are forced, and a forced job
+    # that would write behind the link stops the run (`overwrite_problems`)
+    if place_problems(path, rec, links=False) or made_from_problems(path, rec):
+        return True
+    recorded = (rec.get("artifact") or {}).get("sha256")
+    seen = consumers.get(os.path.abspath(path), set())
+    if not recorded and not seen:
+        return False
+    now = current_sha256(Path(path))
+    return (recorded is not None and now != recorded) or any(h != now for h in seen)
+
+
+def _consumer_hashes(records: Mapping[str, dict]) -> dict[str, set[str]]:
+    """{absolute path: the sha256 each record that lists it as an input holds for it}."""
+    out: dict[str, set[str]] = {}
+    for path, rec in records.items():
+        for inp, h in (rec.get("inputs") or {}).items():
+            out.setdefault(os.path.abspath(resolve_recorded_path(inp, rec, path)), set()).add(str(h))
     return out
 
 
@@ -105,19 +130,19 @@ def _short(value: object, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def stale_reasons(jobs: Sequence[PlannedJob], config: Mapping, *, settings: bool = True,
-                  inputs: bool = True) -> dict[int, list[str]]:
+def stale_reasons(jobs: Sequence[PlannedJob], config: Mapping, *, settings: bool = True) -> dict[int, list[str]]:
     """{index of a job in `jobs`: why its existing outputs are not what it would make now}, for
     the jobs Snakemake does not run already (module docstring). `settings`: compare the config
-    at the declared keys (Snakemake's ``params`` rerun trigger); `inputs`: compare the recorded
-    inputs with the files now (its ``input`` trigger)."""
+    at the declared keys (Snakemake's ``params`` rerun trigger)."""
+    records = {p: r for job in jobs for p in job.outputs if os.path.exists(p) and (r := _record(p)) is not None}
+    consumers = _consumer_hashes(records)
     out: dict[int, list[str]] = {}
     for i, job in enumerate(jobs):
         if job.needrun or job.config_keys is None:
             continue
         reasons: list[str] = []
         for path in job.outputs:
-            reasons += _output_reasons(path, job.config_keys, config, settings=settings, inputs=inputs)
+            reasons += _output_reasons(path, records.get(path), job.config_keys, config, consumers, settings=settings)
         if reasons:
             out[i] = list(dict.fromkeys(reasons))
     return out
@@ -130,8 +155,8 @@ def stale_summary(jobs: Sequence[PlannedJob], reasons: Mapping[int, list[str]], 
     for i, rs in reasons.items():
         for r in rs:
             by_reason.setdefault(r, []).append(i)
-    lines = [f"{len(reasons)} job(s) whose outputs were made under other settings or from other inputs than the run "
-             "has now (checked through their provenance records) are rerun:"]
+    lines = [f"{len(reasons)} job(s) whose outputs were made under other settings than the run has now, or are "
+             "missing beside their records (checked through their provenance records), are rerun:"]
     ranked = sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     for reason, idx in ranked[:limit]:
         first = jobs[idx[0]]
