@@ -56,7 +56,8 @@ rule claims:
         csv=report(CLAIMS_CSV, caption="../report/claims.rst", category="Numbers"),
         md=report(CLAIMS_MD, caption="../report/claims.rst", category="Numbers"),
     params:
-        experiments={name: {"kind": spec["kind"]} for name, spec in config["experiments"].items()},
+        experiments={name: {k: spec[k] for k in ("kind", "world") if k in spec}
+                     for name, spec in config["experiments"].items()},
         config_keys=declared_keys("claims"),
     log:
         f"{LOGS}/numbers/claims.log",

@@ -185,12 +185,15 @@ def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str) -> dict
 
 
 def write_csv_markdown(df: pd.DataFrame, csv: str | os.PathLike, md: str | os.PathLike, caption: str,
-                       float_format: FloatFormat | None = None, notes: str = "") -> None:
+                       float_format: FloatFormat | None = None, notes: str = "",
+                       csv_only: tuple[str, ...] = ()) -> None:
     """Write ``df`` as a CSV (full precision) and a Markdown table, for tables that have no
     place in the paper's LaTeX (e.g. a run's timings); floats by the module's rule unless
-    `float_format` (a format spec or callable) is given; `notes` (Markdown) follow the table."""
+    `float_format` (a format spec or callable) is given; `notes` (Markdown) follow the table;
+    the columns `csv_only` (machine-readable ones) are left out of the Markdown."""
     if not isinstance(df, pd.DataFrame):
         raise OracleError(f"write_csv_markdown: expected a pandas DataFrame, got {type(df).__name__}")
+    shown = df.drop(columns=[c for c in csv_only if c in df.columns])
     write_all({Path(csv): df.to_csv(index=False, lineterminator="\n").encode("utf-8"),
-               Path(md): (_render_markdown(df, caption, float_format) + (f"\n{notes.rstrip()}\n" if notes else ""))
+               Path(md): (_render_markdown(shown, caption, float_format) + (f"\n{notes.rstrip()}\n" if notes else ""))
                .encode("utf-8")})

@@ -66,6 +66,7 @@ SWITCH_ENV = "ORACLE_JOB_SERVER"
 IDLE_ENV = "ORACLE_JOB_SERVER_IDLE"
 CHILD_ENV = "ORACLE_JOB_SERVER_CHILD"
 RUN_ENV = "ORACLE_RUN_PID"
+LOG_BYTES = 1 << 20  # the server's log is started over when a new server finds it larger
 _PROTOCOL = 2
 _START_TIMEOUT_S = 300.0
 
@@ -235,7 +236,10 @@ def _connect_or_start(path: Path, preload: Sequence[str], idle_s: float) -> sock
         if conn is not None:
             return conn
         path.unlink(missing_ok=True)  # a socket left by a server that died
-        log = _open_private(Path(f"{path}.log"), os.O_APPEND)
+        log_path = Path(f"{path}.log")
+        # each server appends to the log; one that has grown past LOG_BYTES starts over
+        big = log_path.is_file() and not log_path.is_symlink() and log_path.stat().st_size > LOG_BYTES
+        log = _open_private(log_path, os.O_TRUNC if big else os.O_APPEND)
         try:
             server = subprocess.Popen([sys.executable, "-m", "oracle.workflow.fork_server", str(path), str(idle_s), *preload],
                              stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd="/",

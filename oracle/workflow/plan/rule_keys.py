@@ -77,7 +77,8 @@ _RULES: dict[str, _Keys] = {
     "experiment_numbers": lambda c, wc, e: _experiment(e, wc)["config_keys"],
     "world_numbers": lambda c, wc, e: [],  # a function of the world's constants
     "numbers": lambda c, wc, e: ["paper"],
-    "claims": lambda c, wc, e: [f"experiments[{name}].kind" for name in c["experiments"]],
+    "claims": lambda c, wc, e: [f"experiments[{name}].{k}" for name, spec in c["experiments"].items()
+                                for k in ("kind", "world") if k in spec],
     "timings": lambda c, wc, e: [],  # a function of the benchmark files alone
 }
 
