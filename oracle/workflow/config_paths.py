@@ -8,6 +8,7 @@ Syntax: dotted names; ``[name]`` quotes a name holding dots (``classifiers.archs
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -46,6 +47,13 @@ _KEY_PART = re.compile(r"\.?([^.\[\]]+)|\[([^\]=]+)=([^\]]*)\]|\[([^\]]+)\]")
 
 
 def parse_config_key(key: str) -> list[str | tuple[str, str]]:
+    """`_parse_config_key` as a new list (parsed once per key: the start-of-run check compares
+    thousands of records)."""
+    return list(_parse_config_key(key))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_config_key(key: str) -> tuple[str | tuple[str, str], ...]:
     """Split a config key into parts: a str per mapping key, ``(field, value)`` per list selector.
 
     ``"oracle.flow.channels"`` -> ["oracle", "flow", "channels"];
@@ -69,7 +77,7 @@ def parse_config_key(key: str) -> list[str | tuple[str, str]]:
         else:
             parts.append(m.group(4))
         pos = m.end()
-    return parts
+    return tuple(parts)
 
 
 def _selector_text(part: tuple[str, str]) -> str:

@@ -199,24 +199,24 @@ def config_problems(record: Mapping, config: Mapping, experiments: Mapping | Non
             f"which rule {record.get('rule')!r} depends on" for c in compare_config(record, config, keys) if not c["ok"]]
 
 
-def current_sha256(path: Path) -> str:
-    """The sha256 of an artifact now: the one its own record holds when size and modification
-    time are the recorded ones (no rehash), else hashed."""
+def recorded_sha256(path: Path) -> str:
+    """What an artifact is, by its record: the sha256 its own record holds (no rehash: whether
+    its bytes still match is its own check, made wherever it is read), or its hash when it has
+    no record. Snakemake touches every output after its job, so a record's modification time
+    never matches the file's and cannot spare the hash; the record's sha256 can."""
     from oracle.io.hashing import path_sha256
 
-    if path.is_file():
-        rec = read_record(path, missing_ok=True)
-        art = (rec or {}).get("artifact") or {}
-        st = path.stat()
-        if art.get("sha256") and (art.get("size"), art.get("mtime_ns")) == (st.st_size, st.st_mtime_ns):
-            return str(art["sha256"])
-    return path_sha256(path)
+    rec = read_record(path, missing_ok=True) if path.is_file() else None
+    sha = ((rec or {}).get("artifact") or {}).get("sha256")
+    return str(sha) if sha else path_sha256(path)
 
 
-def made_from_problems(path: str | os.PathLike, record: Mapping) -> list[str]:
+def made_from_problems(path: str | os.PathLike, record: Mapping,
+                       sha_of: Callable[[Path], str] = recorded_sha256) -> list[str]:
     """One level up: the recorded inputs of `path` that are pipeline artifacts (under
-    ``results/``), exist and have another sha256 now than the one `record` lists for them,
-    one phrase each. Missing inputs (a temporary model after use) and raw data are skipped."""
+    ``results/``), exist and are another artifact now (`recorded_sha256`) than the one `record`
+    lists for them, one phrase each. Missing inputs (a temporary model after use) and raw data
+    are skipped. `sha_of`: `recorded_sha256`, or a cached version of it."""
     out = []
     # the files it refers to (the shards behind all.h5) are checked as inputs of their own
     refs = {os.path.abspath(resolve_recorded_path(r, record, path)) for r in (record.get("extra") or {}).get("references", [])}
@@ -224,7 +224,7 @@ def made_from_problems(path: str | os.PathLike, record: Mapping) -> list[str]:
         q = resolve_recorded_path(inp, record, path)
         if not in_results(q) or not q.exists() or os.path.abspath(q) in refs:
             continue
-        now = current_sha256(q)
+        now = sha_of(q)
         if now != recorded:
             out.append(f"it was made from another {inp} (sha256 {str(recorded)[:12]}; the file there now is {now[:12]})")
     return out

@@ -43,7 +43,7 @@ from pathlib import Path
 from oracle.errors import DataError
 from oracle.io.hashing import file_sha256
 from oracle.workflow.config_paths import compare_config
-from oracle.workflow.input_identity import current_sha256, linked_elsewhere, made_from_problems, place_problems
+from oracle.workflow.input_identity import linked_elsewhere, made_from_problems, place_problems, recorded_sha256
 from oracle.workflow.provenance import REPO_ROOT, read_record, record_path, resolve_recorded_path
 
 __all__ = ["PlannedJob", "code_drift", "overwrite_problems", "stale_reasons", "stale_summary"]
@@ -74,10 +74,10 @@ def _record(path: str) -> dict | None:
 
 
 def _output_reasons(path: str, rec: dict | None, keys: Sequence[str], config: Mapping,
-                    consumers: Mapping[str, set[str]], *, settings: bool) -> list[str]:
+                    consumers: Mapping[str, set[str]], sha_of, *, settings: bool) -> list[str]:
     if not os.path.exists(path):
         return [f"{path} is missing beside its record"] if record_path(path).is_file() else []
-    if rec is None or not settings or _foreign(path, rec, consumers):
+    if rec is None or not settings or _foreign(path, rec, consumers, sha_of):
         return []  # a file without a record is not this run's: the jobs that read it refuse it
     out = []
     for c in compare_config(rec, config, keys):
@@ -86,19 +86,18 @@ def _output_reasons(path: str, rec: dict | None, keys: Sequence[str], config: Ma
     return out
 
 
-def _foreign(path: str, rec: Mapping, consumers: Mapping[str, set[str]]) -> bool:
+def _foreign(path: str, rec: Mapping, consumers: Mapping[str, set[str]], sha_of) -> bool:
     """Whether the file at `path` is not this run's own artifact as its record and its
     consumers' records describe it (module docstring): left to the jobs' refusal."""
     # a linked run's artifacts count as its own here: stale ones are forced, and a forced job
     # that would write behind the link stops the run (`overwrite_problems`)
-    if place_problems(path, rec, links=False) or made_from_problems(path, rec):
+    if place_problems(path, rec, links=False) or made_from_problems(path, rec, sha_of):
         return True
-    recorded = (rec.get("artifact") or {}).get("sha256")
+    # what the file is by its own record, against what its consumers recorded (no rehash: a
+    # start check that hashed every shard would take minutes; bytes against their own record
+    # are checked where they are read)
     seen = consumers.get(os.path.abspath(path), set())
-    if not recorded and not seen:
-        return False
-    now = current_sha256(Path(path))
-    return (recorded is not None and now != recorded) or any(h != now for h in seen)
+    return bool(seen) and any(h != sha_of(Path(path)) for h in seen)
 
 
 def _consumer_hashes(records: Mapping[str, dict]) -> dict[str, set[str]]:
@@ -136,13 +135,24 @@ def stale_reasons(jobs: Sequence[PlannedJob], config: Mapping, *, settings: bool
     at the declared keys (Snakemake's ``params`` rerun trigger)."""
     records = {p: r for job in jobs for p in job.outputs if os.path.exists(p) and (r := _record(p)) is not None}
     consumers = _consumer_hashes(records)
+    shas: dict[str, str] = {}
+
+    def sha_of(p: Path) -> str:  # each file's `recorded_sha256` once
+        key = os.path.abspath(p)
+        if key not in shas:
+            rec = records.get(str(p))
+            sha = ((rec or {}).get("artifact") or {}).get("sha256")
+            shas[key] = str(sha) if sha else recorded_sha256(Path(p))
+        return shas[key]
+
     out: dict[int, list[str]] = {}
     for i, job in enumerate(jobs):
         if job.needrun or job.config_keys is None:
             continue
         reasons: list[str] = []
         for path in job.outputs:
-            reasons += _output_reasons(path, records.get(path), job.config_keys, config, consumers, settings=settings)
+            reasons += _output_reasons(path, records.get(path), job.config_keys, config, consumers, sha_of,
+                                       settings=settings)
         if reasons:
             out[i] = list(dict.fromkeys(reasons))
     return out
