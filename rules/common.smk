@@ -86,6 +86,7 @@ NUMBERS_JSON = f"{RUN}/numbers.json"
 NUMBERS_TEX = f"{RUN}/numbers.tex"
 CLAIMS_CSV = f"{RUN}/claims.csv"
 CLAIMS_MD = f"{RUN}/claims.md"
+CLAIMS_FIGURE = f"{RUN}/claims"  # .pdf, .png and .caption.rst: the claims as a forest plot
 VALIDATION_DIR = f"{RUN}/validation"
 VALIDATION_METRICS = f"{VALIDATION_DIR}/metrics.json"
 VALIDATION_TABLE = f"{VALIDATION_DIR}/tables/{{artifact}}"

@@ -47,14 +47,18 @@ rule numbers:
 
 
 # The paper's findings judged from numbers.json: one row each, with this run's value, its
-# uncertainty and a verdict under the rule the row states (oracle.report.claims). Written beside
-# numbers.json, not into it: the claims read it.
+# uncertainty and a verdict under the rule the row states (oracle.report.claims), and the same as
+# a forest plot (oracle.report.claims_figure). Written beside numbers.json, not into it: the
+# claims read it.
 rule claims:
     input:
         numbers=NUMBERS_JSON,
     output:
         csv=report(CLAIMS_CSV, caption="../report/claims.rst", category="Numbers"),
         md=report(CLAIMS_MD, caption="../report/claims.rst", category="Numbers"),
+        pdf=f"{CLAIMS_FIGURE}.pdf",
+        png=report(f"{CLAIMS_FIGURE}.png", caption="../report/artifact.rst", category="Numbers"),
+        caption=f"{CLAIMS_FIGURE}.{CAPTION_SUFFIX}",
     params:
         experiments={name: {k: spec[k] for k in ("kind", "world") if k in spec}
                      for name, spec in config["experiments"].items()},

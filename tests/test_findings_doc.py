@@ -145,3 +145,13 @@ def test_the_readme_default_run_block_matches_config_yaml():
     want = {name: (float(w["base_temperature"]), float(w["label_temperature"]), "skewed" if w["prior"] else "uniform")
             for name, w in world_specs(config).items()}
     assert block == want
+
+
+def test_the_claims_figure_heads_the_claims_section_when_the_run_has_it(tmp_path):
+    run = _run(tmp_path)
+    text, copies = findings_page(run, tmp_path / "docs" / "findings.md", "cmd")
+    assert "![claims]" not in text
+    (run / "claims.png").write_bytes(b"\x89PNG claims")
+    text, copies = findings_page(run, tmp_path / "docs" / "findings.md", "cmd")
+    assert "![claims](findings/claims.png)" in text
+    assert copies[run / "claims.png"] == tmp_path / "docs" / "findings" / "claims.png"

@@ -181,8 +181,8 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
                             capsize=3, lw=1.6, label="mean ± SE over models")
             row[3].axhline(0.0, color="k", lw=0.8)
             if not np.isfinite(s["ece_diff"].to_numpy(float)[s["shift"].to_numpy() != "clean"]).any():
-                row[3].text(0.5, 0.5, "no truth on noisy sets:\nthe flow's p(y|x') is not\nthe labels' posterior",
-                            transform=row[3].transAxes, ha="center", va="center", fontsize=8, color="0.3")
+                row[3].text(0.97, 0.04, "no truth on noisy sets:\nthe flow's p(y|x') is not\nthe labels' posterior",
+                            transform=row[3].transAxes, ha="right", va="bottom", fontsize=8, color="0.3")
             for ax, (_, _, ylabel) in zip(row, [*panels, (None, None, "label ECE - true ECE")]):
                 ax.set(xlabel=xlabel, ylabel=ylabel)
             row[0].legend(loc="best", fontsize=6)
