@@ -14,12 +14,8 @@ does not run is ``not run``; one whose numbers are missing is ``unresolved`` and
 missing number. A finding that can be posed by several experiments of its kind (`Finding.pick`
 ``"posed"``) is judged on the first, in config order, that poses it.
 
-Intervals: a number with ``se`` gets the 95% interval ``value ± q * se``, q the Student-t
-quantile at the number's degrees of freedom (``df`` where the number states it, e.g. a mean over
-seeds that shared one test set, whose SE holds both parts; ``n_seeds - 1`` for an SE over seeds)
-or the normal one (an SE over a test set or samples). A difference of two numbers takes
-``se = sqrt(se1^2 + se2^2)`` (numbers.json has no covariances: conservative when the two are
-positively correlated) and the smaller of the two degrees of freedom. Where a rule looks at
+Intervals (`oracle.report.intervals`): Student t over seeds, the stated degrees of freedom of a
+number whose seeds shared one test set, normal for a Monte Carlo SE; where a rule looks at
 ``m`` comparisons at once ("any classifier", "some pair of architectures"), each interval is
 widened to the 1 - 0.05/m level (Bonferroni), so the rule's error rate stays at 5%.
 """
@@ -31,7 +27,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from scipy import stats
+from oracle.report.intervals import (Check, Estimate, Missing, NotPosed, difference, estimate, keys_of, scaled,
+                                     suffixes, value)
 
 VERDICTS = ("supported", "contradicted", "unresolved", "not posed", "not run")
 
@@ -66,96 +63,6 @@ SOFT_LABEL_MASS = 10.0
 MIN_SIZES = 3
 
 
-class Missing(Exception):
-    """A number a rule needs is not in numbers.json (the row becomes unresolved)."""
-
-
-class NotPosed(Exception):
-    """The run does not reach the regime the finding needs (the row says why)."""
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A value with its interval half-width (None: no uncertainty known) and the numbers it
-    came from."""
-
-    value: float
-    half: float | None
-    keys: tuple[str, ...]
-
-    @property
-    def lo(self) -> float:
-        return self.value - (self.half if self.half is not None else math.inf)
-
-    @property
-    def hi(self) -> float:
-        return self.value + (self.half if self.half is not None else math.inf)
-
-    def side(self, ref: float) -> int:
-        """+1 when the interval lies above `ref`, -1 below, 0 when it contains it (or has none)."""
-        return 1 if self.lo > ref else -1 if self.hi < ref else 0
-
-    def within(self, lo: float, hi: float) -> bool:
-        """The interval lies inside (lo, hi)."""
-        return self.half is not None and lo < self.lo and self.hi < hi
-
-    def text(self) -> str:
-        return f"{self.value:.4g}"
-
-    def ci_text(self, level: str = "95%") -> str:
-        return "no interval (no SE)" if self.half is None else f"{level} CI [{self.lo:.4g}, {self.hi:.4g}]"
-
-
-def _quantile(df: float | None, m: int = 1) -> float:
-    """The two-sided 95% quantile for `m` comparisons at once (Bonferroni)."""
-    p = 1.0 - 0.025 / max(m, 1)
-    return float(stats.t.ppf(p, df)) if df else float(stats.norm.ppf(p))
-
-
-def _df(e: Mapping) -> float | None:
-    if e.get("df") is not None:
-        return float(e["df"])
-    n = e.get("n_seeds")
-    return int(n) - 1 if e.get("se_over") == "seeds" and n and int(n) >= 2 else None
-
-
-def _entry(numbers: Mapping[str, Mapping], key: str) -> Mapping:
-    e = numbers.get(key)
-    if e is not None and e.get("posed") is False:
-        raise NotPosed(e.get("description", key))
-    if e is None or e.get("value") is None:
-        raise Missing(key)
-    return e
-
-
-def value(numbers: Mapping[str, Mapping], key: str) -> float:
-    """numbers[key]'s value (Missing / NotPosed as `estimate`)."""
-    return float(_entry(numbers, key)["value"])
-
-
-def estimate(numbers: Mapping[str, Mapping], key: str, m: int = 1) -> Estimate:
-    """One number with its 95% interval (module docstring; `m` comparisons: Bonferroni)."""
-    e = _entry(numbers, key)
-    se = e.get("se")
-    return Estimate(float(e["value"]), None if se is None else _quantile(_df(e), m) * float(se), (key,))
-
-
-def difference(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Estimate:
-    """numbers[a] - numbers[b] with the interval of the module docstring (None without both se)."""
-    ea, eb = _entry(numbers, a), _entry(numbers, b)
-    diff = float(ea["value"]) - float(eb["value"])
-    if ea.get("se") is None or eb.get("se") is None:
-        return Estimate(diff, None, (a, b))
-    dfs = [d for d in (_df(ea), _df(eb)) if d is not None]
-    se = math.hypot(float(ea["se"]), float(eb["se"]))
-    return Estimate(diff, _quantile(min(dfs) if dfs else None, m) * se, (a, b))
-
-
-def scaled(e: Estimate, offset: float, factor: float) -> Estimate:
-    """``offset + factor * e`` with its interval scaled alike (`factor` a known constant)."""
-    return Estimate(offset + factor * e.value, None if e.half is None else abs(factor) * e.half, e.keys)
-
-
 def _sided(side: int, paper_side: int) -> str:
     return "unresolved" if side == 0 else "supported" if side == paper_side else "contradicted"
 
@@ -167,35 +74,9 @@ def _combine(parts: list[str]) -> str:
     return "supported" if parts and all(p == "supported" for p in parts) else "unresolved"
 
 
-def _suffixes(numbers: Mapping, prefix: str) -> list[str]:
-    return sorted(k[len(prefix):] for k in numbers if k.startswith(prefix))
-
-
 def _arch_named(archs: list[str], name: str) -> str | None:
     hits = [a for a in archs if name in a.lower()]
     return hits[0] if hits else None
-
-
-def _keys(*estimates: Estimate) -> list[str]:
-    return list(dict.fromkeys(k for e in estimates for k in e.keys))
-
-
-@dataclass(frozen=True)
-class Check:
-    """One interval a rule compared with a reference: what it is (``label``), the estimate, the
-    value the rule compares it with (``reference``) and the paper's value where it has one. A
-    row's checks are what a forest plot of the claims draws (claims.csv's ``checks``)."""
-
-    label: str
-    estimate: Estimate
-    reference: float
-    paper: float | None = None
-
-    def record(self) -> dict:
-        e = self.estimate
-        finite = lambda v: v if math.isfinite(v) else None  # noqa: E731
-        return {"label": self.label, "value": e.value, "lo": finite(e.lo), "hi": finite(e.hi),
-                "reference": self.reference, "paper": self.paper}
 
 
 Judgement = tuple[str, str, str, list[str], list[Check]]
@@ -206,7 +87,7 @@ Judgement = tuple[str, str, str, list[str], list[Check]]
 # uncertainty, verdict, keys read); it raises Missing or NotPosed.
 
 def _power_law(n, x, spec) -> Judgement:
-    archs = _suffixes(n, f"{x}.alpha.")
+    archs = suffixes(n, f"{x}.alpha.")
     if not archs:
         raise Missing(f"{x}.alpha.<arch>")
     sizes = int(value(n, f"{x}.n_sizes"))
@@ -229,7 +110,7 @@ def _power_law(n, x, spec) -> Judgement:
 
 
 def _plateau(n, x, spec) -> Judgement:
-    archs = _suffixes(n, f"{x}.total_drop_last.")
+    archs = suffixes(n, f"{x}.total_drop_last.")
     if not archs:
         raise Missing(f"{x}.total_drop_last.<arch>")
     drops = {a: value(n, f"{x}.total_drop_last.{a}") for a in archs}
@@ -242,7 +123,7 @@ def _plateau(n, x, spec) -> Judgement:
     falls = {a: estimate(n, f"{x}.kl_fall_last.{a}") for a in flat}
     parts = [_sided(f.side(0.0), +1) for f in falls.values()]
     text = [f"{a}: total fell {100 * drops[a]:.3g}% per doubling, KL fell {falls[a].text()} nats" for a in flat]
-    keys = [*(f"{x}.total_drop_last.{a}" for a in flat), *_keys(*falls.values(), floor)]
+    keys = [*(f"{x}.total_drop_last.{a}" for a in flat), *keys_of(*falls.values(), floor)]
     asymptotes = []
     for a in flat:
         key = f"{x}.total_asymptote.{a}"
@@ -271,7 +152,7 @@ def _floor_exact(n, x, spec) -> Judgement:
 
 
 def _archs_differ(n, x, spec) -> Judgement:
-    archs = _suffixes(n, f"{x}.epistemic_max_n.")
+    archs = suffixes(n, f"{x}.epistemic_max_n.")
     if not archs:
         raise Missing(f"{x}.epistemic_max_n.<arch>")
     if len(archs) < 2:
@@ -296,7 +177,7 @@ def _archs_differ(n, x, spec) -> Judgement:
 
 
 def _exponents_differ(n, x, spec) -> Judgement:
-    archs = _suffixes(n, f"{x}.alpha.")
+    archs = suffixes(n, f"{x}.alpha.")
     resnet, vit = _arch_named(archs, "resnet"), _arch_named(archs, "vit")
     if not archs:
         raise Missing(f"{x}.alpha.<arch>")
@@ -307,7 +188,7 @@ def _exponents_differ(n, x, spec) -> Judgement:
     parts = [_sided(d.side(0.0), +1), _sided(low.side(0.0), +1)]
     return (f"alpha {resnet} - alpha {vit} = {d.text()}; in the low-data half of the N grid ln KL fell by "
             f"{low.text()} more for {resnet} than for {vit}", f"exponents {d.ci_text()}; low-data half {low.ci_text()}",
-            _combine(parts), _keys(d, low), [Check("alpha ResNet - alpha ViT", d, 0.0, 0.039 - 0.032),
+            _combine(parts), keys_of(d, low), [Check("alpha ResNet - alpha ViT", d, 0.0, 0.039 - 0.032),
                                             Check("ln KL drop, low-data half: ResNet - ViT", low, 0.0)])
 
 
@@ -318,7 +199,7 @@ def _size(s: str) -> float:
 def _soft_label_regime(n, x, spec) -> None:
     """NotPosed where the world's posteriors are (nearly) one-hot over the largest training set
     (`SOFT_LABEL_MASS`)."""
-    sizes = [_size(s) for s in _suffixes(n, f"{x}.gain.")]
+    sizes = [_size(s) for s in suffixes(n, f"{x}.gain.")]
     world = spec.get("world")
     if not sizes or not world or f"world.{world}.bayes_error" not in n:
         return
@@ -329,7 +210,7 @@ def _soft_label_regime(n, x, spec) -> None:
 
 
 def _soft_beats_hard(n, x, spec) -> Judgement:
-    sizes = sorted(_suffixes(n, f"{x}.gain."), key=_size)
+    sizes = sorted(suffixes(n, f"{x}.gain."), key=_size)
     if not sizes:
         raise Missing(f"{x}.gain.N<size>")
     _soft_label_regime(n, x, spec)
@@ -352,12 +233,12 @@ def _soft_calibration(n, x, spec) -> Judgement:
     label_ece = n.get(f"{x}.ece_soft_max_n", {}).get("value")
     beside = f" (against the labels: {label_ece:.4g})" if label_ece is not None else ""
     return (f"true ECE of soft labels {soft.text()}{beside}; hard minus soft {better.text()}",
-            f"soft {soft.ci_text()}; hard - soft {better.ci_text()}", _combine(parts), _keys(soft, better),
+            f"soft {soft.ci_text()}; hard - soft {better.ci_text()}", _combine(parts), keys_of(soft, better),
             [Check("true ECE, soft labels", soft, NEAR_PERFECT_ECE, 0.018), Check("true ECE hard - soft", better, 0.0)])
 
 
 def _ece_rate(n, x, spec) -> Judgement:
-    archs = [a for a in _suffixes(n, f"{x}.ece_alpha.") if f"{x}.alpha.{a}" in n]
+    archs = [a for a in suffixes(n, f"{x}.ece_alpha.") if f"{x}.alpha.{a}" in n]
     if not archs:
         raise Missing(f"{x}.ece_alpha.<arch> and {x}.alpha.<arch>")
     r2 = {a: (value(n, f"{x}.kl_r2.{a}"), value(n, f"{x}.ece_r2.{a}")) for a in archs}
@@ -379,7 +260,7 @@ def _ece_rate(n, x, spec) -> Judgement:
     return ("; ".join(f"{a}: {d.text()}" for a, d in diffs.items()) + " (alpha_ECE - alpha_KL)"
             + (f"; not compared (no power law): {', '.join(left)}" if left else ""),
             "; ".join(f"{a} {d.ci_text(f'Bonferroni 95% (m={m})')}" for a, d in diffs.items()), verdict,
-            [*_keys(*diffs.values()), *(f"{x}.{k}.{a}" for a in archs for k in ("kl_r2", "ece_r2"))],
+            [*keys_of(*diffs.values()), *(f"{x}.{k}.{a}" for a in archs for k in ("kl_r2", "ece_r2"))],
             [Check(f"alpha_ECE - alpha_KL, {a}", d, 0.0) for a, d in diffs.items()])
 
 
@@ -410,7 +291,7 @@ def _active(n, x, spec) -> Judgement:
     if noise is not None and noise < SUBSTANTIAL_NOISE:
         raise NotPosed(f"world {world} has a Bayes error of {100 * noise:.3g}%, not substantial aleatoric noise "
                        f"(posed from {100 * SUBSTANTIAL_NOISE:g}%; ImageNet-64: 4.03%)")
-    archs = _suffixes(n, f"{x}.gain_ratio.")
+    archs = suffixes(n, f"{x}.gain_ratio.")
     arch = _arch_named(archs, "resnet") or (archs[0] if archs else None)
     if arch is None:
         raise Missing(f"{x}.gain_ratio.<arch>")
@@ -431,7 +312,7 @@ def _approach(gap_pp: Estimate, bayes: float, k: int) -> Estimate:
 
 
 def _bayes_bound(n, x, spec) -> Judgement:
-    archs = _suffixes(n, f"{x}.bayes_gap.")
+    archs = suffixes(n, f"{x}.bayes_gap.")
     if not archs:
         raise Missing(f"{x}.bayes_gap.<arch>")
     bayes, k = value(n, f"{x}.test_bayes_accuracy"), int(value(n, f"{x}.num_classes"))
@@ -446,12 +327,12 @@ def _bayes_bound(n, x, spec) -> Judgement:
     return ("; ".join(f"{a}: {gaps[a].text()} pp below Bayes, {closed[a].value:.3g} of the way from chance"
                       for a in archs) + f" (Bayes accuracy {100 * bayes:.4g}%, K = {k})",
             "; ".join(f"{a} gap {gaps[a].ci_text()}" for a in archs), _combine(parts),
-            [*_keys(*gaps.values()), f"{x}.test_bayes_accuracy", f"{x}.num_classes"],
+            [*keys_of(*gaps.values()), f"{x}.test_bayes_accuracy", f"{x}.num_classes"],
             [Check(f"fraction of chance-to-Bayes closed, {a}", closed[a], APPROACH, PAPER_APPROACH) for a in archs])
 
 
 def _learner_gap(n, x, spec) -> Judgement:
-    worlds = _suffixes(n, f"{x}.gap.")
+    worlds = suffixes(n, f"{x}.gap.")
     if not worlds:
         raise Missing(f"{x}.gap.<world>")
     if len(worlds) < 2:
