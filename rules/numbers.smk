@@ -10,7 +10,7 @@ rule world_numbers:
     output:
         WORLD_NUMBERS,
     params:
-        config_keys=[],  # a function of the world's constants
+        config_keys=declared_keys("world_numbers"),
     log:
         f"{LOGS}/numbers/world.{{world}}.log",
     benchmark:
@@ -32,7 +32,7 @@ rule numbers:
         tex=NUMBERS_TEX,
     params:
         paper={pid: artifact_stem(*target.split("/", 1)) for pid, target in PAPER.items()},
-        config_keys=["paper"],
+        config_keys=declared_keys("numbers"),
     log:
         f"{LOGS}/numbers/numbers.log",
     benchmark:
@@ -47,17 +47,22 @@ rule numbers:
 
 
 # The paper's findings judged from numbers.json: one row each, with this run's value, its
-# uncertainty and a verdict under the rule the row states (oracle.report.claims). Written beside
-# numbers.json, not into it: the claims read it.
+# uncertainty and a verdict under the rule the row states (oracle.report.claims), and the same as
+# a forest plot (oracle.report.claims_figure). Written beside numbers.json, not into it: the
+# claims read it.
 rule claims:
     input:
         numbers=NUMBERS_JSON,
     output:
         csv=report(CLAIMS_CSV, caption="../report/claims.rst", category="Numbers"),
         md=report(CLAIMS_MD, caption="../report/claims.rst", category="Numbers"),
+        pdf=f"{CLAIMS_FIGURE}.pdf",
+        png=report(f"{CLAIMS_FIGURE}.png", caption="../report/artifact.rst", category="Numbers"),
+        caption=f"{CLAIMS_FIGURE}.{CAPTION_SUFFIX}",
     params:
-        experiments={name: {"kind": spec["kind"]} for name, spec in config["experiments"].items()},
-        config_keys=[f"experiments[{name}].kind" for name in config["experiments"]],
+        experiments={name: {k: spec[k] for k in ("kind", "world") if k in spec}
+                     for name, spec in config["experiments"].items()},
+        config_keys=declared_keys("claims"),
     log:
         f"{LOGS}/numbers/claims.log",
     benchmark:

@@ -1,6 +1,7 @@
 """Rule `claims`: numbers.json and the config's experiments -> claims.csv and claims.md, one row
 per finding of the paper with this run's value, its uncertainty and a verdict under a stated
-rule (`oracle.report.claims`)."""
+rule (`oracle.report.claims`), and claims.{pdf,png} with its caption: the same as a forest plot
+(`oracle.report.claims_figure`)."""
 
 from oracle.workflow.jobs import run_job
 
@@ -18,7 +19,14 @@ def main(sm):
     counts = pd.Series([r["verdict"] for r in rows]).value_counts()
     write_csv_markdown(pd.DataFrame(rows), sm.output.csv, sm.output.md,
                        "The paper's findings against this run's numbers (verdict under each row's rule)",
-                       notes="Verdicts: " + ", ".join(f"{v} {counts.get(v, 0)}" for v in VERDICTS) + ".")
+                       notes="Verdicts: " + ", ".join(f"{v} {counts.get(v, 0)}" for v in VERDICTS) + ".",
+                       csv_only=("checks",))
+    from oracle.report.captions import write_caption
+    from oracle.report.claims_figure import claims_caption, claims_forest
+
+    frame = pd.read_csv(sm.output.csv, keep_default_na=False)
+    claims_forest(frame, Path(sm.output.pdf).with_suffix(""))
+    write_caption(sm.output.caption, claims_caption(frame))
     print({r["id"]: r["verdict"] for r in rows})
 
 

@@ -1,5 +1,6 @@
-"""oracle.report.claims: every finding's verdict (supported, contradicted, unresolved) on
-constructed numbers, "not run" for a kind the config does not run, and the intervals."""
+"""oracle.report.claims: every finding's verdict on constructed numbers where it holds, where it
+fails and where it is not posed; "not run" for a kind the config does not run; the intervals
+(Student t over seeds, the shared test rows' df, Bonferroni)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from scipy import stats
 
 from oracle.report import claims as cl
 
-EXPERIMENTS = {"scaling": {"kind": "scaling"}, "labels": {"kind": "labels"}, "shift": {"kind": "shift"},
-               "active": {"kind": "active"}, "difficulty": {"kind": "difficulty"}}
+EXPERIMENTS = {"scaling": {"kind": "scaling", "world": "cold"}, "labels": {"kind": "labels", "world": "noisy"},
+               "shift": {"kind": "shift", "world": "cold"}, "active": {"kind": "active", "world": "noisy"},
+               "difficulty": {"kind": "difficulty"}}
 ARCHS = ("test_resnet", "test_vit")
 
 
@@ -23,23 +25,42 @@ def mc(value, se):
     return {"value": value, "se": se, "se_over": "test set"}
 
 
+def plain(value):
+    return {"value": value}
+
+
 def base_numbers() -> dict:
     """Numbers under which every finding is supported (3 seeds: t(0.975, 2) = 4.30)."""
-    n = {"shift.r2_drop_vs_exact_kl": {"value": 0.04}, "scaling.test_bayes_accuracy": mc(0.98, 0.002),
-         "labels.ece_soft_max_n": seeds(0.010, 0.001),
+    n = {"scaling.test_bayes_accuracy": mc(0.98, 0.002), "scaling.num_classes": plain(10), "scaling.n_sizes": plain(5),
+         "scaling.label_check": mc(0.001, 0.003), "scaling.n_classifiers": plain(20),
+         "scaling.nll_regret_min": mc(0.02, 0.005),
+         "labels.true_ece_soft_max_n": seeds(0.010, 0.001), "labels.true_ece_reduction_max_n": seeds(0.02, 0.002),
+         "labels.ece_soft_max_n": seeds(0.05, 0.002),
+         "shift.noise_vs_imbalance": {**seeds(10.0, 1.0), "posed": True},
+         "shift.variant_vs_imbalance": {**seeds(5.0, 1.0), "posed": True},
+         "shift.r2_drop_vs_kl_y": plain(0.04), "shift.r2_points_kl_y": plain(5),
+         "world.noisy.bayes_error": mc(0.04, 0.003), "world.cold.bayes_error": mc(0.002, 0.001),
          "active.gain_ratio.test_resnet": seeds(1.6, 0.05), "active.fewer_labels.test_resnet": seeds(0.478, 0.02)}
     for size, gain in (("N100", 3.0), ("N300", 2.0), ("N1000", -0.1)):
         n[f"labels.gain.{size}"] = seeds(gain, 0.1, unit="percentage points")
-    for arch, alpha in zip(ARCHS, (0.5, 0.2)):
+    for arch, alpha, kl, low in zip(ARCHS, (0.5, 0.2), (0.1, 0.3), (1.0, 0.1)):
         n[f"scaling.alpha.{arch}"] = seeds(alpha, 0.01)
+        n[f"scaling.kl_r2.{arch}"] = plain(0.95)
         n[f"scaling.ece_alpha.{arch}"] = seeds(alpha + 0.3, 0.01)
-        n[f"scaling.aleatoric.{arch}"] = mc(0.05, 0.003)
-        n[f"scaling.accuracy_min_n.{arch}"] = seeds(0.4, 0.01)
-        n[f"scaling.accuracy_max_n.{arch}"] = seeds(0.9, 0.01)
+        n[f"scaling.ece_r2.{arch}"] = plain(0.93)
+        n[f"scaling.aleatoric.{arch}"] = mc(0.3, 0.003)
+        n[f"scaling.total_drop_last.{arch}"] = plain(0.02)
+        n[f"scaling.kl_fall_last.{arch}"] = seeds(0.05, 0.005)
+        n[f"scaling.total_asymptote.{arch}"] = seeds(0.35, 0.01)
+        n[f"scaling.epistemic_max_n.{arch}"] = seeds(kl, 0.01)
+        n[f"scaling.log_kl_drop_low.{arch}"] = seeds(low, 0.05)
+        n[f"scaling.bayes_gap.{arch}"] = seeds(2.0, 0.2, unit="percentage points")
     # the learner's gap to the Bayes error grows with tau (named out of tau order on purpose)
-    for world, tau, gap in (("tau0.9", 0.9, 0.01), ("hard", 1.5, 0.08), ("base", 1.0, 0.03)):
-        n[f"difficulty.base_temperature.{world}"] = {"value": tau, "unit": "1"}
+    for world, tau, gap in (("tau0.7", 0.7, 0.01), ("hard", 1.5, 0.08), ("base", 1.0, 0.03)):
+        n[f"difficulty.base_temperature.{world}"] = plain(tau)
         n[f"difficulty.gap.{world}"] = seeds(gap, 0.005, unit="fraction")
+        n[f"difficulty.bayes_error.{world}"] = mc(0.002 if tau < 1 else 0.05, 0.001)
+        n[f"difficulty.num_classes.{world}"] = plain(10)
     return n
 
 
@@ -49,8 +70,8 @@ def verdicts(numbers, experiments=EXPERIMENTS) -> dict[str, str]:
 
 def test_every_finding_supported_and_rows_are_complete():
     rows = cl.claims(base_numbers(), EXPERIMENTS)
-    assert [r["id"] for r in rows] == [f.id for f in cl.FINDINGS] and len(rows) == 10
-    assert {r["verdict"] for r in rows} == {"supported"}
+    assert [r["id"] for r in rows] == [f.id for f in cl.FINDINGS] and len(rows) == 13
+    assert {r["id"]: r["verdict"] for r in rows} == {f.id: "supported" for f in cl.FINDINGS}
     for r in rows:
         assert r["rule"] and r["paper"] and r["this run"] and r["numbers"]
     soft = next(r for r in rows if r["id"] == "soft_labels")
@@ -60,43 +81,128 @@ def test_every_finding_supported_and_rows_are_complete():
 # each case: a change to the supported numbers and the verdict of the one finding it flips
 CASES = {
     "power_law": [({"scaling.alpha.test_vit": seeds(-0.2, 0.01)}, "contradicted"),
+                  ({"scaling.n_sizes": plain(2)}, "not posed"),   # two points make any straight line
+                  ({"scaling.kl_r2.test_vit": plain(0.3)}, "contradicted"),   # no straight line
+                  ({"scaling.kl_r2.test_vit": plain(0.7)}, "unresolved"),
                   ({"scaling.alpha.test_vit": seeds(0.02, 0.01)}, "unresolved")],
-    "same_floor": [({"scaling.aleatoric.test_vit": mc(0.07, 0.003)}, "contradicted"),
-                   ({"scaling.aleatoric.test_vit": mc(0.055, 0.003)}, "supported")],
+    "plateau": [({"scaling.kl_fall_last.test_vit": seeds(-0.05, 0.005)}, "contradicted"),
+                ({"scaling.kl_fall_last.test_vit": seeds(0.01, 0.005)}, "unresolved"),
+                # the total of both falls fast: the question is not posed
+                ({"scaling.total_drop_last.test_vit": plain(0.2), "scaling.total_drop_last.test_resnet": plain(0.1)},
+                 "not posed"),
+                # only ViT's total is flat; ResNet's KL rising does not count against the claim
+                ({"scaling.total_drop_last.test_resnet": plain(0.1),
+                  "scaling.kl_fall_last.test_resnet": seeds(-0.05, 0.005)}, "supported")],
+    "floor_exact": [({"scaling.label_check": mc(0.05, 0.003)}, "contradicted"),   # labels not drawn from p
+                    # a classifier beats the floor beyond the Bonferroni interval
+                    ({"scaling.nll_regret_min": mc(-0.05, 0.005)}, "contradicted"),
+                    # below 0 at the plain 95% level, not at the Bonferroni level over 20 classifiers
+                    ({"scaling.nll_regret_min": mc(-0.0105, 0.005)}, "supported")],
+    "archs_differ": [({"scaling.epistemic_max_n.test_vit": None}, "not posed"),   # one architecture
+                     ({"scaling.epistemic_max_n.test_vit": seeds(0.101, 0.001),
+                       "scaling.epistemic_max_n.test_resnet": seeds(0.1, 0.001)}, "contradicted"),
+                     ({"scaling.epistemic_max_n.test_vit": seeds(0.15, 0.02),
+                       "scaling.epistemic_max_n.test_resnet": seeds(0.1, 0.02)}, "unresolved")],
     "exponents_differ": [({"scaling.alpha.test_vit": seeds(0.8, 0.01)}, "contradicted"),
+                         # no ViT among the architectures: the claim compares a ResNet with a ViT
+                         ({"scaling.alpha.test_vit": None, "scaling.alpha.test_cnn": seeds(0.2, 0.01),
+                           "scaling.kl_r2.test_cnn": plain(0.95)}, "not posed"),
+                         ({"scaling.log_kl_drop_low.test_vit": seeds(2.0, 0.05)}, "contradicted"),
+                         ({"scaling.log_kl_drop_low.test_vit": seeds(0.95, 0.05)}, "unresolved"),
                          ({"scaling.alpha.test_vit": seeds(0.48, 0.01)}, "unresolved")],
     "soft_labels": [({"labels.gain.N100": seeds(-3.0, 0.1), "labels.gain.N300": seeds(-2.0, 0.1)}, "contradicted"),
+                    # a world without aleatoric noise: 0.002 x 1,000 = 2 rows of non-argmax mass
+                    ({"world.noisy.bayes_error": mc(0.002, 0.001)}, ("not posed", {"soft_calibration", "active_learning"})),
                     ({"labels.gain.N300": seeds(0.1, 0.1)}, "unresolved")],
-    "soft_calibration": [({"labels.ece_soft_max_n": seeds(0.08, 0.002)}, "contradicted"),
-                         ({"labels.ece_soft_max_n": seeds(0.03, 0.002)}, "unresolved")],
+    "soft_calibration": [({"labels.true_ece_soft_max_n": seeds(0.08, 0.002)}, "contradicted"),
+                         ({"world.noisy.bayes_error": mc(0.005, 0.001)}, ("not posed", {"soft_labels", "active_learning"})),
+                         ({"labels.true_ece_reduction_max_n": seeds(-0.02, 0.002)}, "contradicted"),
+                         ({"labels.true_ece_soft_max_n": seeds(0.03, 0.002)}, "unresolved"),
+                         # the label ECE is shown beside, not judged
+                         ({"labels.ece_soft_max_n": seeds(0.5, 0.002)}, "supported")],
     "ece_rate": [({"scaling.ece_alpha.test_resnet": seeds(0.5, 0.001), "scaling.alpha.test_resnet": seeds(0.5, 0.001),
                    "scaling.ece_alpha.test_vit": seeds(0.2, 0.001), "scaling.alpha.test_vit": seeds(0.2, 0.001)},
                   "contradicted"),
                  ({"scaling.ece_alpha.test_resnet": seeds(0.55, 0.05), "scaling.ece_alpha.test_vit": seeds(0.25, 0.05)},
-                  "unresolved")],
-    "shift_type": [({"shift.r2_drop_vs_exact_kl": {"value": 0.9}}, "contradicted"),
-                   ({"shift.r2_drop_vs_exact_kl": {"value": 0.5}}, "unresolved")],
+                  "unresolved"),
+                 ({"scaling.ece_r2.test_resnet": plain(0.1), "scaling.ece_r2.test_vit": plain(0.2)}, "not posed")],
+    "shift_type": [({"shift.noise_vs_imbalance": seeds(-10.0, 1.0)}, "contradicted"),
+                   ({"shift.noise_vs_imbalance": seeds(1.0, 1.0)}, "unresolved"),
+                   ({"shift.noise_vs_imbalance": {"value": None, "posed": False, "description": "no noise"}},
+                    "not posed")],
+    "shift_exact": [({"shift.variant_vs_imbalance": seeds(-5.0, 1.0)}, "contradicted"),
+                    ({"shift.variant_vs_imbalance": {"value": None, "posed": False, "description": "no variant"}},
+                     "not posed")],
     "active_learning": [({"active.gain_ratio.test_resnet": seeds(0.7, 0.02)}, "contradicted"),
                         ({"active.fewer_labels.test_resnet": seeds(-0.2, 0.02)}, "contradicted"),
-                        ({"active.gain_ratio.test_resnet": seeds(1.1, 0.1)}, "unresolved")],
-    # gap(tau 1.5) - gap(tau 0.9) = 0.08 - 0.01 with half-width 4.30 * hypot(0.005, 0.005) = 0.030
+                        ({"active.gain_ratio.test_resnet": seeds(1.1, 0.1)}, "unresolved"),
+                        ({"world.noisy.bayes_error": mc(0.002, 0.001)},
+                         ("not posed", {"soft_labels", "soft_calibration"}))],
+    # gap 2 pp against Bayes 0.98, K = 10: closes 1 - 0.02 / 0.88 = 0.977 of the way from chance
+    "bayes_bound": [({"scaling.bayes_gap.test_vit": seeds(20.0, 0.2)}, "contradicted"),   # 0.77 of the way
+                    ({"scaling.bayes_gap.test_vit": seeds(-2.0, 0.2)}, "contradicted"),   # above Bayes
+                    ({"scaling.bayes_gap.test_vit": seeds(8.8, 0.5)}, "unresolved")],    # 0.9 within its CI
+    # gap(tau 1.5) - gap(tau 0.7) = 0.08 - 0.01 with half-width 4.30 * hypot(0.005, 0.005) = 0.030
     "learner_bayes_gap": [({"difficulty.gap.hard": seeds(-0.05, 0.005)}, "contradicted"),
+                          ({"difficulty.gap.hard": None, "difficulty.gap.base": None}, "not posed"),
                           ({"difficulty.gap.hard": seeds(0.03, 0.005)}, "unresolved"),
-                          ({"difficulty.gap.tau0.9": seeds(0.15, 0.005)}, "contradicted"),
+                          # far from the Bayes error at the smallest tau: the first half fails
+                          ({"difficulty.gap.tau0.7": seeds(0.2, 0.005)}, "contradicted"),
                           # the base world's gap is not the one compared: no change in the verdict
                           ({"difficulty.gap.base": seeds(0.5, 0.005)}, "supported")],
-    "bayes_bound": [({"scaling.accuracy_max_n.test_vit": seeds(0.3, 0.01)}, "contradicted"),
-                    ({"scaling.accuracy_max_n.test_vit": seeds(0.995, 0.001)}, "contradicted"),
-                    ({"scaling.accuracy_max_n.test_vit": seeds(0.42, 0.01)}, "unresolved")],
 }
+
+
+def _verdict_and_others(expected):
+    """A case's expected verdict, and the other findings the same change may move alike (a
+    world's noise poses or unposes every finding asked in it)."""
+    return expected if isinstance(expected, tuple) else (expected, set())
 
 
 @pytest.mark.parametrize("fid,change,expected", [(f, c, v) for f, cases in CASES.items() for c, v in cases])
 def test_each_verdict_on_constructed_numbers(fid, change, expected):
-    got = verdicts({**base_numbers(), **change})
+    expected, others = _verdict_and_others(expected)
+    numbers = {**base_numbers(), **change}
+    numbers = {k: v for k, v in numbers.items() if v is not None}  # None: the number is not there
+    got = verdicts(numbers)
     assert got[fid] == expected
-    # the change moves that finding only
-    assert {k: v for k, v in got.items() if k != fid and v != "supported"} == {}
+    # the change moves that finding only (and those asked in the same world, where named)
+    assert {k: v for k, v in got.items() if k != fid and k not in others and v != "supported"} == {}
+
+
+def test_every_finding_can_fail_and_every_one_with_a_regime_says_not_posed():
+    """The rules' promise (DESIGN "Conventions"): each finding has a case where it is
+    contradicted, and the findings whose sentence needs a regime have one where it is not posed."""
+    for f in cl.FINDINGS:
+        assert "contradicted" in {_verdict_and_others(v)[0] for _, v in CASES[f.id]}, f.id
+    posed_everywhere = {"floor_exact", "bayes_bound"}  # a check of the world and Table 1: no regime to reach
+    assert {f for f, cases in CASES.items() if any(_verdict_and_others(v)[0] == "not posed" for _, v in cases)} \
+        == {f.id for f in cl.FINDINGS} - posed_everywhere
+
+
+def test_a_finding_picks_the_first_experiment_that_poses_it():
+    """Two active experiments: the low-noise one (the paper's Figure 8 world) comes first in the
+    config and does not pose the ImageNet-64 claim; the noisy one is judged."""
+    numbers = base_numbers()
+    numbers.update({k.replace("active.", "active_cold.", 1): v for k, v in numbers.items() if k.startswith("active.")})
+    numbers["active_cold.gain_ratio.test_resnet"] = seeds(0.5, 0.01)  # would contradict, were it posed
+    experiments = {"active_cold": {"kind": "active", "world": "cold"}, **EXPERIMENTS}
+    row = next(r for r in cl.claims(numbers, experiments) if r["id"] == "active_learning")
+    assert row["verdict"] == "supported" and row["numbers"].startswith("active.")
+    # neither poses it: the first one's reason is the row's
+    numbers["world.noisy.bayes_error"] = mc(0.001, 0.0005)
+    row = next(r for r in cl.claims(numbers, experiments) if r["id"] == "active_learning")
+    assert row["verdict"] == "not posed" and row["this run"].startswith("active_cold: world cold")
+
+
+def test_plateau_reports_the_practitioners_asymptote_beside_the_exact_floor():
+    row = next(r for r in cl.claims(base_numbers(), EXPERIMENTS) if r["id"] == "plateau")
+    assert "L(N) = a N^-b + c puts the floor at" in row["this run"]
+    assert "against the exact floor 0.3 nats" in row["this run"]
+    numbers = {**base_numbers(), "scaling.total_drop_last.test_vit": plain(0.2),
+               "scaling.total_drop_last.test_resnet": plain(0.1)}
+    row = next(r for r in cl.claims(numbers, EXPERIMENTS) if r["id"] == "plateau")
+    assert "has not flattened" in row["this run"] and "test_vit 20%" in row["this run"]
 
 
 def test_kinds_not_in_the_config_are_not_run_and_missing_numbers_unresolved():
@@ -108,42 +214,54 @@ def test_kinds_not_in_the_config_are_not_run_and_missing_numbers_unresolved():
     assert verdicts(renamed, {**EXPERIMENTS, "labels": {"kind": "x"}, "lab2": {"kind": "labels"}})["soft_labels"] \
         == "supported"
     numbers = base_numbers()
-    del numbers["scaling.aleatoric.test_vit"], numbers["labels.ece_soft_max_n"]
+    del numbers["scaling.label_check"], numbers["labels.true_ece_soft_max_n"]
     rows = {r["id"]: r for r in cl.claims(numbers, EXPERIMENTS)}
-    assert rows["same_floor"]["verdict"] == "unresolved" and "missing number" in rows["same_floor"]["this run"]
-    assert rows["soft_calibration"]["this run"] == "missing number labels.ece_soft_max_n"
+    assert rows["floor_exact"]["verdict"] == "unresolved" and "missing number" in rows["floor_exact"]["this run"]
+    assert rows["soft_calibration"]["this run"] == "missing number labels.true_ece_soft_max_n"
 
 
-def test_intervals_use_student_t_over_seeds_and_normal_over_a_test_set():
-    n = {"a": seeds(1.0, 0.1, n=2), "b": mc(2.0, 0.1), "c": {"value": 3.0}}
+def test_intervals_use_student_t_over_seeds_the_stated_df_and_bonferroni():
+    n = {"a": seeds(1.0, 0.1, n=2), "b": mc(2.0, 0.1), "c": {"value": 3.0},
+         "d": {"value": 1.0, "se": 0.1, "se_over": "seeds and test rows", "n_seeds": 2, "df": 7.5}}
     assert cl.estimate(n, "a").half == pytest.approx(stats.t.ppf(0.975, 1) * 0.1, rel=1e-15)
     assert cl.estimate(n, "a").half == pytest.approx(1.2706204736174704, rel=1e-12)
     assert cl.estimate(n, "b").half == pytest.approx(1.959963984540054 * 0.1, rel=1e-15)
+    assert cl.estimate(n, "d").half == pytest.approx(stats.t.ppf(0.975, 7.5) * 0.1, rel=1e-15)
+    assert cl.estimate(n, "b", m=10).half == pytest.approx(stats.norm.ppf(1 - 0.025 / 10) * 0.1, rel=1e-15)
     assert cl.estimate(n, "c").half is None and cl.estimate(n, "c").side(0.0) == 0
     d = cl.difference(n, "b", "a")
     assert d.value == 1.0 and d.half == pytest.approx(stats.t.ppf(0.975, 1) * math.hypot(0.1, 0.1), rel=1e-15)
     with pytest.raises(cl.Missing):
         cl.estimate(n, "nope")
+    with pytest.raises(cl.NotPosed):
+        cl.estimate({"x": {"value": None, "posed": False, "description": "why"}}, "x")
 
 
 def test_learner_gap_orders_worlds_by_tau_and_needs_two_worlds():
     row = next(r for r in cl.claims(base_numbers(), EXPERIMENTS) if r["id"] == "learner_bayes_gap")
-    assert row["this run"].startswith("tau 0.9: gap 0.01; tau 1: gap 0.03; tau 1.5: gap 0.08;")
-    assert "gap(tau 1.5) - gap(tau 0.9) = 0.07" in row["this run"]
+    assert row["this run"].startswith("tau 0.7: gap 0.01; tau 1: gap 0.03; tau 1.5: gap 0.08")
+    assert "gap(tau 1.5) - gap(tau 0.7) = 0.07" in row["this run"]
     half = stats.t.ppf(0.975, 2) * math.hypot(0.005, 0.005)
     assert f"difference 95% CI [{0.07 - half:.4g}, {0.07 + half:.4g}]" in row["uncertainty"]
+    # 0.01 below a Bayes accuracy of 0.998 with K = 10: 1 - 0.01 / 0.898 of the way from chance
+    assert f"closes {1 - 0.01 / 0.898:.3g} of the way" in row["this run"]
     assert "difficulty.gap.hard" in row["numbers"].split()
     numbers = {k: v for k, v in base_numbers().items() if not k.startswith("difficulty.gap.") or k.endswith("base")}
+    row = next(r for r in cl.claims(numbers, EXPERIMENTS) if r["id"] == "learner_bayes_gap")
+    assert row["verdict"] == "not posed" and "one world (base)" in row["this run"]
+    numbers = {k: v for k, v in base_numbers().items() if not k.startswith("difficulty.gap.")}
     row = next(r for r in cl.claims(numbers, EXPERIMENTS) if r["id"] == "learner_bayes_gap")
     assert row["verdict"] == "unresolved" and "missing number" in row["this run"]
     assert verdicts(base_numbers(), {"scaling": {"kind": "scaling"}})["learner_bayes_gap"] == "not run"
 
 
-def test_the_default_judges_labels_and_active_in_the_papers_regime():
-    """The claims read the first experiment of a kind in the config's order; for labels and
-    active the embedded default's is on its noisiest world (the paper poses both questions under
-    substantial aleatoric noise, ImageNet-64's Bayes error of 4%), and the active one starts
-    warm and runs rounds enough to see whether an early dip recovers."""
+def test_the_default_asks_each_question_in_the_papers_regime():
+    """The embedded default's worlds (README "Which world poses which question"): what the paper
+    runs on AFHQ (Table 1, Figure 2, shift, Figure 8) runs on a colder world than the trained one
+    (Bayes accuracy ~99.9% against AFHQ's 99.77%), with T = 1; soft labels and the active-learning
+    claim run under a label temperature (ImageNet-64's aleatoric noise); a second scaling experiment
+    has a floor that dominates the total (the plateau half); the difficulty curve runs through the
+    trained world."""
     from pathlib import Path
 
     import yaml
@@ -151,19 +269,22 @@ def test_the_default_judges_labels_and_active_in_the_papers_regime():
     from oracle.world_specs import world_specs
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
-    worlds = world_specs(config)
-    experiments = config["experiments"]
-    numbers = base_numbers()
-    for name, e in experiments.items():  # every labels and active experiment has its numbers
-        if e["kind"] in ("labels", "active"):
-            numbers.update({f"{name}.{k.split('.', 1)[1]}": v for k, v in base_numbers().items()
-                            if k.startswith(f"{e['kind']}.")})
-    rows = {r["id"]: r for r in cl.claims(numbers, {k: {"kind": v["kind"]} for k, v in experiments.items()})}
-    for fid, kind in (("soft_labels", "labels"), ("soft_calibration", "labels"), ("active_learning", "active")):
-        judged = rows[fid]["numbers"].split(".")[0]  # the numbers' prefix names the experiment
-        same_kind = [name for name, e in experiments.items() if e["kind"] == kind]
-        temperature = {name: worlds[experiments[name]["world"]]["base_temperature"] for name in same_kind}
-        assert experiments[judged]["world"] != "base"
-        assert temperature[judged] == max(temperature.values()) > 1.0, (fid, judged, temperature)
-    active = experiments[rows["active_learning"]["numbers"].split(".")[0]]
-    assert active["initial_size"] >= 100 and active["rounds"] >= 5
+    worlds, experiments = world_specs(config), config["experiments"]
+
+    def world_of(name):
+        return worlds[experiments[name]["world"]]
+
+    first = {}
+    for name, e in experiments.items():
+        first.setdefault(e["kind"], name)
+    for kind in ("scaling", "shift", "active"):
+        w = world_of(first[kind])
+        assert w["base_temperature"] < worlds["base"]["base_temperature"] and w["label_temperature"] == 1.0, kind
+    noisy = world_of(first["labels"])
+    assert noisy["label_temperature"] > 1.0
+    active = [n for n, e in experiments.items() if e["kind"] == "active"]
+    assert any(world_of(n)["label_temperature"] > 1.0 for n in active)  # the claim's regime
+    floors = [world_of(n)["label_temperature"] for n, e in experiments.items() if e["kind"] == "scaling"]
+    assert max(floors) > noisy["label_temperature"]  # a floor that dominates the total at N_max
+    assert "base" in experiments[first["difficulty"]]["worlds"]
+    assert config["paper"]["fig8"].split("/")[0] == first["active"]

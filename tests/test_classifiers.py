@@ -427,3 +427,34 @@ def test_metrics_row_has_the_report_columns():
                 "epistemic_se", "ece", "nll", "bayes_accuracy", "brier"]:
         assert col in row
     assert row["nll"] == pytest.approx(-(math.log(0.7) + math.log(0.8)) / 2)
+
+
+def test_label_checks_have_the_labels_own_se_and_find_wrong_labels():
+    """oracle_nll_minus_floor and nll_regret: their SE is the spread of y ~ p(y|x) given the
+    rows (brute force over every class), so a sharp world whose 1,000 labels hold no surprise is
+    not flagged, and labels drawn from another posterior are."""
+    import math
+
+    from oracle.classifiers.evaluate import evaluate_predictions
+
+    rng = np.random.default_rng(4)
+    n, k = 1000, 4
+    logits = rng.normal(size=(n, k)) * 6.0  # a sharp world: most rows almost certain
+    lp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    p = np.exp(lp)
+    lq = np.log(0.7 * p + 0.3 / k)
+    y = np.array([rng.choice(k, p=row) for row in p])
+    m = evaluate_predictions(lq, lp, y)
+    h = -(p * lp).sum(1)
+    var = np.array([sum(p[i, c] * lp[i, c] ** 2 for c in range(k)) - h[i] ** 2 for i in range(n)])
+    assert m["oracle_nll_minus_floor"]["mean"] == pytest.approx(np.mean(-lp[np.arange(n), y] - h), rel=1e-12)
+    assert m["oracle_nll_minus_floor"]["se"] == pytest.approx(math.sqrt(var.sum()) / n, rel=1e-10)
+    d = lp - lq
+    kl = (p * d).sum(1)
+    var_r = np.array([sum(p[i, c] * d[i, c] ** 2 for c in range(k)) - kl[i] ** 2 for i in range(n)])
+    assert m["nll_regret"]["se"] == pytest.approx(math.sqrt(var_r.sum()) / n, rel=1e-10)
+    assert abs(m["oracle_nll_minus_floor"]["mean"]) < 2.5 * m["oracle_nll_minus_floor"]["se"]
+    # labels drawn from a flatter posterior than the world's: far outside the labels' own spread
+    wrong = np.array([rng.choice(k, p=np.exp(0.3 * row) / np.exp(0.3 * row).sum()) for row in logits])
+    w = evaluate_predictions(lq, lp, wrong)["oracle_nll_minus_floor"]
+    assert w["mean"] / w["se"] > 10

@@ -144,16 +144,17 @@ def test_scores_against_direct_computations():
 
 
 def transcribed_official_mano(logits, p=4.0, eta=5.0, batch=128):
-    """The public MaNo code's steps, transcribed independently: Phi once (mean of the per-batch
-    uniform cross-entropies over the first five batches), then per batch: softmax or the Taylor
-    step minus each row's minimum, L1-normalized rows, ||.||_p / (n K)^(1/p); the mean over batches."""
+    """The public MaNo code's steps, transcribed independently: Phi once, the uniform
+    cross-entropy of the fifth batch (the code's ``torch.Tensor(loss)`` keeps the last of the
+    first five losses), then per batch: softmax or the Taylor step minus each row's minimum,
+    L1-normalized rows, ||.||_p / (n K)^(1/p); the mean over batches."""
     rows = [list(map(float, r)) for r in logits]
     batches = [rows[i:i + batch] for i in range(0, len(rows), batch)]
     k = len(rows[0])
-    phis = []
+    losses = []
     for bt in batches[:5]:
-        phis.append(sum(-math.log(s) for r in bt for s in brute_softmax(r)) / (len(bt) * k))
-    phi = sum(phis) / len(phis)
+        losses.append(sum(-math.log(s) for r in bt for s in brute_softmax(r)) / (len(bt) * k))
+    phi = losses[-1]
     scores = []
     for bt in batches:
         total = 0.0
@@ -181,14 +182,26 @@ def test_mano_official_against_transcription(scale):
     assert est.estimate_all(logits, est.log_softmax(logits), {"mc": 0.5, "ne": -1.0})["mano_official"] == official
 
 
-def test_mano_official_criterion_is_taken_once_from_the_first_batches():
+def test_mano_official_criterion_is_the_fifth_batch_s():
     rng = np.random.default_rng(3)
     calm, confident = rng.normal(size=(640, 10)) * 0.5, rng.normal(size=(640, 10)) * 30.0
     logits = np.concatenate([calm, confident])
-    # the paper's Phi over all rows exceeds eta; the code's, from the first 640 rows, does not
+    # the paper's Phi over all rows exceeds eta; the code's, from rows 512-639, does not
     assert est.mano_criterion(logits) > est.MANO_ETA >= est.mano_official_criterion(logits)
-    assert est.mano_official_criterion(logits) == pytest.approx(est.mano_criterion(calm), rel=1e-12)
+    assert est.mano_official_criterion(logits) == pytest.approx(est.mano_criterion(calm[512:]), rel=1e-12)
     assert est.mano(logits, variant="official") == pytest.approx(transcribed_official_mano(logits.tolist()), rel=1e-13)
+    # not the mean over the first five batches: a confident fifth batch flips the branch
+    sure = confident[:128] / 6.0  # Phi about 8
+    five = np.concatenate([calm[:512], sure])
+    assert est.mano_official_criterion(five) == pytest.approx(est.mano_criterion(sure), rel=1e-12)
+    assert np.mean([est.mano_criterion(five[i:i + 128]) for i in range(0, 640, 128)]) < est.MANO_ETA
+    assert est.mano_official_criterion(five) > est.MANO_ETA
+    # fewer than five batches: the last one's
+    assert est.mano_official_criterion(calm[:300]) == pytest.approx(est.mano_criterion(calm[256:300]), rel=1e-12)
+    # a criterion from another set (main.py reuses the first set's) switches the branch
+    assert est.mano(calm, variant="official", criterion=10.0) == pytest.approx(
+        est.mano(calm, variant="official", criterion=10.0 + 1e-9), rel=1e-15)
+    assert est.mano(calm, variant="official", criterion=10.0) != est.mano(calm, variant="official")
     with pytest.raises(OracleError, match="variant='code'"):
         est.mano(logits, variant="code")
 

@@ -139,7 +139,9 @@ def metrics_file(tmp_path, world, evalset, seed, rng, sharp):
     path = tmp_path / f"{world}-{evalset}-{seed}.json"
     path.write_text(json.dumps(blob))
     yhat = q.argmax(1)
-    return str(path), (np.mean(yhat != y), np.mean(1 - p.max(1)), np.mean(p.max(1) - p[np.arange(n), yhat]))
+    row_gap = p.max(1) - (yhat == y)  # paired per row: Bayes accuracy minus correctness
+    return str(path), (np.mean(yhat != y), np.mean(1 - p.max(1)), np.mean(p.max(1) - p[np.arange(n), yhat]),
+                       np.std(row_gap, ddof=1) / math.sqrt(n))
 
 
 def test_learner_against_brute_force(tmp_path):
@@ -159,7 +161,7 @@ def test_learner_against_brute_force(tmp_path):
     lrn = data["learner"]
     assert list(lrn["world"]) == [w for w in TAUS for _ in range(3)] and list(lrn["seed"]) == [0, 1, 2] * 3
     got = lrn.set_index(["world", "seed"])
-    for (w, s), (err, bayes, excess) in truth.items():
+    for (w, s), (err, bayes, excess, _) in truth.items():
         assert got.loc[(w, s), "test_error"] == pytest.approx(err, abs=1e-15)
         assert got.loc[(w, s), "bayes_error"] == pytest.approx(bayes, abs=1e-12)
         assert got.loc[(w, s), "gap"] == pytest.approx(err - bayes, abs=1e-12)
@@ -168,9 +170,13 @@ def test_learner_against_brute_force(tmp_path):
     nums = difficulty.numbers(data, learner_spec(), {"curve": "c", "learner": "l"})
     gaps = np.array([truth["tau2", s][0] - truth["tau2", s][1] for s in (0, 1, 2)])
     g = nums["gap.tau2"]
-    assert g["value"] == pytest.approx(gaps.mean(), abs=1e-12) and g["n_seeds"] == 3 and g["se_over"] == "seeds"
+    assert g["value"] == pytest.approx(gaps.mean(), abs=1e-12) and g["n_seeds"] == 3
     assert g["std"] == pytest.approx(gaps.std(ddof=1), abs=1e-12)
-    assert g["se"] == pytest.approx(gaps.std(ddof=1) / math.sqrt(3), abs=1e-12)
+    # the three seeds share the world's test rows: the SE holds the seeds' spread and the rows' error
+    assert g["se_over"] == "seeds and test rows"
+    assert g["se_seeds"] == pytest.approx(gaps.std(ddof=1) / math.sqrt(3), abs=1e-12)
+    assert g["se_rows"] == pytest.approx(np.mean([truth["tau2", s][3] for s in (0, 1, 2)]), rel=1e-12)
+    assert g["se"] == pytest.approx(math.hypot(g["se_seeds"], g["se_rows"]), rel=1e-12)
     assert nums["learner_error.base"]["value"] == pytest.approx(np.mean([truth["base", s][0] for s in (0, 1, 2)]))
     assert nums["bayes_error.base"]["value"] == 0.1  # the curve's numbers are untouched
     t = difficulty.table("learner_vs_bayes", data, learner_spec())

@@ -44,10 +44,13 @@ def runs():
         for seed, alpha in enumerate(alphas):
             for n in NS:
                 epi = 0.4 * n**-alpha
+                acc = 0.96 + 0.005 * np.log10(n) + rng.normal(0, 0.002)
                 rows.append({
                     "experiment": "scaling", "arch": arch, "cell": f"N{n}", "N": n, "seed": seed, "evalset": "base",
                     "labels": "hard", "hard_label": "label", "n": 500,
-                    "acc": 0.96 + 0.005 * np.log10(n) + rng.normal(0, 0.002), "acc_se": 0.004,
+                    "acc": acc, "acc_se": 0.004, "bayes_gap": 0.9977 - acc, "bayes_gap_se": 0.003, "num_classes": 3,
+                    "oracle_nll_minus_floor": 0.001, "oracle_nll_minus_floor_se": 0.002, "nll_regret": epi,
+                    "nll_regret_se": 0.05 * epi,
                     "acc_posterior": 0.97, "aleatoric": 0.012, "aleatoric_se": 0.001,
                     "epistemic": epi, "epistemic_se": 0.1 * epi, "total": 0.012 + epi, "total_se": 0.1 * epi,
                     "ece": 0.02 + 0.5 * epi, "ece_posterior": 0.01 + 0.5 * epi + rng.normal(0, 0.001),
@@ -124,7 +127,7 @@ def test_select_runs_relabels_and_filters(runs):
 def test_accuracy_vs_bayes_equals_aggregates(runs):
     t = scaling.table("accuracy_vs_bayes", runs, spec())
     assert list(t.columns) == ["Architecture", "N", "Seeds", "Accuracy (%)", "Accuracy std (%)", "Error (%)",
-                               "Bayes (%)", "Gap (%)"]
+                               "Bayes (%)", "Gap (%)", "Gap SE (%)"]
     assert t["Accuracy (%)"].is_monotonic_decreasing
     df = runs["runs"]
     for arch in ALPHAS:
@@ -136,6 +139,9 @@ def test_accuracy_vs_bayes_equals_aggregates(runs):
         assert row["Accuracy std (%)"] == pytest.approx(100 * np.std(at["acc"], ddof=1), abs=1e-10)
         assert row["Error (%)"] == pytest.approx(100 - acc, abs=1e-10)
         assert row["Gap (%)"] == pytest.approx(99.77 - acc, abs=1e-10)
+        # the gap's SE holds the seeds' spread and the shared test rows' error (0.3 pp a seed)
+        se_seeds = 100 * np.std(0.9977 - at["acc"], ddof=1) / np.sqrt(3)
+        assert row["Gap SE (%)"] == pytest.approx(math.hypot(se_seeds, 0.3), rel=1e-9)
     at_size = scaling.table("accuracy_vs_bayes", runs, spec(table_size=1000))
     assert set(at_size["N"]) == {1000}
 

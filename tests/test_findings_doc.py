@@ -39,9 +39,16 @@ def _run(tmp_path: Path) -> Path:
     (figs / "scaling_panels.png").write_bytes(b"\x89PNG fake")
     (figs / "scaling_panels.caption.rst").write_text("Loss against N. This run: alpha\\_ResNet 0.25.\n")
     (run / "config.yaml").write_text(yaml.safe_dump({
-        "run": "study", "experiments": {"scaling": {"kind": "scaling"}},
+        "run": "study", "experiments": {"scaling": {"kind": "scaling", "world": "cold"},
+                                        "difficulty": {"kind": "difficulty", "worlds": ["cold", "base"]}},
+        "worlds": {"base": {"prior": None, "label_temperature": 1.0, "base_temperature": 1.0},
+                   "cold": {"base_temperature": 0.7}, "noisy": {"base_temperature": 0.7, "label_temperature": 4.0}},
+        "validation": {"enabled": True},
         "paper": {"table1": "scaling/accuracy_vs_bayes", "fig2": "scaling/scaling_panels"}}))
     _claims().to_csv(run / "claims.csv", index=False)
+    (run / "numbers.json").write_text(json.dumps({
+        "world.cold.bayes_error": {"value": 0.0021, "se": 0.0004}, "world.cold.aleatoric_floor": {"value": 0.0046},
+        "world.base.bayes_error": {"value": 0.021, "se": 0.002}}))
     (run / "claims.csv.prov.json").write_text(json.dumps({
         "created_utc": "2026-11-24T04:00:00Z", "device": "cpu: x86_64 x2", "hostname": "vm",
         "code": {"commit": "abc123", "dirty": False}, "packages": {"torch": "2.14.1"}}))
@@ -57,7 +64,7 @@ def _run(tmp_path: Path) -> Path:
 
 def test_claims_section_counts_verdicts_and_numbers_rules():
     text = claims_section(_claims())
-    assert "Verdicts: supported 1, contradicted 0, unresolved 1, not run 1." in text
+    assert "Verdicts: supported 1, contradicted 0, unresolved 1, not posed 0, not run 1." in text
     assert "soft \\| hard" in text  # a pipe inside a cell does not split the row
     assert "1. `power_law`: supported if the CI lies above 0" in text
     assert text.count("\n| ") == 3
@@ -94,3 +101,57 @@ def test_script_exits_1_with_one_line_on_a_run_without_claims(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip().count("\n") == 0 and "claims.csv: missing" in proc.stderr
     assert not (tmp_path / "f.md").exists()
+
+
+def test_worlds_section_says_which_world_poses_which_question(tmp_path):
+    from oracle.report.findings_doc import readme_worlds
+
+    run = _run(tmp_path)
+    text, _ = findings_page(run, tmp_path / "docs" / "findings.md", "cmd")
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| `")}
+    assert "0.21 ± 0.04" in rows["`cold`"] and "0.0046" in rows["`cold`"]   # percent and nats from numbers.json
+    assert "`difficulty`, `scaling`" in rows["`cold`"] and "`power_law` (supported)" in rows["`cold`"]
+    assert rows["`base`"].split("|")[7].strip() == "validation, `difficulty`"
+    assert "| 0.7 | 4 | uniform | -- | -- |" in rows["`noisy`"]                # a variant inherits, no numbers: --
+    assert readme_worlds(text) == {"base": (1.0, 1.0, "uniform"), "cold": (0.7, 1.0, "uniform"),
+                                   "noisy": (0.7, 4.0, "uniform")}
+
+
+def test_readme_block_is_written_between_its_markers(tmp_path):
+    from oracle.report.findings_doc import README_BEGIN, README_END
+
+    run = _run(tmp_path)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{README_BEGIN}\nOLD-BLOCK\n{README_END}\n\nafter\n")
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "findings_doc.py"), str(run), "--readme",
+                           str(readme)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    text = readme.read_text()
+    assert "OLD-BLOCK" not in text and text.endswith(f"{README_END}\n\nafter\n")
+    assert "Verdicts: supported 1, contradicted 0, unresolved 1, not posed 0, not run 1" in text
+    assert "| `power_law`: KL follows a power law | alpha 0.25 | **supported** |" in text
+
+
+def test_the_readme_default_run_block_matches_config_yaml():
+    """The README's account of the default run is generated from a run; when the default's
+    worlds change, the block is stale and this fails (rerun `make demo` and
+    `python scripts/findings_doc.py results/default --readme README.md`)."""
+    from oracle.report.findings_doc import README_BEGIN, README_END, readme_worlds
+    from oracle.report.generated_text import generated_part
+    from oracle.world_specs import world_specs
+
+    block = readme_worlds(generated_part(REPO / "README.md", README_BEGIN, README_END))
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    want = {name: (float(w["base_temperature"]), float(w["label_temperature"]), "skewed" if w["prior"] else "uniform")
+            for name, w in world_specs(config).items()}
+    assert block == want
+
+
+def test_the_claims_figure_heads_the_claims_section_when_the_run_has_it(tmp_path):
+    run = _run(tmp_path)
+    text, copies = findings_page(run, tmp_path / "docs" / "findings.md", "cmd")
+    assert "![claims]" not in text
+    (run / "claims.png").write_bytes(b"\x89PNG claims")
+    text, copies = findings_page(run, tmp_path / "docs" / "findings.md", "cmd")
+    assert "![claims](findings/claims.png)" in text
+    assert copies[run / "claims.png"] == tmp_path / "docs" / "findings" / "claims.png"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -37,6 +38,18 @@ def evaluate_predictions(log_q, log_p, labels, n_bins: int = 10) -> dict[str, An
         * ``total``, ``aleatoric``, ``epistemic``: ``E[-sum p log q]``, ``E[H(p)]``,
           ``E[KL(p||q)]`` in nats (``oracle.decomposition.decompose``).
         * ``nll``: ``E[-log q(y|x)]`` at the labels, in nats (an unbiased estimate of ``total``).
+        * ``oracle_nll``: ``E[-log p(y|x)]`` at the labels (the Bayes classifier's test
+          cross-entropy); ``oracle_nll_minus_floor``: per row ``-log p(y|x) - H(p(.|x))``, mean 0
+          when the labels are drawn from p (a check of the world's labels, nats);
+          ``nll_regret``: per row ``log p(y|x) - log q(y|x)``, an unbiased estimate of
+          ``epistemic`` >= 0 when the labels are drawn from p (no classifier beats the floor).
+          The SE of these two is the labels' own, given the test inputs and y ~ p(y|x):
+          ``sqrt(sum_i Var_{y~p(.|x_i)}[f_i(y)]) / n``, computed exactly from p. A sample SE would
+          not do: at a Bayes error of 0.1% the few rows whose label is not the likely class
+          carry the mean, and 1,000 rows hold about one of them, so the sample spread of the rows
+          is mostly the spread of the rows without one.
+        * ``bayes_gap``: per row ``max_y p(y|x) - [argmax q = y]``, the Bayes accuracy minus the
+          accuracy with the SE of their paired difference over the rows (fraction).
         * ``brier``: multi-class Brier against the labels; ``brier_expected``: its expectation
           over ``y ~ p(y|x)``.
         * ``ece`` (float): top-label ECE against the labels; ``ece_posterior`` (float): the same
@@ -60,6 +73,10 @@ def evaluate_predictions(log_q, log_p, labels, n_bins: int = 10) -> dict[str, An
     y = y.to(torch.int64)
     q, p = lq.exp().numpy(), lp.exp().numpy()
     yn = y.numpy()
+    rows = torch.arange(n)
+    finite_lp = torch.where(lp > -math.inf, lp, torch.zeros_like(lp))  # p log p -> 0 where p = 0
+    entropy = -(lp.exp() * finite_lp).sum(dim=1)
+    correct = (lq.argmax(dim=1) == y).to(torch.float64)
     return {
         "n": int(n),
         "num_classes": int(k),
@@ -70,7 +87,11 @@ def evaluate_predictions(log_q, log_p, labels, n_bins: int = 10) -> dict[str, An
         "total": parts["total"],
         "aleatoric": parts["aleatoric"],
         "epistemic": parts["epistemic"],
-        "nll": mean_se(-lq[torch.arange(n), y]),
+        "nll": mean_se(-lq[rows, y]),
+        "oracle_nll": mean_se(-lp[rows, y]),
+        "oracle_nll_minus_floor": _mean_given_x(-lp[rows, y] - entropy, lp, -finite_lp),
+        "nll_regret": _mean_given_x(lp[rows, y] - lq[rows, y], lp, finite_lp - lq),
+        "bayes_gap": mean_se(lp.max(dim=1).values.exp() - correct),
         "brier": mean_se(cal.brier_per_sample(q, yn)),
         "brier_expected": mean_se(cal.expected_brier_score(q, p)),
         "ece": cal.expected_calibration_error(q, yn, n_bins),
@@ -80,6 +101,17 @@ def evaluate_predictions(log_q, log_p, labels, n_bins: int = 10) -> dict[str, An
         "overconfidence_truth": cal.overconfidence(q, probs_p=p),
         "reliability": _json_bins(cal.reliability_bins(q, yn, n_bins, probs_p=p)),
     }
+
+
+def _mean_given_x(values: Tensor, log_p: Tensor, f: Tensor) -> dict[str, float]:
+    """``{"mean", "se"}`` of per-row ``values`` = f_i(y_i), the SE over the labels alone: y_i ~
+    p(.|x_i) given the rows, ``sqrt(sum_i Var_i) / n`` with ``Var_i = sum_k p_ik f_ik^2 - (sum_k
+    p_ik f_ik)^2`` (f: [n, K], f_i(k) for every class; see `evaluate_predictions`)."""
+    p = log_p.exp()
+    first = (p * f).sum(dim=1)
+    var = ((p * f * f).sum(dim=1) - first * first).clamp_min(0.0)
+    n = values.numel()
+    return {"mean": float(values.mean()), "se": float(var.sum().sqrt()) / n}
 
 
 def _json_bins(bins: Mapping[str, np.ndarray]) -> dict[str, list]:

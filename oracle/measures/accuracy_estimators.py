@@ -25,8 +25,9 @@ method          value                                                           
 ``atc_ne``      ATC with s = negative entropy sum_k q_k log q_k                   accuracy
 ==============  ================================================================  ==========
 
-``mano_official`` is MaNo as the public code computes it (``variant="official"``); the paper's
-equations (``variant="paper"``, the default) and the code differ in three ways:
+``mano_official`` is MaNo as the public code (``algs/mano.py``, ``main.py``) computes it from
+stored logits (``variant="official"``); the paper's equations (``variant="paper"``, the
+default) and the code differ in three ways that stored logits reproduce:
 
 1. the code subtracts each row's minimum after the Taylor step, before normalizing. This is not
    a no-op: (v - min v) / sum(v - min v) is a different row from v / sum v (one entry becomes 0,
@@ -35,8 +36,18 @@ equations (``variant="paper"``, the default) and the code differ in three ways:
    Taylor branch the official score is the constant 2^(-1/p) whatever the logits;
 2. the code takes the normalized norm per batch of 128 rows and averages the batch scores (the
    last, shorter batch weighs as much as a full one); Eq. 2 takes one norm over the N x K matrix;
-3. the code computes the criterion Phi once, before scoring, as the mean of the per-batch Phi of
-   the first five batches (640 rows); Eq. 6 defines Phi over the whole test set.
+3. the code's criterion Phi is the uniform cross-entropy of the *fifth* batch alone (of the
+   last batch when there are fewer): ``uniform_cross_entropy`` collects the first five batches'
+   losses but returns ``torch.mean(torch.Tensor(loss))``, the last loss, not the list; and
+   ``main.py`` computes it once, on the first test set of the family, and reuses it for every
+   other set (``args["delta"]``). Eq. 6 defines Phi over each test set. Here
+   `mano_official_criterion` is that fifth batch's Phi, and the estimators kind computes it on
+   the clean test set (its family's first) and passes it to every shifted set of that model.
+
+Two things the official code does cannot be reproduced from stored logits and are left out: it
+scores with the model in train mode (``base_model.train()``: BatchNorm normalizes with each
+batch's own statistics, so its logits are not the evaluation-mode logits stored here) and over
+a shuffled loader (which rows form each batch, and so the fifth batch, is random).
 
 Scoring over a family of shifted test sets (the seed's Table 1): ``r2`` is the coefficient of
 determination of the least-squares line predicting the true accuracy from the estimate (equal
@@ -110,13 +121,14 @@ def _variant(variant: str) -> str:
 
 
 def mano_official_criterion(logits) -> float:
-    """Phi as the public code computes it, once per test set: the mean of the per-batch Phi
-    (Eq. 6 on each batch of `MANO_OFFICIAL_BATCH` rows) over the first
-    `MANO_OFFICIAL_CRITERION_BATCHES` batches (nats)."""
+    """Phi as the public code computes it (module docstring, item 3): Eq. 6 on the
+    `MANO_OFFICIAL_CRITERION_BATCHES`-th batch of `MANO_OFFICIAL_BATCH` rows, or on the last
+    batch when there are fewer (nats)."""
     q = _matrix(logits, "logits")
     b = MANO_OFFICIAL_BATCH
-    starts = range(0, min(q.shape[0], b * MANO_OFFICIAL_CRITERION_BATCHES), b)
-    return float(np.mean([mano_criterion(q[i:i + b]) for i in starts]))
+    n_batches = -(-q.shape[0] // b)
+    last = min(n_batches, MANO_OFFICIAL_CRITERION_BATCHES) - 1
+    return mano_criterion(q[last * b:(last + 1) * b])
 
 
 def mano_normalize(logits, eta: float = MANO_ETA, variant: str = "paper", criterion: float | None = None) -> np.ndarray:
@@ -139,18 +151,20 @@ def mano_normalize(logits, eta: float = MANO_ETA, variant: str = "paper", criter
     return v / v.sum(axis=1, keepdims=True)
 
 
-def mano(logits, p: float = MANO_P, eta: float = MANO_ETA, variant: str = "paper") -> float:
+def mano(logits, p: float = MANO_P, eta: float = MANO_ETA, variant: str = "paper",
+         criterion: float | None = None) -> float:
     """MaNo's score, in [0, 1]. ``variant="paper"`` (Eq. 2): ``(1/(NK) sum_ik |sigma(q_i)_k|^p)^(1/p)``
     over the whole [N, K] matrix; ``"official"``: the public code's behaviour (module docstring),
     the same score per batch of `MANO_OFFICIAL_BATCH` rows, averaged over batches, with the
-    criterion computed once by `mano_official_criterion`."""
+    criterion `criterion` (the code's: Phi of the family's first test set) or, without it,
+    `mano_official_criterion` of these logits."""
     if not p > 1:
         raise OracleError(f"mano: p={p!r}; expected p > 1")
     if _variant(variant) == "paper":
-        s = mano_normalize(logits, eta)
+        s = mano_normalize(logits, eta, criterion=criterion)
         return float(np.mean(np.abs(s) ** p) ** (1.0 / p))
     q = _matrix(logits, "logits")
-    phi = mano_official_criterion(q)
+    phi = mano_official_criterion(q) if criterion is None else float(criterion)
     b = MANO_OFFICIAL_BATCH
     scores = [np.mean(np.abs(mano_normalize(q[i:i + b], eta, "official", phi)) ** p) ** (1.0 / p)
               for i in range(0, q.shape[0], b)]
@@ -224,11 +238,12 @@ def fit_atc(log_q_val, labels_val) -> dict[str, float]:
 
 
 def estimate_all(logits, log_q, thresholds: Mapping[str, float], p: float = MANO_P,
-                 eta: float = MANO_ETA) -> dict[str, float]:
-    """Every method of `METHODS` on one test set (thresholds from `fit_atc`)."""
+                 eta: float = MANO_ETA, official_criterion: float | None = None) -> dict[str, float]:
+    """Every method of `METHODS` on one test set (thresholds from `fit_atc`;
+    ``official_criterion``: the official MaNo's Phi, taken from the family's first set)."""
     return {
         "mano": mano(logits, p, eta),
-        "mano_official": mano(logits, p, eta, variant="official"),
+        "mano_official": mano(logits, p, eta, variant="official", criterion=official_criterion),
         "atc_mc": atc_estimate(atc_scores(log_q, "mc"), thresholds["mc"]),
         "atc_ne": atc_estimate(atc_scores(log_q, "ne"), thresholds["ne"]),
         "confscore": confscore(log_q),

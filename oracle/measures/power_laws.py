@@ -21,6 +21,7 @@ grouping columns (default ``arch``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -28,7 +29,8 @@ import pandas as pd
 
 from oracle.errors import OracleError
 
-__all__ = ["fit_power_law", "fit_each_seed", "fit_per_seed", "fit_seed_mean", "aggregate_over_seeds", "power_law"]
+__all__ = ["fit_power_law", "fit_each_seed", "fit_per_seed", "fit_seed_mean", "aggregate_over_seeds", "power_law",
+           "fit_power_law_offset"]
 
 
 def power_law(N, coef: float, alpha: float) -> np.ndarray:
@@ -92,6 +94,45 @@ def fit_power_law(N, y, y_se=None) -> dict[str, float]:
         "r2": 1.0 - rss / tss if tss > 0 else float("nan"),
         "n_points": int(m),
     }
+
+
+def fit_power_law_offset(N, y) -> dict[str, float]:
+    """Fit ``y = a N^-b + c`` by least squares on y (the saturating law a practitioner fits to a
+    total loss curve to read off its asymptote c, with no oracle to say where the floor is).
+
+    Args:
+        N: dataset sizes [m], > 0, at least three distinct values.
+        y: values [m] (e.g. total cross-entropy in nats), finite.
+    Returns:
+        ``{"a", "b", "c", "c_se", "n_points"}``, with ``a >= 0``, ``0 < b <= 5`` and
+        ``0 <= c <= max(y)`` (bounded least squares, `scipy.optimize.curve_fit`); ``c_se`` from
+        the fit's covariance scaled by the residual variance (NaN with three points or a
+        singular fit). NaN parameters when the fit does not converge.
+    """
+    from scipy.optimize import curve_fit
+
+    N = np.asarray(N, dtype=np.float64).ravel()
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if N.shape != y.shape or np.unique(N).size < 3 or not (np.all(np.isfinite(y)) and np.all(N > 0)):
+        raise OracleError(f"fit_power_law_offset: need >= 3 distinct N > 0 and as many finite y, got N={N.tolist()}, "
+                          f"y={y.tolist()}")
+    nan = {"a": math.nan, "b": math.nan, "c": math.nan, "c_se": math.nan, "n_points": int(N.size)}
+    top = float(y.max())
+    if top <= 0:
+        return nan
+    # start from a pure power law through the points (c = 0), scaled by the smallest N
+    n0 = float(N.min())
+    start = fit_power_law(N, y) if np.all(y > 0) else {"coef": top * n0, "alpha": 0.5}
+    b0 = float(np.clip(start["alpha"], 1e-3, 5.0))
+    p0 = [max(start["coef"] * n0 ** (-b0), 1e-12), b0, 0.0]
+    model = lambda n, a, b, c: a * (n / n0) ** (-b) + c  # noqa: E731
+    try:
+        popt, pcov = curve_fit(model, N, y, p0=p0, bounds=([0.0, 1e-6, 0.0], [np.inf, 5.0, top]), maxfev=20000)
+    except (RuntimeError, ValueError):
+        return nan
+    c_var = float(pcov[2, 2]) if N.size > 3 and np.all(np.isfinite(pcov)) else math.nan
+    return {"a": float(popt[0]) * n0 ** float(popt[1]), "b": float(popt[1]), "c": float(popt[2]),
+            "c_se": math.sqrt(c_var) if c_var >= 0 else math.nan, "n_points": int(N.size)}
 
 
 def _require(df: pd.DataFrame, cols: Sequence[str]) -> None:

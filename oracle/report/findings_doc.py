@@ -21,9 +21,10 @@ import yaml
 
 from oracle.errors import DataError
 from oracle.io.atomic import atomic_output
+from oracle.report.claims import VERDICTS
+from oracle.report.tables import markdown_cell
 from oracle.report.timings import benchmark_files, job_intervals, read_benchmark, wall_time
 
-VERDICT_ORDER = ("supported", "contradicted", "unresolved", "not run")
 
 
 @dataclass(frozen=True)
@@ -32,11 +33,6 @@ class Figure:
     paper_id: str
     png: Path
     caption: Path
-
-
-def _md_cell(text: object) -> str:
-    """A value as one Markdown table cell (pipes escaped, newlines folded)."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def paper_figures(run_dir: Path, config: Mapping) -> list[Figure]:
@@ -67,12 +63,54 @@ def claims_section(claims: pd.DataFrame) -> str:
     lines = ["| # | finding | paper | this run | uncertainty | verdict |", "|---|---|---|---|---|---|"]
     rows = claims.to_dict("records")
     for i, r in enumerate(rows, 1):
-        lines.append(f"| {i} | {_md_cell(r['finding'])} | {_md_cell(r['paper'])} | {_md_cell(r['this run'])} | "
-                     f"{_md_cell(r['uncertainty'])} | **{_md_cell(r['verdict'])}** |")
+        lines.append(f"| {i} | {markdown_cell(r['finding'])} | {markdown_cell(r['paper'])} | {markdown_cell(r['this run'])} | "
+                     f"{markdown_cell(r['uncertainty'])} | **{markdown_cell(r['verdict'])}** |")
     counts = claims["verdict"].value_counts()
-    lines += ["", "Verdicts: " + ", ".join(f"{v} {int(counts.get(v, 0))}" for v in VERDICT_ORDER) + ".", "",
+    lines += ["", "Verdicts: " + ", ".join(f"{v} {int(counts.get(v, 0))}" for v in VERDICTS) + ".", "",
               "The rule behind each verdict (the 95% intervals are over seeds unless a row says otherwise):", ""]
     lines += [f"{i}. `{r['id']}`: {r['rule']}" for i, r in enumerate(rows, 1)]
+    return "\n".join(lines)
+
+
+def _experiment_worlds(spec: Mapping) -> list[str]:
+    """The worlds an experiment entry trains or evaluates on, in its entry's order."""
+    out = [spec["world"]] if spec.get("world") else []
+    return out + [w for w in spec.get("worlds") or [] if w not in out]
+
+
+def worlds_section(config: Mapping, numbers: Mapping[str, Mapping], claims: pd.DataFrame) -> str:
+    """Which world poses which question: per world of the run, its parameters (base temperature
+    tau, label temperature T, prior), its Bayes error and aleatoric floor (± SE over its samples,
+    numbers.json), the experiments that use it and the findings judged on its experiments
+    (claims.csv's ``numbers`` name the experiment a row read)."""
+    experiments = config.get("experiments") or {}
+    judged: dict[str, list[str]] = {}
+    for r in claims.to_dict("records"):
+        keys = str(r.get("numbers") or "").split()
+        exp = keys[0].split(".", 1)[0] if keys else None
+        spec = experiments.get(exp)
+        if spec and spec.get("world"):
+            judged.setdefault(spec["world"], []).append(f"`{r['id']}` ({r['verdict']})")
+    lines = ["| world | τ | T | prior | Bayes error (%) | aleatoric floor (nats) | experiments | findings judged there |",
+             "|---|---|---|---|---|---|---|---|"]
+    base = config["worlds"]["base"]
+    for name, entry in config["worlds"].items():
+        entry = entry or {}
+        get = lambda k: entry.get(k, base.get(k))  # noqa: E731 - a variant inherits the base world's
+        prior = get("prior")
+        be, fl = numbers.get(f"world.{name}.bayes_error", {}), numbers.get(f"world.{name}.aleatoric_floor", {})
+
+        def pm(e: Mapping, scale: float) -> str:
+            if e.get("value") is None:
+                return "--"
+            return f"{scale * e['value']:.3g} ± {scale * e['se']:.2g}" if e.get("se") else f"{scale * e['value']:.3g}"
+
+        users = [f"`{x}`" for x, spec in experiments.items() if name in _experiment_worlds(spec)]
+        if name == "base" and (config.get("validation") or {}).get("enabled"):
+            users.insert(0, "validation")
+        lines.append(f"| `{name}` | {float(get('base_temperature')):g} | {float(get('label_temperature')):g} | "
+                     f"{'uniform' if not prior else 'skewed'} | {pm(be, 100)} | {pm(fl, 1)} | {', '.join(users)} | "
+                     f"{', '.join(judged.get(name, []))} |")
     return "\n".join(lines)
 
 
@@ -87,8 +125,10 @@ def run_facts(run_dir: Path) -> dict[str, object]:
     benchmarks = [p for paths in benchmark_files(run_dir / "benchmarks").values() for p in paths]
     wall = wall_time(job_intervals(run_dir / "benchmarks"))
     code = record.get("code") or {}
+    numbers_record = run_dir / "numbers.json.prov.json"
+    numbers_code = (json.loads(numbers_record.read_text()).get("code") or {}) if numbers_record.is_file() else code
     return {"date": record["created_utc"], "device": record.get("device"), "hostname": record.get("hostname"),
-            "commit": code.get("commit"), "dirty": code.get("dirty"),
+            "commit": code.get("commit"), "dirty": code.get("dirty"), "numbers_commit": numbers_code.get("commit"),
             "torch": (record.get("packages") or {}).get("torch"),
             "jobs": len(benchmarks), "job_s": sum(read_benchmark(p)["s"] for p in benchmarks),
             "span_s": wall["span_s"], "busy_s": wall["busy_s"]}
@@ -106,24 +146,76 @@ def cpu_model() -> str | None:
     return None
 
 
+def _run_inputs(run_dir: Path) -> tuple[dict, pd.DataFrame, dict]:
+    """The run's effective config, claims.csv and numbers.json; DataError naming what is missing."""
+    config_path, claims_path, numbers_path = run_dir / "config.yaml", run_dir / "claims.csv", run_dir / "numbers.json"
+    for path, what in ((config_path, "the run's effective config"), (claims_path, "run the workflow's `claims` target"),
+                       (numbers_path, "run the workflow's `numbers` target")):
+        if not path.is_file():
+            raise DataError(f"{path}: missing ({what}; is {run_dir} a finished run?)")
+    return (yaml.safe_load(config_path.read_text()), pd.read_csv(claims_path, keep_default_na=False),
+            json.loads(numbers_path.read_text()))
+
+
+def _facts_lines(run_dir: Path, command: str, facts: Mapping, conditions: str = "") -> list[str]:
+    cpu = cpu_model()
+    machine = f"{facts['device']} on host {facts['hostname']}" + (f" ({cpu}, read when this page was generated)" if cpu else "")
+    commit = f"{facts['commit']}" + (" with uncommitted changes" if facts["dirty"] else "")
+    if facts.get("numbers_commit") and facts["numbers_commit"] != facts["commit"]:
+        commit += f" (claims); numbers.json and everything before it: commit {facts['numbers_commit']}"
+    return [f"- Command: `{command}`",
+            f"- Date (claims.csv written, UTC): {facts['date']}",
+            f"- Machine: {machine}; torch {facts['torch']}",
+            f"- Code: commit {commit}",
+            f"- Time: {facts['span_s'] / 60:.1f} min from the first job's start to the last job's end "
+            f"({facts['jobs']} jobs, {facts['job_s'] / 60:.1f} job-minutes; timings.md of the run has the rest)"
+            + (f"; {conditions}" if conditions else "")]
+
+
+#: The README's block of the embedded default's results (`readme_block`).
+README_BEGIN = ("<!-- default-run: generated by `python scripts/findings_doc.py results/default --readme README.md`; "
+                "tests/test_findings_doc.py checks its worlds against config.yaml -->")
+README_END = "<!-- end default-run -->"
+
+
+def readme_block(run_dir: str | os.PathLike, command: str, conditions: str = "") -> str:
+    """The README's account of one run of the embedded default, every sentence from its
+    artifacts: where and when it ran, which world poses which question (`worlds_section`) and
+    the verdicts (`claims_section`, without the rules: claims.md of the run has them)."""
+    run_dir = Path(run_dir)
+    config, claims, numbers = _run_inputs(run_dir)
+    facts = run_facts(run_dir)
+    verdicts = claims["verdict"].value_counts()
+    lines = [f"A run of the embedded default, `{config['run']}` (generated from its artifacts):", "",
+             *_facts_lines(run_dir, command, facts, conditions), "",
+             "Which world poses which question (Bayes error and floor ± SE over the world's samples):", "",
+             worlds_section(config, numbers, claims), "",
+             "Verdicts: " + ", ".join(f"{v} {int(verdicts.get(v, 0))}" for v in VERDICTS)
+             + f" (`results/{config['run']}/claims.md` has each row's value, interval and rule):", "",
+             "| finding | this run | verdict |", "|---|---|---|"]
+    lines += [f"| `{r['id']}`: {markdown_cell(r['finding'])} | {markdown_cell(r['this run'])} | **{r['verdict']}** |"
+              for r in claims.to_dict("records")]
+    return "\n".join(lines) + "\n"
+
+
+def readme_worlds(text: str) -> dict[str, tuple[float, float, str]]:
+    """{world: (tau, T, prior)} of a README block written by `readme_block`: what
+    tests/test_findings_doc.py compares with config.yaml's worlds."""
+    out = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 8 and cells[0].startswith("`") and cells[1] not in ("τ", "---"):
+            out[cells[0].strip("`")] = (float(cells[1]), float(cells[2]), cells[3])
+    return out
+
+
 def findings_page(run_dir: str | os.PathLike, doc: str | os.PathLike, command: str,
-                  figure_dir_name: str = "findings") -> tuple[str, dict[Path, Path]]:
+                  figure_dir_name: str = "findings", conditions: str = "") -> tuple[str, dict[Path, Path]]:
     """The page's Markdown for the run in `run_dir` (``results/<run>``) to be written at `doc`,
     and the figure copies it links: ``{source PNG: destination}`` with destinations in
     ``<doc's folder>/<figure_dir_name>/``. `command` is the command that made the run."""
     run_dir, doc = Path(run_dir), Path(doc)
-    config_path = run_dir / "config.yaml"
-    if not config_path.is_file():
-        raise DataError(f"{config_path}: missing (the run's effective config; is {run_dir} a finished run?)")
-    config = yaml.safe_load(config_path.read_text())
-    claims_path = run_dir / "claims.csv"
-    if not claims_path.is_file():
-        raise DataError(f"{claims_path}: missing (run the workflow's `claims` target)")
-    claims = pd.read_csv(claims_path, keep_default_na=False)
-    facts = run_facts(run_dir)
-    cpu = cpu_model()
-    machine = f"{facts['device']} on host {facts['hostname']}" + (f" ({cpu}, read when this page was generated)" if cpu else "")
-    commit = f"{facts['commit']}" + (" with uncommitted changes" if facts["dirty"] else "")
+    config, claims, numbers = _run_inputs(run_dir)
     text = [
         f"# Findings of the run `{config['run']}`",
         "",
@@ -131,15 +223,15 @@ def findings_page(run_dir: str | os.PathLike, doc: str | os.PathLike, command: s
         "numbers describe the world this run built (see the config), not the paper's worlds; the paper's "
         "value stands beside each.",
         "",
-        f"- Command: `{command}`",
-        f"- Date (claims.csv written, UTC): {facts['date']}",
-        f"- Machine: {machine}; torch {facts['torch']}",
-        f"- Code: commit {commit}",
-        f"- Time: {facts['span_s'] / 60:.1f} min from the first job's start to the last job's end "
-        f"({facts['jobs']} jobs, {facts['job_s'] / 60:.1f} job-minutes; timings.md of the run has the rest)",
+        *_facts_lines(run_dir, command, run_facts(run_dir), conditions),
+        "",
+        "## Which world poses which question",
+        "",
+        worlds_section(config, numbers, claims),
         "",
         "## The paper's findings against this run",
         "",
+        *([f"![claims]({figure_dir_name}/claims.png)", ""] if (run_dir / "claims.png").is_file() else []),
         claims_section(claims),
         "",
         "## Figures",
@@ -148,6 +240,8 @@ def findings_page(run_dir: str | os.PathLike, doc: str | os.PathLike, command: s
         "say beside the paper's value.",
     ]
     copies: dict[Path, Path] = {}
+    if (run_dir / "claims.png").is_file():
+        copies[run_dir / "claims.png"] = doc.parent / figure_dir_name / "claims.png"
     for fig in paper_figures(run_dir, config):
         dest = doc.parent / figure_dir_name / f"{fig.paper_id}-{fig.png.name}"
         copies[fig.png] = dest
@@ -157,9 +251,12 @@ def findings_page(run_dir: str | os.PathLike, doc: str | os.PathLike, command: s
     return "\n".join(text) + "\n", copies
 
 
-def write_findings_page(run_dir: str | os.PathLike, doc: str | os.PathLike, command: str) -> list[Path]:
-    """Write the page at `doc` and its figure copies (each atomically); returns the files written."""
-    text, copies = findings_page(run_dir, doc, command)
+def write_findings_page(run_dir: str | os.PathLike, doc: str | os.PathLike, command: str,
+                        conditions: str = "") -> list[Path]:
+    """Write the page at `doc` and its figure copies (each atomically); returns the files written.
+    `conditions`: what the time was measured under (e.g. other work on the machine), shown
+    after it."""
+    text, copies = findings_page(run_dir, doc, command, conditions=conditions)
     written = []
     for src, dest in copies.items():
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,11 @@ An entry is ``{"value", "unit", "artifact", "description"}`` plus its spread (``
 ``artifact`` is the path of the file the value was read from, so ``oracle.workflow.audit``
 can follow it back to the raw data. A mean over seeds (or models) carries std, se, se_over
 and n_seeds alike (`mean_spread`, `spread_problems`).
+
+Where the seeds were all scored on the same test rows, the seeds' spread leaves out the error
+of the test set itself (it does not average out over seeds): such a mean carries
+``se_over`` `SEEDS_AND_ROWS`, ``se = sqrt(se_seeds^2 + se_rows^2)`` with both parts, and the
+Welch-Satterthwaite degrees of freedom ``df`` of that sum (`over_seeds_and_rows`).
 """
 
 from __future__ import annotations
@@ -49,6 +54,18 @@ def mean_spread(std: float | None, n: int, over: str = "seeds") -> dict[str, Any
             "se_over": over if ok else None, "n_seeds": int(n)}
 
 
+#: ``se_over`` of a mean over seeds that were scored on one shared test set (module docstring).
+SEEDS_AND_ROWS = "seeds and test rows"
+
+
+def welch_df(parts: list[tuple[float, float]]) -> float | None:
+    """Welch-Satterthwaite degrees of freedom of a sum of variances: ``parts`` = [(variance,
+    its degrees of freedom), ...] -> ``(sum v)^2 / sum(v^2 / df)``; None when every variance is 0."""
+    num = sum(v for v, _ in parts) ** 2
+    den = sum(v * v / d for v, d in parts if v > 0 and d > 0)
+    return num / den if den > 0 else None
+
+
 def spread_problems(numbers: Mapping[str, Mapping]) -> list[str]:
     """One line per entry whose spread breaks the rule every seed-averaged number follows: a
     ``std`` (unless its ``std_over`` says it is over something else, e.g. IS splits) comes with
@@ -59,6 +76,15 @@ def spread_problems(numbers: Mapping[str, Mapping]) -> list[str]:
         std, se, over, n = e.get("std"), e.get("se"), e.get("se_over"), e.get("n_seeds")
         if se is not None and not over:
             out.append(f"{key}: se {se} says not what it is over (se_over)")
+        if over == SEEDS_AND_ROWS:
+            parts = e.get("se_seeds"), e.get("se_rows")
+            if se is None or not n or n < 2 or None in parts:
+                out.append(f"{key}: a spread over seeds and test rows needs se, se_seeds, se_rows and n_seeds >= 2")
+            elif not math.isclose(se, math.hypot(*parts), rel_tol=1e-9):
+                out.append(f"{key}: se {se} is not hypot(se_seeds, se_rows)")
+            elif std is not None and not math.isclose(parts[0], std / math.sqrt(n), rel_tol=1e-9):
+                out.append(f"{key}: se_seeds {parts[0]} is not std / sqrt(n_seeds)")
+            continue
         if (std is not None and not e.get("std_over")) or over in ("seeds", "models"):
             if std is None or se is None or over not in ("seeds", "models") or not n or n < 2:
                 out.append(f"{key}: a mean over seeds needs std, se, se_over seeds/models and n_seeds >= 2; "
@@ -79,6 +105,26 @@ def over_seeds(rows: "pd.DataFrame", col: str) -> dict[str, Any]:  # noqa: F821
     se = float(rows[f"{col}_se"].iloc[0]) if f"{col}_se" in rows else None
     return {"value": float(vals[0]), "std": None, "se": se, "se_over": "test set" if se is not None else None,
             "n_seeds": n}
+
+
+def over_seeds_and_rows(rows: "pd.DataFrame", col: str, n_rows: int | None = None) -> dict[str, Any]:  # noqa: F821
+    """Mean of `col` over the rows (one per seed, every seed scored on the same test rows) with
+    an SE that holds both errors, as `entry` keywords: ``se_seeds`` = std / sqrt(n) over seeds,
+    ``se_rows`` = the mean of the seeds' Monte Carlo SEs over the test rows (column
+    ``<col>_se``; an upper bound of the SE of the seed-mean over rows, since the seeds' errors on
+    one row are positively correlated), ``se = hypot(se_seeds, se_rows)`` and ``df``, its
+    Welch-Satterthwaite degrees of freedom (n - 1 for the seeds' part, ``n_rows`` - 1 for the
+    rows'; infinite without `n_rows`). One seed: `over_seeds` (its test-set SE alone)."""
+    vals = rows[col].to_numpy(float)
+    n = len(vals)
+    if n < 2 or f"{col}_se" not in rows:
+        return over_seeds(rows, col)
+    std = float(np.std(vals, ddof=1))
+    se_seeds, se_rows = std / math.sqrt(n), float(rows[f"{col}_se"].to_numpy(float).mean())
+    rows_df = float(n_rows - 1) if n_rows and n_rows > 1 else math.inf
+    df = welch_df([(se_seeds**2, n - 1), (se_rows**2, rows_df)])
+    return {"value": float(vals.mean()), "std": std, "se": math.hypot(se_seeds, se_rows), "se_over": SEEDS_AND_ROWS,
+            "n_seeds": n, "se_seeds": se_seeds, "se_rows": se_rows, "df": df}
 
 
 def merge_numbers(parts: Mapping[str, Mapping[str, Mapping]]) -> dict[str, dict]:

@@ -176,3 +176,90 @@ def recorded_input_problems(path: str | os.PathLike) -> list[str]:
         elif path_sha256(q) != h:
             out.append(f"its input {inp} changed since it was made: recorded {str(h)[:12]}, now {path_sha256(q)[:12]}")
     return out
+
+
+# --------------------------------------------------------------------------- numbers.json as the audit reads it
+def load_numbers(numbers_path: str | os.PathLike) -> dict[str, dict]:
+    """numbers.json flattened to {dotted key: entry}; an entry is a dict with "value" or "artifact"."""
+    path = Path(numbers_path)
+    if not path.is_file():
+        raise DataError(f"numbers file {path} not found: expected results/<run>/numbers.json")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path} holds a {type(data).__name__}: expected an object of number entries")
+    out: dict[str, dict] = {}
+
+    def walk(node: Mapping, prefix: str) -> None:
+        for k, v in node.items():
+            key = f"{prefix}{k}"
+            if isinstance(v, Mapping) and ("value" in v or "artifact" in v):
+                out[key] = dict(v)
+            elif isinstance(v, Mapping):
+                walk(v, key + ".")
+            else:
+                out[key] = {"value": v}  # a bare number: check_numbers reports it names no artifact
+
+    walk(data, "")
+    return out
+
+
+def number_artifact(entry_path: str, numbers_path: Path, run: Path | None) -> Path:
+    """The file a number entry names: absolute, or relative to the cwd, the run or numbers.json."""
+    p = Path(entry_path)
+    if p.is_absolute():
+        return p
+    cands = [Path.cwd() / p] + ([run / p] if run else []) + [numbers_path.parent / p]
+    for c in cands:
+        if c.exists():
+            return c
+    return cands[0]
+
+
+def check_numbers(numbers_path: str | os.PathLike, *, run: str | os.PathLike | None = None,
+                  require_record: bool = False, config: Mapping | None = None,
+                  rederive: bool = True) -> list[str]:
+    """Problems with `numbers_path`: entries without a value or an artifact, artifacts that do
+    not exist (and, with `require_record`, artifacts without a provenance record), and, with
+    `rederive`, every number that differs from what its source artifact gives when recomputed
+    with the project's code (`rederive_problems`; `config`:
+    the run config, default ``<run>/config.yaml``).
+
+    Returns one line per problem; an empty list means every number names an existing artifact
+    and is what that artifact gives. Raises DataError if the file itself is missing or not JSON.
+    """
+    path = Path(numbers_path)
+    run_dir = Path(run) if run is not None else path.parent
+    problems = []
+    if rederive:
+        if config is None and (run_dir / "config.yaml").is_file():
+            config = load_config(run_dir / "config.yaml")
+        problems += rederive_problems(path, config)
+    for key, entry in load_numbers(path).items():
+        if "value" not in entry:
+            problems.append(f"{key}: entry has no 'value'")
+        art = entry.get("artifact")
+        if not art or not isinstance(art, str):
+            problems.append(f"{key}: entry names no 'artifact'")
+            continue
+        resolved = number_artifact(art, path, run_dir)
+        if not resolved.exists():
+            problems.append(f"{key}: artifact {art} does not exist")
+        elif require_record and read_record(resolved, missing_ok=True) is None:
+            problems.append(f"{key}: artifact {art} has no provenance record")
+    return problems
+
+
+def load_config(path: str | os.PathLike) -> dict:
+    """A config file as the workflow sees it (`oracle.workflow.config.effective_config`: validated,
+    the schema's defaults filled in), so the run's own config file compares equal to the
+    effective config its records were written from. DataError when missing; ConfigError when
+    it does not load or check."""
+    from oracle.workflow.config import effective_config
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"config file {p} not found")
+    return effective_config(p)

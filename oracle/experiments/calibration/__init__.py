@@ -13,10 +13,12 @@ the labels, the true ECE (correctness replaced by p(yhat|x)), the pointwise true
 error E|max q - p(yhat|x)|, the Brier score, and the overconfidence (mean confidence minus
 accuracy) against labels and truth.
 
-What the labels are differs by shift: a world variant's labels are drawn from its posterior
-(y ~ p_T(y|x), DESIGN rule 8), so label ECE - true ECE there is the labels' sampling noise in
-the bins; a noisy set keeps the clean rows' labels, which are not draws from p(y|x') at the
-noisy input, so there the difference also holds the mismatch of the two targets.
+What the truth is differs by shift: a world variant's labels are drawn from its posterior
+(y ~ p_T(y|x), DESIGN rule 8), so there the exact posterior is the truth and label ECE - true
+ECE is the labels' sampling noise in the bins. A noisy set keeps the clean rows' labels y ~
+p(y|x): given the noisy input x' they are valid draws from the noisy world's posterior
+E[p(y|x) | x'], which is not the flow's p(y|x') (x' is not a sample of the flow), so on a noisy
+set the truth-based metrics are left out and only the label-based ones are reported.
 
 Data: ``runs`` (one row per model and set), ``sets`` (one row per set: means over models with
 SE over models), ``reliability`` (per-bin data of the reliability model: ``reliability_arch``
@@ -40,18 +42,22 @@ ARTIFACTS = artifacts_by_name(
              "against the labels and the true ECE against the exact posterior (10 equal-width bins), the "
              "pointwise true calibration error E|max q - p(yhat|x)|, Brier score, and overconfidence (mean "
              "confidence minus accuracy) against labels and truth; mean ± std over seeds. Sets: the clean test "
-             "set (sigma 0), its noisy copies (sigma), world variants (tau, prior)."),
+             "set (sigma 0), its noisy copies (sigma), world variants (tau, prior). On a noisy set the truth "
+             "columns are empty: its labels are the clean rows' draws, valid given x', but the flow's p(y|x') at "
+             "the noisy input is not their posterior, so there is no truth to compare with."),
     Artifact("ece_labels_vs_truth_under_shift", "table",
              "Does the ECE a benchmark computes from labels track the true miscalibration under shift? Per "
              "shifted set: label ECE, true ECE, their difference with its SE over models and z = difference / "
              "SE, the rank correlation of the two over models, and where the labels come from (world variants: "
-             "drawn from the variant's posterior; noisy sets: the clean rows' labels, not draws from p(y|x'))."),
+             "drawn from the variant's posterior). Noisy sets are left out: the flow's p(y|x') at a noisy input "
+             "is not the posterior of its labels."),
     Artifact("calibration_vs_shift", "figure",
              "Calibration against shift magnitude, one line per architecture and N (mean ± std over seeds): top "
              "row against the noise sigma (0 = clean test set), bottom row against the base temperature tau of "
              "world variants (the models' world at its own tau); columns: ECE against labels (solid) and true "
              "ECE (dashed), Brier score, overconfidence against labels (solid) and truth (dashed), and label ECE "
-             "minus true ECE, mean ± SE over models (black)."),
+             "minus true ECE, mean ± SE over models (black). The noise row has no truth lines: the flow's p(y|x') "
+             "at a noisy input is not the posterior of the set's labels."),
     Artifact("reliability_under_shift", "figure",
              "Reliability diagrams of one model (the reliability architecture at the largest N, pooled over "
              "seeds) across shift magnitudes, 10 equal-width bins: bars, the empirical frequency of correct "

@@ -22,6 +22,11 @@ from oracle.report.numbers import entry
 
 #: The calibration metrics of a model on a set (fractions), as named in the metrics files.
 METRICS = ("acc", "ece", "ece_posterior", "calibration_pointwise", "brier", "overconfidence", "overconfidence_truth")
+#: The metrics against the exact posterior. On a noisy set they are left out (NaN): the flow's
+#: p(y|x') at the noisy input is not the posterior of the noisy set's labels. Those labels are
+#: the clean rows' draws y ~ p(y|x), so given x' they follow the noisy world's posterior
+#: E[p(y|x) | x'], which nothing here computes; the label metrics stay valid.
+TRUTH_METRICS = ("ece_posterior", "calibration_pointwise", "overconfidence_truth")
 
 
 # --------------------------------------------------------------------------- data
@@ -37,7 +42,7 @@ def set_info(spec: Mapping, evalset: str) -> dict:
     if evalset in spec["noise_sets"]:
         s = float(spec["noise_sets"][evalset])
         return {"shift": "noise", "sigma": s, "tau": math.nan, "prior_shifted": False, "parameter": f"σ={s:g}",
-                "labels": "clean rows' labels (not drawn from p(y|x'))"}
+                "labels": "clean rows' labels (valid draws given x'; the flow's p(y|x') is not their posterior)"}
     p = spec["world_parameters"][evalset]
     prior_shifted = bool(p["prior"] and p["prior"] != base["prior"])
     parts = [f"τ={float(p['base_temperature']):g}"] + (["π skewed"] if prior_shifted else [])
@@ -59,6 +64,7 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     m = m[[(a, c, int(s), e) in want for a, c, s, e in zip(m["arch"], m["cell"], m["seed"], m["evalset"])]]
     info = pd.DataFrame([set_info(spec, e) for e in m["evalset"]], index=m.index)
     runs = pd.concat([m[["arch", "cell", "N", "seed", "evalset", "n"]], info, m[list(METRICS)], m[["source"]]], axis=1)
+    runs.loc[runs["shift"] == "noise", list(TRUTH_METRICS)] = math.nan  # no truth at x' (TRUTH_METRICS)
     runs = runs.assign(order=runs["evalset"].map(order)).sort_values(["arch", "N", "seed", "order"], kind="stable")
     runs = runs.drop(columns="order").reset_index(drop=True)
     rel = read_reliability_frame(paths)
@@ -72,7 +78,7 @@ def set_frame(spec: Mapping, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per set (in `evaluation_sets` order), over every model: the mean of each of
     `METRICS`, ``ece_diff`` = mean of label ECE - true ECE with ``ece_diff_se`` (std / sqrt(n)
     over models) and ``ece_diff_z``, ``ece_rank_correlation`` (Spearman over models; NaN with
-    fewer than 3 or constant values)."""
+    fewer than 3 or constant values). A noisy set has no truth (`TRUTH_METRICS`): NaN there."""
     rows = []
     for evalset in evaluation_sets(spec):
         g = runs[runs["evalset"] == evalset]
@@ -80,7 +86,7 @@ def set_frame(spec: Mapping, runs: pd.DataFrame) -> pd.DataFrame:
         n = len(d)
         se = float(np.std(d, ddof=1) / math.sqrt(n)) if n >= 2 else math.nan
         rho = math.nan
-        if n >= 3 and g["ece"].nunique() > 1 and g["ece_posterior"].nunique() > 1:
+        if n >= 3 and g["ece"].nunique() > 1 and g["ece_posterior"].nunique() > 1 and g["ece_posterior"].notna().all():
             rho = float(stats.spearmanr(g["ece"], g["ece_posterior"]).statistic)
         rows.append({"evalset": evalset, **set_info(spec, evalset), "n_models": n,
                      **{c: float(g[c].mean()) for c in METRICS},
@@ -118,6 +124,7 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.Data
         return pd.DataFrame(out)
     if name == "ece_labels_vs_truth_under_shift":
         s = data["sets"]
+        s = s[s["ece_posterior"].notna()]  # noisy sets have no truth to compare with (TRUTH_METRICS)
         return pd.DataFrame({"Set": s["evalset"], "Shift": s["parameter"], "Labels": s["labels"],
                              "Models": s["n_models"], "Label ECE": s["ece"], "True ECE": s["ece_posterior"],
                              "Label - true": s["ece_diff"], "SE": s["ece_diff_se"], "z": s["ece_diff_z"],
@@ -173,6 +180,9 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
             row[3].errorbar(s[x], s["ece_diff"], yerr=s["ece_diff_se"].fillna(0.0), color="k", marker="o", ms=4,
                             capsize=3, lw=1.6, label="mean ± SE over models")
             row[3].axhline(0.0, color="k", lw=0.8)
+            if not np.isfinite(s["ece_diff"].to_numpy(float)[s["shift"].to_numpy() != "clean"]).any():
+                row[3].text(0.97, 0.04, "no truth on noisy sets:\nthe flow's p(y|x') is not\nthe labels' posterior",
+                            transform=row[3].transAxes, ha="right", va="bottom", fontsize=8, color="0.3")
             for ax, (_, _, ylabel) in zip(row, [*panels, (None, None, "label ECE - true ECE")]):
                 ax.set(xlabel=xlabel, ylabel=ylabel)
             row[0].legend(loc="best", fontsize=6)
@@ -185,7 +195,8 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
 def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:
     """Per set, over every model (mean with SE over models): ``ece.<set>``, ``ece_true.<set>``,
     ``brier.<set>``, ``overconfidence.<set>``, ``overconfidence_truth.<set>`` and
-    ``ece_label_minus_truth.<set>`` (with ``ece_label_minus_truth_z.<set>``); ``n_models``."""
+    ``ece_label_minus_truth.<set>`` (with ``ece_label_minus_truth_z.<set>``); ``n_models``. The
+    truth-based ones only where the set has a truth (not on noisy sets: `TRUTH_METRICS`)."""
     s, path = data["sets"], data_paths["sets"]
     out = {"n_models": entry(int(s["n_models"].iloc[0]), "models", path, "classifiers evaluated on every set")}
     for _, r in s.iterrows():
@@ -197,8 +208,11 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
                                ("overconfidence", "overconfidence", "mean confidence minus accuracy (labels)"),
                                ("overconfidence_truth", "overconfidence_truth",
                                 "mean confidence minus mean p(yhat|x) (truth)")):
-            out[f"{key}.{e}"] = entry(float(r[col]), "fraction", path, f"{who}: {desc}, mean over {n} models",
-                                      se=float(r[f"{col}_se"]), se_over="classifiers")
+            if np.isfinite(r[col]):  # a noisy set has no truth (TRUTH_METRICS)
+                out[f"{key}.{e}"] = entry(float(r[col]), "fraction", path, f"{who}: {desc}, mean over {n} models",
+                                          se=float(r[f"{col}_se"]), se_over="classifiers")
+        if not np.isfinite(r["ece_diff"]):
+            continue
         out[f"ece_label_minus_truth.{e}"] = entry(float(r["ece_diff"]), "fraction", path,
                                                   f"{who}: label ECE minus true ECE, mean over {n} models "
                                                   f"(labels: {r['labels']})", se=float(r["ece_diff_se"]),

@@ -15,16 +15,17 @@ from matplotlib.figure import Figure
 
 from oracle.errors import DataError
 from oracle.report.figures import save_figure, style
-from oracle.report.numbers import entry, over_seeds
+from oracle.report.numbers import entry, over_seeds, over_seeds_and_rows
 
 #: Columns of the ``learner`` data (one row per world and seed of the learner).
-LEARNER_COLUMNS = ("world", "base_temperature", "arch", "N", "seed", "n_test", "test_error", "test_error_se",
-                   "bayes_error", "bayes_error_se", "gap", "excess_error_truth", "source")
+LEARNER_COLUMNS = ("world", "base_temperature", "arch", "N", "seed", "n_test", "num_classes", "test_error", "test_error_se",
+                   "bayes_error", "bayes_error_se", "gap", "gap_se", "excess_error_truth", "source")
 
 
 def learner_frame(spec: Mapping, metrics_paths: Sequence[str]) -> pd.DataFrame:
     """One row per (world, seed) of the learner: its test error against the world's labels,
-    the Bayes error E[1 - max p(y|x)] of the same test rows, ``gap`` = their difference and
+    the Bayes error E[1 - max p(y|x)] of the same test rows, ``gap`` = their difference (paired
+    per row, with its SE over the test rows ``gap_se``) and
     ``excess_error_truth`` = E[max p(y|x) - p(yhat|x)] (mean confidence minus the two
     overconfidences: acc + (conf - acc) - (conf - E p(yhat|x)) = E p(yhat|x)); fractions. Only
     a model's scores on its own world's test set are kept. Empty (with the columns) when
@@ -44,8 +45,9 @@ def learner_frame(spec: Mapping, metrics_paths: Sequence[str]) -> pd.DataFrame:
     out = pd.DataFrame({
         "world": m["cell"].astype(str), "base_temperature": m["cell"].map(spec["base_temperatures"]).astype(float),
         "arch": m["arch"], "N": m["N"].astype(int), "seed": m["seed"].astype(int), "n_test": m["n"].astype(int),
+        "num_classes": m["num_classes"].astype(int),
         "test_error": 1.0 - m["acc"], "test_error_se": m["acc_se"], "bayes_error": 1.0 - m["bayes_accuracy"],
-        "bayes_error_se": m["bayes_accuracy_se"], "gap": m["bayes_accuracy"] - m["acc"],
+        "bayes_error_se": m["bayes_accuracy_se"], "gap": m["bayes_gap"], "gap_se": m["bayes_gap_se"],
         "excess_error_truth": m["bayes_accuracy"] - expected_acc, "source": m["source"]})
     order = {w: i for i, w in enumerate(spec["worlds"])}
     out = out.sort_values(["world", "seed"], key=lambda c: c.map(order) if c.name == "world" else c, kind="stable")
@@ -54,13 +56,15 @@ def learner_frame(spec: Mapping, metrics_paths: Sequence[str]) -> pd.DataFrame:
 
 def learner_summary(learner: pd.DataFrame) -> pd.DataFrame:
     """Per world (sorted by tau): the learner's test error, Bayes error, gap and excess error
-    against the truth, mean with std and SE over seeds (`oracle.report.numbers.over_seeds`)."""
+    against the truth, mean with std and SE over seeds (`oracle.report.numbers.over_seeds`; the
+    gap's SE over seeds and test rows, `over_seeds_and_rows`)."""
     rows = []
     for world, g in learner.groupby("world", sort=False):
         row = {"world": world, "base_temperature": float(g["base_temperature"].iloc[0]), "arch": g["arch"].iloc[0],
                "N": int(g["N"].iloc[0]), "n_seeds": len(g), "n_test": int(g["n_test"].iloc[0])}
         for col in ("test_error", "bayes_error", "gap", "excess_error_truth"):
-            o = over_seeds(g, col)
+            # the seeds share the world's test rows: the gap's SE holds the rows' error too
+            o = over_seeds_and_rows(g, col, int(g["n_test"].iloc[0])) if col == "gap" else over_seeds(g, col)
             row.update({col: o["value"], f"{col}_std": o["std"], f"{col}_se": o["se"]})
         rows.append(row)
     cols = ["world", "base_temperature", "arch", "N", "n_seeds", "n_test"] + [
@@ -198,7 +202,9 @@ def learner_numbers(learner: pd.DataFrame, path: str) -> dict[str, dict]:
         tau, arch, n = float(g["base_temperature"].iloc[0]), g["arch"].iloc[0], int(g["N"].iloc[0])
         who = f"world {world} (tau={tau:g}): {arch} trained on N={n}"
         out[f"gap.{world}"] = entry(unit="fraction", artifact=path, description=f"{who}: test error minus the Bayes "
-                                    "error of the same test rows, mean over seeds", **over_seeds(g, "gap"))
+                                    "error of the same test rows (paired per row), mean over seeds (SE over seeds "
+                                    "and test rows)", **over_seeds_and_rows(g, "gap", int(g["n_test"].iloc[0])))
+        out[f"num_classes.{world}"] = entry(int(g["num_classes"].iloc[0]), "classes", path, f"world {world}: K")
         out[f"learner_error.{world}"] = entry(unit="fraction", artifact=path, description=f"{who}: test error "
                                               "against the world's labels, mean over seeds",
                                               **over_seeds(g, "test_error"))

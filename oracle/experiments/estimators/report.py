@@ -67,6 +67,8 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
         if clean is None:
             raise DataError(f"estimators: no predictions of {ident} on {spec['world']!r}")
         thresholds = est.fit_atc(clean["log_q"], clean["label"])
+        # the official MaNo code takes its criterion once, from the family's first set
+        official_phi = est.mano_official_criterion(clean["logits"])
         for evalset in evaluation_sets(spec):
             p, m = preds.get((*ident, evalset)), metrics.get((*ident, evalset))
             if p is None or m is None:
@@ -74,7 +76,8 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
             kind, param = _set_info(spec, evalset)
             acc = float(np.mean(p["log_q"].argmax(1) == p["label"]))
             bayes = m["bayes_accuracy"] if kind in ("variant", "clean") else {"mean": math.nan, "se": math.nan}
-            for method, value in est.estimate_all(p["logits"], p["log_q"], thresholds).items():
+            for method, value in est.estimate_all(p["logits"], p["log_q"], thresholds,
+                                                  official_criterion=official_phi).items():
                 rows.append({"arch": run["arch"], "cell": run["cell"], "seed": run["seed"], "evalset": evalset,
                              "shift": kind, "parameter": param, "method": method, "estimate": value,
                              "accuracy": acc, "bayes_accuracy": bayes["mean"], "bayes_accuracy_se": bayes["se"],

@@ -17,7 +17,7 @@ from oracle.experiments import _calibration_report
 from oracle.experiments.labels import ARTIFACTS, COLORS, MODES
 from oracle.measures.power_laws import aggregate_over_seeds
 from oracle.report.figures import errorbar, reliability_diagram, save_figure, style
-from oracle.report.numbers import entry, over_seeds
+from oracle.report.numbers import entry, mean_spread, over_seeds
 
 
 # --------------------------------------------------------------------------- data
@@ -147,7 +147,8 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
       std over seeds of the paired difference; the paper: up to ~1);
     * at the largest N, per arm: ``accuracy_<mode>_max_n``, ``epistemic_<mode>_max_n`` (nats),
       ``ece_<mode>_max_n`` against the labels (the paper: ECE = 0.018 for soft) and
-      ``true_ece_<mode>_max_n`` against the exact posterior;
+      ``true_ece_<mode>_max_n`` against the exact posterior, and ``true_ece_reduction_max_n``
+      (hard - soft, paired per seed);
     * ``calibration.*``: whether ECE against labels and against the truth agree
       (`oracle.experiments._calibration_report.agreement_numbers`).
     """
@@ -178,5 +179,11 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
                                       "true ECE against the exact posterior (10 bins)")):
             out[f"{tag}_{mode}_max_n"] = entry(unit=unit, artifact=path, description=(
                 f"{mode} labels: {what} at N={n_max}, mean over seeds"), **over_seeds(at, col))
+    true_ece = paired_gains(runs[runs["N"] == n_max], "ece_posterior")
+    reduction = (true_ece["hard"] - true_ece["soft"]).to_numpy(float)
+    out["true_ece_reduction_max_n"] = entry(
+        float(reduction.mean()), "fraction", path, f"true ECE of hard minus soft labels at N={n_max}, mean over seeds "
+        "of the paired difference (> 0: soft labels are better calibrated against the exact posterior)",
+        **mean_spread(float(np.std(reduction, ddof=1)) if len(reduction) > 1 else None, len(reduction)))
     out.update(_calibration_report.agreement_numbers(runs, path, who=("cell", "seed")))
     return out

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
 from oracle.experiments import _calibration_findings
 from oracle.experiments.scaling import report
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
 from oracle.report.captions import count_of, num, paper_says, span
+from oracle.report.claims import PLATEAU_DROP, POWER_LAW_R2
 
-#: The total loss counts as flattened when the last step of N lowered it by less than this
-#: fraction (seed means, every architecture).
-PLATEAU_DROP = 0.05
 
 
 def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
@@ -79,8 +78,9 @@ def epistemic_finding(frame: pd.DataFrame) -> str:
 
 
 def plateau_finding(runs: pd.DataFrame) -> str:
-    """Whether the total cross-entropy flattened: its relative drop over the last step of N
-    (seed means) against `PLATEAU_DROP`, and its distance from the aleatoric floor."""
+    """Whether the total cross-entropy flattened: its relative drop per doubling of N over the
+    last step of N (seed means) against the claims' `PLATEAU_DROP`, and its distance from the
+    aleatoric floor."""
     agg = aggregate_over_seeds(runs, ["total"], ["arch", "N"])
     floor = float(runs["aleatoric"].mean())
     drops, over_floor, steps = {}, {}, set()
@@ -89,7 +89,8 @@ def plateau_finding(runs: pd.DataFrame) -> str:
         if len(a) < 2:
             continue
         last, prev = a["total_mean"].iloc[-1], a["total_mean"].iloc[-2]
-        drops[arch] = 1.0 - last / prev
+        doublings = np.log2(a["N"].iloc[-1] / a["N"].iloc[-2])
+        drops[arch] = 1.0 - (last / prev) ** (1.0 / doublings)
         over_floor[arch] = last / floor if floor > 0 else float("nan")
         steps.add((int(a["N"].iloc[-2]), int(a["N"].iloc[-1])))
     if not drops:
@@ -100,8 +101,9 @@ def plateau_finding(runs: pd.DataFrame) -> str:
                "it has not flattened" if flat == 0 else
                f"it has flattened for {count_of(flat, len(drops), 'architectures')}")
     return (f"This run: over the last step ({step}) the total cross-entropy dropped by "
-            f"{span((100 * d for d in drops.values()), unit='%')} of its value and stays {span(over_floor.values())} times the "
-            f"aleatoric floor {num(floor)} nats: {verdict} (flattened: a drop below {100 * PLATEAU_DROP:g}%).")
+            f"{span((100 * d for d in drops.values()), unit='%')} per doubling of N and stays {span(over_floor.values())} "
+            f"times the aleatoric floor {num(floor)} nats: {verdict} (flattened: a drop below {100 * PLATEAU_DROP:g}% "
+            "per doubling).")
 
 
 def _fits(runs: pd.DataFrame, value: str) -> pd.DataFrame:
@@ -126,11 +128,18 @@ def exponent_finding(runs: pd.DataFrame, value: str, what: str) -> str:
 
 
 def ece_rate_finding(runs: pd.DataFrame) -> str:
-    """alpha_ECE - alpha_KL per architecture (means of per-seed fits)."""
-    kl, ece = _fits(runs, "epistemic")["alpha"], _fits(runs, "ece")["alpha"]
+    """alpha_ECE - alpha_KL per architecture (means of per-seed fits), with each fit's mean
+    per-seed log-log R^2: where either is below the claims' `POWER_LAW_R2` the curve is no
+    power law and its exponent is no rate to compare."""
+    kl_fits, ece_fits = _fits(runs, "epistemic"), _fits(runs, "ece")
+    kl, ece = kl_fits["alpha"], ece_fits["alpha"]
     diffs = {a: float(ece[a] - kl[a]) for a in kl.index if a in ece.index}
     if not diffs:
         return ""
-    parts = "; ".join(f"{a} {num(ece[a])} vs {num(kl[a])}" for a in diffs)
-    return (f"This run: alpha_ECE vs alpha_KL {parts} (difference {span(diffs.values())}). "
+    parts = "; ".join(f"{a} {num(ece[a])} (R^2 {num(ece_fits.loc[a, 'r2'], 2)}) vs {num(kl[a])} "
+                      f"(R^2 {num(kl_fits.loc[a, 'r2'], 2)})" for a in diffs)
+    laws = [a for a in diffs if min(ece_fits.loc[a, "r2"], kl_fits.loc[a, "r2"]) >= POWER_LAW_R2]
+    note = (f"both are power laws (R^2 >= {POWER_LAW_R2:g}) for {count_of(len(laws), len(diffs), 'architectures')}"
+            + ("" if len(laws) == len(diffs) else "; elsewhere the exponent fits no straight line and is no rate"))
+    return (f"This run: alpha_ECE vs alpha_KL {parts} (difference {span(diffs.values())}); {note}. "
             f"The paper: {paper_says('ece_rate')}.")

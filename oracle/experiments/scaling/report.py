@@ -17,9 +17,10 @@ from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_fra
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import _calibration_report
 from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
-from oracle.measures.power_laws import aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_seed_mean, power_law
+from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law_offset,
+                                        fit_seed_mean, power_law)
 from oracle.report.figures import errorbar, log_tick_labels, palette, reliability_diagram, save_figure, style
-from oracle.report.numbers import entry, over_seeds
+from oracle.report.numbers import SEEDS_AND_ROWS, entry, mean_spread, over_seeds, over_seeds_and_rows, welch_df
 
 
 # --------------------------------------------------------------------------- data
@@ -96,7 +97,9 @@ def accuracy_vs_bayes(df: pd.DataFrame, acc_col: str = "acc") -> pd.DataFrame:
 
     Over seeds: ``Accuracy (%)`` = 100 * mean(acc_col), ``Accuracy std (%)`` (ddof=1),
     ``Error (%)`` = 100 - accuracy, ``Bayes (%)`` = 100 * mean(bayes_accuracy) and
-    ``Gap (%)`` = Bayes - accuracy. Rows sorted by accuracy, best first.
+    ``Gap (%)`` = Bayes - accuracy; with the per-row paired gap (column ``bayes_gap`` of the
+    metrics, for the world's labels) ``Gap SE (%)``, its SE over seeds and the shared test rows
+    (`oracle.report.numbers.over_seeds_and_rows`). Rows sorted by accuracy, best first.
     """
 
 
@@ -106,9 +109,13 @@ def accuracy_vs_bayes(df: pd.DataFrame, acc_col: str = "acc") -> pd.DataFrame:
         n_max = runs["N"].max()
         agg = aggregate_over_seeds(runs[runs["N"] == n_max], [acc_col, "bayes_accuracy"], ["arch", "N"]).iloc[0]
         acc, bayes = 100.0 * agg[f"{acc_col}_mean"], 100.0 * agg["bayes_accuracy_mean"]
+        at = runs[runs["N"] == n_max]
+        gap_se = (100.0 * over_seeds_and_rows(at, "bayes_gap", int(at["n"].iloc[0]))["se"]
+                  if acc_col == "acc" and {"bayes_gap", "bayes_gap_se", "n"} <= set(at.columns) else math.nan)
         rows.append({"Architecture": arch, "N": int(n_max), "Seeds": int(agg["n_seeds"]), "Accuracy (%)": acc,
                      "Accuracy std (%)": 100.0 * agg[f"{acc_col}_std"], "Error (%)": 100.0 - acc,
-                     "Bayes (%)": bayes, "Gap (%)": bayes - acc})
+                     "Bayes (%)": bayes, "Gap (%)": bayes - acc,
+                     "Gap SE (%)": gap_se if gap_se is not None else math.nan})
     return pd.DataFrame(rows).sort_values("Accuracy (%)", ascending=False, kind="stable").reset_index(drop=True)
 
 
@@ -252,13 +259,14 @@ def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pat
 # --------------------------------------------------------------------------- numbers
 def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:
     """The section's in-text numbers, each an `oracle.report.numbers.entry`:
-    * ``n_min``, ``n_max``; ``test_size`` and ``test_bayes_accuracy`` (E[max_y p(y|x)] on the
+    * ``n_min``, ``n_max``, ``n_sizes``; ``test_size`` and ``test_bayes_accuracy`` (E[max_y p(y|x)] on the
       test set the classifiers were scored on);
     * per architecture: ``alpha.<arch>`` (mean ± std over seeds of the per-seed exponents of
       the epistemic KL), ``ece_alpha.<arch>`` and ``true_ece_alpha.<arch>`` (the same for the
       ECE against labels and against the truth), ``accuracy.<arch>``, ``ece.<arch>`` and
       ``true_ece.<arch>`` at the table size (default the largest N),
-      ``epistemic_min_n.<arch>``/``epistemic_max_n.<arch>``, ``accuracy_min_n``/``_max_n``, and
+      ``epistemic_min_n.<arch>``/``epistemic_max_n.<arch>``, ``accuracy_min_n``/``_max_n`` (SE
+      over seeds and the shared test rows, `over_seeds_and_rows`), and
       ``epistemic_reduction.<arch>`` = KL(N_min) / KL(N_max) of the seed means;
       ``aleatoric.<arch>``, the floor E[H(p)] on the test set its runs were scored on (se over
       that set);
@@ -276,6 +284,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     n_sel = int(spec["table_size"] or runs["N"].max())
     out["n_min"] = entry(int(runs["N"].min()), "samples", runs_path, "smallest training-set size N")
     out["n_max"] = entry(int(runs["N"].max()), "samples", runs_path, "largest training-set size N")
+    out["n_sizes"] = entry(int(runs["N"].nunique()), "sizes", runs_path, "training-set sizes N of the grid")
     out["test_size"] = entry(int(runs["n"].iloc[0]), "samples", runs_path, "oracle test set every classifier is scored on")
     out["test_bayes_accuracy"] = entry(float(runs["bayes_accuracy"].iloc[0]), "fraction", runs_path,
                                        "Bayes-optimal accuracy E[max_y p(y|x)] on the oracle test set",
@@ -304,10 +313,13 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
         lo, hi = int(sub["N"].min()), int(sub["N"].max())
         for tag, n in (("min_n", lo), ("max_n", hi)):
             rows = sub[sub["N"] == n]
+            n_rows = int(rows["n"].iloc[0])
             out[f"epistemic_{tag}.{arch}"] = entry(unit="nats", artifact=runs_path, description=(
-                f"{label}: epistemic KL E[KL(p || q)] at N={n}, mean over seeds"), **over_seeds(rows, "epistemic"))
+                f"{label}: epistemic KL E[KL(p || q)] at N={n}, mean over seeds (SE over seeds and test rows)"),
+                **over_seeds_and_rows(rows, "epistemic", n_rows))
             out[f"accuracy_{tag}.{arch}"] = entry(unit="fraction", artifact=runs_path, description=(
-                f"{label}: test accuracy at N={n}, mean over seeds"), **over_seeds(rows, "acc"))
+                f"{label}: test accuracy at N={n}, mean over seeds (SE over seeds and test rows)"),
+                **over_seeds_and_rows(rows, "acc", n_rows))
         # every run of an architecture is scored on the same test set: its floor E[H(p)] and that
         # set's Monte Carlo se (what the claims' equality test across architectures reads)
         top = sub[sub["N"] == hi]
@@ -320,8 +332,97 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
             out[f"epistemic_reduction.{arch}"] = entry(float(e_lo / e_hi), "ratio", runs_path,
                                                        f"{label}: epistemic KL at N={lo} over N={hi} (seed means)")
     out.update(_bayes_gap_numbers(data, spec, runs_path))
+    out.update(claim_numbers(runs, fits, spec, runs_path))
     out.update(_calibration_report.agreement_numbers(runs, runs_path))
     return out
+
+
+def claim_numbers(runs: pd.DataFrame, fits: pd.DataFrame, spec: Mapping, path: str) -> dict[str, dict]:
+    """The numbers `oracle.report.claims` judges the section's findings on (every seed of an
+    architecture is scored on the same test rows, so spreads of one N hold the test rows' error
+    too: `over_seeds_and_rows`):
+
+    * ``num_classes``; ``label_check``: E[-log p(y|x) - H(p(y|x))] over the test rows (0 when the
+      labels are drawn from p; nats, SE over the test set); ``n_classifiers`` and
+      ``nll_regret_min``: the smallest E[log p(y|x) - log q(y|x)] over the classifiers (each an
+      unbiased estimate of its KL >= 0 when the labels are drawn from p), the one whose 95%
+      interval reaches lowest;
+    * per architecture: ``kl_r2``/``ece_r2`` (mean per-seed R^2 of the log-log fits); ``total_drop_last`` (the seed-mean total
+      cross-entropy's relative drop per doubling of N over the last step of N) and
+      ``kl_fall_last`` (KL(N_prev) - KL(N_last) per seed, nats); ``log_kl_drop_low``
+      (ln KL(N_min) / KL(N_mid) per seed, N_mid the middle size: the low-data half);
+      ``total_asymptote`` (c of L(N) = a N^-b + c fitted per seed to the total alone, nats).
+    """
+    out: dict[str, dict] = {}
+    n_rows = int(runs["n"].iloc[0])
+    if "num_classes" in runs:
+        out["num_classes"] = entry(int(runs["num_classes"].iloc[0]), "classes", path, "K, classes of the world")
+    if "oracle_nll_minus_floor" in runs:
+        first = runs.iloc[0]
+        out["label_check"] = entry(float(first["oracle_nll_minus_floor"]), "nats", path, (
+            "E[-log p(y|x) - H(p(y|x))] over the test rows: the labels' cross-entropy under the exact posterior minus "
+            "the aleatoric floor (0 in expectation when the labels are drawn from p)"),
+            se=float(first["oracle_nll_minus_floor_se"]), se_over="test set")
+        lo = runs["nll_regret"] - 1.96 * runs["nll_regret_se"]
+        worst = runs.loc[lo.idxmin()]
+        out["n_classifiers"] = entry(int(len(runs)), "classifiers", path, "classifiers scored on the test set")
+        out["nll_regret_min"] = entry(float(worst["nll_regret"]), "nats", path, (
+            f"E[log p(y|x) - log q(y|x)] at the labels of the classifier whose interval reaches lowest "
+            f"({spec['arch_labels'].get(worst['arch'], worst['arch'])}, N={int(worst['N'])}, seed {int(worst['seed'])}); "
+            "an unbiased estimate of its epistemic KL >= 0"), se=float(worst["nll_regret_se"]), se_over="test set")
+    sizes = sorted(int(n) for n in runs["N"].unique())
+    for arch in spec["archs"]:
+        sub = runs[runs["arch"] == arch]
+        if sub.empty:
+            continue
+        label = spec["arch_labels"][arch]
+        for value, key in (("epistemic", "kl_r2"), ("ece", "ece_r2")):
+            r = _arch_fit(fits, arch, value)
+            if r is not None and np.isfinite(r.get("r2", np.nan)):
+                out[f"{key}.{arch}"] = entry(float(r["r2"]), "1", path, (
+                    f"{label}: R^2 of the log-log power-law fit of the {'epistemic KL' if value == 'epistemic' else 'ECE'}"
+                    " against N, mean over per-seed fits"))
+        arch_sizes = sorted(int(n) for n in sub["N"].unique())
+        hi = arch_sizes[-1]
+        if len(arch_sizes) < 2 or "total" not in sub:
+            continue
+        prev = arch_sizes[-2]
+        agg = aggregate_over_seeds(sub, ["total"], ["N"]).set_index("N")["total_mean"]
+        doublings = math.log2(hi / prev)
+        out[f"total_drop_last.{arch}"] = entry(1.0 - (agg[hi] / agg[prev]) ** (1.0 / doublings), "fraction", path, (
+            f"{label}: relative drop of the seed-mean total cross-entropy per doubling of N from N={prev} to N={hi}"))
+        paired = sub[sub["N"].isin([prev, hi])].pivot(index="seed", columns="N", values="epistemic").dropna()
+        fall = (paired[prev] - paired[hi]).to_numpy(float)
+        if len(fall) >= 2:
+            se_rows = math.hypot(*(float(sub[sub["N"] == n]["epistemic_se"].mean()) for n in (prev, hi)))
+            se_seeds = float(np.std(fall, ddof=1)) / math.sqrt(len(fall))
+            out[f"kl_fall_last.{arch}"] = entry(float(fall.mean()), "nats", path, (
+                f"{label}: epistemic KL at N={prev} minus at N={hi}, mean over seeds of the paired difference (SE over "
+                "seeds and test rows; the rows' part unpaired, an upper bound)"), std=float(np.std(fall, ddof=1)),
+                se=math.hypot(se_seeds, se_rows), se_over=SEEDS_AND_ROWS, n_seeds=len(fall), se_seeds=se_seeds,
+                se_rows=se_rows, df=welch_df([(se_seeds**2, len(fall) - 1), (se_rows**2, n_rows - 1)]))
+        mid = arch_sizes[(len(arch_sizes) - 1) // 2]
+        if mid > arch_sizes[0]:
+            low = sub[sub["N"].isin([arch_sizes[0], mid])].pivot(index="seed", columns="N", values="epistemic").dropna()
+            ratio = low[arch_sizes[0]] / low[mid]
+            if len(ratio) and bool((ratio > 0).all()):
+                out[f"log_kl_drop_low.{arch}"] = entry(unit="1", artifact=path, description=(
+                    f"{label}: ln KL(N={arch_sizes[0]}) / KL(N={mid}) per seed, mean over seeds (the low-data half of "
+                    "the N grid)"), **_seed_spread(np.log(ratio.to_numpy(float))))
+        if len(arch_sizes) >= 3:
+            cs = [fit_power_law_offset(g["N"], g["total"])["c"] for _, g in sub.groupby("seed")]
+            out[f"total_asymptote.{arch}"] = entry(unit="nats", artifact=path, description=(
+                f"{label}: asymptote c of L(N) = a N^-b + c fitted to the total cross-entropy alone (no oracle), "
+                "per seed, mean over seeds"), **_seed_spread(np.asarray(cs, float)))
+    return out
+
+
+def _seed_spread(values: np.ndarray) -> dict[str, Any]:
+    """Mean of per-seed values with std and SE over seeds (`mean_spread`), NaN seeds left out."""
+    v = values[np.isfinite(values)]
+    if not v.size:
+        return {"value": None}
+    return {"value": float(v.mean()), **mean_spread(float(np.std(v, ddof=1)) if v.size > 1 else None, int(v.size))}
 
 
 def _arch_fit(fits: pd.DataFrame, arch: str, value: str) -> pd.Series | None:
@@ -338,11 +439,17 @@ def _bayes_gap_numbers(data: Mapping[str, Any], spec: Mapping, path: str) -> dic
     frame = table("accuracy_vs_bayes", data, spec)
     by_label = {v: k for k, v in spec["arch_labels"].items()}
     out: dict[str, dict] = {}
+    runs = data["runs"]
     for _, row in frame.iterrows():
         name = by_label.get(row["Architecture"], row["Architecture"])
+        at = runs[(runs["arch"] == name) & (runs["N"] == int(row["N"]))]
+        spread = over_seeds_and_rows(at, "bayes_gap", int(at["n"].iloc[0])) if "bayes_gap" in at else {}
+        spread = {k: (100.0 * v if k in ("std", "se", "se_seeds", "se_rows") and v is not None else v)
+                  for k, v in spread.items() if k != "value"}
         out[f"bayes_gap.{name}"] = entry(float(row["Gap (%)"]), "percentage points", path,
                                          f"{row['Architecture']}: Bayes accuracy minus test accuracy at "
-                                         f"N={int(row['N'])} (accuracy_vs_bayes table)")
+                                         f"N={int(row['N'])} (accuracy_vs_bayes table; SE over seeds and the shared "
+                                         "test rows, the gap paired per row)", **spread)
     if len(frame):
         gaps = frame["Gap (%)"].astype(float)
         out["bayes_gap_min"] = entry(float(gaps.min()), "percentage points", path,

@@ -18,7 +18,7 @@ from oracle.experiments.shift import ARTIFACTS, shift_type
 from oracle.experiments.shift.panels import shift_panels
 from oracle.measures.divergences import categorical_kl, counts_kl, label_kl
 from oracle.measures.accuracy_estimators import r2
-from oracle.report.numbers import entry, mean_spread
+from oracle.report.numbers import SEEDS_AND_ROWS, entry, mean_spread, welch_df
 
 
 # --------------------------------------------------------------------------- data
@@ -91,7 +91,7 @@ def configuration_frame(spec: Mapping, runs: pd.DataFrame, divergences: Mapping[
             "kl_monte_carlo": div["monte_carlo"]["mean"] if div else math.nan,
             "kl_monte_carlo_se": div["monte_carlo"]["se"] if div else math.nan,
             "kl_monte_carlo_z": div["z"] if div else math.nan,
-            "acc": r["acc"].mean(), "acc_std": r["acc"].std(ddof=1),
+            "acc": r["acc"].mean(), "acc_std": r["acc"].std(ddof=1), "acc_se_rows": r["acc_se"].mean(),
             "delta_pp": 100.0 * (r["acc"].mean() - base_acc),
             "val_acc": r["val_acc"].mean(), "val_acc_std": r["val_acc"].std(ddof=1),
             "bayes_accuracy": r["bayes_accuracy"].mean(),
@@ -118,6 +118,62 @@ def drop_fits(conf: pd.DataFrame) -> dict[str, dict]:
         if np.isfinite(fit["r2"]):
             fit["slope"], fit["intercept"] = (float(v) for v in np.polyfit(xs, ys, 1))
         out[name] = fit
+    return out
+
+
+def type_comparisons(conf: pd.DataFrame, path: str) -> dict[str, dict]:
+    """The paper's "shift type matters more than magnitude", asked directly: how many more
+    percentage points of accuracy a shift of p(x|y) costs than a shift of the prior at a
+    comparable divergence, both scored on the baseline's test set (the baseline cancels: the
+    difference is acc(imbalance) - acc(other)). SE over seeds and test rows (the rows' part
+    unpaired, an upper bound), Welch-Satterthwaite df.
+
+    * ``noise_vs_imbalance``: the noise-only configuration with the largest drop against the
+      prior-only configuration with the largest drop, at the paper's measure of divergence
+      (KL_y, Table 7: a noise configuration keeps the balanced prior, KL_y ~ 0; the KL of
+      clipped noise in x is not tractable);
+    * ``variant_vs_imbalance``: the world variant of exact KL (a base-temperature shift of
+      p(x|y)) with the largest KL not above the largest prior-only KL, against the prior-only
+      configuration with the largest drop among those whose exact KL is at least as large.
+
+    An entry whose configurations are missing has value None and ``posed`` False, its
+    description saying what is missing."""
+    types = conf["shift_type"].to_numpy()
+    drop = -conf["delta_pp"]
+    exact = np.isfinite(conf["kl_exact"].to_numpy(float))
+    imb = conf[(types == "prior") & exact]
+    noise = conf[types == "noise"]
+    variants = conf[(types == "variant") & exact]
+    out: dict[str, dict] = {}
+
+    def compare(key: str, other: pd.Series | None, imb_rows: pd.DataFrame, what: str, why_not: str) -> None:
+        if other is None or imb_rows.empty:
+            out[key] = entry(None, "percentage points", path, f"not posed: {why_not}", posed=False)
+            return
+        i = imb_rows.loc[drop[imb_rows.index].idxmax()]
+        n_i, n_o = int(i["n_runs"]), int(other["n_runs"])
+        se_seeds = 100.0 * math.hypot(i["acc_std"] / math.sqrt(n_i), other["acc_std"] / math.sqrt(n_o))
+        se_rows = 100.0 * math.hypot(i["acc_se_rows"], other["acc_se_rows"])
+        # the rows' part is over hundreds of test rows: its degrees of freedom count as infinite
+        df = welch_df([((100.0 * i["acc_std"]) ** 2 / n_i, n_i - 1), ((100.0 * other["acc_std"]) ** 2 / n_o, n_o - 1),
+                       (se_rows**2, math.inf)]) if n_i > 1 and n_o > 1 else None
+        out[key] = entry(100.0 * (i["acc"] - other["acc"]), "percentage points", path, (
+            f"accuracy drop of {other['label']} ({what}) minus that of {i['label']} (exact KL {i['kl_exact']:.3g} nats, "
+            f"KL_y {i['kl_y_empirical']:.3g}), the prior shift with the largest drop at a divergence at least as "
+            "large; > 0: the shift of p(x|y) costs more"), se=math.hypot(se_seeds, se_rows),
+            se_over=SEEDS_AND_ROWS, n_seeds=min(n_i, n_o), se_seeds=se_seeds, se_rows=se_rows, df=df, posed=True)
+
+    n_best = noise.loc[drop[noise.index].idxmax()] if len(noise) else None
+    compare("noise_vs_imbalance", n_best, imb,
+            f"sigma {n_best['noise_std']:g}, KL_y {n_best['kl_y_empirical']:.3g}" if n_best is not None else "",
+            "needs a noise-only and a prior-only configuration")
+    top_kl = float(imb["kl_exact"].max()) if len(imb) else -math.inf
+    near = variants[variants["kl_exact"] <= top_kl + 1e-12]
+    v = near.loc[near["kl_exact"].idxmax()] if len(near) else None
+    compare("variant_vs_imbalance", v, imb[imb["kl_exact"] >= (v["kl_exact"] if v is not None else 0) - 1e-12],
+            f"world {v['world']}, exact KL {v['kl_exact']:.3g} nats" if v is not None else "",
+            "needs a prior-only configuration and a world variant of exact KL no larger than the largest prior shift's "
+            f"({top_kl:.3g} nats)" if len(imb) else "needs a prior-only configuration and a world variant of exact KL")
     return out
 
 
@@ -173,7 +229,8 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
 
 
 def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:
-    """``r2_drop_vs_kl_y`` (the paper's 0.04) and ``r2_drop_vs_exact_kl``; per configuration:
+    """``r2_drop_vs_kl_y`` (the paper's 0.04) and ``r2_drop_vs_exact_kl`` with their point counts
+    ``r2_points_*``; `type_comparisons` (the shift-type claim); per configuration: ``noise_std``,
     ``accuracy``, ``accuracy_change`` (pp), ``val_accuracy``, ``kl_y_target``,
     ``kl_y_empirical``, ``kl_exact`` and ``kl_monte_carlo`` (world variants),
     ``posterior_shift`` and ``oracle_accuracy_noisy`` (noise)."""
@@ -181,14 +238,18 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     out: dict[str, dict] = {}
     for tag, fit in drop_fits(c).items():
         what = "KL_y of the paper's configurations" if tag == "kl_y" else "the exact KL where it exists"
-        out[f"r2_drop_vs_{'kl_y' if tag == 'kl_y' else 'exact_kl'}"] = entry(
+        name = "kl_y" if tag == "kl_y" else "exact_kl"
+        out[f"r2_drop_vs_{name}"] = entry(
             fit["r2"], "1", path, f"R^2 of a linear fit of the accuracy drop against {what} ({fit['n']} configurations)")
+        out[f"r2_points_{name}"] = entry(fit["n"], "configurations", path, f"configurations in the fit of r2_drop_vs_{name}")
+    out.update(type_comparisons(c, path))
     for _, r in c.iterrows():
         cell, lab, n = r["cell"], r["label"], int(r["n_runs"])
         out[f"accuracy.{cell}"] = entry(r["acc"], "fraction", path, f"{lab}: baseline test accuracy, mean over {n} runs",
                                         **mean_spread(r["acc_std"], n))
         out[f"accuracy_change.{cell}"] = entry(r["delta_pp"], "percentage points", path,
                                                f"{lab}: test accuracy minus the baseline configuration's")
+        out[f"noise_std.{cell}"] = entry(float(r["noise_std"]), "1", path, f"{lab}: std of the training images' noise")
         out[f"val_accuracy.{cell}"] = entry(r["val_acc"], "fraction", path,
                                             f"{lab}: accuracy on the held-out part of its shifted training set",
                                             **mean_spread(r["val_acc_std"], n))

@@ -1,0 +1,113 @@
+"""The claims as a picture: a forest plot of every interval the claims' rules compared
+(claims.csv's ``checks``, `oracle.report.claims.Check`), so a reader sees at a glance what a
+run supports.
+
+One row per check: this run's estimate (dot) and 95% interval (bar), the reference the rule
+compares it with (dashed), the paper's value where it gives one (open diamond), coloured by the
+finding's verdict. The checks of one finding have different units (an exponent, percentage
+points, a ratio), so each row has its own x axis. A finding without checks (not posed, not run,
+or unresolved for a missing number) gets one row that says why.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from oracle.errors import DataError
+from oracle.report.claims import VERDICTS
+from oracle.report.figures import save_figure, style
+
+#: Colour per verdict (colourblind-safe: blue, vermilion, grey, sky, black outline).
+VERDICT_COLORS = {"supported": "#0072B2", "contradicted": "#D55E00", "unresolved": "#7f7f7f",
+                  "not posed": "#56B4E9", "not run": "#bbbbbb"}
+
+
+def forest_rows(claims: pd.DataFrame) -> list[dict]:
+    """The plot's rows from a claims.csv frame: per check ``{"id", "verdict", "label", "value",
+    "lo", "hi", "reference", "paper"}``; a finding without checks gives one row with ``label``
+    its reason (its "this run" text) and no value. DataError when a column is missing or a
+    ``checks`` cell is not JSON."""
+    missing = {"id", "verdict", "this run", "checks"} - set(claims.columns)
+    if missing:
+        raise DataError(f"claims.csv: columns {sorted(missing)} missing (rerun the claims rule)")
+    rows = []
+    for r in claims.to_dict("records"):
+        try:
+            checks = json.loads(r["checks"] or "[]")
+        except json.JSONDecodeError as exc:
+            raise DataError(f"claims.csv: finding {r['id']!r}: checks are not JSON ({exc})") from None
+        if not checks:
+            rows.append({"id": r["id"], "verdict": r["verdict"], "label": str(r["this run"]), "value": None})
+        for c in checks:
+            rows.append({"id": r["id"], "verdict": r["verdict"], **c})
+    return rows
+
+
+def _limits(row: dict) -> tuple[float, float]:
+    points = [v for k in ("value", "lo", "hi", "reference", "paper") if (v := row.get(k)) is not None
+              and math.isfinite(v)]
+    lo, hi = min(points), max(points)
+    pad = 0.08 * (hi - lo) if hi > lo else max(abs(hi), 1.0) * 0.1
+    return lo - pad, hi + pad
+
+
+def claims_forest(claims: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Path]:
+    """Draw `forest_rows` of a claims.csv frame to ``<stem>.pdf`` and ``.png``."""
+    rows = forest_rows(claims)
+    if not rows:
+        raise DataError("claims.csv holds no finding")
+    with style():
+        fig = Figure(figsize=(9.5, 0.42 * len(rows) + 0.9))
+        axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
+        previous = None
+        for ax, row in zip(axes, rows):
+            color = VERDICT_COLORS.get(row["verdict"], "k")
+            first = row["id"] != previous
+            previous = row["id"]
+            ax.set_yticks([])
+            for side in ("left", "right", "top"):
+                ax.spines[side].set_visible(False)
+            name = f"{row['id']}: " if first else ""
+            ax.set_ylabel(textwrap.shorten(f"{name}{row['label']}", 70, placeholder="..."), rotation=0, ha="right",
+                          va="center", fontsize=7)
+            ax.text(1.01, 0.5, row["verdict"] if first else "", transform=ax.transAxes, color=color, fontsize=8,
+                    va="center", fontweight="bold")
+            if row.get("value") is None:
+                ax.set_xticks([])
+                ax.spines["bottom"].set_visible(False)
+                continue
+            lo, hi = row.get("lo"), row.get("hi")
+            if lo is not None and hi is not None:
+                ax.plot([lo, hi], [0, 0], color=color, lw=2.2, solid_capstyle="butt")
+            ax.plot([row["value"]], [0], "o", color=color, ms=5)
+            ax.axvline(row["reference"], color="k", ls="--", lw=0.8)
+            if row.get("paper") is not None:
+                ax.plot([row["paper"]], [0], "D", mfc="none", mec="k", ms=5)
+            ax.set_xlim(*_limits(row))
+            ax.tick_params(axis="x", labelsize=6, pad=1, length=2)
+            ax.set_ylim(-0.6, 0.6)
+        counts = pd.Series([r["verdict"] for r in claims.to_dict("records")]).value_counts()
+        fig.suptitle("The paper's findings against this run: " + ", ".join(
+            f"{v} {int(counts.get(v, 0))}" for v in VERDICTS) + "\ndot and bar: this run's estimate and 95% interval; "
+            "dashed: the rule's reference; diamond: the paper's value", fontsize=8)
+        fig.tight_layout(h_pad=0.3)
+        return save_figure(fig, stem)
+
+
+def claims_caption(claims: pd.DataFrame) -> str:
+    """The figure's caption, from the run's verdicts: what is drawn and how many findings each
+    verdict got."""
+    counts = pd.Series(list(claims["verdict"])).value_counts()
+    tally = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICTS if counts.get(v, 0))
+    return (f"Every interval the claims' rules compared, one row each, grouped by finding: this run's estimate "
+            f"(dot) and 95% interval (bar), the value the rule compares it with (dashed), the paper's value where "
+            f"it gives one (open diamond); each row on its own axis, in the check's units. Colour and the right "
+            f"margin: the finding's verdict. This run: {len(claims)} findings, {tally}. The rule of each row is in "
+            f"claims.md.")

@@ -1,0 +1,140 @@
+"""Numbers with their 95% intervals, as the claims' rules read them from numbers.json.
+
+An entry with ``se`` gets ``value ± q * se``, q the Student-t quantile at the entry's degrees
+of freedom (``df`` where it states one, e.g. a mean over seeds that shared one test set, whose
+SE holds both parts; ``n_seeds - 1`` for an SE over seeds) or the normal quantile (an SE over a
+test set or samples). A difference of two entries takes ``se = sqrt(se1^2 + se2^2)``
+(numbers.json has no covariances: conservative when the two are positively correlated) and the
+smaller of the two degrees of freedom. ``m`` comparisons at once widen each interval to the
+1 - 0.05/m level (Bonferroni). An entry with ``posed`` False stands for a question the run does
+not pose (`NotPosed`); a missing one raises `Missing`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from scipy import stats
+
+__all__ = ["Check", "Estimate", "Missing", "NotPosed", "difference", "estimate", "keys_of", "scaled", "suffixes",
+           "value"]
+
+
+class Missing(Exception):
+    """A number a rule needs is not in numbers.json (the row becomes unresolved)."""
+
+
+class NotPosed(Exception):
+    """The run does not reach the regime the finding needs (the row says why)."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value with its interval half-width (None: no uncertainty known) and the numbers it
+    came from."""
+
+    value: float
+    half: float | None
+    keys: tuple[str, ...]
+
+    @property
+    def lo(self) -> float:
+        return self.value - (self.half if self.half is not None else math.inf)
+
+    @property
+    def hi(self) -> float:
+        return self.value + (self.half if self.half is not None else math.inf)
+
+    def side(self, ref: float) -> int:
+        """+1 when the interval lies above `ref`, -1 below, 0 when it contains it (or has none)."""
+        return 1 if self.lo > ref else -1 if self.hi < ref else 0
+
+    def within(self, lo: float, hi: float) -> bool:
+        """The interval lies inside (lo, hi)."""
+        return self.half is not None and lo < self.lo and self.hi < hi
+
+    def text(self) -> str:
+        return f"{self.value:.4g}"
+
+    def ci_text(self, level: str = "95%") -> str:
+        return "no interval (no SE)" if self.half is None else f"{level} CI [{self.lo:.4g}, {self.hi:.4g}]"
+
+
+def _quantile(df: float | None, m: int = 1) -> float:
+    """The two-sided 95% quantile for `m` comparisons at once (Bonferroni)."""
+    p = 1.0 - 0.025 / max(m, 1)
+    return float(stats.t.ppf(p, df)) if df else float(stats.norm.ppf(p))
+
+
+def _df(e: Mapping) -> float | None:
+    if e.get("df") is not None:
+        return float(e["df"])
+    n = e.get("n_seeds")
+    return int(n) - 1 if e.get("se_over") == "seeds" and n and int(n) >= 2 else None
+
+
+def _entry(numbers: Mapping[str, Mapping], key: str) -> Mapping:
+    e = numbers.get(key)
+    if e is not None and e.get("posed") is False:
+        raise NotPosed(e.get("description", key))
+    if e is None or e.get("value") is None:
+        raise Missing(key)
+    return e
+
+
+def value(numbers: Mapping[str, Mapping], key: str) -> float:
+    """numbers[key]'s value (Missing / NotPosed as `estimate`)."""
+    return float(_entry(numbers, key)["value"])
+
+
+def estimate(numbers: Mapping[str, Mapping], key: str, m: int = 1) -> Estimate:
+    """One number with its 95% interval (module docstring; `m` comparisons: Bonferroni)."""
+    e = _entry(numbers, key)
+    se = e.get("se")
+    return Estimate(float(e["value"]), None if se is None else _quantile(_df(e), m) * float(se), (key,))
+
+
+def difference(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Estimate:
+    """numbers[a] - numbers[b] with the interval of the module docstring (None without both se)."""
+    ea, eb = _entry(numbers, a), _entry(numbers, b)
+    diff = float(ea["value"]) - float(eb["value"])
+    if ea.get("se") is None or eb.get("se") is None:
+        return Estimate(diff, None, (a, b))
+    dfs = [d for d in (_df(ea), _df(eb)) if d is not None]
+    se = math.hypot(float(ea["se"]), float(eb["se"]))
+    return Estimate(diff, _quantile(min(dfs) if dfs else None, m) * se, (a, b))
+
+
+def scaled(e: Estimate, offset: float, factor: float) -> Estimate:
+    """``offset + factor * e`` with its interval scaled alike (`factor` a known constant)."""
+    return Estimate(offset + factor * e.value, None if e.half is None else abs(factor) * e.half, e.keys)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One interval a rule compared with a reference: what it is (``label``), the estimate, the
+    value the rule compares it with (``reference``) and the paper's value where it has one. A
+    row's checks are what a forest plot of the claims draws (claims.csv's ``checks``)."""
+
+    label: str
+    estimate: Estimate
+    reference: float
+    paper: float | None = None
+
+    def record(self) -> dict:
+        e = self.estimate
+        finite = lambda v: v if math.isfinite(v) else None  # noqa: E731
+        return {"label": self.label, "value": e.value, "lo": finite(e.lo), "hi": finite(e.hi),
+                "reference": self.reference, "paper": self.paper}
+
+
+def suffixes(numbers: Mapping, prefix: str) -> list[str]:
+    """The key endings of every number whose key starts with `prefix` (an experiment's archs, sizes, worlds)."""
+    return sorted(k[len(prefix):] for k in numbers if k.startswith(prefix))
+
+
+def keys_of(*estimates: Estimate) -> list[str]:
+    """The numbers.json keys the estimates were read from, each once, in order."""
+    return list(dict.fromkeys(k for e in estimates for k in e.keys))
