@@ -45,8 +45,9 @@ if workflow.is_main_process:
     job_server.mark_run()
 
 
-# `snakemake --report report.html`: this text heads the report; tables and figures are marked
-# with the helpers of rules/common.smk.
+# The run's own report is results/<run>/report.html (rules/report.smk). `snakemake --report
+# FILE` builds Snakemake's report of the workflow (rule graph, runtimes, each job's parameters):
+# this text heads it; tables and figures are marked with the helpers of rules/common.smk.
 report: "report/workflow.rst"
 
 
@@ -67,6 +68,7 @@ include: "rules/experiments.smk"
 include: "rules/active.smk"
 include: "rules/numbers.smk"
 include: "rules/timings.smk"
+include: "rules/report.smk"
 
 
 localrules:
@@ -79,6 +81,7 @@ localrules:
     experiments,
     validation,
     timings,
+    report,
 
 
 # The inputs of the jobs about to run are checked (oracle.workflow.input_identity) before
@@ -103,6 +106,7 @@ rule all:
         RUN_TARGETS,
         TIMINGS_CSV,
         TIMINGS_MD,
+        REPORT_HTML,
     default_target: True
 
 

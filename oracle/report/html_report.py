@@ -1,8 +1,8 @@
 """The run's report: one self-contained HTML page (``results/<run>/report.html``) that opens
 with the claims and shows every table as a table and every figure with its caption under it.
 
-What a reader opens first is the paper's findings against this run (claims.png and the claims
-table), then, per experiment and for the validation, each figure (its PNG embedded, its caption
+What a reader opens first is the paper's findings against this run (the claims table, a cell
+too long to read in a row folded to its first words, then claims.png), then, per experiment and for the validation, each figure (its PNG embedded, its caption
 right under it) and each table (rendered from its Markdown, so the numbers read as in the .md;
 its caption above it), and last the run's timings. The files behind each artifact (PDF, CSV,
 LaTeX) are linked by their paths relative to the report. No script, no external resource: the
@@ -63,7 +63,7 @@ def _anchor(text: str) -> str:
 
 def report_items(run: str, claims_stem: str, experiments: Sequence[Mapping], validation: Sequence[Mapping],
                  timings_stem: str | None, paper_labels: Mapping[str, Sequence[str]]) -> list[Section]:
-    """The report's sections in order: the claims (figure and table), each experiment in
+    """The report's sections in order: the claims (table and forest plot), each experiment in
     config order and the validation (their artifacts in the order their kind declares them),
     then the run's timings.
 
@@ -72,9 +72,9 @@ def report_items(run: str, claims_stem: str, experiments: Sequence[Mapping], val
     ["Figure 2", ...]}, the paper's numbering of an artifact (`oracle.report.paper`).
     """
     sections = [Section("The paper's claims against this run", "claims", (
-        Item("figure", claims_stem, "Claims: every interval the rules compared", "claims-figure"),
         Item("table", claims_stem, "Claims: one row per finding of the paper", "claims-table", caption=False,
-             files=("csv", "md"))),
+             files=("csv", "md")),
+        Item("figure", claims_stem, "Claims: every interval the rules compared", "claims-figure")),
         note="Each finding of the paper with this run's value, its interval and the verdict of the rule "
              "its row states (claims.md).")]
     for owner, title, arts in ([(e["name"], f"{e['name']} (kind {e['kind']})", e["artifacts"]) for e in experiments]
@@ -92,6 +92,20 @@ def report_items(run: str, claims_stem: str, experiments: Sequence[Mapping], val
     return sections
 
 
+#: The paper the workflow reproduces (the report's title).
+PAPER_TITLE = "What lies beneath the curve? Scaling laws in the presence of exact posteriors"
+
+
+def report_intro(run: str) -> tuple[str, str]:
+    """(title, intro) of the report of run folder `run` (results/<run>)."""
+    name = Path(run).name
+    return (f"Run {name}: {PAPER_TITLE}",
+            f"Every table and figure of the run `{run}` (its effective config: `{run}/config.yaml`), each with "
+            "its caption: what it shows, then what this run's data show, the paper's value beside ours. First the "
+            "paper's findings judged on this run's numbers; every file named here has a provenance record beside it "
+            "(`<file>.prov.json`).")
+
+
 _CSS = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1200px;
        padding: 1em 2em 4em; color: #222; }
@@ -102,10 +116,12 @@ figure { margin: 0 0 1.5em; } figure img { max-width: 100%; height: auto; border
 figcaption { font-size: .92em; color: #333; margin: .4em 0; max-width: 60em; }
 .table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; font-size: .85em; margin: .3em 0; }
-th, td { border-bottom: 1px solid #ddd; padding: .25em .6em; vertical-align: top; text-align: left; }
+th, td { border-bottom: 1px solid #ddd; padding: .25em .6em; vertical-align: top; text-align: left;
+         overflow-wrap: break-word; }
 th { border-bottom: 2px solid #888; background: #f6f6f6; position: sticky; top: 0; }
 td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; } td.c, th.c { text-align: center; }
-td.wide { min-width: 18em; max-width: 40em; }
+td.long { min-width: 14em; max-width: 28em; } summary { cursor: pointer; }
+details[open] summary { display: none; }
 .verdict-supported { background: #e3f4e1; } .verdict-contradicted { background: #fbe1de; }
 .verdict-unresolved { background: #fff5d6; } .verdict-not-posed, .verdict-not-run { background: #eee; }
 .files { font-size: .8em; color: #666; } .files a { color: #555; }
@@ -147,6 +163,16 @@ def _notes(text: str) -> str:
 
 
 _ALIGN = {"right": ' class="r"', "center": ' class="c"', "left": ""}
+#: A cell longer than this (characters: a claim's rule, a list of numbers) shows its first words
+#: and opens to its whole text on a click (<details>, no script), so the columns after it (the
+#: verdict) stay in view.
+LONG_CELL = 160
+
+
+def _folded(text: str, head: int = 90) -> str:
+    cut = text.rfind(" ", 0, head)
+    short = text[:cut if cut > 40 else head]
+    return f"<details><summary>{html.escape(short)} …</summary>{html.escape(text)}</details>"
 
 
 def _table(item: Item) -> tuple[str, str]:
@@ -161,8 +187,9 @@ def _table(item: Item) -> tuple[str, str]:
             cls = _ALIGN[a]
             if i in verdict:
                 cls = f' class="verdict-{_anchor(cell)}"'
-            elif len(cell) > 60:
-                cls = ' class="wide"'
+            elif len(cell) > LONG_CELL:
+                cells.append(f'<td class="long">{_folded(cell)}</td>')
+                continue
             cells.append(f"<td{cls}>{html.escape(cell)}</td>")
         rows.append(f"<tr>{''.join(cells)}</tr>")
     table = (f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
