@@ -111,6 +111,8 @@ def test_report_opens_with_the_claims_and_shows_tables_and_captions(run):
         assert after[0] == "figcaption" and after[2].strip()
     png = base64.b64decode(next(a["src"] for tag, a, _ in els if tag == "img" and "Figure 2" in a["alt"]).split(",")[1])
     assert png == (run / "scaling/s/figures/panels.png").read_bytes()
+    width = int.from_bytes(png[16:20], "big")  # the PNG's width (IHDR), saved at 200 dpi: shown at 96 per inch
+    assert next(a["width"] for tag, a, _ in els if tag == "img" and "Figure 2" in a["alt"]) == str(round(width * 0.48))
     assert "Loss against N_train. This run: alpha 0.42." in text  # the caption file, rst escapes undone
     # the table: the Markdown's cells and alignment, its caption above it, files linked beside the report
     acc = next(t for tag, a, t in els if tag == "figure" and a.get("id") == "s-acc")

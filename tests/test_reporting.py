@@ -128,7 +128,7 @@ def _captured_figure(monkeypatch):
     import oracle.report.figures as figures
 
     kept = []
-    monkeypatch.setattr(figures, "save_figure", lambda fig, stem, dpi=200: kept.append(fig) or {})
+    monkeypatch.setattr(figures, "save_figure", lambda fig, stem, dpi=figures.FIGURE_DPI: kept.append(fig) or {})
     return kept
 
 

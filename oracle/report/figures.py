@@ -34,7 +34,11 @@ def palette(archs: Sequence[str]) -> dict[str, tuple]:
     return dict(zip(archs, sns.color_palette("colorblind", max(len(archs), 1))))
 
 
-def save_figure(fig: Figure, stem: str | os.PathLike, dpi: int = 200) -> dict[str, Path]:
+#: The resolution of every figure's PNG (the report shows it at its size in inches).
+FIGURE_DPI = 200
+
+
+def save_figure(fig: Figure, stem: str | os.PathLike, dpi: int = FIGURE_DPI) -> dict[str, Path]:
     """Save ``fig`` as ``<stem>.pdf`` and ``<stem>.png`` atomically; returns ``{"pdf", "png"}``."""
     stem = Path(stem)
     FigureCanvasAgg(fig)

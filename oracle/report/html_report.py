@@ -198,12 +198,19 @@ def _table(item: Item) -> tuple[str, str]:
 
 
 def _figure(item: Item) -> str:
+    from oracle.report.figures import FIGURE_DPI
+
     png = Path(f"{item.stem}.png")
     try:
-        data = base64.b64encode(png.read_bytes()).decode("ascii")
+        raw = png.read_bytes()
     except OSError as exc:
         raise DataError(f"report: cannot read figure {png}: {exc}") from None
-    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(item.label)}">'
+    if raw[:8] != b"\x89PNG\r\n\x1a\n" or raw[12:16] != b"IHDR":
+        raise DataError(f"report: {png} is not a PNG file")
+    # shown at its size in inches (saved at FIGURE_DPI, a CSS pixel is 1/96 inch), at most the page's width
+    width = round(int.from_bytes(raw[16:20], "big") * 96 / FIGURE_DPI)
+    data = base64.b64encode(raw).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" width="{width}" alt="{html.escape(item.label)}">'
 
 
 def _caption(item: Item, fallback: str = "") -> str:
