@@ -110,6 +110,13 @@ onstart:
         raise SystemExit(1) from None
 
 
+# Results copied without Snakemake's metadata (a fresh clone, a deleted .snakemake, a linked
+# results folder) are checked through their records once the DAG is built, before Snakemake
+# decides that nothing is to be done: what differs reruns (rules/common.smk, oracle.workflow.stale).
+if workflow.is_main_process:
+    install_start_check()
+
+
 rule all:
     input:
         RUN_TARGETS,
@@ -124,7 +131,7 @@ rule effective_config:
         f"{RUN}/config.yaml",
     params:
         config=config,
-        config_keys=list(config),  # the whole config
+        config_keys=declared_keys("effective_config"),  # the whole config
     log:
         f"{LOGS}/effective_config.log",
     benchmark:

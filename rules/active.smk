@@ -20,7 +20,7 @@ rule active_learning:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         arch=lambda wildcards: plan.arch_spec(config, wildcards.arch),
         device=config["device"],
-        config_keys=lambda wildcards: EXPERIMENTS[wildcards.experiment]["run_config_keys"] + plan.arch_keys(config, wildcards.arch),
+        config_keys=declared_keys("active_learning"),
     log:
         f"{LOGS}/active/{{experiment}}/{{arch}}/{{strategy}}/seed{{seed}}.log",
     benchmark:

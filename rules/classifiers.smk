@@ -26,7 +26,7 @@ rule train_classifier:
         curve_size=lambda wildcards: training(wildcards)["curve_size"],
         curve_points=lambda wildcards: training(wildcards)["curve_points"],
         device=config["device"],
-        config_keys=lambda wildcards: training(wildcards)["config_keys"] + plan.arch_keys(config, wildcards.arch),
+        config_keys=declared_keys("train_classifier"),
     group:
         classifier_group
     log:
@@ -53,7 +53,7 @@ rule predict_classifier:
     params:
         training=training,
         device=config["device"],
-        config_keys=lambda wildcards: training(wildcards)["config_keys"] + plan.arch_keys(config, wildcards.arch),
+        config_keys=declared_keys("predict_classifier"),
     group:
         classifier_group
     log:

@@ -17,6 +17,7 @@
 #   results/<run>/timings.{csv,md}, report.html                 rules/timings.smk, rules/report.smk
 
 import re
+import sys
 
 from oracle.classifiers.active_learning import STRATEGIES
 from oracle.experiments import CollectPaths, kind_module, kinds
@@ -309,6 +310,13 @@ def report_contents():
 N_MAX = plan.largest_training_size(config)
 
 
+def declared_keys(rule):
+    """params.config_keys of `rule`: the config keys its artifacts depend on, from the one table
+    that the jobs' input checks, the start-of-run check and the audit read too
+    (oracle.workflow.plan.rule_keys)."""
+    return lambda wildcards: plan.rule_config_keys(config, rule, wildcards, EXPERIMENTS)
+
+
 def training(wildcards):
     """The training spec of a classifier job (world, n, labels, hyperparameters)."""
     return plan.training_spec(config, wildcards.experiment, wildcards.cell, EXPERIMENTS)
@@ -353,3 +361,61 @@ def paper_target_input(pid, files):
         return files
 
     return inputs
+
+
+# ----------------------------------------------------------------------------- start-of-run check
+def check_existing_artifacts():
+    """Every job of the DAG that Snakemake would not run, checked through its outputs' records
+    (oracle.workflow.stale): what was made under other settings is forced (with everything
+    after it), a missing output beside its record is rebuilt, and a run that would overwrite
+    another run's artifacts behind a link stops with one line."""
+    from snakemake.io import is_flagged
+    from snakemake.settings.enums import RerunTrigger
+
+    from oracle.workflow import stale
+
+    dag = workflow.dag
+    jobs = list(dag.jobs)
+
+    def planned():
+        return [stale.PlannedJob(rule=j.rule.name, needrun=dag.needrun(j),
+                                 outputs=tuple(str(f) for f in j.output if not is_flagged(f, "temp")),
+                                 config_keys=getattr(j.params, "config_keys", None)) for j in jobs]
+
+    plan_now = planned()
+    reasons = stale.stale_reasons(plan_now, config, settings=RerunTrigger.PARAMS in workflow.rerun_triggers)
+    if reasons:
+        print("\n".join(stale.stale_summary(plan_now, reasons)), file=sys.stderr)
+        dag.forcefiles.update(f for i in reasons for f in jobs[i].output)
+        workflow.async_run(dag.update_needrun())
+        plan_now = planned()
+    count, changed = stale.code_drift(plan_now)
+    if count:
+        print(f"note: {count} existing output(s) were made by other code ({', '.join(changed[:4])}"
+              f"{' ...' if len(changed) > 4 else ''}); they are kept, as Snakemake keeps them: "
+              "`snakemake --forcerun <rule>` remakes them, `audit --strict-code` flags them", file=sys.stderr)
+    problems = stale.overwrite_problems(plan_now, RUN)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        print(f"DataError: {problems[0]}{more}", file=sys.stderr)
+        raise SystemExit(1)
+
+
+def install_start_check():
+    """Call `check_existing_artifacts` right after this invocation's `execute` has built the DAG
+    (Snakemake has no hook there; `paper_target_input` relies on the DAG's set of forced files
+    too). Other commands that build a DAG (--unlock, --report, --summary) are left alone."""
+    execute, build_dag = workflow.execute, workflow._build_dag
+    executing = []
+
+    def build_dag_checked():
+        build_dag()
+        if executing:
+            check_existing_artifacts()
+
+    def execute_checked(*args, **kwargs):
+        executing.append(True)
+        return execute(*args, **kwargs)
+
+    workflow._build_dag = build_dag_checked
+    workflow.execute = execute_checked

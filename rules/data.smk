@@ -6,8 +6,10 @@
 # against it here, before any flow is trained.
 #
 # `params: config_keys` (every rule that writes an artifact, in every stage): the config keys
-# the rule's artifacts depend on (oracle.workflow.plan and the resolved specs it makes). Their provenance records keep the
-# run config at those keys and the audit compares them with the run's config.
+# the rule's artifacts depend on, declared once per rule in oracle.workflow.plan.rule_keys. Their
+# provenance records keep the run config at those keys; the start-of-run check, every job's
+# input check and the audit compare the keys that table declares (not the record's own list)
+# with the config now.
 
 
 rule data:
@@ -17,7 +19,7 @@ rule data:
     params:
         data=config["data"],
         seed=config["seed"],
-        config_keys=["data", "seed"],
+        config_keys=declared_keys("data"),
     log:
         f"{LOGS}/data.log",
     benchmark:

@@ -10,7 +10,7 @@ rule world_numbers:
     output:
         WORLD_NUMBERS,
     params:
-        config_keys=[],  # a function of the world's constants
+        config_keys=declared_keys("world_numbers"),
     log:
         f"{LOGS}/numbers/world.{{world}}.log",
     benchmark:
@@ -32,7 +32,7 @@ rule numbers:
         tex=NUMBERS_TEX,
     params:
         paper={pid: artifact_stem(*target.split("/", 1)) for pid, target in PAPER.items()},
-        config_keys=["paper"],
+        config_keys=declared_keys("numbers"),
     log:
         f"{LOGS}/numbers/numbers.log",
     benchmark:
@@ -62,8 +62,7 @@ rule claims:
     params:
         experiments={name: {k: spec[k] for k in ("kind", "world") if k in spec}
                      for name, spec in config["experiments"].items()},
-        config_keys=[f"experiments[{name}].{k}" for name, spec in config["experiments"].items()
-                     for k in ("kind", "world") if k in spec],
+        config_keys=declared_keys("claims"),
     log:
         f"{LOGS}/numbers/claims.log",
     benchmark:

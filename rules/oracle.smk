@@ -25,7 +25,7 @@ if plan.world_kind(config) == "gaussian":
             world=ORACLE,
         params:
             gaussian=plan.gaussian_spec(config),
-            config_keys=["oracle.gaussian"],
+            config_keys=declared_keys("oracle_gaussian"),
         log:
             f"{LOGS}/oracle_gaussian.log",
         benchmark:
@@ -51,7 +51,7 @@ elif config["oracle"]["checkpoint"] is None:
             seed=config["seed"],
             device=config["device"],
             ckpt_dir=f"{RUN}/oracle/ckpt",
-            config_keys=["oracle.flow", "oracle.per_class", "oracle.train", "seed"],
+            config_keys=declared_keys("oracle_train"),
         log:
             f"{LOGS}/oracle_train.log",
         benchmark:
@@ -76,13 +76,7 @@ else:
         params:
             oracle=config["oracle"],
             device=config["device"],
-            # a native checkpoint brings its own spec; a public_tarflow one takes oracle.flow
-            config_keys=["oracle.checkpoint", "oracle.checkpoint_format"]
-            + (
-                ["oracle.flow", "oracle.per_class"]
-                if config["oracle"]["checkpoint_format"] == "public_tarflow"
-                else []
-            ),
+            config_keys=declared_keys("oracle_import"),
         log:
             f"{LOGS}/oracle_import.log",
         benchmark:

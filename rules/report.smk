@@ -15,7 +15,7 @@ rule report:
         REPORT_HTML,
     params:
         contents=report_contents(),
-        config_keys=["run", "paper", "validation.enabled"] + [f"experiments[{name}].kind" for name in EXPERIMENTS],
+        config_keys=declared_keys("report"),
     log:
         f"{LOGS}/report.log",
     benchmark:

@@ -16,7 +16,7 @@ rule sample_shard:
         world=lambda wildcards: WORLDS[wildcards.world],
         samples=config["samples"],
         device=config["device"],
-        config_keys=lambda wildcards: plan.samples_keys(config, wildcards.world),
+        config_keys=declared_keys("sample_shard"),
     log:
         f"{LOGS}/samples/{{world}}/shard-{{shard}}.log",
     benchmark:
@@ -37,7 +37,7 @@ rule merge_samples:
     output:
         SAMPLES,
     params:
-        config_keys=[],  # a function of the shards alone
+        config_keys=declared_keys("merge_samples"),
     log:
         f"{LOGS}/samples/{{world}}/merge.log",
     benchmark:
@@ -60,7 +60,7 @@ rule world_constants:
         CONSTANTS,
     params:
         world_kind=plan.world_kind(config),
-        config_keys=plan.world_constants_keys(config),
+        config_keys=declared_keys("world_constants"),
     log:
         f"{LOGS}/samples/{{world}}/constants.log",
     benchmark:
@@ -102,7 +102,7 @@ rule noisy_test_set:
         world_seed=lambda wildcards: WORLDS[wildcards.world]["seed"],
         samples=config["samples"],
         device=config["device"],
-        config_keys=lambda wildcards: plan.noisy_set_keys(config, wildcards.world),
+        config_keys=declared_keys("noisy_test_set"),
     log:
         f"{LOGS}/samples/{{world}}/noise{{sigma}}.log",
     benchmark:
@@ -125,7 +125,7 @@ rule world_divergence:
     params:
         reference=lambda wildcards: WORLDS[wildcards.reference],
         device=config["device"],
-        config_keys=lambda wildcards: plan.divergence_keys(config, wildcards.reference),
+        config_keys=declared_keys("world_divergence"),
     log:
         f"{LOGS}/samples/{{world}}/kl_from_{{reference}}.log",
     benchmark:

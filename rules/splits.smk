@@ -13,7 +13,7 @@ rule make_splits:
         test_size=lambda wildcards: WORLDS[wildcards.world]["test_size"],
         seeds=lambda wildcards: SPLIT_WORLDS[wildcards.world]["seeds"],
         test_seed=lambda wildcards: WORLDS[wildcards.world]["seed"],
-        config_keys=lambda wildcards: SPLIT_WORLDS[wildcards.world]["config_keys"],
+        config_keys=declared_keys("make_splits"),
     log:
         f"{LOGS}/splits/{{world}}.log",
     benchmark:

@@ -26,7 +26,7 @@ rule timings:
         benchmarks=BENCHMARKS,
         run=lambda wildcards, output: os.path.dirname(output.csv),  # provenance records: jobs and inputs
         logs=LOGS,  # <log>.rss.json: peak memory of the job server's children
-        config_keys=[],  # a function of the benchmark files alone
+        config_keys=declared_keys("timings"),
     log:
         f"{LOGS}/timings.log",
     resources:

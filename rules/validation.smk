@@ -11,8 +11,6 @@
 # nothing is downloaded, and a configured but missing file fails with its path.
 
 VALIDATION = config["validation"]
-# what the validation metrics depend on besides their inputs (`enabled` only asks for them)
-VALIDATION_KEYS = [f"validation.{k}" for k in VALIDATION if k != "enabled"]
 
 
 rule validation_metrics:
@@ -33,7 +31,7 @@ rule validation_metrics:
         dataset_name=config["data"]["kind"],
         # classes per flow pass of the posteriors (stability, BPD), as in the sample shards
         class_batch=config["samples"]["class_batch"],
-        config_keys=VALIDATION_KEYS + ["oracle.train.noise_std", "seed", "data.kind", "samples.class_batch"],
+        config_keys=declared_keys("validation_metrics"),
     log:
         f"{LOGS}/validation/metrics.log",
     benchmark:
@@ -57,7 +55,7 @@ rule validation_table:
     params:
         dataset_name=config["data"]["kind"],
         caption=validation_caption,
-        config_keys=["data.kind", "paper"],
+        config_keys=declared_keys("validation_table"),
     log:
         f"{LOGS}/validation/tables/{{artifact}}.log",
     benchmark:
@@ -80,7 +78,7 @@ rule validation_nn_distances:
         artifact="nn_distances",
     params:
         caption=validation_caption,
-        config_keys=["paper"],
+        config_keys=declared_keys("validation_nn_distances"),
     log:
         f"{LOGS}/validation/figures/{{artifact}}.log",
     benchmark:
@@ -106,7 +104,7 @@ rule validation_samples_grid:
         per_class=8,
         max_classes=16,  # rows: 1,000 ImageNet classes would make a 900-inch figure
         caption=validation_caption,
-        config_keys=["paper"],
+        config_keys=declared_keys("validation_samples_grid"),
     log:
         f"{LOGS}/validation/figures/{{artifact}}.log",
     benchmark:
@@ -126,7 +124,7 @@ rule validation_numbers:
     output:
         VALIDATION_NUMBERS,
     params:
-        config_keys=[],  # a function of the metrics
+        config_keys=declared_keys("validation_numbers"),
     log:
         f"{LOGS}/numbers/validation.log",
     benchmark:

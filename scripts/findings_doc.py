@@ -24,13 +24,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--doc", default="docs/findings.md", help="the page to write (default docs/findings.md)")
     ap.add_argument("--command", default="make demo", help="the command that made the run (shown on the page)")
     ap.add_argument("--readme", help="rewrite this file's default-run block instead of the page")
+    ap.add_argument("--conditions", default="", help="what the time was measured under, e.g. 'idle machine'")
     args = ap.parse_args(argv)
     try:
         if args.readme:
-            write_generated_part(args.readme, README_BEGIN, README_END, readme_block(args.run_dir, args.command))
+            write_generated_part(args.readme, README_BEGIN, README_END, readme_block(args.run_dir, args.command, args.conditions))
             print(args.readme)
             return 0
-        for path in write_findings_page(args.run_dir, args.doc, args.command):
+        for path in write_findings_page(args.run_dir, args.doc, args.command, args.conditions):
             print(path)
     except OracleError as exc:
         print(f"findings_doc: {exc}", file=sys.stderr)

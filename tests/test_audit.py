@@ -4,6 +4,7 @@ numbers part -> numbers.json)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -12,23 +13,40 @@ from oracle.io.hashing import clear_hash_cache
 from oracle.measures.world_constants import world_numbers
 from oracle.report.numbers import merge_numbers
 from oracle.workflow.audit import audit, check_numbers, load_numbers, main
+from oracle.workflow.plan import rule_config_keys
 from oracle.workflow.provenance import read_record, record_path, write_record
 
 RUN = "results/demo"
-METRICS = f"{RUN}/classifiers/resnet/N100/seed0/metrics.json"
-CONSTANTS = f"{RUN}/samples/demo/constants.json"
-PART = f"{RUN}/numbers/world.demo.json"
-KEY = "world.demo.bayes_error"
+METRICS = f"{RUN}/classifiers/scaling/test_resnet/N50/seed0/metrics/base.json"
+SAMPLES = f"{RUN}/samples/base/all.h5"
+CONSTANTS = f"{RUN}/samples/base/constants.json"
+PART = f"{RUN}/numbers/world.base.json"
+KEY = "world.base.bayes_error"
 WORLD = {"all": {"aleatoric": {"mean": 2.0766, "se": 0.0099}, "bayes_accuracy": {"mean": 0.214, "se": 0.0042},
                  "bayes_error": {"mean": 0.786, "se": 0.0042},
                  "mutual_information": {"bits": 0.326, "h_y_bits": 3.3219, "normalized": 0.0982, "se": 0.0143},
-                 "n": 500, "num_classes": 10}, "world": "demo"}
-CONFIG = {
-    "run": "demo",
-    "data": {"kind": "npz", "root": "raw/digits.npz", "image_size": 8},
-    "oracle": {"epochs": 2, "channels": 16},
-    "classifiers": {"lr": 0.1, "epochs": 5},
-}
+                 "n": 500, "num_classes": 10}, "world": "base"}
+SMOKE = Path(__file__).resolve().parent / "smoke" / "config.yaml"
+
+
+def _config() -> dict:
+    """The smoke config as a run's effective config, reading its data from raw/digits.npz."""
+    from oracle.workflow.config import effective_config
+
+    cfg = effective_config(SMOKE)
+    cfg["run"] = "demo"
+    cfg["data"] = {**cfg["data"], "kind": "npz", "root": "raw/digits.npz"}
+    return cfg
+
+
+CONFIG = _config()
+CLASSIFIER = {"experiment": "scaling", "arch": "test_resnet", "cell": "N50", "seed": "0", "evalset": "base"}
+
+
+def _record(path, rule, wildcards=None, **kwargs):
+    """The record the rule's job writes: the run config at the keys the rule declares."""
+    write_record(path, rule=rule, wildcards=wildcards or {}, config=CONFIG,
+                 config_keys=rule_config_keys(CONFIG, rule, wildcards or {}), **kwargs)
 
 
 def _write(path, data: bytes):
@@ -48,27 +66,21 @@ def chain(tmp_path, monkeypatch):
     _write("raw/digits.npz", b"raw pixels " * 50)
     _write(f"{RUN}/config.yaml", yaml.safe_dump(CONFIG).encode())
     _write(f"{RUN}/data/train.h5", b"train split")
-    write_record(f"{RUN}/data/train.h5", rule="data", config=CONFIG, config_keys=["data"],
-                 inputs=["raw/digits.npz"], seed=0)
+    _record(f"{RUN}/data/train.h5", "data", inputs=["raw/digits.npz"], seed=0)
     _write(f"{RUN}/oracle/flow.pt", b"flow weights")
-    write_record(f"{RUN}/oracle/flow.pt", rule="train_oracle", config={"oracle": {"epochs": 2}},
-                 inputs=[f"{RUN}/data/train.h5"], seed=0)
-    _write(f"{RUN}/samples/all.h5", b"samples")
-    write_record(f"{RUN}/samples/all.h5", rule="sample", config={"oracle": {"channels": 16}},
-                 inputs=[f"{RUN}/oracle/flow.pt"], seed=1)
+    _record(f"{RUN}/oracle/flow.pt", "oracle_train", inputs=[f"{RUN}/data/train.h5"], seed=0)
+    _write(SAMPLES, b"samples")
+    _record(SAMPLES, "merge_samples", {"world": "base"}, inputs=[f"{RUN}/oracle/flow.pt"], seed=1)
     _write(METRICS, b'{"acc": 0.9}')
-    write_record(METRICS, rule="train_classifier", wildcards={"arch": "resnet", "N": "100", "seed": "0"},
-                 config={"classifiers": {"lr": 0.1}},
-                 inputs=[f"{RUN}/samples/all.h5", f"{RUN}/data/train.h5"], seed=0)
+    _record(METRICS, "predict_classifier", CLASSIFIER, inputs=[SAMPLES, f"{RUN}/data/train.h5"], seed=0)
     # the numbers layer as the workflow writes it: constants -> part -> numbers.json
     _write(CONSTANTS, json.dumps(WORLD).encode())
-    write_record(CONSTANTS, rule="world_constants", wildcards={"world": "demo"}, config={},
-                 inputs=[f"{RUN}/samples/all.h5"])
+    _record(CONSTANTS, "world_constants", {"world": "base"}, inputs=[SAMPLES])
     part = world_numbers(WORLD, CONSTANTS)
     _write(PART, json.dumps(part).encode())
-    write_record(PART, rule="world_numbers", wildcards={"world": "demo"}, config={}, inputs=[CONSTANTS])
-    _write(f"{RUN}/numbers.json", json.dumps(merge_numbers({"world.demo": part})).encode())
-    write_record(f"{RUN}/numbers.json", rule="numbers", inputs=[PART])
+    _record(PART, "world_numbers", {"world": "base"}, inputs=[CONSTANTS])
+    _write(f"{RUN}/numbers.json", json.dumps(merge_numbers({"world.base": part})).encode())
+    _record(f"{RUN}/numbers.json", "numbers", inputs=[PART])
     return tmp_path
 
 
@@ -84,12 +96,12 @@ def _artifacts(node, seen=None):
 def test_untouched_chain_passes_and_reaches_raw_data(chain, capsys):
     assert main([KEY, "--run", RUN]) == 0
     out = capsys.readouterr().out
-    for part in (CONSTANTS, "samples/all.h5", "oracle/flow.pt", "data/train.h5", "raw/digits.npz"):
+    for part in (CONSTANTS, "samples/base/all.h5", "oracle/flow.pt", "data/train.h5", "raw/digits.npz"):
         assert part in out
     assert "raw input (no provenance record)" in out and "0 flagged" in out
     rep = audit(KEY, run=RUN)
     assert rep["ok"] and rep["tree"]["artifact"] == CONSTANTS
-    assert _artifacts(rep["tree"]) == {CONSTANTS, f"{RUN}/samples/all.h5", f"{RUN}/oracle/flow.pt",
+    assert _artifacts(rep["tree"]) == {CONSTANTS, SAMPLES, f"{RUN}/oracle/flow.pt",
                                        f"{RUN}/data/train.h5", "raw/digits.npz"}
     assert rep["artifacts"] == 5
     assert rep["number"]["value"] == 0.786 and rep["number"]["unit"] == "fraction"
@@ -112,10 +124,12 @@ def test_json_output(chain, capsys):
     rep = json.loads(capsys.readouterr().out)
     assert rep["ok"] and rep["tree"]["rule"] == "world_constants" and rep["flags"] == []
     samples = rep["tree"]["inputs"][0]
-    assert samples["status"] == "ok" and samples["node"]["rule"] == "sample"
+    assert samples["status"] == "ok" and samples["node"]["rule"] == "merge_samples"
     flow = samples["node"]["inputs"][0]
-    assert flow["status"] == "ok" and flow["node"]["rule"] == "train_oracle"
-    assert flow["node"]["config_check"] == [{"key": "oracle.epochs", "recorded": 2, "current": 2, "ok": True}]
+    assert flow["status"] == "ok" and flow["node"]["rule"] == "oracle_train"
+    checks = flow["node"]["config_check"]
+    assert [c["key"] for c in checks] == ["oracle.flow", "oracle.per_class", "oracle.train", "seed"]
+    assert all(c["ok"] and c["recorded"] == c["current"] for c in checks)
 
 
 def test_changed_raw_byte_is_flagged(chain, capsys):
@@ -134,22 +148,22 @@ def test_changed_raw_byte_is_flagged(chain, capsys):
 def test_changed_intermediate_is_flagged_twice(chain):
     (chain / RUN / "oracle" / "flow.pt").write_bytes(b"flow weightz")
     clear_hash_cache()
-    rep = audit(f"{RUN}/samples/all.h5")
+    rep = audit(SAMPLES)
     msgs = {(f["artifact"], f["message"].split(":")[0]) for f in rep["flags"]}
-    assert (f"{RUN}/samples/all.h5", f"input {RUN}/oracle/flow.pt changed") in msgs
+    assert (SAMPLES, f"input {RUN}/oracle/flow.pt changed") in msgs
     assert (f"{RUN}/oracle/flow.pt", "artifact changed since its record was written") in msgs
     assert not rep["ok"]
 
 
 def test_config_change_is_flagged_only_where_it_matters(chain):
     cfg = json.loads(json.dumps(CONFIG))
-    cfg["oracle"]["epochs"] = 3           # flow.pt recorded oracle.epochs = 2
-    cfg["classifiers"]["epochs"] = 50     # recorded by nobody: not a difference
+    cfg["oracle"]["train"]["steps"] = 61  # flow.pt recorded oracle.train with steps 60
+    cfg["validation"]["n_samples"] = 50   # recorded by nobody in this chain: not a difference
     (chain / RUN / "config.yaml").write_text(yaml.safe_dump(cfg))
     rep = audit(KEY, run=RUN)
     assert not rep["ok"]
-    assert [(f["artifact"], f["message"]) for f in rep["flags"]] == [
-        (f"{RUN}/oracle/flow.pt", "config oracle.epochs changed: recorded 2, current 3")]
+    assert [f["artifact"] for f in rep["flags"]] == [f"{RUN}/oracle/flow.pt"]
+    assert rep["flags"][0]["message"].startswith('config oracle.train changed: recorded {"batch_size": 64')
     # config_keys records the whole section: a key added under data is a change for train.h5
     cfg = json.loads(json.dumps(CONFIG))
     cfg["data"]["max_per_class"] = 10
@@ -161,7 +175,7 @@ def test_config_change_is_flagged_only_where_it_matters(chain):
 
 
 def test_number_key_errors_and_missing_record(chain, capsys):
-    assert main(["world.demo.bayes_eror", "--run", RUN]) == 2
+    assert main(["world.base.bayes_eror", "--run", RUN]) == 2
     assert KEY in capsys.readouterr().err  # suggested as a close key
     (chain / "loose.txt").write_text("no record")
     rep = audit("loose.txt")

@@ -15,28 +15,37 @@ from oracle.errors import DataError
 from oracle.io.hashing import clear_hash_cache, file_sha256
 from oracle.workflow.input_identity import check_inputs, check_pending_inputs, run_relative
 from oracle.workflow.jobs import verify_inputs
+from oracle.workflow.plan import rule_config_keys
 from oracle.workflow.provenance import write_record
 
 RUN = "results/r"
 
 
 def _config(**worlds):
-    return {"run": "r", "seed": 0, "oracle": {"world": "flow"},
+    return {"run": "r", "seed": 0,
+            "oracle": {"world": "flow", "flow": {"channels": 8}, "per_class": False, "train": {"steps": 3}},
             "worlds": {"base": {"prior": None, "label_temperature": 1.0, "base_temperature": 1.0}, **worlds},
-            "samples": {"n_total": 20, "n_shards": 2, "batch_size": 8},
+            "samples": {"n_total": 20, "n_shards": 2, "batch_size": 8, "class_batch": None, "precision": "auto",
+                        "precision_tolerance": 1e-4, "precision_rows": 4},
             "splits": {"test_size": 5}, "data": {"kind": "digits"}}
+
+
+def _record(path, rule, cfg, wildcards=None, **kwargs):
+    """The record the rule's job writes: the run config at the keys the rule declares."""
+    write_record(path, rule=rule, wildcards=wildcards or {}, config=cfg,
+                 config_keys=rule_config_keys(cfg, rule, wildcards or {}), **kwargs)
 
 
 def _flow(tmp_path):
     flow = tmp_path / RUN / "oracle" / "flow.pt"
     flow.parent.mkdir(parents=True, exist_ok=True)
     flow.write_bytes(b"the frozen flow")
-    write_record(flow, rule="oracle_train", config={}, config_keys=[])
+    _record(flow, "oracle_train", _config())
     return flow
 
 
 def _shard(tmp_path, cfg, world="base", shard=0, *, oracle=None, seed=None, base_temperature=None,
-           world_name=None, record_world=None, keys=("seed", "samples.n_total")):
+           world_name=None, record_world=None, keys=None):
     """A samples shard with the attributes `oracle.sampling` writes and the record `sample_shard` writes."""
     path = tmp_path / RUN / "samples" / world / f"shard-{shard:04d}.h5"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,8 +55,9 @@ def _shard(tmp_path, cfg, world="base", shard=0, *, oracle=None, seed=None, base
                         "world_name": world_name or world, "prior": np.full(10, 0.1),
                         "label_temperature": 1.0, "base_temperature": base_temperature or 1.0,
                         "seed": cfg["seed"] if seed is None else seed, "shard": shard, "n_shards": 2})
-    write_record(path, rule="sample_shard", wildcards={"world": record_world or world, "shard": f"{shard:04d}"},
-                 config=cfg, config_keys=list(keys))
+    wildcards = {"world": record_world or world, "shard": f"{shard:04d}"}
+    write_record(path, rule="sample_shard", wildcards=wildcards, config=cfg,
+                 config_keys=list(keys) if keys is not None else rule_config_keys(cfg, "sample_shard", wildcards))
     return path
 
 
@@ -149,14 +159,13 @@ def test_a_merged_file_checks_its_shards_against_its_own_record(run):
     shard = _shard(run, cfg)
     merged = run / RUN / "samples" / "base" / "all.h5"
     merged.write_bytes(b"virtual")
-    write_record(merged, rule="merge_samples", wildcards={"world": "base"}, config=cfg, config_keys=[],
-                 inputs=[str(shard)], extra={"references": [f"{RUN}/samples/base/shard-0000.h5"]})
+    _record(merged, "merge_samples", cfg, {"world": "base"}, inputs=[str(shard)],
+            extra={"references": [f"{RUN}/samples/base/shard-0000.h5"]})
     assert check_inputs([str(merged)], cfg) == [merged, shard]
     other = _shard(run, cfg, oracle=file_sha256(run / RUN / "oracle" / "flow.pt"))  # rewritten, same identity
     with h5py.File(other, "r+") as f:
         f["loglik"][0, 0] = 3.0
-    write_record(other, rule="sample_shard", wildcards={"world": "base", "shard": "0000"}, config=cfg,
-                 config_keys=["seed"])
+    _record(other, "sample_shard", cfg, {"world": "base", "shard": "0000"})
     clear_hash_cache()
     with pytest.raises(DataError, match=r"shard-0000\.h5 is not the file .*all\.h5 was made from"):
         check_inputs([str(merged)], cfg)
@@ -183,3 +192,59 @@ def test_record_json_is_what_the_check_reads(run):
     moved.with_name(moved.name + ".prov.json").write_text(json.dumps(rec))
     with pytest.raises(DataError, match="is the record of results/r/samples/base/shard-0000.h5"):
         check_inputs([str(moved)], cfg)
+
+
+# ----------------------------------------------------------------------------- issue 31
+def test_a_key_dropped_from_the_record_still_counts(run):
+    """Issue 31 case 2: the keys compared are those the rule declares, not the record's own list:
+    a record that lost samples.batch_size from config_keys still has it compared."""
+    cfg = _config()
+    declared = rule_config_keys(cfg, "sample_shard", {"world": "base", "shard": "0000"})
+    shard = _shard(run, cfg, keys=[k for k in declared if k != "samples.batch_size"])
+    cfg["samples"]["batch_size"] = 16
+    with pytest.raises(DataError, match=r"its record holds no value of samples.batch_size \(the config now has 16\)"):
+        check_inputs([str(shard)], cfg)
+    shard = _shard(run, cfg, keys=declared)
+    cfg["samples"]["batch_size"] = 8
+    with pytest.raises(DataError, match=r"made with samples.batch_size=16, the config now has 8"):
+        check_inputs([str(shard)], cfg)
+
+
+def test_an_input_made_from_another_version_of_its_input_is_refused(run):
+    """Issue 31 case 3: an artifact (with its own consistent record) made from another file than
+    the one its input's place holds now, e.g. a model swapped in from a run with another seed."""
+    cfg = _config()
+    shard = _shard(run, cfg)
+    constants = run / RUN / "samples" / "base" / "constants.json"
+    constants.write_text("{}")
+    _record(constants, "world_constants", {**cfg, "oracle": {**cfg["oracle"], "world": "flow"}}, {"world": "base"},
+            inputs=[str(shard)])
+    assert check_inputs([str(constants)], cfg) == [constants]
+    with h5py.File(shard, "r+") as f:  # the shard remade (another run's): its own record is consistent
+        f["loglik"][0, 0] = 3.0
+    _record(shard, "sample_shard", cfg, {"world": "base", "shard": "0000"})
+    clear_hash_cache()
+    assert check_inputs([str(shard)], cfg) == [shard]
+    with pytest.raises(DataError, match=r"constants\.json is not the artifact this run's rule would make: it was made "
+                                        r"from another results/r/samples/base/shard-0000\.h5 .*--forcerun"):
+        check_inputs([str(constants)], cfg)
+
+
+def test_a_linked_run_of_another_checkout_is_refused_a_copy_is_not(run, tmp_path_factory, monkeypatch):
+    """Issue 31 case 1: results/<run> linked to another checkout's run is that run's, not this one's."""
+    other = tmp_path_factory.mktemp("other-clone")
+    monkeypatch.chdir(other)
+    cfg = _config()
+    _flow(other)
+    _shard(other, cfg)
+    monkeypatch.chdir(run)
+    shutil.rmtree(run / RUN)
+    (run / RUN).symlink_to(other / RUN)
+    shard = f"{RUN}/samples/base/shard-0000.h5"
+    with pytest.raises(DataError, match=r"is another run's artifact: it lies at .*other-clone.* \(reached through a "
+                                        r"link\) and its record was written for .*other-clone"):
+        check_inputs([shard], cfg)
+    (run / RUN).unlink()
+    shutil.copytree(other / RUN, run / RUN)  # a copy (cp -a) is this clone's to use
+    clear_hash_cache()
+    assert [str(p) for p in check_inputs([shard], cfg)] == [shard]

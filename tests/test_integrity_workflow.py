@@ -1,6 +1,8 @@
 """Foreign, record-less and forged inputs on a smoke run (issue 19): the workflow refuses them
 before computing (and before Snakemake removes any valid output), the audit flags them, and
-`--check-numbers` re-derives every number from its source.
+`--check-numbers` re-derives every number from its source. Issue 31: copied, linked and
+half-deleted results are never passed off as current, records cannot hide a changed key,
+derived files and shard rows are re-derived, and `--rebuild` re-executes a chain.
 
 The slow tests share ONE smoke run (tests/smoke/config.yaml with a second world ``tau1.2``
 and validation on, so world, experiment and validation numbers all exist); each attack works
@@ -53,8 +55,8 @@ def smoke(tmp_path_factory):
     cfg["validation"]["enabled"] = True
     configfile = work / "config.yaml"
     configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    # numbers.json (every number and its chain) and the run config the audit compares with
-    proc = _snakemake(work, "numbers", f"{RUN}/config.yaml", "--configfile", str(configfile))
+    # the whole run: tables, figures, numbers.json/.tex and claims (issue 31 re-derives them all)
+    proc = _snakemake(work, "--configfile", str(configfile))
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return work, configfile
 
@@ -252,3 +254,195 @@ def test_a_flipped_shard_byte_removes_nothing(smoke, tamper):
     assert lines and f"{RUN}/samples/base/shard-0001.h5 changed since rule 'sample_shard' made it" in lines[0]
     assert f"--forcerun {RUN}/samples/base/shard-0001.h5" in lines[0]
     assert _files(tamper) == before  # all.h5 and everything built on it are still there
+
+
+
+# ============================================================================= issue 31
+def _config_with(configfile: Path, dest: Path, **changes) -> Path:
+    """The fixture's config with dotted keys changed, written to `dest`."""
+    cfg = yaml.safe_load(Path(configfile).read_text())
+    for key, value in changes.items():
+        node = cfg
+        *head, last = key.split("__")
+        for part in head:
+            node = node[part]
+        node[last] = value
+    dest.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return dest
+
+
+def _record_json(path: Path) -> dict:
+    return json.loads(Path(f"{path}.prov.json").read_text())
+
+
+# ----------------------------------------------------------------------------- case 1
+def test_a_changed_setting_over_copied_results_reruns_what_depends_on_it(smoke, tamper):
+    """Results copied into a fresh checkout (no .snakemake): a changed classifiers.training.lr
+    reruns the classifiers and everything after them, config.yaml says the new value, and the
+    audit passes."""
+    _, configfile = smoke
+    cfg = _config_with(configfile, tamper / "lr.yaml", classifiers__training__lr=0.003)
+    flow_mtime = (tamper / RUN / "oracle/flow.pt").stat().st_mtime_ns
+    proc = _snakemake(tamper, "--configfile", str(cfg))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "classifiers.training.lr was 0.001, is 0.003" in proc.stderr, proc.stderr[-3000:]
+    assert "Nothing to be done" not in proc.stdout + proc.stderr
+    assert yaml.safe_load((tamper / RUN / "config.yaml").read_text())["classifiers"]["training"]["lr"] == 0.003
+    model = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0/model.pt"
+    assert _record_json(model)["config"]["classifiers"]["training"]["lr"] == 0.003
+    assert (tamper / RUN / "oracle/flow.pt").stat().st_mtime_ns == flow_mtime  # upstream kept
+    proc = _audit_cli(tamper, f"{RUN}/numbers.json", "--strict-code")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_a_linked_results_folder_of_another_run_is_never_overwritten(smoke, tamper, tmp_path_factory):
+    """results/<run> a link to another checkout's run: with another seed (stale through its
+    records) or a job Snakemake reruns for its own reasons, the run stops with one line before
+    any job, and the other run's files are untouched; the audit flags the linked run."""
+    work, configfile = smoke
+    other = tmp_path_factory.mktemp("other-clone")
+    shutil.move(str(tamper / "results"), str(other / "results"))  # the other checkout's run
+    (tamper / "results").mkdir()
+    (tamper / RUN).symlink_to(other / RUN)
+    before = _files(other)
+    seed1 = _config_with(configfile, tamper / "seed1.yaml", seed=1)
+    for args in (("--configfile", str(seed1)), ("--configfile", str(configfile), "--forcerun", "make_splits")):
+        proc = _snakemake(tamper, *args)
+        assert proc.returncode != 0
+        lines = _error_lines(proc)
+        assert len(lines) == 1 and lines[0].startswith(f"DataError: {RUN} leads to another run's results"), \
+            proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert _files(other) == before
+    proc = _audit_cli(tamper, f"{RUN}/numbers.json")
+    assert proc.returncode == 1 and "another run's artifact" in proc.stdout, proc.stdout[-3000:]
+
+
+def test_a_missing_output_beside_its_record_is_rebuilt(smoke, tamper):
+    """Issue 31 cases 1 and 7: a classifier whose model.pt and history.json are gone while their
+    records stay (a job that failed after writing them) is retrained, not passed over."""
+    _, configfile = smoke
+    run = tamper / RUN / "classifiers/scaling/test_resnet/N200/seed0"
+    (run / "model.pt").unlink()
+    (run / "history.json").unlink()
+    proc = _snakemake(tamper, "-n", "--configfile", str(configfile))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"{RUN}/classifiers/scaling/test_resnet/N200/seed0/model.pt is missing beside its record" in proc.stderr
+    assert "rule train_classifier:" in proc.stdout and "Nothing to be done" not in proc.stdout
+
+
+@pytest.mark.parametrize("change,error", [
+    ({"oracle__flow__patch_size": 3}, "ConfigError: config key 'oracle.flow.patch_size': 3 does not divide"),
+    ({"worlds__base__prior": [0.5, 0.5]}, "WorldError: prior has 2 entries but the flow has num_classes=10"),
+    ({"data__kind": "npz", "data__root": "data/missing.npz"}, "DataError: npz data not found at data/missing.npz"),
+])
+def test_a_bad_value_over_existing_results_fails_the_run(smoke, tamper, change, error):
+    _, configfile = smoke
+    cfg = _config_with(configfile, tamper / "bad.yaml", **change)
+    proc = _snakemake(tamper, "--configfile", str(cfg))
+    assert proc.returncode != 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert error in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+# ----------------------------------------------------------------------------- case 2
+def test_a_record_that_dropped_a_key_still_has_it_compared(smoke, tamper):
+    _, configfile = smoke
+    model = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0/model.pt"
+    rec = _record_json(model)
+    rec["config_keys"].remove("classifiers.training.lr")
+    del rec["config"]["classifiers"]["training"]["lr"]
+    Path(f"{model}.prov.json").write_text(json.dumps(rec))
+    cfg = _config_with(configfile, tamper / "lr.yaml", classifiers__training__lr=0.003)
+    proc = _audit_cli(tamper, f"{RUN}/scaling/scaling/figures/scaling_panels.png", "--configfile", str(cfg))
+    assert proc.returncode == 1
+    assert f"{RUN}/classifiers/scaling/test_vit/N50/seed0/model.pt: config classifiers.training.lr changed: " \
+           'recorded "<missing>", current 0.003' in proc.stdout, proc.stdout[-3000:]
+
+
+# ----------------------------------------------------------------------------- case 3
+def test_a_model_made_from_another_runs_samples_is_not_used(smoke, tamper):
+    """A model whose record (consistent in itself) says it was made from another all.h5 (as a
+    model swapped in, with its record, from a run with another seed): the jobs that would read
+    it refuse it, before any job runs, naming it and the command that remakes it."""
+    _, configfile = smoke
+    model = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0/model.pt"
+    rec = _record_json(model)
+    samples = next(k for k in rec["inputs"] if k.endswith("samples/base/all.h5"))
+    rec["inputs"][samples] = "0" * 64
+    Path(f"{model}.prov.json").write_text(json.dumps(rec))
+    before = _files(tamper)
+    proc = _snakemake(tamper, "--configfile", str(configfile), "--forcerun", "predict_classifier")
+    assert proc.returncode != 0
+    lines = _error_lines(proc)
+    assert lines and f"{RUN}/classifiers/scaling/test_vit/N50/seed0/model.pt is not the artifact this run's rule " \
+        "would make: it was made from another results/smoke/samples/base/all.h5" in lines[0], proc.stderr[-3000:]
+    assert f"--forcerun {RUN}/classifiers/scaling/test_vit/N50/seed0/model.pt" in lines[0]
+    assert _files(tamper) == before
+
+
+# ----------------------------------------------------------------------------- cases 4, 5
+def test_check_numbers_re_derives_files_and_re_scores_shard_rows(smoke, tamper):
+    """Forgeries whose records were re-signed, each missed by every audit before issue 31: a
+    table's CSV, the scaling data file runs.csv, numbers.tex, and log p(x|k) of a shard (+3 nats
+    in class 0, its record and all.h5's list of shard hashes re-signed)."""
+    table = Path(RUN, "scaling/scaling/tables/accuracy_vs_bayes.csv")
+    text = table.read_text().splitlines()
+    text[1] = text[1].replace(",", ",9", 1)
+    table.write_text("\n".join(text) + "\n")
+    _resign(table)
+    runs = Path(RUN, "scaling/scaling/data/runs.csv")
+    import pandas as pd
+
+    frame = pd.read_csv(runs)
+    frame.loc[0, "acc"] = 0.99
+    frame.to_csv(runs, index=False)
+    _resign(runs)
+    tex = Path(RUN, "numbers.tex")
+    tex.write_text(tex.read_text().replace("{", "{1", 1))
+    _resign(tex)
+    shard = Path(RUN, "samples/base/shard-0001.h5")
+    with h5py.File(shard, "r+") as f:
+        f["loglik"][:, 0] += 3
+    _resign(shard)
+    _remerge()
+    proc = _audit_cli(tamper, "--check-numbers", f"{RUN}/numbers.json", "--cores", "2")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    out = proc.stdout
+    for forged in (table, runs, tex):
+        assert f"{forged}: rebuilding it from its inputs" in out, out[-4000:]
+    assert f"{shard}: log p(x|k) re-scored with the run's oracle file differs from the stored value by 3" in out, out
+    assert "samples/base/shard-0000.h5: 8 row(s) re-scored" in out
+
+
+def test_check_numbers_passes_an_untouched_run(smoke, monkeypatch):
+    work, _ = smoke
+    proc = _audit_cli(work, "--check-numbers", f"{RUN}/numbers.json", "--cores", "2", "--rows", "4")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "file(s):" in proc.stdout and "mismatch" not in proc.stdout
+
+
+# ----------------------------------------------------------------------------- case 6
+def test_rebuild_names_what_differs_and_what_is_identical(smoke, tamper):
+    """`audit <shard> --rebuild` re-executes the data, flow and shard jobs in a scratch folder:
+    the untouched ones are identical, the forged shard (record re-signed) is a mismatch."""
+    shard = Path(RUN, "samples/base/shard-0001.h5")
+    with h5py.File(shard, "r+") as f:
+        f["loglik"][:, 0] += 3
+    _resign(shard)
+    proc = _audit_cli(tamper, str(shard), "--rebuild", "--cores", "2")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    lines = proc.stdout.splitlines()
+    for ok in ("data/train.h5", "data/test.h5", "oracle/flow.pt"):
+        assert any(ln.split()[:1] == ["identical"] and f"{RUN}/{ok}" in ln for ln in lines), proc.stdout
+    [bad] = [ln for ln in lines if f"{shard}  [sample_shard" in ln]
+    assert bad.split()[0] == "mismatch" and "loglik: max |d| 3" in bad, bad
+    assert "3 job(s) behind it" in proc.stdout
+
+
+# ----------------------------------------------------------------------------- case 8
+def test_the_audit_reads_the_runs_own_config_file_as_the_workflow_does(smoke, monkeypatch):
+    """The config file the run was started with leaves keys to their defaults (hard_label): the
+    audit fills them in as the workflow did, so a clean run passes."""
+    work, configfile = smoke
+    assert "hard_label" not in Path(configfile).read_text()
+    proc = _audit_cli(work, f"{RUN}/scaling/scaling/figures/scaling_panels.png", "--configfile", str(configfile))
+    assert proc.returncode == 0, proc.stdout[-3000:]

@@ -5,6 +5,7 @@ user can reach it (issue 19: one test per attack)."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import pwd
@@ -43,8 +44,13 @@ SCRIPT = textwrap.dedent("""
     print("to stderr", file=sys.stderr)
     if sys.argv[3] == "raise":
         raise RuntimeError("boom")
-    if sys.argv[3] == "sleep":
-        Path(sys.argv[1] + ".pid").write_text(f"{os.getpid()} {os.getppid()}")
+    if sys.argv[3] in ("sleep", "setsid"):
+        if sys.argv[3] == "setsid":  # a grandchild in a session of its own: PR_SET_PDEATHSIG misses it
+            import subprocess
+            grandchild = subprocess.Popen(["sleep", "300"], start_new_session=True)
+            Path(sys.argv[1] + ".grandchild").write_text(str(grandchild.pid))
+        server = os.environ.get("ORACLE_JOB_SERVER_PID", str(os.getppid()))
+        Path(sys.argv[1] + ".pid").write_text(f"{os.getpid()} {server}")
         import time
         time.sleep(60)
     if sys.argv[3] == "alloc":
@@ -446,19 +452,90 @@ def test_a_forged_run_pid_does_not_keep_the_server_up(scripts: Path, run_pid: st
         stranger.wait()
 
 
+def _start_delegated(scripts: Path, out: str, mode: str) -> tuple[subprocess.Popen, int, int]:
+    """A rule script's hand-off running `mode` (sleep, setsid) in the server: (its client, the
+    job's pid, the server's pid), once the job has started."""
+    work = scripts / "work"
+    proc = subprocess.Popen([sys.executable, str(scripts / "delegate.py"), str(scripts), str(scripts / "job.py"),
+                             out, "1", mode], cwd=work, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, js.SWITCH_ENV: "on"})
+    assert _wait((work / f"{out}.pid").exists, 60)
+    child, server = map(int, (work / f"{out}.pid").read_text().split())
+    return proc, child, server
+
+
 def test_killing_the_server_kills_its_job_and_it_is_not_rerun(scripts: Path) -> None:
     """Attack 6: the server dies mid-job: its child dies with it, and the client fails the job
     rather than running it a second time inline."""
     work = scripts / "work"
-    proc = subprocess.Popen([sys.executable, str(scripts / "delegate.py"), str(scripts), str(scripts / "job.py"),
-                             "m.txt", "1", "sleep"], cwd=work, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, js.SWITCH_ENV: "on"})
-    pid_file = work / "m.txt.pid"
-    assert _wait(pid_file.exists, 60)
-    child, server = map(int, pid_file.read_text().split())
+    proc, child, server = _start_delegated(scripts, "m.txt", "sleep")
     assert server != proc.pid
     os.kill(server, signal.SIGKILL)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1 and "not rerun inline" in err, err
     assert _wait(lambda: _gone(child), 10), "the job outlived its server"
     assert len((work / "m.txt.runs").read_text().splitlines()) == 1, "the job ran twice"
+
+
+# ----------------------------------------------------------------------------- issue 31, case 7
+@pytest.mark.parametrize("kill", ["server", "client"])
+def test_every_descendant_of_a_job_dies_with_it(scripts: Path, kill: str) -> None:
+    """A job's grandchild in a session of its own (setsid) dies when the server is killed with
+    SIGKILL, or when the job's client goes away: the job's leader is a subreaper."""
+    work = scripts / "work"
+    proc, child, server = _start_delegated(scripts, "g.txt", "setsid")
+    grandchild = int((work / "g.txt.grandchild").read_text())
+    try:
+        assert not _gone(grandchild)
+        os.kill(server if kill == "server" else proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=30) != 0  # not communicate(): a surviving grandchild holds its stderr open
+        assert _wait(lambda: _gone(child), 10), "the job outlived its server"
+        assert _wait(lambda: _gone(grandchild), 10), "the job's setsid grandchild outlived it"
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(grandchild, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("nofile", [64, 24])
+def test_a_flood_of_connections_under_a_low_descriptor_limit_leaves_the_server_and_its_job_alive(
+        scripts: Path, nofile: int) -> None:
+    """1,020 connections of the same user under `ulimit -n 64` (pending requests bounded) or
+    `ulimit -n 24` (accept runs out of descriptors): the server (which inherits the limit from
+    the client that starts it) keeps running, its running job finishes, a later job runs, and
+    its log stays short."""
+    import resource
+
+    work = scripts / "work"
+    limit = f"import resource; resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile})); "
+    runner = scripts / "limited.py"
+    runner.write_text(limit + "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    proc = subprocess.Popen([sys.executable, str(runner), str(scripts / "delegate.py"), str(scripts),
+                             str(scripts / "job.py"), "f.txt", "1", "0"], cwd=work, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, js.SWITCH_ENV: "on"})
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    sock = js.socket_path(PRELOAD, scripts)
+    long_job, job_pid, server = _start_delegated(scripts, "h.txt", "sleep")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    flood = []
+    try:
+        with js._short(sock) as name:
+            for _ in range(1020):
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.setblocking(False)
+                with contextlib.suppress(BlockingIOError, ConnectionRefusedError, OSError):
+                    c.connect(name)
+                flood.append(c)
+        time.sleep(2)
+        assert not _gone(server) and not _gone(job_pid), "the flood ended the server or its job"
+    finally:
+        for c in flood:
+            c.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    os.kill(job_pid, signal.SIGTERM)  # the long job ends; its client gets its status
+    _, err = long_job.communicate(timeout=30)
+    assert long_job.returncode != 0 and "not rerun inline" not in err, err
+    later = _run(scripts, "delegate", "z.txt", "1", "0")
+    assert later.returncode == 0 and "running inline" not in later.stderr, later.stderr
+    log = Path(f"{sock}.log").read_text()
+    assert len(log.splitlines()) < 60, log[-3000:]

@@ -82,7 +82,7 @@ def test_script_job_verifies_the_jobs_inputs(tmp_path, monkeypatch, capsys):
 def _job(tmp_path, **kw):
     from types import SimpleNamespace
 
-    src = _made(tmp_path / "in.txt", "input", rule="make")
+    src = _made(tmp_path / "in.txt", "input", rule="merge_samples")  # a rule of the workflow that declares no keys
     base = dict(input=[str(src)], output=[str(tmp_path / "out.txt")], log=[str(tmp_path / "job.log")], threads=1,
                 rule="use", wildcards={}, config={}, params=SimpleNamespace(config_keys=[]))
     return SimpleNamespace(**{**base, **kw})
@@ -122,7 +122,7 @@ def test_run_job_checks_inputs_before_main_and_stops_on_a_bad_switch(tmp_path, m
     ran = []
     with pytest.raises(SystemExit):
         run_job(job, ran.append, server=False)
-    assert not ran and "in.txt changed since rule 'make'" in capsys.readouterr().err
+    assert not ran and "in.txt changed since rule 'merge_samples'" in capsys.readouterr().err
     monkeypatch.setenv("ORACLE_JOB_SERVER", "maybe")
     with pytest.raises(SystemExit) as stop:
         run_job(job, ran.append)
@@ -142,3 +142,26 @@ def test_threads_apply_to_torch_imported_inside_main(tmp_path):
             "    print(torch.get_num_threads())\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
+
+
+def test_a_failed_job_leaves_no_record_of_its_outputs(tmp_path, monkeypatch, capsys):
+    """Issue 31 case 7: the record of an output from an earlier run, and any record the failed
+    job wrote, go with the outputs Snakemake removes (no record beside a missing output)."""
+    from pathlib import Path
+
+    from oracle.errors import DataError
+    from oracle.workflow.jobs import run_job
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ORACLE_JOB_SERVER", "off")
+    job = _job(tmp_path)
+    stale = tmp_path / "out.txt.prov.json"
+    stale.write_text("{}")  # an earlier run's record; Snakemake removed out.txt before the job
+
+    def main(sm):
+        Path(sm.output[0]).write_text("half")
+        raise DataError("bad input")
+
+    with pytest.raises(SystemExit):
+        run_job(job, main)
+    assert not stale.exists() and "DataError: bad input" in capsys.readouterr().err

@@ -28,10 +28,12 @@ def default() -> dict:
 
 
 def _active_only_arch(cfg: dict, model: str) -> dict:
-    """`cfg` with an architecture that only the active experiment uses."""
+    """`cfg` with an architecture that only the active experiments use."""
     cfg["classifiers"]["archs"]["only_active"] = {"model": model, "pretrained": False}
-    (active,) = [e for e in cfg["experiments"].values() if e["kind"] == "active"]
-    active["archs"] = ["only_active"]
+    active = [e for e in cfg["experiments"].values() if e["kind"] == "active"]
+    assert active
+    for e in active:
+        e["archs"] = ["only_active"]
     return cfg
 
 

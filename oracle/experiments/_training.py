@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from oracle.classifiers.specs import arch_spec
 from oracle.errors import ConfigError
-from oracle.world_specs import world_specs
+from oracle.world_specs import resolve_worlds
 
 #: The training-curve settings of every classifier: {training-spec key: config key}.
 CURVE_KEYS = {"curve_size": "classifiers.curve_size", "curve_points": "classifiers.curve_points"}
@@ -21,6 +21,11 @@ CURVE_KEYS = {"curve_size": "classifiers.curve_size", "curve_points": "classifie
 TRAINING_KEYS = ("epochs", "min_steps", "batch_size", "lr", "weight_decay")
 
 _CELL_N = re.compile(r"N(\d+)")
+
+
+def _dotted(path: tuple[str, ...]) -> str:
+    """A config path as a key (``("worlds", "tau1.2", "test_size")`` -> ``worlds[tau1.2].test_size``)."""
+    return "".join(f"[{p}]" if "." in p else (f".{p}" if i else p) for i, p in enumerate(path))
 
 
 def size_cell(n: int) -> str:
@@ -45,7 +50,8 @@ def check_classifier_entry(name: str, entry: dict, config: Mapping) -> dict:
     experiment's overrides merged over classifiers.training).
     """
     key = f"experiments.{name}"
-    worlds = world_specs(config)
+    resolved = resolve_worlds(config)
+    worlds = {w: spec for w, (spec, _) in resolved.items()}
     if entry["world"] not in worlds:
         raise ConfigError(f"config key '{key}.world': no world named {entry['world']!r} "
                           f"(worlds: {', '.join(worlds)})")
@@ -56,8 +62,11 @@ def check_classifier_entry(name: str, entry: dict, config: Mapping) -> dict:
             raise ConfigError(f"config key '{key}.archs': {a!r} is not in classifiers.archs ({', '.join(known)})")
     pool = world["n_total"] - world["test_size"]
     if pool < 1:
-        raise ConfigError(f"config key '{key}.world': world {entry['world']!r} has {world['n_total']} samples and a "
-                          f"test set of {world['test_size']}: no training pool")
+        # name the key that sets the test size (splits.test_size, or the world's own), not the experiment
+        sources = resolved[entry["world"]][1]
+        raise ConfigError(f"config key '{_dotted(sources['test_size'])}': a test set of {world['test_size']} leaves "
+                          f"world {entry['world']!r} ({world['n_total']} samples, {_dotted(sources['n_total'])}) no "
+                          f"training pool for experiment {name!r}")
     for n in entry.get("sizes", []):
         if n > pool:
             raise ConfigError(

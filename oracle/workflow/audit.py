@@ -53,14 +53,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from oracle.errors import DataError, OracleError
+from oracle.errors import ConfigError, DataError, OracleError
 from oracle.workflow.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
 from oracle.workflow.audit_text import SHORT, code_str, render
 from oracle.code_version import code_version
 from oracle.io.hashing import file_sha256, path_sha256
 from oracle.workflow.config_paths import compare_config
-from oracle.workflow.input_identity import (in_results, named_by_config, oracle_hasher, place_problems,
-                                            sample_attr_problems)
+from oracle.workflow.input_identity import (declared_keys, in_results, named_by_config, oracle_hasher,
+                                            place_problems, sample_attr_problems)
 from oracle.workflow.provenance import REPO_ROOT, read_record, record_root, resolve_recorded_path
 
 
@@ -140,17 +140,16 @@ def check_numbers(numbers_path: str | os.PathLike, *, run: str | os.PathLike | N
 
 # --------------------------------------------------------------------------- config helpers
 def load_config(path: str | os.PathLike) -> dict:
-    """A YAML (or JSON) config file as a dict."""
-    import yaml
+    """A config file as the workflow sees it (`oracle.workflow.config.effective_config`: validated,
+    the schema's defaults filled in), so the run's own config file compares equal to the
+    effective config its records were written from. DataError when missing; ConfigError when
+    it does not load or check."""
+    from oracle.workflow.config import effective_config
 
     p = Path(path)
     if not p.is_file():
         raise DataError(f"config file {p} not found")
-    try:
-        cfg = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise DataError(f"config file {p} is not valid YAML: {' '.join(str(exc).split())}") from None
-    return cfg or {}
+    return effective_config(p)
 
 
 def changed_code_files(rec: Mapping | None, root: Path = REPO_ROOT) -> list[str]:
@@ -207,8 +206,20 @@ class _Auditor:
         self.visited: dict[str, str] = {}
         self.flags: list[dict] = []
         self.warnings: list[dict] = []
+        self._experiments: dict = {}
         self.raw: list[str] = []          # inputs without a record: where the chain ends
         self.checkpoints: list[str] = []  # frozen worlds (results/<run>/oracle/*.pt)
+
+    def experiments(self) -> Mapping | None:
+        """The current config's resolved experiments, once (None when they do not resolve)."""
+        if "v" not in self._experiments:
+            from oracle.workflow.plan import experiment_specs
+
+            try:
+                self._experiments["v"] = experiment_specs(self.config)
+            except ConfigError:
+                self._experiments["v"] = None
+        return self._experiments["v"]
 
     def _flag(self, node: dict, msg: str) -> None:
         node["flags"].append(msg)
@@ -265,7 +276,13 @@ class _Auditor:
                                  f"{recorded_hash[:SHORT]}, now {node['sha256'][:SHORT]}")
 
         if self.config is not None:
-            node["config_check"] = compare_config(record, self.config)
+            # the keys its rule declares now, not the record's own list (a record can lose a key)
+            try:
+                keys = declared_keys(record, self.config, self.experiments())
+            except ConfigError as exc:
+                keys = None
+                self._flag(node, f"its rule {record.get('rule')!r} makes no such artifact under the current config ({exc})")
+            node["config_check"] = compare_config(record, self.config, keys)
             for c in node["config_check"]:
                 if not c["ok"]:
                     self._flag(node, f"config {c['key']} changed: recorded {json.dumps(c['recorded'])}, "
@@ -312,14 +329,10 @@ def _find_run(target_path: Path | None) -> Path | None:
     return None
 
 
-def audit(target: str, *, run: str | os.PathLike | None = None,
-          configfile: str | os.PathLike | None = None, strict_code: bool = False) -> dict[str, Any]:
-    """Audit `target` (an artifact path or a numbers.json key); see the module docstring.
-
-    Returns {"target", "number" (the numbers.json entry or None), "run", "config_source",
-    "code_now", "tree" (nested nodes), "flags": [{"artifact", "message"}], "warnings": [...],
-    "artifacts": count, "ok": bool}. Raises DataError when the target cannot be resolved.
-    """
+def resolve_target(target: str, run: str | os.PathLike | None = None) -> tuple[Path, str, dict | None, Path | None]:
+    """(artifact path, its name as shown, the numbers.json entry or None, the run folder) of an
+    audit target: an existing path, or a key of ``<run>/numbers.json`` (without `run`: of the
+    only ``results/*/numbers.json``). DataError when it is neither."""
     run_dir = Path(run) if run is not None else None
     number = None
     if Path(target).exists():
@@ -343,9 +356,20 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
         art_path = _number_artifact(entry["artifact"], numbers_path, run_dir)
         shown = entry["artifact"]
         number = {"key": target, "numbers_file": str(numbers_path), **entry}
-
     if run_dir is None:
         run_dir = _find_run(art_path)
+    return art_path, shown, number, run_dir
+
+
+def audit(target: str, *, run: str | os.PathLike | None = None,
+          configfile: str | os.PathLike | None = None, strict_code: bool = False) -> dict[str, Any]:
+    """Audit `target` (an artifact path or a numbers.json key); see the module docstring.
+
+    Returns {"target", "number" (the numbers.json entry or None), "run", "config_source",
+    "code_now", "tree" (nested nodes), "flags": [{"artifact", "message"}], "warnings": [...],
+    "artifacts": count, "ok": bool}. Raises DataError when the target cannot be resolved.
+    """
+    art_path, shown, number, run_dir = resolve_target(target, run)
     current_config = None
     config_source = None
     if configfile is not None:
@@ -455,29 +479,82 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="machine-readable report on stdout")
     ap.add_argument("--strict-code", action="store_true", help="flag (not just warn about) code version differences")
     ap.add_argument("--check-numbers", action="store_true",
-                    help="check every entry of numbers.json: it names an existing artifact and is what "
-                         "that artifact gives, recomputed with the project's code")
+                    help="re-derive: every entry of numbers.json names an existing artifact and is what that "
+                         "artifact gives, recomputed with the project's code; the jobs that derive data files, "
+                         "tables, numbers, numbers.tex and claims rebuilt in a scratch folder and compared "
+                         "byte for byte; ROWS random rows of every shard re-scored with the oracle file")
+    ap.add_argument("--rows", type=int, default=8, metavar="ROWS",
+                    help="--check-numbers: rows re-scored per shard (default 8; 0: none)")
+    ap.add_argument("--rebuild", action="store_true",
+                    help="re-execute the jobs behind TARGET in a scratch folder and compare their outputs "
+                         "with the run's (exit 1 on a mismatch)")
+    ap.add_argument("--sample", type=int, metavar="K", help="--rebuild: only K jobs of the chain, drawn at random")
+    ap.add_argument("--seed", type=int, default=0, help="--rebuild --sample / --check-numbers: the random draw (default 0)")
+    ap.add_argument("--cores", type=int, default=1, help="--rebuild / --check-numbers: snakemake --cores (default 1)")
+    ap.add_argument("--scratch", help="--rebuild / --check-numbers: where the scratch folder is made "
+                                      "(default the system's temporary folder)")
+    ap.add_argument("--keep", action="store_true", help="--rebuild / --check-numbers: keep the scratch folder")
     args = ap.parse_args(argv)
     try:
         if args.check_numbers:
-            path = Path(args.target) if args.target else (Path(args.run) / "numbers.json" if args.run else None)
-            if path is None:
-                ap.error("--check-numbers needs a numbers.json path or --run")
-            problems = check_numbers(path, run=args.run,
-                                     config=load_config(args.configfile) if args.configfile else None)
-            if args.json:
-                print(json.dumps({"numbers": str(path), "problems": problems, "ok": not problems}, indent=2))
-            else:
-                print("\n".join(problems) if problems else f"{path}: every number names an existing artifact "
-                      "and is what it gives")
-            return 1 if problems else 0
+            return _check_numbers_cli(ap, args)
         if not args.target:
             ap.error("TARGET is required")
+        if args.rebuild:
+            return _rebuild_cli(args)
         report = audit(args.target, run=args.run, configfile=args.configfile, strict_code=args.strict_code)
     except OracleError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(report, indent=2, default=str) if args.json else render(report))
+    return 0 if report["ok"] else 1
+
+
+def _run_config(args: argparse.Namespace, run_dir: Path | None) -> Path:
+    configfile = Path(args.configfile) if args.configfile else (run_dir / "config.yaml" if run_dir else None)
+    if configfile is None or not configfile.is_file():
+        raise DataError("no run config found: pass --configfile or --run results/<run> (with its config.yaml)")
+    return configfile
+
+
+def _check_numbers_cli(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from oracle.workflow.audit_modes import derivation_problems
+    from oracle.workflow.audit_shards import rescore_shards
+
+    path = Path(args.target) if args.target else (Path(args.run) / "numbers.json" if args.run else None)
+    if path is None:
+        ap.error("--check-numbers needs a numbers.json path or --run")
+    run_dir = Path(args.run) if args.run else path.parent
+    configfile = _run_config(args, run_dir)
+    config = load_config(configfile)
+    problems = check_numbers(path, run=run_dir, config=config)
+    notes: list[str] = []
+    if args.rows > 0:
+        more, notes = rescore_shards(run_dir, config, rows=args.rows, seed=args.seed)
+        problems += more
+    more, lines = derivation_problems(run_dir, configfile, cores=args.cores, scratch=args.scratch, keep=args.keep,
+                                      log=(lambda m: None) if args.json else print)
+    problems += more
+    notes += lines
+    if args.json:
+        print(json.dumps({"numbers": str(path), "problems": problems, "notes": notes, "ok": not problems}, indent=2))
+    else:
+        print("\n".join(notes + problems) if problems else "\n".join(notes + [
+            f"{path}: every number names an existing artifact and is what it gives; every derived file is what its "
+            "job makes from its inputs; every re-scored shard row is what its world gives"]))
+    return 1 if problems else 0
+
+
+def _rebuild_cli(args: argparse.Namespace) -> int:
+    from oracle.workflow.audit_modes import rebuild_target
+
+    art_path, shown, _, run_dir = resolve_target(args.target, args.run)
+    if run_dir is None:
+        raise DataError(f"{shown} lies in no results/<run> folder: pass --run")
+    report = rebuild_target(art_path, run_dir, _run_config(args, run_dir), sample=args.sample, seed=args.seed,
+                            cores=args.cores, scratch=args.scratch, keep=args.keep,
+                            log=(lambda m: None) if args.json else print)
+    print(json.dumps(report, indent=2, default=str) if args.json else "\n".join(report["lines"]))
     return 0 if report["ok"] else 1
 
 

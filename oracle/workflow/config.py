@@ -449,6 +449,25 @@ def existing(paths: Iterable[str | None]) -> list[str]:
     return [p for p in paths if p and Path(p).exists()]
 
 
+#: The config schema of this checkout (the kinds' fragments are slotted in by `full_schema`).
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "config.schema.yaml"
+
+
+def effective_config(path: str | Path) -> dict:
+    """A config file as a run of the workflow sees it: read (`load_yaml`), validated, the
+    schema's defaults filled in and checked, as the Snakefile does with a --configfile (so a
+    config that leaves a key to its default compares equal to the run's effective config).
+    ConfigError naming the file's first problem."""
+    cfg = load_yaml(path)
+    try:
+        validate_config(cfg, SCHEMA_FILE)
+        fill_defaults(cfg, SCHEMA_FILE)
+        check_config(cfg)
+    except ConfigError as exc:
+        raise ConfigError(f"config file {str(path)!r}: {exc}") from None
+    return cfg
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m oracle.workflow.config FILE...``: check config files as the workflow would
     (YAML syntax with line and column, the schema, the cross-key checks, the timm names and
@@ -460,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m oracle.workflow.config", description=main.__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+", help="config files (a preset, config.yaml, your own)")
     args = ap.parse_args(argv)
-    schema = Path(__file__).resolve().parents[2] / "config.schema.yaml"
+    schema = SCHEMA_FILE
     status = 0
     for f in args.files:
         try:

@@ -8,6 +8,7 @@ Syntax: dotted names; ``[name]`` quotes a name holding dots (``classifiers.archs
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -46,6 +47,13 @@ _KEY_PART = re.compile(r"\.?([^.\[\]]+)|\[([^\]=]+)=([^\]]*)\]|\[([^\]]+)\]")
 
 
 def parse_config_key(key: str) -> list[str | tuple[str, str]]:
+    """`_parse_config_key` as a new list (parsed once per key: the start-of-run check compares
+    thousands of records)."""
+    return list(_parse_config_key(key))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_config_key(key: str) -> tuple[str | tuple[str, str], ...]:
     """Split a config key into parts: a str per mapping key, ``(field, value)`` per list selector.
 
     ``"oracle.flow.channels"`` -> ["oracle", "flow", "channels"];
@@ -69,7 +77,7 @@ def parse_config_key(key: str) -> list[str | tuple[str, str]]:
         else:
             parts.append(m.group(4))
         pos = m.end()
-    return parts
+    return tuple(parts)
 
 
 def _selector_text(part: tuple[str, str]) -> str:
@@ -141,16 +149,26 @@ def config_leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
 _ABSENT = object()  # a key the current config lacks (not _MISSING: that means "raise")
 
 
-def compare_config(record: Mapping, current: Mapping) -> list[dict]:
-    """[{"key", "recorded", "current" (or "<missing>"), "ok"}] for the recorded config keys."""
+def compare_config(record: Mapping, current: Mapping, keys: Iterable[str] | None = None) -> list[dict]:
+    """[{"key", "recorded" (or "<missing>"), "current" (or "<missing>"), "ok"}], one per key.
+
+    keys: the keys to compare: those the artifact's rule declares now
+          (`oracle.workflow.plan.rule_config_keys`), so a key dropped from the record's own
+          list still counts; a declared key the record holds no value for differs. None: the
+          record's own ``config_keys`` (or every leaf of its ``config`` for records without).
+    """
     subset = record.get("config") or {}
-    keys = record.get("config_keys")
-    pairs = ([(k, get_config_value(subset, k, None)) for k in keys] if keys is not None else config_leaves(subset))
+    if keys is None:
+        keys = record.get("config_keys")
+        pairs = ([(k, get_config_value(subset, k, None)) for k in keys] if keys is not None else config_leaves(subset))
+    else:
+        pairs = [(k, get_config_value(subset, k, _ABSENT)) for k in dict.fromkeys(keys)]
     out = []
     for key, recorded in pairs:
         now = get_config_value(current, key, _ABSENT)
-        ok = now is not _ABSENT and _plain(now) == recorded
-        out.append({"key": key, "recorded": recorded, "current": "<missing>" if now is _ABSENT else _plain(now), "ok": ok})
+        ok = now is not _ABSENT and recorded is not _ABSENT and _plain(now) == recorded
+        out.append({"key": key, "recorded": "<missing>" if recorded is _ABSENT else recorded,
+                    "current": "<missing>" if now is _ABSENT else _plain(now), "ok": ok})
     return out
 
 

@@ -6,6 +6,19 @@ the clients of running jobs and the children's pidfds: a request is read without
 dropped after `REQUEST_TIMEOUT_S`; a complete one is forked into a child that becomes the
 client's process and runs its script; the child's end (or its client's) is answered with its
 status and resource usage (`_reap`).
+
+Every descendant of a job dies with it. The forked child is the job's *leader*: a subreaper
+(``PR_SET_CHILD_SUBREAPER``, so every orphaned descendant, a ``setsid`` grandchild included,
+becomes its child) that forks the process running the script and waits. When the script ends,
+when the server asks (its client went away), or when the server dies (the leader's
+``PR_SET_PDEATHSIG`` is SIGTERM, which it handles), the leader kills every descendant left and
+exits; the script's process dies with its leader (its own ``PR_SET_PDEATHSIG`` is SIGKILL).
+What remains: a leader killed by SIGKILL itself (the OOM killer, ``kill -9`` of that pid) leaves
+the descendants that had left the script's process group (``setsid``) to init.
+
+Pending requests are bounded (`MAX_PENDING`, the oldest dropped first), running out of file
+descriptors (``EMFILE`` on accept) pauses accepting instead of ending the server, and repeated
+messages are counted, not repeated, so the log stays small under a flood of connections.
 """
 
 from __future__ import annotations
@@ -26,9 +39,15 @@ from pathlib import Path
 from oracle.workflow import job_server as js
 
 REQUEST_TIMEOUT_S = 10.0  # a client sends its request at once; one that does not is dropped
+MAX_PENDING = 32  # requests being received at once (each holds up to 4 descriptors)
+SERVER_PID_ENV = "ORACLE_JOB_SERVER_PID"  # in a job's environment: the server that runs it
 _MAX_REQUEST_BYTES = 64 << 20
 _RUN_HOLD_S = 6 * 3600.0  # a live run keeps the server up at most this long after its last job
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_ACCEPT_PAUSE_S = 0.5  # out of descriptors: stop accepting this long
+_LOG_EVERY_S = 10.0  # a repeated message is printed at most this often, with its count
+_LEADER_GRACE_S = 5.0  # a leader asked to end its job gets this long before SIGKILL
 
 
 class _Pending:
@@ -107,18 +126,101 @@ def _run_alive(run: tuple[int, int]) -> bool:
     return st is not None and st[1] == run[1]  # the same process, not a reused pid
 
 
+def _prctl(option: int, value: int) -> None:
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+
+
+class _Kill(Exception):
+    pass
+
+
+def _raise_kill(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+    raise _Kill
+
+
+def _children(pid: int) -> list[int]:
+    """The live children of `pid` (from /proc: every thread's ``children`` list, else a scan)."""
+    out: set[int] = set()
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                out.update(int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split())
+        return sorted(out)
+    except OSError:
+        pass
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _proc_stat(int(entry))
+            if st is not None and st[0] == pid:
+                out.add(int(entry))
+    return sorted(out)
+
+
+def _kill_descendants() -> None:
+    """In a subreaper: SIGKILL every child and reap it, until none is left (the orphans of a
+    killed child are reparented here and killed in the next round)."""
+    me = os.getpid()
+    for _ in range(1000):
+        for pid in _children(me):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            return  # no child left
+        time.sleep(0.01)
+
+
 def _run_child(request: dict, fds: list[int], server: int) -> None:
-    """In the forked child: become the client's process and run its script; never returns."""
+    """In the forked child: become the job's leader (module docstring), fork the process that
+    runs the client's script, wait for it, then end every descendant; never returns."""
     status = 1
     try:
-        import ctypes
-
-        # die with the server: a job whose server is gone has nobody to report to, and its
-        # client must be free to fail it without a second copy still writing its outputs
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        # the server's death reaches the leader as SIGTERM: it still ends the job's whole tree
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, _raise_kill)
         if os.getppid() != server:
             os._exit(1)
         os.setsid()
+        _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+        leader = os.getpid()
+        job = os.fork()
+        if job == 0:
+            _run_script(request, fds, leader, server)
+        for fd in fds:
+            os.close(fd)
+        try:
+            while True:
+                pid, wstatus = os.waitpid(-1, 0)
+                if pid == job:
+                    status = os.waitstatus_to_exitcode(wstatus)
+                    break
+        except _Kill:
+            status = -signal.SIGTERM
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _kill_descendants()
+    except BaseException:  # noqa: BLE001 - a leader reports through its status only
+        pass
+    finally:
+        os._exit((128 - status if status < 0 else status) & 0xFF)
+
+
+def _run_script(request: dict, fds: list[int], leader: int, server: int) -> None:
+    """In the job's process (child of its leader): become the client's process and run its
+    script; never returns."""
+    status = 1
+    try:
+        # die with the leader: a job whose leader is gone has nobody to report to, and its
+        # client must be free to fail it without a second copy still writing its outputs
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != leader:
+            os._exit(1)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -126,14 +228,13 @@ def _run_child(request: dict, fds: list[int], server: int) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         os.environ[js.CHILD_ENV] = "1"
+        os.environ[SERVER_PID_ENV] = str(server)
         sys.path[:] = request["sys_path"]
         for name in [m for m in sys.modules if m == "oracle" or m.startswith("oracle.")]:
             del sys.modules[name]  # imported fresh: the client's code, not the server's
         sys.argv = list(request["argv"])
         sys.stdin, sys.stdout, sys.stderr = (open(i, mode, buffering=1, closefd=False) for i, mode in
                                              ((0, "r"), (1, "w"), (2, "w")))
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
         import runpy
 
         try:
@@ -154,6 +255,40 @@ def _run_child(request: dict, fds: list[int], server: int) -> None:
             except Exception:  # noqa: BLE001 - nothing left to report to
                 pass
         os._exit(status & 0xFF)
+
+
+def _end_job(pid: int) -> None:
+    """Ask a job's leader to end its whole tree (SIGTERM); SIGKILL its process group when it
+    has not exited within `_LEADER_GRACE_S`. The leader is reaped by the caller."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + _LEADER_GRACE_S
+    while time.monotonic() < deadline:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.02)
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class _Log:
+    """Server messages, each kind printed at most every `_LOG_EVERY_S` with how many were held back."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, float] = {}
+        self.held: dict[str, int] = {}
+
+    def __call__(self, kind: str, text: str) -> None:
+        now = time.monotonic()
+        if now - self.last.get(kind, -_LOG_EVERY_S) < _LOG_EVERY_S:
+            self.held[kind] = self.held.get(kind, 0) + 1
+            return
+        held = self.held.pop(kind, 0)
+        self.last[kind] = now
+        print(text + (f" ({held} more like it since the last such line)" if held else ""), flush=True)
 
 
 def _reap(pid: int) -> bytes:
@@ -191,6 +326,8 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
     listener.setblocking(False)
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, ("accept", None))
+    accepting, resume_at = True, 0.0
+    log = _Log()
     pending: dict[socket.socket, _Pending] = {}
     jobs: dict[int, tuple[socket.socket, int]] = {}  # pid -> (client, pidfd)
     runs: dict[tuple[int, int], float] = {}  # Snakemake runs that sent a job (mark_run) -> last job time
@@ -201,7 +338,7 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
     print(f"serving {path} (pid {me})", flush=True)
 
     def drop(p: _Pending, why: str) -> None:
-        print(f"request dropped: {why}", flush=True)
+        log("drop", f"request dropped: {why}")
         sel.unregister(p.conn)
         del pending[p.conn]
         p.close()
@@ -214,19 +351,33 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
                 last = now
             for p in [p for p in pending.values() if now > p.deadline]:
                 drop(p, f"no complete request within {REQUEST_TIMEOUT_S:.0f} s")
-            for key, _ in sel.select(timeout=1.0):
+            if not accepting and now >= resume_at:
+                sel.register(listener, selectors.EVENT_READ, ("accept", None))
+                accepting = True
+            for key, _ in sel.select(timeout=0.2 if not accepting else 1.0):
                 what, data = key.data
                 if what == "accept":
-                    with contextlib.suppress(BlockingIOError, InterruptedError):
+                    try:
                         conn, _ = listener.accept()
-                        peer_pid, uid, _ = js._peer(conn)
-                        if uid != os.getuid():
-                            print(f"refused a client of uid {uid} (pid {peer_pid})", flush=True)
-                            conn.close()
-                            continue
-                        conn.setblocking(False)
-                        pending[conn] = _Pending(conn, peer_pid)
-                        sel.register(conn, selectors.EVENT_READ, ("request", conn))
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    except OSError as exc:  # EMFILE/ENFILE: out of descriptors; wait, do not die
+                        log("accept", f"cannot accept a connection ({exc}): pausing {_ACCEPT_PAUSE_S} s")
+                        if pending:  # the oldest request waiting frees its descriptors
+                            drop(min(pending.values(), key=lambda q: q.deadline), "out of descriptors")
+                        sel.unregister(listener)
+                        accepting, resume_at = False, time.monotonic() + _ACCEPT_PAUSE_S
+                        break
+                    peer_pid, uid, _ = js._peer(conn)
+                    if uid != os.getuid():
+                        log("uid", f"refused a client of uid {uid} (pid {peer_pid})")
+                        conn.close()
+                        continue
+                    if len(pending) >= MAX_PENDING:
+                        drop(min(pending.values(), key=lambda q: q.deadline), f"{MAX_PENDING} requests pending")
+                    conn.setblocking(False)
+                    pending[conn] = _Pending(conn, peer_pid)
+                    sel.register(conn, selectors.EVENT_READ, ("request", conn))
                 elif what == "request":
                     p = pending[data]
                     try:
@@ -243,7 +394,12 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
                     run = _run_of(request, p.pid)
                     if run is not None:
                         runs[run] = time.monotonic()
-                    child = os.fork()
+                    try:
+                        child = os.fork()
+                    except OSError as exc:  # out of processes or memory: the client runs it inline
+                        log("fork", f"cannot fork a job ({exc})")
+                        p.close()
+                        continue
                     if child == 0:
                         listener.close()
                         _run_child(request, p.fds, me)
@@ -256,9 +412,8 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
                     sel.register(p.conn, selectors.EVENT_READ, ("client", child))
                 elif data in jobs:  # a child ended, or its client went away
                     conn, pidfd = jobs.pop(data)
-                    if what == "client":  # the client went away (killed): so does its job
-                        with contextlib.suppress(OSError):
-                            os.killpg(data, signal.SIGKILL)
+                    if what == "client":  # the client went away (killed): so does its job, tree and all
+                        _end_job(data)
                     reply = _reap(data)
                     with contextlib.suppress(OSError):
                         conn.sendall(reply)
@@ -273,8 +428,7 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
         listener.close()
         path.unlink(missing_ok=True)
         for pid in jobs:  # their clients see the connection close and fail the jobs
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
+            _end_job(pid)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
 

@@ -8,7 +8,13 @@ that record must describe the file as it lies now and the run as it is configure
 - its place: the record's ``id`` names the path where the file lies (compared below
   ``results/<run>/``, so a copied results tree still passes) and every wildcard value of the
   record appears in that path;
-- its settings: the run config at the record's ``config_keys`` equals the recorded values;
+- its settings: the run config equals the recorded values at the keys the record's rule
+  declares now (`oracle.workflow.plan.rule_config_keys`), not at the record's own key list;
+- what it was made from, one level: each input its record lists that is a pipeline artifact
+  (under ``results/``) and still exists has the sha256 recorded for it (raw data is not
+  rehashed here: the audit does that);
+- a file reached through a symbolic link whose record was written for another path (another
+  run's folder, another checkout's) is that run's artifact, not this run's;
 - for oracle samples (HDF5 files with an ``oracle_sha256`` attribute: shards, the merged file,
   noisy test sets): ``world_name``, prior, temperatures and seed are those of the world the
   record's ``world`` wildcard names in the current config, ``shard`` and ``n_shards`` are the
@@ -115,9 +121,40 @@ def _rerun(record: Mapping, path: str | os.PathLike) -> str:
     return f"snakemake --forcerun {path} (rule {record.get('rule')!r})"
 
 
-def place_problems(path: str | os.PathLike, record: Mapping) -> list[str]:
+def recorded_place(record: Mapping) -> Path | None:
+    """The absolute path the record was written for: its ``id`` under its ``workdir``."""
+    rid = str(record.get("id") or (record.get("artifact") or {}).get("path") or "")
+    if not rid:
+        return None
+    p = Path(rid)
+    if p.is_absolute():
+        return p
+    workdir = record.get("workdir")
+    return Path(workdir) / p if workdir else None
+
+
+def linked_elsewhere(path: str | os.PathLike, record: Mapping) -> str | None:
+    """Why the file at `path` is another place's artifact, or None: it is reached through a
+    symbolic link (its real path differs) and its record was written for another path than
+    this one (another run's folder or another checkout's), e.g. ``results/<run>`` linked to
+    another clone's run. A results tree copied (not linked) into another clone, or linked
+    to scratch space by the run that wrote it, is not."""
+    here = Path(os.path.abspath(path))
+    real = Path(os.path.realpath(path))
+    place = recorded_place(record)
+    if real == here or place is None or Path(os.path.abspath(place)) == here:
+        return None
+    return (f"it lies at {real} (reached through a link) and its record was written for {place}, "
+            f"by the run in {record.get('workdir')}")
+
+
+def place_problems(path: str | os.PathLike, record: Mapping, links: bool = True) -> list[str]:
     """Whether `record` describes the file at `path`: its ``id`` names that place (below the
-    run folder) and its wildcard values appear in it."""
+    run folder), its wildcard values appear in it, and (`links`) it is not another run's or
+    checkout's file reached through a link (`linked_elsewhere`)."""
+    linked = linked_elsewhere(path, record) if links else None
+    if linked:
+        return [f"it is another run's artifact: {linked}"]
     rid = str(record.get("id") or (record.get("artifact") or {}).get("path") or "")
     here, there = run_relative(path), run_relative(rid) if rid else None
     if here is None or there is None:
@@ -140,10 +177,57 @@ def _wildcards_text(record: Mapping) -> str:
     return " ".join(f"{k}={v}" for k, v in wc.items()) or "none"
 
 
-def config_problems(record: Mapping, config: Mapping) -> list[str]:
-    """The recorded config values that differ from `config` now, one phrase each."""
+def declared_keys(record: Mapping, config: Mapping, experiments: Mapping | None = None) -> list[str]:
+    """The config keys the record's rule declares for its wildcards under `config`
+    (`oracle.workflow.plan.rule_config_keys`). ConfigError when the rule is not one of this
+    workflow's, or its wildcards name what the config no longer has."""
+    from oracle.workflow.plan import rule_config_keys
+
+    return rule_config_keys(config, str(record.get("rule")), record.get("wildcards") or {}, experiments)
+
+
+def config_problems(record: Mapping, config: Mapping, experiments: Mapping | None = None) -> list[str]:
+    """The config values at the keys the record's rule declares (`declared_keys`) that differ
+    from `config` now, or that the record holds none for, one phrase each."""
+    try:
+        keys = declared_keys(record, config, experiments)
+    except ConfigError as exc:
+        return [f"its rule {record.get('rule')!r} makes no such artifact under the config now ({exc})"]
     return [f"it was made with {c['key']}={json.dumps(c['recorded'])}, the config now has "
-            f"{json.dumps(c['current'])}" for c in compare_config(record, config) if not c["ok"]]
+            f"{json.dumps(c['current'])}" if c["recorded"] != "<missing>" else
+            f"its record holds no value of {c['key']} (the config now has {json.dumps(c['current'])}), "
+            f"which rule {record.get('rule')!r} depends on" for c in compare_config(record, config, keys) if not c["ok"]]
+
+
+def recorded_sha256(path: Path) -> str:
+    """What an artifact is, by its record: the sha256 its own record holds (no rehash: whether
+    its bytes still match is its own check, made wherever it is read), or its hash when it has
+    no record. Snakemake touches every output after its job, so a record's modification time
+    never matches the file's and cannot spare the hash; the record's sha256 can."""
+    from oracle.io.hashing import path_sha256
+
+    rec = read_record(path, missing_ok=True) if path.is_file() else None
+    sha = ((rec or {}).get("artifact") or {}).get("sha256")
+    return str(sha) if sha else path_sha256(path)
+
+
+def made_from_problems(path: str | os.PathLike, record: Mapping,
+                       sha_of: Callable[[Path], str] = recorded_sha256) -> list[str]:
+    """One level up: the recorded inputs of `path` that are pipeline artifacts (under
+    ``results/``), exist and are another artifact now (`recorded_sha256`) than the one `record`
+    lists for them, one phrase each. Missing inputs (a temporary model after use) and raw data
+    are skipped. `sha_of`: `recorded_sha256`, or a cached version of it."""
+    out = []
+    # the files it refers to (the shards behind all.h5) are checked as inputs of their own
+    refs = {os.path.abspath(resolve_recorded_path(r, record, path)) for r in (record.get("extra") or {}).get("references", [])}
+    for inp, recorded in (record.get("inputs") or {}).items():
+        q = resolve_recorded_path(inp, record, path)
+        if not in_results(q) or not q.exists() or os.path.abspath(q) in refs:
+            continue
+        now = sha_of(q)
+        if now != recorded:
+            out.append(f"it was made from another {inp} (sha256 {str(recorded)[:12]}; the file there now is {now[:12]})")
+    return out
 
 
 def sample_attr_problems(path: str | os.PathLike, record: Mapping, config: Mapping | None,
@@ -257,6 +341,18 @@ def check_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
     checked: list[Path] = []
     seen: set[str] = set()
     sha = oracle_hasher(config)
+    exps: dict = {}  # the config's resolved experiments, once (`declared_keys`)
+
+    def experiments() -> Mapping | None:
+        if "v" not in exps:
+            from oracle.workflow.plan import experiment_specs
+
+            try:
+                exps["v"] = experiment_specs(config)
+            except ConfigError:
+                exps["v"] = None
+        return exps["v"]
+
     # (path, the sha256 a referring file's record lists for it, that file)
     queue: list[tuple[Path, str | None, Path | None]] = [(Path(p), None, None) for p in _flat_paths(inputs)]
     while queue:
@@ -278,8 +374,9 @@ def check_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
             _check_bytes(path, rec, expected, referrer)
         problems = place_problems(path, rec)
         if config is not None:
-            problems += config_problems(rec, config)
+            problems += config_problems(rec, config, experiments())
         problems += sample_attr_problems(path, rec, config, sha)
+        problems += made_from_problems(path, rec)
         if problems:
             raise DataError(f"{path} is not the artifact this run's rule would make: {problems[0]}"
                             + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")

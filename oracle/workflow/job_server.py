@@ -29,9 +29,10 @@ lock and log files are opened with ``O_NOFOLLOW``. A request that does not arriv
 
 The server is single-threaded (``selectors`` over the listening socket, client sockets and the
 children's pidfds), so forking never copies a lock held by another thread, and it never runs a
-torch operation itself, so each child initialises its own OpenMP pool. Its children die with it
-(``PR_SET_PDEATHSIG``), and a client whose server died mid-job fails the job instead of running
-it again inline next to a child that might still be writing. It exits `idle` seconds after its
+torch operation itself, so each child initialises its own OpenMP pool. A job's whole process
+tree dies with it, with its client and with the server (each job's leader is a subreaper,
+`oracle.workflow.fork_server`), and a client whose server died mid-job fails the job instead of
+running it again inline next to a child that might still be writing. It exits `idle` seconds after its
 last job, but not while a Snakemake run that sent it a job is still alive (the Snakefile marks
 its jobs with `mark_run`; the mark counts only when that process is an ancestor of the job's
 client, owned by the same user, and for at most six hours after the run's last job): the
@@ -52,7 +53,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 __all__ = ["DEFAULT_PRELOAD", "JobLost", "delegate", "idle_seconds", "mark_run", "run_in_server", "runtime_dir",
@@ -65,6 +66,7 @@ SWITCH_ENV = "ORACLE_JOB_SERVER"
 IDLE_ENV = "ORACLE_JOB_SERVER_IDLE"
 CHILD_ENV = "ORACLE_JOB_SERVER_CHILD"
 RUN_ENV = "ORACLE_RUN_PID"
+LOG_BYTES = 1 << 20  # the server's log is started over when a new server finds it larger
 _PROTOCOL = 2
 _START_TIMEOUT_S = 300.0
 
@@ -158,13 +160,14 @@ def _open_private(path: Path, flags: int) -> int:
 
 def delegate(argv: Sequence[str] | None = None, *, usage_path: str | os.PathLike | None = None,
              rule: str | None = None, preload: Sequence[str] = DEFAULT_PRELOAD,
-             directory: str | os.PathLike | None = None) -> None:
+             directory: str | os.PathLike | None = None, on_failure: Callable[[], None] | None = None) -> None:
     """Hand this script to the server when `server_wanted`, and exit with its status; otherwise
     return and let the script run inline. A server that cannot be reached or started falls back
     to inline with one line on stderr; a server that took the job and died fails it (exit 1).
     usage_path: where the child's resource usage goes (JSON: ``max_rss_mib``, ``user_s``,
     ``system_s``, ``wall_s``, and ``rule`` when given; read by `oracle.report.timings`), e.g.
-    beside the job's log; None: nowhere."""
+    beside the job's log; None: nowhere. on_failure: called in this process when the job
+    failed or was lost, before exiting (the job's records go with its outputs)."""
     if not server_wanted():
         return
     usage: dict = {} if rule is None else {"rule": str(rule)}
@@ -173,6 +176,8 @@ def delegate(argv: Sequence[str] | None = None, *, usage_path: str | os.PathLike
                                directory=directory, usage=usage)
     except JobLost as exc:
         print(f"job server: {exc}; the job is not rerun inline (rerun it)", file=sys.stderr, flush=True)
+        if on_failure is not None:
+            on_failure()
         os._exit(1)
     except OSError as exc:
         print(f"job server unavailable ({exc}); running inline", file=sys.stderr, flush=True)
@@ -182,6 +187,8 @@ def delegate(argv: Sequence[str] | None = None, *, usage_path: str | os.PathLike
             tmp = Path(f"{usage_path}.tmp{os.getpid()}")
             tmp.write_text(json.dumps(usage) + "\n")
             tmp.replace(usage_path)
+    if status != 0 and on_failure is not None:
+        on_failure()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status if status >= 0 else 1)
@@ -229,7 +236,10 @@ def _connect_or_start(path: Path, preload: Sequence[str], idle_s: float) -> sock
         if conn is not None:
             return conn
         path.unlink(missing_ok=True)  # a socket left by a server that died
-        log = _open_private(Path(f"{path}.log"), os.O_APPEND)
+        log_path = Path(f"{path}.log")
+        # each server appends to the log; one that has grown past LOG_BYTES starts over
+        big = log_path.is_file() and not log_path.is_symlink() and log_path.stat().st_size > LOG_BYTES
+        log = _open_private(log_path, os.O_TRUNC if big else os.O_APPEND)
         try:
             server = subprocess.Popen([sys.executable, "-m", "oracle.workflow.fork_server", str(path), str(idle_s), *preload],
                              stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd="/",

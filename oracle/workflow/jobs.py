@@ -32,20 +32,44 @@ def run_job(job: Any, main: Callable[[Any], Mapping[str, Any] | None], *, server
     4. `record_job` writes the records; under torchrun only rank 0 does (it wrote the outputs).
     log_path, threads: as `script_job`. The server writes the child's resource usage (peak RSS,
     CPU seconds) to ``<log>.usage.json`` beside the job's first log.
+
+    The records of the job's outputs from an earlier run go first (Snakemake has removed those
+    outputs before starting the job), and a failed job removes any record it wrote: a record
+    never stays behind without its output.
     """
+    outputs = list(getattr(job, "output", None) or ())
     if server:
-        from oracle.workflow.job_server import delegate
+        from oracle.workflow.job_server import delegate, server_wanted
 
         logs = list(getattr(job, "log", None) or ())
         try:
-            delegate(usage_path=f"{logs[0]}.usage.json" if logs else None, rule=getattr(job, "rule", None))
+            if server_wanted():
+                drop_records(outputs)
+            delegate(usage_path=f"{logs[0]}.usage.json" if logs else None, rule=getattr(job, "rule", None),
+                     on_failure=lambda: drop_records(outputs))
         except OracleError as exc:  # a bad ORACLE_JOB_SERVER value
             print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
             raise SystemExit(1) from None
-    with script_job(job, log_path=log_path, threads=threads) as started:
-        record = main(job)
-        if os.environ.get("RANK", "0") == "0":
-            record_job(job, started, **(record or {}))
+    done = False
+    try:
+        with script_job(job, log_path=log_path, threads=threads) as started:
+            drop_records(outputs)
+            record = main(job)
+            if os.environ.get("RANK", "0") == "0":
+                record_job(job, started, **(record or {}))
+        done = True
+    finally:
+        if not done:
+            drop_records(outputs)
+
+
+def drop_records(outputs: Iterable[str | os.PathLike]) -> None:
+    """Remove the provenance records of `outputs` (files and directories alike)."""
+    from oracle.workflow.provenance import record_path
+
+    for out in outputs:
+        with contextlib.suppress(OSError):
+            record_path(out).unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

@@ -9,6 +9,8 @@ DAG-build time, so standard library only):
                  each world's splits
 ``evalsets``     evaluation-set names (a world's test set, a noisy copy of it)
 ``flows``        shards, the flow's spec and step count
+``rule_keys``    the config keys each rule's artifacts depend on (one table for the rules,
+                 the jobs' input checks, the start-of-run check and the audit)
 
 Every name is re-exported here (``plan.world_specs``).
 """
@@ -17,4 +19,5 @@ from oracle.workflow.plan.archs import *  # noqa: F403
 from oracle.workflow.plan.evalsets import *  # noqa: F403
 from oracle.workflow.plan.experiments import *  # noqa: F403
 from oracle.workflow.plan.flows import *  # noqa: F403
+from oracle.workflow.plan.rule_keys import *  # noqa: F403
 from oracle.workflow.plan.worlds import *  # noqa: F403

@@ -1,0 +1,104 @@
+"""Re-score k random rows of every sample shard with the run's oracle file and compare
+log p(x|k) with the stored values, within the shard's recorded precision bound (part of
+``audit --check-numbers``).
+
+A shard's record proves its bytes and its settings, not its science: a shard whose
+log-likelihoods were edited, with its record and ``all.h5``'s hash list re-signed, passes every
+hash check, and every number computed from it follows. Its rows, though, can be scored again:
+``log p(x|k)`` of the stored x under the world the *config* names (its prior and temperatures,
+not the shard's own attributes, so forged attributes show too), with the run's flow file, in
+float64. The stored values were computed in the shard's precision mode, whose largest error
+against float64 was measured when it was written (``precision_max_abs_dlogp``, DESIGN rule 9);
+a row that differs by more than `oracle.workflow.artifact_diff.BOUND_FACTOR` times that bound
+(plus `FLOOR_NATS`) is flagged. On a GPU the same check catches a precision mode gone wrong.
+Cost: k flow passes per shard over all classes (seconds on a CPU for the embedded default).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from oracle.errors import ConfigError, DataError, OracleError
+from oracle.workflow.artifact_diff import BOUND_FACTOR
+
+__all__ = ["FLOOR_NATS", "rescore_shards"]
+
+#: Differences below this many nats are float64 rounding, whatever the bound.
+FLOOR_NATS = 1e-6
+
+
+def _rows(n: int, k: int, seed: int, world_index: int, shard: int) -> np.ndarray:
+    rng = np.random.default_rng([int(seed), world_index, shard])
+    return np.sort(rng.choice(n, size=min(k, n), replace=False))
+
+
+def rescore_shards(run_dir: str | os.PathLike, config: Mapping, rows: int = 8, seed: int = 0,
+                   device: str | None = None) -> tuple[list[str], list[str]]:
+    """(problems, notes): re-score `rows` random rows (drawn from `seed`) of every shard of
+    every world of `config` in `run_dir` (module docstring). A problem names the shard, the
+    largest difference, its row and class, and the bound; a note says what was checked.
+    device: where the flow runs (default the config's ``device``)."""
+    import torch
+
+    from oracle.devices import pick_device
+    from oracle.float_precision_error import float64_reference
+    from oracle.posterior import log_likelihoods
+    from oracle.workflow.plan import shard_ids, world_file, world_specs
+    from oracle.worlds import world_from_checkpoint
+
+    run = Path(run_dir)
+    oracle_file = Path(world_file(run.as_posix(), config))
+    if not oracle_file.is_file():
+        return [f"{oracle_file} is missing: no shard can be re-scored"], []
+    dev = pick_device(device or config.get("device"))
+    passes = {"class_batch": config["samples"].get("class_batch")}
+    problems: list[str] = []
+    notes: list[str] = []
+    for w_index, (name, spec) in enumerate(world_specs(config).items()):
+        try:
+            world = world_from_checkpoint(oracle_file, prior=spec["prior"], label_temperature=spec["label_temperature"],
+                                          base_temperature=spec["base_temperature"], map_location=dev)
+        except OracleError as exc:
+            problems.append(f"world {name!r}: cannot load it from {oracle_file} ({exc})")
+            continue
+        for sid in shard_ids(spec["n_shards"]):
+            path = run / "samples" / name / f"shard-{sid}.h5"
+            if not path.is_file():
+                continue
+            try:
+                problems += _rescore_one(path, world, passes, rows, seed, w_index, int(sid), notes,
+                                         float64_reference, log_likelihoods, torch)
+            except (OSError, KeyError, DataError, ConfigError) as exc:
+                problems.append(f"{path}: cannot be re-scored ({type(exc).__name__}: {exc})")
+    return problems, notes
+
+
+def _rescore_one(path: Path, world, passes, rows, seed, w_index, shard, notes, float64_reference,
+                 log_likelihoods, torch) -> list[str]:
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        n = int(f["loglik"].shape[0])
+        idx = _rows(n, rows, seed, w_index, shard)
+        x = f["x"][idx]
+        stored = np.asarray(f["loglik"][idx], dtype=np.float64)
+        bound = float(f.attrs.get("precision_max_abs_dlogp", 0.0) or 0.0)
+        index = np.asarray(f["index"][idx]) if "index" in f else idx
+    xt = torch.as_tensor(x, device=world.device if hasattr(world, "device") else "cpu")
+    with torch.no_grad():
+        ref = (float64_reference(world, xt, passes) if hasattr(world, "scoring")
+               else log_likelihoods(world, xt, **passes))
+    diff = np.abs(stored - ref.detach().double().cpu().numpy())
+    worst = np.unravel_index(int(np.argmax(diff)), diff.shape)
+    d = float(diff[worst])
+    tol = BOUND_FACTOR * bound + FLOOR_NATS
+    notes.append(f"{path}: {len(idx)} row(s) re-scored, max |d log p(x|k)| {d:.3g} nats (recorded bound {bound:.3g})")
+    if not d <= tol:
+        return [f"{path}: log p(x|k) re-scored with the run's oracle file differs from the stored value by {d:.4g} nats "
+                f"(sample {int(index[worst[0]])}, class {int(worst[1])}), more than {BOUND_FACTOR:g} x its recorded "
+                f"precision bound {bound:.3g} nats: the shard is not what its world gives"]
+    return []

@@ -1,0 +1,224 @@
+"""At the start of a run: the existing artifacts the targets need, compared through their
+records with the config now, so that results copied without Snakemake's metadata (a fresh
+clone, a deleted ``.snakemake``, a results folder linked in) are never passed off as current.
+
+Snakemake decides what to rerun from its own metadata (``.snakemake/metadata``: a rule's
+params, input set and code) and from modification times. Without that metadata it reruns only
+what is missing or older than its inputs, so a changed setting over copied results runs
+nothing. The workflow (the start check of rules/common.smk) therefore hands every job of the
+DAG that Snakemake would not run to `stale_reasons`, which finds, per job, from its outputs'
+records:
+
+- an output that is missing while its record is still there (a job that failed after writing
+  its records, a file deleted by hand);
+- a config value at the keys the job's rule declares (`oracle.workflow.plan.rule_config_keys`,
+  its ``params.config_keys``) that differs from the record's (Snakemake's ``params`` trigger).
+
+Those jobs are rerun, and with them everything downstream. A config difference counts only for
+an artifact that is otherwise this run's own: its record names its place, its bytes are the
+recorded ones and those its consumers recorded, and its recorded inputs are the files there now.
+Anything else is a changed or foreign artifact (a shard of another world or seed put in place,
+a model swapped in from another run, a file without a record), which is not silently remade:
+the jobs that read it
+refuse it with one line naming it and the command that remakes it
+(`oracle.workflow.input_identity`), before Snakemake removes any output.
+
+Code that differs from what made an artifact (its record's ``code.files``) is reported in one
+line, not rerun: Snakemake reruns a job whose rule script changed, library code moves on
+without invalidating results, and ``audit --strict-code`` flags it (docs/provenance.md).
+
+Then `overwrite_problems` refuses a run that would overwrite another run's or checkout's
+artifact reached through a link (`oracle.workflow.input_identity.linked_elsewhere`).
+
+Everything here takes plain values (`PlannedJob`); rules/common.smk turns Snakemake's jobs into them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from oracle.errors import DataError
+from oracle.io.hashing import file_sha256
+from oracle.workflow.config_paths import compare_config
+from oracle.workflow.input_identity import linked_elsewhere, made_from_problems, place_problems, recorded_sha256
+from oracle.workflow.provenance import REPO_ROOT, read_record, record_path, resolve_recorded_path
+
+__all__ = ["PlannedJob", "code_drift", "overwrite_problems", "stale_reasons", "stale_summary"]
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """What the start check needs of one job of the DAG.
+
+    rule:        the rule's name.
+    outputs:     the outputs the run keeps (temporary ones left out: they are deleted after use).
+    config_keys: the keys the rule declares for this job (its ``params.config_keys``), None
+                 for a rule that writes no record (an alias, ``all``).
+    needrun:     whether Snakemake runs it already.
+    """
+
+    rule: str
+    outputs: tuple[str, ...]
+    config_keys: tuple[str, ...] | None
+    needrun: bool
+
+
+def _record(path: str) -> dict | None:
+    try:
+        return read_record(path, missing_ok=True)
+    except DataError:
+        return None  # unreadable JSON: treated as no record
+
+
+def _output_reasons(path: str, rec: dict | None, keys: Sequence[str], config: Mapping,
+                    consumers: Mapping[str, set[str]], sha_of, *, settings: bool) -> list[str]:
+    if not os.path.exists(path):
+        return [f"{path} is missing beside its record"] if record_path(path).is_file() else []
+    if rec is None or not settings or _foreign(path, rec, consumers, sha_of):
+        return []  # a file without a record is not this run's: the jobs that read it refuse it
+    out = []
+    for c in compare_config(rec, config, keys):
+        if not c["ok"]:
+            out += [f"{k} was {_short(a)}, is {_short(b)}" for k, a, b in _leaf_changes(c["key"], c["recorded"], c["current"])]
+    return out
+
+
+def _foreign(path: str, rec: Mapping, consumers: Mapping[str, set[str]], sha_of) -> bool:
+    """Whether the file at `path` is not this run's own artifact as its record and its
+    consumers' records describe it (module docstring): left to the jobs' refusal."""
+    # a linked run's artifacts count as its own here: stale ones are forced, and a forced job
+    # that would write behind the link stops the run (`overwrite_problems`)
+    if place_problems(path, rec, links=False) or made_from_problems(path, rec, sha_of):
+        return True
+    # what the file is by its own record, against what its consumers recorded (no rehash: a
+    # start check that hashed every shard would take minutes; bytes against their own record
+    # are checked where they are read)
+    seen = consumers.get(os.path.abspath(path), set())
+    return bool(seen) and any(h != sha_of(Path(path)) for h in seen)
+
+
+def _consumer_hashes(records: Mapping[str, dict]) -> dict[str, set[str]]:
+    """{absolute path: the sha256 each record that lists it as an input holds for it}."""
+    out: dict[str, set[str]] = {}
+    for path, rec in records.items():
+        for inp, h in (rec.get("inputs") or {}).items():
+            out.setdefault(os.path.abspath(resolve_recorded_path(inp, rec, path)), set()).add(str(h))
+    return out
+
+
+def _leaf_changes(key: str, recorded: object, current: object) -> list[tuple[str, object, object]]:
+    """The leaves under `key` whose values differ (a whole section recorded, one value changed)."""
+    if isinstance(recorded, Mapping) and isinstance(current, Mapping):
+        out = []
+        for k in list(recorded) + [k for k in current if k not in recorded]:
+            sub = f"{key}[{k}]" if "." in str(k) else f"{key}.{k}"
+            a, b = recorded.get(k, "<missing>"), current.get(k, "<missing>")
+            if a != b:
+                out += _leaf_changes(sub, a, b)
+        return out
+    return [(key, recorded, current)]
+
+
+def _short(value: object, width: int = 60) -> str:
+    import json
+
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def stale_reasons(jobs: Sequence[PlannedJob], config: Mapping, *, settings: bool = True) -> dict[int, list[str]]:
+    """{index of a job in `jobs`: why its existing outputs are not what it would make now}, for
+    the jobs Snakemake does not run already (module docstring). `settings`: compare the config
+    at the declared keys (Snakemake's ``params`` rerun trigger)."""
+    records = {p: r for job in jobs for p in job.outputs if os.path.exists(p) and (r := _record(p)) is not None}
+    consumers = _consumer_hashes(records)
+    shas: dict[str, str] = {}
+
+    def sha_of(p: Path) -> str:  # each file's `recorded_sha256` once
+        key = os.path.abspath(p)
+        if key not in shas:
+            rec = records.get(str(p))
+            sha = ((rec or {}).get("artifact") or {}).get("sha256")
+            shas[key] = str(sha) if sha else recorded_sha256(Path(p))
+        return shas[key]
+
+    out: dict[int, list[str]] = {}
+    for i, job in enumerate(jobs):
+        if job.needrun or job.config_keys is None:
+            continue
+        reasons: list[str] = []
+        for path in job.outputs:
+            reasons += _output_reasons(path, records.get(path), job.config_keys, config, consumers, sha_of,
+                                       settings=settings)
+        if reasons:
+            out[i] = list(dict.fromkeys(reasons))
+    return out
+
+
+def stale_summary(jobs: Sequence[PlannedJob], reasons: Mapping[int, list[str]], limit: int = 8) -> list[str]:
+    """The lines the run prints about `stale_reasons`: one per distinct reason (most jobs
+    first), with how many jobs it reruns and one of their outputs."""
+    by_reason: dict[str, list[int]] = {}
+    for i, rs in reasons.items():
+        for r in rs:
+            by_reason.setdefault(r, []).append(i)
+    lines = [f"{len(reasons)} job(s) whose outputs were made under other settings than the run has now, or are "
+             "missing beside their records (checked through their provenance records), are rerun:"]
+    ranked = sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    for reason, idx in ranked[:limit]:
+        first = jobs[idx[0]]
+        where = f"rule {first.rule}" + (f", e.g. {first.outputs[0]}" if first.outputs else "")
+        lines.append(f"  {reason}: {len(idx)} job(s) ({where})")
+    if len(ranked) > limit:
+        lines.append(f"  ... and {len(ranked) - limit} more reason(s)")
+    return lines
+
+
+def code_drift(jobs: Sequence[PlannedJob], root: Path = REPO_ROOT) -> tuple[int, list[str]]:
+    """(number of existing outputs made by other code, the repository files that changed since)
+    over the jobs' outputs that Snakemake does not rerun: the record's ``code.files`` against
+    the files under `root` now. Reported, not rerun (module docstring)."""
+    hashes: dict[str, str | None] = {}
+    changed: set[str] = set()
+    count = 0
+    for job in jobs:
+        if job.needrun or job.config_keys is None:
+            continue
+        for path in job.outputs:
+            rec = _record(path) if os.path.exists(path) else None
+            files = ((rec or {}).get("code") or {}).get("files") or {}
+            mine = set()
+            for rel, h in files.items():
+                if rel not in hashes:
+                    p = root / rel
+                    hashes[rel] = file_sha256(p) if p.is_file() else None
+                if hashes[rel] != h:
+                    mine.add(rel)
+            if mine:
+                count += 1
+                changed |= mine
+    return count, sorted(changed)
+
+
+def overwrite_problems(jobs: Iterable[PlannedJob], run_dir: str | os.PathLike) -> list[str]:
+    """One line per output the run would overwrite (its job runs) that is another run's or
+    checkout's artifact reached through a link (`linked_elsewhere`); the run's own
+    ``config.yaml`` record speaks for a run folder linked as a whole."""
+    advice = "copy the results you want to continue (cp -a) instead of linking them, or remove the link"
+    folder_record = Path(run_dir) / "config.yaml"
+    rec = _record(str(folder_record)) if folder_record.exists() else None
+    folder = linked_elsewhere(folder_record, rec) if rec else None
+    outputs = [p for job in jobs if job.needrun for p in job.outputs]
+    if folder and outputs:
+        return [f"{run_dir} leads to another run's results (its config.yaml: {folder}): this run would write "
+                f"{len(outputs)} file(s) there, e.g. {outputs[0]}; {advice}"]
+    out = []
+    for path in outputs:
+        r = _record(path) if os.path.exists(path) else None
+        why = linked_elsewhere(path, r) if r else None
+        if why:
+            out.append(f"{path} would be overwritten, but it is another run's artifact: {why}; {advice}")
+    return out
