@@ -41,12 +41,17 @@ oc.check_config(config)
 # misspelled architecture fails now, not when its job starts after hours of flow training
 if workflow.is_main_process:
     oc.check_classifier_archs(config)
+    # raw data and weights the user must still put in place: listed by every invocation (a dry
+    # run plans without them); `onstart` refuses a run whose jobs would read one
+    if _missing := oc.missing_files(config):
+        print(oc.missing_files_text(_missing), file=sys.stderr)
     # the local job server stays up while this run lives (oracle.workflow.job_server)
     job_server.mark_run()
 
 
-# `snakemake --report report.html`: this text heads the report; tables and figures are marked
-# with the helpers of rules/common.smk.
+# The run's own report is results/<run>/report.html (rules/report.smk). `snakemake --report
+# FILE` builds Snakemake's report of the workflow (rule graph, runtimes, each job's parameters):
+# this text heads it; tables and figures are marked with the helpers of rules/common.smk.
 report: "report/workflow.rst"
 
 
@@ -67,6 +72,7 @@ include: "rules/experiments.smk"
 include: "rules/active.smk"
 include: "rules/numbers.smk"
 include: "rules/timings.smk"
+include: "rules/report.smk"
 
 
 localrules:
@@ -79,6 +85,7 @@ localrules:
     experiments,
     validation,
     timings,
+    report,
 
 
 # The cheap analysis rules (tables, figures, numbers, claims, each kind's collect) run where
@@ -87,9 +94,10 @@ localrules:
 workflow.localrules(*res.local_analysis_rules(config, kinds()))
 
 
-# The inputs of the jobs about to run are checked (oracle.workflow.input_identity) before
-# Snakemake removes any of their outputs: a corrupt or foreign shard stops the run here, not
-# after the valid files built from the old shards were deleted.
+# Before any job runs: the raw data and weights the jobs about to run read are there
+# (oracle.workflow.config.missing_files), and their inputs are checked (oracle.workflow.
+# input_identity) before Snakemake removes any of their outputs: a corrupt or foreign shard
+# stops the run here, not after the valid files built from the old shards were deleted.
 onstart:
     from oracle.errors import OracleError
     from oracle.workflow.input_identity import check_pending_inputs
@@ -97,6 +105,10 @@ onstart:
     # `--touch` runs no job, so no input is read: nothing to check (and touched outputs have no records)
     _pending = [] if workflow.touch else list(workflow.dag.needrun_jobs())
     try:
+        # raw data or weights a job to run would read but that are not there: refused in one line
+        _rules = {job.rule.name for job in _pending}
+        if _needed := [m for m in oc.missing_files(config) if _rules & set(m.rules)]:
+            raise oc.missing_files_error(_needed)
         check_pending_inputs([(str(f) for f in job.input) for job in _pending],
                              [str(f) for job in _pending for f in job.output], config)
     except OracleError as exc:
@@ -116,6 +128,7 @@ rule all:
         RUN_TARGETS,
         TIMINGS_CSV,
         TIMINGS_MD,
+        REPORT_HTML,
     default_target: True
 
 

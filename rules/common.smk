@@ -14,6 +14,7 @@
 #   results/<run>/<kind>/<experiment>/{tables,figures}/...      rules/experiments.smk
 #   results/<run>/numbers/*.json, numbers.{json,tex}            rules/numbers.smk (and the
 #                                                               experiment and validation files)
+#   results/<run>/timings.{csv,md}, report.html                 rules/timings.smk, rules/report.smk
 
 import re
 import sys
@@ -98,6 +99,7 @@ LOGS = f"{RUN}/logs"
 BENCHMARKS = f"{RUN}/benchmarks"
 TIMINGS_CSV = f"{RUN}/timings.csv"
 TIMINGS_MD = f"{RUN}/timings.md"
+REPORT_HTML = f"{RUN}/report.html"  # the run's report, made last (rules/report.smk)
 
 
 def world_samples(world):
@@ -284,6 +286,25 @@ def validation_caption(wildcards):
 
     art = VALIDATION_ARTIFACTS[wildcards.artifact]
     return caption_with_paper_ids(art.caption, paper_ids(PAPER, "validation", wildcards.artifact))
+
+
+def report_contents():
+    """What the run's report shows besides the claims and timings (`oracle.report.html_report.
+    report_items`): every experiment's tables and figures in config order, the validation's when
+    it runs, and the paper's labels of each artifact ("Figure 2"), in the paper map's order."""
+    from oracle.report.paper import paper_label
+    from oracle.validation.artifacts import ARTIFACTS as VALIDATION_ARTIFACTS
+
+    def arts(owner, artifacts):
+        return [{"name": a, "type": art.type, "stem": artifact_stem(owner, a)} for a, art in artifacts.items()]
+
+    labels = {}
+    for pid, target in PAPER.items():
+        labels.setdefault(target, []).append(paper_label(pid))
+    return {"experiments": [{"name": name, "kind": spec["kind"], "artifacts": arts(name, kind_module(spec["kind"]).ARTIFACTS)}
+                            for name, spec in EXPERIMENTS.items()],
+            "validation": arts("validation", VALIDATION_ARTIFACTS) if config["validation"]["enabled"] else [],
+            "paper_labels": labels}
 
 
 N_MAX = plan.largest_training_size(config)

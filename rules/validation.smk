@@ -5,7 +5,7 @@
 #   validation/feature_net.pt           the domain CNN (only without validation.resnet_weights)
 #   validation/tables/{checks,summary}  paper Tables 3, 4 (metric names carry their feature space)
 #   validation/figures/nn_distances     paper Figure 4
-#   validation/figures/samples_grid     the first samples of each class (at most 16 classes)
+#   validation/figures/samples_grid     real training images beside the first samples of each class (at most 16)
 #   numbers/validation.json             its in-text numbers
 # Local weight files (validation.inception_weights / resnet_weights) are inputs when they exist;
 # nothing is downloaded, and a configured but missing file fails with its path.

@@ -1,6 +1,7 @@
-"""Rule `validation_samples_grid`: samples/base/all.h5 -> validation/figures/samples_grid.{pdf,png,caption.rst}, the first
-oracle samples of each class, one row per class, at most `max_classes` of the sampled classes spaced
-evenly over their indices (a look at the world before trusting it)."""
+"""Rule `validation_samples_grid`: samples/base/all.h5 and data/train.h5 -> validation/figures/samples_grid.
+{pdf,png,caption.rst}: (a) the first real training images and (b) the first oracle samples of each class,
+one row per class, at most `max_classes` of the sampled classes spaced evenly over their indices (a look at
+the world beside the data it stands in for)."""
 
 from oracle.workflow.jobs import run_job
 
@@ -8,22 +9,25 @@ from oracle.workflow.jobs import run_job
 def main(sm):
     import numpy as np
 
-    from oracle.io.images import read_class_names
-    from oracle.report.captions import write_caption
-    from oracle.report.figures import grid_classes, sample_grid_figure
+    from oracle.io.images import read_class_names, read_image_labels, read_image_rows
     from oracle.io.shards import open_samples
+    from oracle.report.captions import write_caption
+    from oracle.report.figures import first_rows_per_class, grid_classes, sample_grid_figure
 
     names = read_class_names(sm.input.train)
     per_class = int(sm.params.per_class)
     with open_samples(sm.input.samples) as f:
         labels = f["source_class"][()]
         classes = grid_classes(labels, int(sm.params.max_classes))  # among the classes sampled
-        # the first `per_class` rows of each shown class, read row by row (never the whole x)
-        rows = np.sort(np.concatenate([np.flatnonzero(labels == k)[:per_class] for k in classes]))
-        x = np.stack([f["x"][int(i)] for i in rows])
+        rows = first_rows_per_class(labels, classes, per_class)
+        x = np.stack([f["x"][int(i)] for i in rows])  # row by row, never the whole x
+    real_labels = read_image_labels(sm.input.train)
+    real_rows = first_rows_per_class(real_labels, classes, per_class)
     shown = "" if len(classes) == len(names) else f", {len(classes)} of the {len(names)} classes (evenly spaced)"
     sample_grid_figure(x, labels[rows], names, sm.output[0].rsplit(".", 1)[0], per_class=per_class, classes=classes,
-                       title=f"oracle samples (no guidance, no denoising), {per_class} per class{shown}")
+                       title=f"oracle samples (no guidance, no denoising), {per_class} per class{shown}",
+                       real=read_image_rows(sm.input.train, real_rows), real_labels=real_labels[real_rows],
+                       real_title=f"real training images (data/train.h5), {per_class} per class")
     write_caption(sm.output[-1], sm.params.caption)  # what it shows; it states no finding
 
 

@@ -50,9 +50,19 @@ def test_every_kind_has_a_findings_function(kind):
     assert callable(module.findings)
 
 
-def test_samples_grid_caption_says_it_shows_no_real_images():
+def test_samples_grid_caption_names_both_panels():
     cap = validation_artifacts.ARTIFACTS["samples_grid"].caption
-    assert "no real images" in cap and "beside real" not in cap
+    assert "(a) The first real training images" in cap and "(b) the first oracle samples" in cap
+    assert "no real images" not in cap
+
+
+def test_reliability_captions_state_the_sparse_bin_rule():
+    from oracle.experiments import kind_module
+    from oracle.report.figures import SPARSE_BIN
+
+    for kind, name in (("scaling", "reliability"), ("labels", "reliability"), ("calibration", "reliability_under_shift")):
+        cap = kind_module(kind).ARTIFACTS[name].caption
+        assert f"fewer than {SPARSE_BIN} predictions" in cap and "number of predictions in each bin" in cap
 
 
 # --------------------------------------------------------------------------- scaling

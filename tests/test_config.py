@@ -249,15 +249,44 @@ def test_world_variants_inherit_from_base_and_get_their_own_seed(default):
     assert plan.derived_seed(0, "hot") != plan.derived_seed(1, "hot") != plan.derived_seed(0, "cold")
 
 
-def test_misspelled_timm_arch_and_missing_pretrained_file_fail_at_config_time(default, tmp_path):
+def test_misspelled_timm_arch_fails_at_config_time_and_a_missing_pretrained_file_is_listed(default, tmp_path):
     oc.check_classifier_archs(default)
     default["classifiers"]["archs"]["test_resnet"]["model"] = "test_resnett"
     with pytest.raises(ConfigError, match=r"'classifiers\.archs\.test_resnet\.model'.*'test_resnett'.*similar.*test_resnet"):
         oc.check_classifier_archs(default)
     default["classifiers"]["archs"]["test_resnet"]["model"] = "test_resnet"
     default["classifiers"]["archs"]["test_resnet"]["pretrained"] = str(tmp_path / "nope.pth")
-    with pytest.raises(ConfigError, match=r"'classifiers\.archs\.test_resnet\.pretrained'.*nope\.pth"):
+    oc.check_classifier_archs(default)  # a file not there yet: the dry run lists it, the run refuses
+    missing = oc.missing_files(default)
+    assert [(m.key, m.path) for m in missing] == [("classifiers.archs.test_resnet.pretrained", str(tmp_path / "nope.pth"))]
+    assert "train_classifier" in missing[0].rules
+    (tmp_path / "nope.pth").write_bytes(b"not a state dict")  # there, but garbage: fails when the config is read
+    with pytest.raises(ConfigError, match=r"'classifiers\.archs\.test_resnet\.pretrained'"):
         oc.check_classifier_archs(default)
+    assert oc.missing_files(default) == []
+
+
+def test_missing_files_name_data_checkpoint_and_weights(default, tmp_path):
+    """Every file outside results/ a run reads, listed where it is not there, with what it must hold."""
+    cfg = copy.deepcopy(default)
+    assert oc.missing_files(cfg) == []  # the digits ship with scikit-learn
+    cfg["data"].update(kind="image_folder", root=str(tmp_path / "imgs"))
+    cfg["oracle"]["checkpoint"] = str(tmp_path / "flow.pt")
+    cfg["validation"].update(enabled=True, inception_weights=str(tmp_path / "incep.pth"), resnet_weights=None)
+    missing = oc.missing_files(cfg)
+    assert [m.key for m in missing] == ["data.root", "oracle.checkpoint", "validation.inception_weights"]
+    assert "<root>/<split>/<class_name>" in missing[0].what and missing[0].rules == ("data",)
+    text = oc.missing_files_text(missing)
+    assert text.count("\n") == 3 and f"data.root: {tmp_path / 'imgs'}" in text and "read by rule oracle_import" in text
+    err = str(oc.missing_files_error(missing))
+    assert "\n" not in err and "3 file(s) this run reads are not there" in err and "snakemake -n" in err
+    # a root whose loader finds its files, a checkpoint that is a file: no longer missing
+    for split in ("train", "test"):
+        (tmp_path / "imgs" / split / "a").mkdir(parents=True)
+    (tmp_path / "flow.pt").write_bytes(b"x")
+    assert [m.key for m in oc.missing_files(cfg)] == ["validation.inception_weights"]
+    cfg["validation"]["enabled"] = False
+    assert oc.missing_files(cfg) == []
 
 
 def test_root_required_for_folders(default):
@@ -349,7 +378,7 @@ def test_dry_run_builds_full_dag_without_data(path, dag_dry_run):
     active = {n: e for n, e in experiments.items() if e["kind"] == "active"}
     assert counts.get("active_learning", 0) == sum(len(kind_module("active").runs(e)) for e in active.values())
     assert counts.get("active_collect", 0) == len(active)
-    for rule in ("numbers", "effective_config", "timings"):
+    for rule in ("numbers", "effective_config", "timings", "report"):
         assert counts[rule] == 1, rule
     if plan.world_kind(cfg) == "gaussian":
         # the analytic world needs no real data and no flow
@@ -382,18 +411,32 @@ def test_cli_rejects_unknown_key_naming_it(tmp_path):
     assert "config key 'splits': unknown key 'sizes'" in proc.stderr + proc.stdout
 
 
-@pytest.mark.parametrize("key, value, expected", [
-    ("model", "test_resnett", "'classifiers.archs.test_resnet.model': 'test_resnett' is not a timm model name"),
-    ("pretrained", "weights/nope.pth", "'classifiers.archs.test_resnet.pretrained': 'weights/nope.pth' does not exist"),
-])
-def test_the_workflow_refuses_a_bad_arch_when_it_reads_the_config(tmp_path, key, value, expected):
+def test_the_workflow_refuses_a_bad_arch_when_it_reads_the_config(tmp_path):
     """Found when the config is read (even a dry run), not after data, flow and samples."""
     cfg = load(DEFAULT)
-    cfg["classifiers"]["archs"]["test_resnet"][key] = value
+    cfg["classifiers"]["archs"]["test_resnet"]["model"] = "test_resnett"
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(cfg))
     proc = snakemake("-n", "--configfile", str(bad), cwd=tmp_path)
+    expected = "'classifiers.archs.test_resnet.model': 'test_resnett' is not a timm model name"
     assert proc.returncode != 0 and expected in proc.stderr + proc.stdout, proc.stderr[-2000:]
+
+
+def test_a_dry_run_lists_missing_weights_and_the_run_refuses_in_one_line(tmp_path):
+    """A dry run plans the DAG and lists what the user must still provide; the run itself stops
+    before any job with one line naming each file (docs/gpu.md: dry-run a preset first)."""
+    cfg = load(DEFAULT)
+    cfg["classifiers"]["archs"]["test_resnet"]["pretrained"] = "weights/nope.pth"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    dry = snakemake("-n", "--configfile", str(bad), cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert "This run still needs 1 file(s)" in dry.stderr and "classifiers.archs.test_resnet.pretrained: weights/nope.pth" in dry.stderr
+    run = snakemake("--cores", "1", "--configfile", str(bad), cwd=tmp_path)
+    errors = [ln for ln in run.stderr.splitlines() if ln.startswith("ConfigError")]
+    assert run.returncode == 1 and len(errors) == 1, run.stderr[-2000:]
+    assert "classifiers.archs.test_resnet.pretrained = 'weights/nope.pth'" in errors[0]
+    assert not (tmp_path / "results").exists()  # no job ran
 
 
 def test_lint_is_clean(tmp_path):
@@ -435,3 +478,14 @@ def test_check_cli_names_file_line_and_key(tmp_path, capsys):
     assert f"'{bad_yaml}' is not valid YAML at line 3, column 1" in out[1]
     assert "'experiments.scaling.sizes': N=999999" in out[2]
     assert "does not exist" in out[3] and len(out) == 4
+
+
+def test_check_cli_lists_what_a_preset_still_needs(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # the preset's relative paths, from an empty working directory
+    assert oc.main([str(REPO / "presets" / "afhq256.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "This run still needs 4 file(s)" in out
+    for key, path in (("data.root", "data/afhq"), ("classifiers.archs.resnet50_in1k.pretrained",
+                                                   "data/weights/resnet50_in1k.pth"),
+                      ("validation.inception_weights", "data/weights/pt_inception-2015-12-05.pth")):
+        assert f"{key}: {path}" in out

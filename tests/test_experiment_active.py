@@ -427,3 +427,21 @@ def test_table_and_figures(collected, tmp_path):
         assert files["png"].stat().st_size > 1000 and files["pdf"].read_bytes().startswith(b"%PDF")
     with pytest.raises(DataError):
         active.table("nope", data, spec)
+
+
+def test_proxy_caption_names_a_score_anti_correlated_with_the_exact_kl(collected):
+    from oracle.experiments.active.findings import findings
+
+    data, _ = collected
+    spec = spec_for_numbers()
+    text = findings("proxy_correlations", data, spec)
+    # max entropy: 0.2 at seed 0 and 0.3 at seed 1, mean 0.25; nothing below 0
+    assert "Max Entropy 0.25 (seeds 0.2 to 0.3)" in text and "Anti-correlated" not in text
+    corr = data["correlations"].copy()
+    mine = (corr["score"] == "max_entropy") & (corr["target"] == "exact_epistemic")
+    corr.loc[mine, "spearman"] = -corr.loc[mine, "spearman"]
+    text = findings("proxy_correlations", {**data, "correlations": corr}, spec)
+    assert "Anti-correlated with the exact epistemic KL: Max Entropy on ResNet (test) (below 0 in 2 of 2 seeds)" in text
+    # below 0 on average but not in every seed: no such sentence
+    corr.loc[mine & (corr["seed"] == 1), "spearman"] = 0.5
+    assert "Anti-correlated" not in findings("proxy_correlations", {**data, "correlations": corr}, spec)

@@ -184,6 +184,19 @@ def test_learner_against_brute_force(tmp_path):
     assert t["Gap (pp)"].iloc[2] == pytest.approx(100 * gaps.mean(), abs=1e-10)
     assert difficulty.figure("learner_vs_bayes_curve", data, learner_spec(),
                              tmp_path / "lc")["png"].read_bytes().startswith(b"\x89PNG")
+    # the learner's captions quote the Bayes errors of its own test rows (what its figure plots),
+    # not the curve's (0.1 on every world here), and state the gap at both ends of tau
+    from oracle.experiments.difficulty.findings import findings
+
+    text = findings("learner_vs_bayes_curve", data, learner_spec())
+    assert text == findings("learner_vs_bayes", data, learner_spec())
+    b_lo, b_hi = (100 * np.mean([truth[w, s][1] for s in (0, 1, 2)]) for w in ("tau0.5", "tau2"))
+    assert f"Bayes error {b_lo:.3g}% at tau=0.5 to {b_hi:.3g}% at tau=2" in text and "0.1%" not in text
+    assert f"{100 * gaps.mean():.3g} ± " in text  # the gap at the largest tau, with its SE
+    widens = np.diff(t["Gap (pp)"].to_numpy()) > 0
+    assert ("widens at every step" in text) == bool(widens.all())
+    assert "Theisen" in text
+    assert findings("difficulty_curve", data, learner_spec()).startswith("This run: the Bayes error goes from 10%")
     # a seed's own-world metrics missing: one-line error naming it
     with pytest.raises(DataError, match=r"\('tau2', 2\)"):
         difficulty.collect(learner_spec(), {"constants": constants, "metrics": [p for p in paths

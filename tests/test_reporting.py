@@ -121,3 +121,94 @@ def test_log_tick_labels_give_three_plain_labels_over_the_range(limits, expected
     ticks = ax.yaxis.get_major_locator()()
     assert np.allclose(ticks, expected)
     assert [ax.yaxis.get_major_formatter()(t, 0) for t in ticks[:2]] == [f"{t:g}" for t in expected[:2]]
+
+
+def _captured_figure(monkeypatch):
+    """Replace oracle.report.figures.save_figure with one that keeps the figure it is given."""
+    import oracle.report.figures as figures
+
+    kept = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, stem, dpi=figures.FIGURE_DPI: kept.append(fig) or {})
+    return kept
+
+
+def test_reliability_diagram_counts_every_bin_and_fades_sparse_ones(monkeypatch):
+    kept = _captured_figure(monkeypatch)
+    bins = {"lower": np.array([0.0, 0.5]), "upper": np.array([0.5, 1.0]), "count": np.array([3, 40]),
+            "confidence": np.array([0.4, 0.8]), "accuracy": np.array([1.0, 0.75]),
+            "true_probability": np.array([0.5, 0.8])}
+    reliability_diagram({"one": bins, "two": {**bins, "count": np.array([0, 40])}}, "unused")
+    fig = kept[0]
+    ax_one, ax_two = fig.axes[:2]
+    assert [ax.get_title() for ax in (ax_one, ax_two)] == ["(a) one", "(b) two"]
+    # the count of each non-empty bin under its bar
+    assert sorted(t.get_text() for t in ax_one.texts) == ["3", "40"] and [t.get_text() for t in ax_two.texts] == ["40"]
+    # the bin of 3 predictions is drawn faded and hatched, the full one is not
+    bars = {round(p.get_x(), 3): p for p in ax_one.patches}
+    assert bars[0.0].get_alpha() < bars[0.5].get_alpha() and bars[0.0].get_hatch() and not bars[0.5].get_hatch()
+    assert any("< 10 predictions" in t.get_text() for t in fig.legends[0].get_texts())
+    # no sparse bin: no faded-bin legend entry
+    kept.clear()
+    reliability_diagram({"two": {**bins, "count": np.array([0, 40])}}, "unused")
+    assert not any("predictions" in t.get_text() for t in kept[0].legends[0].get_texts())
+    assert kept[0].axes[0].get_title() == "two"  # one panel: no letter
+
+
+def test_panel_letters_go_row_by_row_over_visible_panels():
+    from matplotlib.figure import Figure
+
+    from oracle.report.figures import panel_letters
+
+    axes = Figure().subplots(2, 2)
+    for ax, title in zip(axes.ravel(), ("w", "x", "", "z")):
+        ax.set_title(title)
+    axes[1, 1].set_visible(False)
+    panel_letters(axes)
+    assert [ax.get_title() for ax in axes.ravel()] == ["(a) w", "(b) x", "(c)", "z"]
+
+
+@pytest.mark.parametrize(("sizes", "expected"), [
+    ([100, 300, 1000], [100, 300, 1000]),                  # each trained size labelled (300 was not)
+    ([50, 100, 300, 1000, 2000], [50, 100, 300, 1000, 2000]),
+    ([100, 120, 1000], [100, 200, 500, 1000]),             # too close to label both: the log ladder
+    (list(range(100, 1100, 100)), [100, 200, 500, 1000]),  # too many: the log ladder
+])
+def test_size_ticks_label_the_trained_sizes_in_plain_numbers(sizes, expected):
+    from matplotlib.figure import Figure
+
+    from oracle.report.figures import size_ticks
+
+    ax = Figure().add_subplot()
+    ax.plot(sizes, np.ones(len(sizes)))
+    size_ticks(ax, sizes)
+    ticks = [t for t in ax.xaxis.get_major_locator()() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ax.get_xscale() == "log" and np.allclose(ticks, expected)
+    assert [ax.xaxis.get_major_formatter()(t, 0) for t in ticks] == [f"{t:g}" for t in expected]
+
+
+def test_sample_grid_puts_real_images_of_the_same_classes_beside_the_samples(tmp_path, monkeypatch):
+    from oracle.io.images import read_image_labels, read_image_rows, write_images_h5
+    from oracle.report.figures import first_rows_per_class, sample_grid_figure
+
+    rng = np.random.default_rng(4)
+    real = rng.integers(0, 256, size=(9, 1, 4, 4), dtype=np.uint8)
+    real_labels = np.array([2, 0, 1, 2, 0, 0, 1, 2, 1])
+    write_images_h5(tmp_path / "train.h5", real, real_labels, ["a", "b", "c"])
+    assert read_image_labels(tmp_path / "train.h5").tolist() == real_labels.tolist()
+    rows = first_rows_per_class(real_labels, [0, 2], 2)
+    assert rows.tolist() == [0, 1, 3, 4]  # class 0: rows 1, 4; class 2: rows 0, 3
+    assert np.array_equal(read_image_rows(tmp_path / "train.h5", rows), real[rows])
+    with pytest.raises(OracleError, match="ascending"):
+        read_image_rows(tmp_path / "train.h5", [3, 1])
+    samples = rng.uniform(-1, 1, size=(6, 1, 4, 4))
+    labels = np.array([0, 1, 2, 0, 1, 2])
+    kept = _captured_figure(monkeypatch)
+    sample_grid_figure(samples, labels, ["a", "b", "c"], "unused", per_class=2, classes=[0, 2],
+                       real=real[rows], real_labels=real_labels[rows])
+    left, right = kept[0].axes
+    assert left.get_title().startswith("(a) real") and right.get_title().startswith("(b) oracle")
+    # the left panel's rows hold the real images of classes 0 and 2, mapped to [0, 1]
+    shown = left.images[0].get_array()
+    assert np.allclose(shown[0:4, 0:4], real[1, 0] / 127.5 / 2, atol=1e-12)  # (u/127.5 - 1 + 1) / 2
+    assert np.allclose(shown[5:9, 5:9], real[3, 0] / 255.0, atol=1e-12)
+    assert [t.get_text() for t in left.get_yticklabels()] == ["a", "c"] and not right.get_yticklabels()

@@ -27,7 +27,7 @@ def test_run_summary(tmp_path):
     run.mkdir(parents=True)
     text = run_summary(run, 946.4)
     assert text.splitlines()[0] == "Run finished in 15m46s (946 s wall time)."
-    assert f"results: {run}/" in text and "snakemake --report" in text
+    assert f"results: {run}/" in text and f"report:  {run}/report.html" in text
     assert "timings:" not in text and "numbers:" not in text  # a partial run made neither
     (run / "timings.md").write_text("Table\n")
     (run / "numbers.json").write_text(json.dumps({"world.base.bayes_accuracy": {"value": 0.9, "unit": "fraction"}}))

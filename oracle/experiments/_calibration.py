@@ -15,4 +15,5 @@ RELIABILITY_CAPTION = (
     "Reliability diagrams pooled over seeds, 10 equal-width confidence bins: bars, the "
     "empirical frequency of correct predictions against the world's labels; points, the mean "
     "true probability p(yhat|x) in the bin (exact, from the oracle); the dashed diagonal is "
-    "perfect calibration; the share of predictions per bin is printed under each bar.")
+    "perfect calibration; the number of predictions in each bin is printed under its bar, and a bin "
+    "of fewer than 10 predictions is faded (hatched bar, hollow point): its frequency is mostly noise.")

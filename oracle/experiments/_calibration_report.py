@@ -30,7 +30,7 @@ from scipy import stats
 from oracle.errors import DataError
 from oracle.measures.calibration import pool_reliability
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
-from oracle.report.figures import errorbar, log_tick_labels, palette, save_figure, style
+from oracle.report.figures import errorbar, log_tick_labels, palette, panel_letters, save_figure, size_ticks, style
 from oracle.report.numbers import entry
 
 
@@ -79,12 +79,14 @@ def agreement_figure(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
                           ms=3, capsize=2, lw=1.2, label=g)
         ax_a.plot([0, top], [0, top], "k--", lw=1)
         ax_a.set(xlim=(0, top), ylim=(0, top), xlabel="true ECE (exact p(ŷ|x), 10 bins)",
-                 ylabel="ECE against labels (10 bins)", title="(a) one point per classifier; size ~ log N")
+                 ylabel="ECE against labels (10 bins)", title="one point per classifier; size ~ log N")
         ax_b.axhline(0.0, color="k", lw=1)
-        ax_b.set(xscale="log", xlabel="dataset size N (samples)", ylabel="label ECE - true ECE",
-                 title="(b) difference, mean ± std over seeds")
+        ax_b.set(xlabel="dataset size N (samples)", ylabel="label ECE - true ECE",
+                 title="difference, mean ± std over seeds")
+        size_ticks(ax_b, runs["N"])
         for ax in (ax_a, ax_b):
             ax.legend(loc="best")
+        panel_letters([ax_a, ax_b])
         fig.tight_layout()
         return save_figure(fig, stem)
 
@@ -122,10 +124,11 @@ def calibration_vs_n(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
             errorbar(ax_a, a, "ece", colors[g], f"{g}: labels")
             ax_a.errorbar(a["N"], a["ece_posterior_mean"], yerr=a["ece_posterior_std"].fillna(0.0), color=colors[g],
                           ls="--", marker="s", ms=3, capsize=2, lw=1, label=f"{g}: truth")
-        ax_a.set(xscale="log", yscale="log", xlabel="dataset size N (samples)", ylabel="ECE (fraction, 10 bins)",
-                 title="(a) ECE against labels (solid) and truth (dashed)")
+        ax_a.set(yscale="log", xlabel="dataset size N (samples)", ylabel="ECE (fraction, 10 bins)",
+                 title="ECE against labels (solid) and truth (dashed)")
         ax_a.legend(loc="best", ncol=2 if len(groups) > 2 else 1)
-        log_tick_labels(ax_a)
+        size_ticks(ax_a, runs["N"])
+        log_tick_labels(ax_a, "y")
         width = 0.8 / len(values)
         x = np.arange(len(groups))
         for j, name in enumerate(values):
@@ -135,8 +138,9 @@ def calibration_vs_n(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
                      lw=0.5, hatch=METRIC_HATCHES[j])
         ax_b.set_xticks(x, [str(g) for g in groups], rotation=30, ha="right")
         ax_b.axhline(0.0, color="k", lw=0.8)
-        ax_b.set(ylabel="exponent α (value ∝ N^-α)", title="(b) exponents, mean ± std over seeds")
+        ax_b.set(ylabel="exponent α (value ∝ N^-α)", title="exponents, mean ± std over seeds")
         ax_b.legend(loc="best")
+        panel_letters([ax_a, ax_b])
         fig.tight_layout()
         return save_figure(fig, stem)
 

@@ -151,6 +151,46 @@ def read_class_names(path: str | os.PathLike) -> list[str]:
         raise DataError(f"cannot read class names from {path}: {exc}") from None
 
 
+def read_image_labels(path: str | os.PathLike) -> np.ndarray:
+    """The labels (int64 [N]) of a file written by `write_images_h5`, without its images."""
+    import h5py
+
+    path = Path(path)
+    try:
+        with h5py.File(path, "r") as f:
+            if not f.attrs.get("complete", False):
+                raise DataError(f"{path} is incomplete (no 'complete' attribute): rerun the data stage")
+            return f["labels"][()].astype(np.int64)
+    except DataError:
+        raise
+    except Exception as exc:
+        raise DataError(f"cannot read labels from {path}: {exc}") from None
+
+
+def read_image_rows(path: str | os.PathLike, rows: Sequence[int]) -> np.ndarray:
+    """The images (uint8 [len(rows), C, H, W]) at `rows` (ascending, unique) of a file written
+    by `write_images_h5`, read without the others (a train split of ImageNet does not fit in
+    memory)."""
+    import h5py
+
+    path = Path(path)
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.ndim != 1 or (np.diff(rows) <= 0).any():
+        raise DataError(f"read_image_rows({path}): rows must be ascending and unique, got {rows[:8].tolist()}...")
+    try:
+        with h5py.File(path, "r") as f:
+            if not f.attrs.get("complete", False):
+                raise DataError(f"{path} is incomplete (no 'complete' attribute): rerun the data stage")
+            images = f["images"]
+            if len(rows) and (rows[0] < 0 or rows[-1] >= len(images)):
+                raise DataError(f"read_image_rows({path}): rows outside 0..{len(images) - 1}")
+            return images[rows] if len(rows) else np.zeros((0, *images.shape[1:]), np.uint8)
+    except DataError:
+        raise
+    except Exception as exc:
+        raise DataError(f"cannot read image rows from {path}: {exc}") from None
+
+
 def read_images_h5(path: str | os.PathLike) -> dict[str, Any]:
     """Read a file written by `write_images_h5`.
 

@@ -16,6 +16,7 @@ import math
 import os
 import re
 from collections.abc import Iterable
+from pathlib import Path
 
 from oracle.io.atomic import atomic_output
 
@@ -33,6 +34,22 @@ def rst_escape(text: str) -> str:
     character that would start markup (``* ` _ | \\``), so ``E[KL(p || q)]`` and ``test_resnet``
     stay text."""
     return re.sub(r"([\\*`_|])", r"\\\1", text)
+
+
+def rst_unescape(text: str) -> str:
+    """The plain text of `rst_escape`'s output (its inverse)."""
+    return re.sub(r"\\([\\*`_|])", r"\1", text)
+
+
+def read_caption(path: str | os.PathLike) -> str:
+    """The caption of a caption file (`write_caption`) as plain text. DataError naming the
+    file when it cannot be read."""
+    from oracle.errors import DataError
+
+    try:
+        return rst_unescape(Path(path).read_text(encoding="utf-8").strip())
+    except OSError as exc:
+        raise DataError(f"cannot read caption file {path}: {exc}") from None
 
 
 def write_caption(path: str | os.PathLike, caption: str) -> None:

@@ -34,7 +34,11 @@ def palette(archs: Sequence[str]) -> dict[str, tuple]:
     return dict(zip(archs, sns.color_palette("colorblind", max(len(archs), 1))))
 
 
-def save_figure(fig: Figure, stem: str | os.PathLike, dpi: int = 200) -> dict[str, Path]:
+#: The resolution of every figure's PNG (the report shows it at its size in inches).
+FIGURE_DPI = 200
+
+
+def save_figure(fig: Figure, stem: str | os.PathLike, dpi: int = FIGURE_DPI) -> dict[str, Path]:
     """Save ``fig`` as ``<stem>.pdf`` and ``<stem>.png`` atomically; returns ``{"pdf", "png"}``."""
     stem = Path(stem)
     FigureCanvasAgg(fig)
@@ -86,28 +90,55 @@ def grid_classes(classes: Sequence[int], max_rows: int) -> np.ndarray:
     return classes[np.unique(np.round(np.linspace(0, len(classes) - 1, max_rows)).astype(np.int64))]
 
 
+def first_rows_per_class(labels: np.ndarray, classes: Sequence[int], per_class: int) -> np.ndarray:
+    """Row indices (int64, ascending) of the first `per_class` rows of each class of `classes`
+    in `labels` [n]: what a per-class grid shows, read row by row (never a whole image file)."""
+    labels = np.asarray(labels)
+    picked = [np.flatnonzero(labels == int(k))[:per_class] for k in classes]
+    return np.sort(np.concatenate(picked)).astype(np.int64) if picked else np.zeros(0, np.int64)
+
+
 def sample_grid_figure(images: np.ndarray, labels: np.ndarray, class_names: Sequence[str],
                        stem: str | os.PathLike, per_class: int = 8, classes: Sequence[int] | None = None,
-                       title: str = "oracle samples, one row per class") -> dict[str, Path]:
+                       title: str = "oracle samples", real: np.ndarray | None = None,
+                       real_labels: np.ndarray | None = None,
+                       real_title: str = "real training images") -> dict[str, Path]:
     """Per-class sample grid as ``<stem>.pdf`` / ``<stem>.png``: one row per class of `classes`
     (default: every class of `class_names`), labelled by class name; images of other classes
-    are not shown."""
+    are not shown. With `real` ([m, C, H, W], uint8 or on [-1, 1]) and `real_labels`, the real
+    images of the same classes stand in a panel to the left of the samples, row beside row, as
+    the paper's sample figures show them: (a) real, (b) oracle samples."""
     rows = np.arange(len(class_names)) if classes is None else np.asarray(classes, dtype=np.int64)
     row_of = {int(c): r for r, c in enumerate(rows)}
-    labels = np.asarray(labels)
-    keep = np.array([int(y) in row_of for y in labels], dtype=bool)
     k = len(rows)
-    grid = image_grid(np.asarray(images)[keep], np.array([row_of[int(y)] for y in labels[keep]], dtype=np.int64),
-                      k, per_class)
-    h = (grid.shape[0] + 1) / k  # tile pitch, gap included
-    fig = Figure(figsize=(1.0 + 0.9 * per_class, 0.3 + 0.9 * k))
-    ax = fig.add_subplot(1, 1, 1)
-    ax.imshow(grid[..., 0] if grid.shape[2] == 1 else grid, cmap="gray", vmin=0.0, vmax=1.0,
-              interpolation="nearest")
-    ax.set_yticks([(r + 0.5) * h for r in range(k)], [str(class_names[c]) for c in rows])
-    ax.set_xticks([])
-    ax.set_title(title, fontsize=9)
-    return save_figure(fig, stem)
+
+    def grid_of(x, y):
+        y = np.asarray(y)
+        keep = np.array([int(v) in row_of for v in y], dtype=bool)
+        x = np.asarray(x)
+        x = x.astype(np.float64) / 127.5 - 1.0 if x.dtype == np.uint8 else x
+        return image_grid(x[keep], np.array([row_of[int(v)] for v in y[keep]], dtype=np.int64), k, per_class)
+
+    grids = [(grid_of(images, labels), title)]
+    if real is not None:
+        grids.insert(0, (grid_of(real, real_labels), real_title))
+    with style():
+        fig = Figure(figsize=(0.6 + 0.9 * per_class * len(grids), 0.45 + 0.9 * k))
+        axes = np.atleast_1d(fig.subplots(1, len(grids), squeeze=False)).ravel()
+        for i, (ax, (grid, name)) in enumerate(zip(axes, grids)):
+            h = (grid.shape[0] + 1) / k  # tile pitch, gap included
+            ax.imshow(grid[..., 0] if grid.shape[2] == 1 else grid, cmap="gray", vmin=0.0, vmax=1.0,
+                      interpolation="nearest")
+            if i == 0:  # the class names once, left of the first panel
+                ax.set_yticks([(r + 0.5) * h for r in range(k)], [str(class_names[c]) for c in rows])
+            else:
+                ax.set_yticks([])
+            ax.set_xticks([])
+            ax.grid(False)
+            ax.set_title(name)
+        panel_letters(axes)
+        fig.tight_layout()
+        return save_figure(fig, stem)
 
 
 def log_tick_labels(ax, axis: str = "both") -> None:
@@ -136,6 +167,44 @@ def log_tick_labels(ax, axis: str = "both") -> None:
 #: Mantissas of the log-axis ticks, coarsest first (`log_tick_labels`).
 LOG_TICK_LADDERS = ((1,), (1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9))
 
+#: `size_ticks` labels each size when there are at most this many, each at least
+#: `SIZE_TICK_RATIO` times the one before (closer ones would print over each other).
+SIZE_TICK_MAX = 8
+SIZE_TICK_RATIO = 1.4
+
+
+def size_ticks(ax, sizes: Sequence[float], axis: str = "x") -> None:
+    """Plain-number ticks of a log axis of training-set sizes N at the sizes that were trained
+    (50, 300, 2000): a reader sees which N each point is. With more than `SIZE_TICK_MAX` sizes,
+    or two closer than `SIZE_TICK_RATIO`, `log_tick_labels` instead. Call it after plotting.
+    The same rule on every N axis, so no figure mixes 10^2 with 50, 100, 200."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    scale_axis = getattr(ax, f"{axis}axis")
+    if scale_axis.get_scale() != "log":
+        getattr(ax, f"set_{axis}scale")("log")
+    values = np.unique(np.asarray([s for s in sizes if s and s > 0], dtype=float))
+    if len(values) == 0 or len(values) > SIZE_TICK_MAX or (np.diff(np.log(values)) < np.log(SIZE_TICK_RATIO)).any():
+        log_tick_labels(ax, axis)
+        return
+    lo, hi = sorted(getattr(ax, f"get_{axis}lim")())
+    scale_axis.set_major_locator(FixedLocator(values))
+    scale_axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    scale_axis.set_minor_locator(NullLocator())
+    scale_axis.set_minor_formatter(NullFormatter())
+    getattr(ax, f"set_{axis}lim")(min(lo, values[0] / 1.15), max(hi, values[-1] * 1.15))
+
+
+def panel_letters(axes) -> None:
+    """"(a) ", "(b) ", ... before the title of each visible panel of `axes` (any nesting of
+    Axes; row by row for a grid), so that every multi-panel figure names its panels one way
+    and a caption can point at one. Call it once, after the titles are set. A figure of one
+    panel gets no letter."""
+    flat = [ax for ax in np.asarray(axes, dtype=object).ravel() if ax is not None and ax.get_visible()]
+    for i, ax in enumerate(flat if len(flat) > 1 else []):
+        letter = chr(ord("a") + i) if i < 26 else str(i + 1)
+        ax.set_title(f"({letter}) {ax.get_title()}".rstrip())
+
 
 def errorbar(ax, agg: pd.DataFrame, col: str, color, label: str, scale: float = 1.0):
     """Mean ± std over seeds of ``col`` against N (``aggregate_over_seeds`` columns)."""
@@ -144,22 +213,32 @@ def errorbar(ax, agg: pd.DataFrame, col: str, color, label: str, scale: float = 
                 capsize=2, lw=1.2, label=label)
 
 
+#: Bins of a reliability diagram with fewer predictions than this are faded: the frequency of
+#: correct predictions among 1-9 predictions is mostly noise (its SE is up to 0.5/sqrt(n)).
+SPARSE_BIN = 10
+
+
 def reliability_diagram(panels: Mapping[str, Mapping[str, np.ndarray]], stem: str | os.PathLike,
-                        ncols: int | None = None) -> dict[str, Path]:
+                        ncols: int | None = None, sparse: int = SPARSE_BIN) -> dict[str, Path]:
     """Reliability diagrams, one panel per entry of ``panels`` ({title: bins}; bins as
-    `oracle.measures.calibration.reliability_bins` / `pool_reliability`).
+    `oracle.measures.calibration.reliability_bins` / `pool_reliability`), lettered (a), (b), ...
 
     Against the bin's confidence (x): bars of the empirical frequency of correct predictions
     (what labels show) and, when the bins have ``true_probability``, points of the mean true
     probability p(yhat|x) per bin (what the labels estimate); the diagonal is perfect
     calibration. Both y quantities are probabilities on the same axis. Empty bins are blank;
-    the share of predictions per bin is printed under the bars.
+    the number of predictions in each bin is printed under its bar, and bins holding fewer
+    than `sparse` predictions are drawn faded (hatched bar, hollow point).
     """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     if not panels:
         raise OracleError("reliability_diagram: no panels given")
     names = list(panels)
     ncols = ncols or min(4, len(names))
     nrows = -(-len(names) // ncols)
+    any_sparse = False
     with style():
         fig = Figure(figsize=(3.0 * ncols, 3.0 * nrows))
         axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
@@ -167,21 +246,34 @@ def reliability_diagram(panels: Mapping[str, Mapping[str, np.ndarray]], stem: st
             b = panels[name]
             lower, upper = np.asarray(b["lower"]), np.asarray(b["upper"])
             count = np.asarray(b["count"])
-            filled = count > 0
-            ax.bar(lower[filled], np.asarray(b["accuracy"])[filled], width=(upper - lower)[filled], align="edge",
-                   edgecolor="k", lw=0.5, alpha=0.6, label="empirical frequency (labels)")
-            if "true_probability" in b:
-                ax.plot(np.asarray(b["confidence"])[filled], np.asarray(b["true_probability"])[filled], "o",
-                        color="C3", ms=4, label="mean true probability p(ŷ|x)")
-            ax.plot([0, 1], [0, 1], "k--", lw=1, label="perfect calibration")
-            for lo, hi, c in zip(lower[filled], upper[filled], count[filled]):
-                ax.text((lo + hi) / 2, 0.02, f"{100 * c / count.sum():.0f}%", ha="center", fontsize=5)
+            filled, thin = count >= sparse, (count > 0) & (count < sparse)
+            any_sparse |= bool(thin.any())
+            for keep, faded in ((filled, False), (thin, True)):
+                ax.bar(lower[keep], np.asarray(b["accuracy"])[keep], width=(upper - lower)[keep], align="edge",
+                       color="C0", edgecolor="k", lw=0.5, alpha=0.2 if faded else 0.6, hatch="////" if faded else None)
+                if "true_probability" in b:
+                    ax.plot(np.asarray(b["confidence"])[keep], np.asarray(b["true_probability"])[keep], "o", ms=4,
+                            color="C3", **({"mfc": "none", "alpha": 0.6} if faded else {}))
+            ax.plot([0, 1], [0, 1], "k--", lw=1)
+            for lo, hi, c in zip(lower[count > 0], upper[count > 0], count[count > 0]):
+                ax.text((lo + hi) / 2, 0.02, f"{int(c)}", ha="center", fontsize=5, rotation=90 if c >= 1000 else 0,
+                        color="k" if c >= sparse else "0.4")
             ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence max q(y|x)", ylabel="probability correct",
                    title=str(name))
         for ax in axes[len(names):]:
             ax.set_visible(False)
+        panel_letters(axes[:len(names)])
         # one legend above the panels: inside a panel it covered the low-confidence bins
-        handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False, fontsize=7)
-        fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
+        handles = [Patch(facecolor="C0", alpha=0.6, edgecolor="k", lw=0.5, label="empirical frequency (labels)")]
+        if any("true_probability" in panels[n] for n in names):
+            handles.append(Line2D([], [], ls="", marker="o", ms=4, color="C3",
+                                                   label="mean true probability p(ŷ|x)"))
+        handles.append(Line2D([], [], ls="--", color="k", lw=1, label="perfect calibration"))
+        if any_sparse:
+            handles.append(Patch(facecolor="C0", alpha=0.2, hatch="////", edgecolor="k", lw=0.5,
+                                 label=f"bin of < {sparse} predictions (faded)"))
+        fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False, fontsize=7)
+        fig.text(0.5, 0.0, "number under each bar: predictions in the bin", ha="center", va="bottom", fontsize=6,
+                 color="0.3")
+        fig.tight_layout(rect=(0, 0.25 / fig.get_figheight(), 1, 1 - 0.3 / fig.get_figheight()))
         return save_figure(fig, stem)

@@ -48,7 +48,7 @@ def run_summary(run: str | os.PathLike, wall_s: float, *, numbers: str | os.Path
     timings = Path(timings) if timings is not None else run / "timings.md"
     lines = [f"Run finished in {format_seconds(wall_s)} ({wall_s:.0f} s wall time).",
              f"  results: {run}/",
-             f"  report:  snakemake --report {run}/report.html  (same --configfile), then open it"]
+             f"  report:  {run}/report.html  (open it in a browser: the claims, every figure and table with its caption)"]
     if timings.is_file():
         lines.append(f"  timings: {timings}  (job-seconds per rule, wall time, critical path)")
     try:

@@ -24,13 +24,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
+from typing import NamedTuple
 from pathlib import Path
 import os
 
 import numpy as np
 import pandas as pd
 
-from oracle.errors import OracleError
+from oracle.errors import DataError, OracleError
 from oracle.io.atomic import atomic_output
 
 FloatFormat = str | Callable[[float], str]
@@ -163,6 +164,56 @@ def markdown_cell(text: object) -> str:
     """`text` as one Markdown table cell: a pipe escaped (an unescaped ``|`` ends the cell and
     shifts every column after it) and newlines folded into spaces."""
     return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+class MarkdownTable(NamedTuple):
+    """A Markdown table as `_render_markdown` writes it: its caption (the ``Table:`` line), the
+    header cells, each column's alignment ("left", "right", "center"), the rows of cells (text
+    as shown, pipes unescaped) and the Markdown text under the table (notes)."""
+
+    caption: str
+    header: list[str]
+    align: list[str]
+    rows: list[list[str]]
+    notes: str
+
+
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def _cells(line: str) -> list[str]:
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(inner)]
+
+
+def read_markdown_table(path: str | os.PathLike) -> MarkdownTable:
+    """The table of a Markdown file written by `write_table` or `write_csv_markdown` (the
+    inverse of `_render_markdown`, notes included). DataError naming the file when it holds no
+    pipe table."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DataError(f"cannot read Markdown table {path}: {exc}") from None
+    caption = next((ln[len("Table:"):].strip() for ln in lines if ln.startswith("Table:")), "")
+    start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("|")), None)
+    if start is None or start + 1 >= len(lines) or not re.fullmatch(r"\s*\|?(\s*:?-+:?\s*\|)*\s*:?-+:?\s*\|?\s*",
+                                                                      lines[start + 1]):
+        raise DataError(f"{path}: no Markdown pipe table (a header line, then a |---| line)")
+    end = start + 2
+    while end < len(lines) and lines[end].lstrip().startswith("|"):
+        end += 1
+    header = _cells(lines[start])
+    align = ["center" if a.startswith(":") and a.endswith(":") else "right" if a.endswith(":") else "left"
+             for a in (c.strip() for c in _cells(lines[start + 1]))]
+    rows = [_cells(ln) for ln in lines[start + 2:end]]
+    bad = [i for i, r in enumerate(rows) if len(r) != len(header)]
+    if bad or len(align) != len(header):
+        raise DataError(f"{path}: table row {bad[0] + 1 if bad else 0} has another number of cells than the header "
+                        f"({len(header)})")
+    return MarkdownTable(caption, header, align, rows, "\n".join(lines[end:]).strip())
 
 
 def _render_markdown(df: pd.DataFrame, caption: str, float_format: FloatFormat | None = None) -> str:

@@ -1,7 +1,8 @@
 """What the validation stage reports: its artifacts (named by content) and its in-text numbers.
 
 Tables ``checks`` (paper Table 3) and ``summary`` (Table 4), figure ``nn_distances``
-(Figure 4); the ``samples_grid`` figure is `oracle.report.figures.sample_grid_figure`.
+(Figure 4); the ``samples_grid`` figure (real training images beside oracle samples) is
+`oracle.report.figures.sample_grid_figure`.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ ARTIFACTS = artifacts_by_name(
              "Nearest-neighbour distances (feature units) from oracle samples and from held-out real test "
              "images to the training set, with the memorization threshold."),
     Artifact("samples_grid", "figure",
-             "The first oracle samples of each class (no guidance, no denoising), one row per class; with "
-             "more classes than rows, a subset of the sampled classes spaced evenly over their indices (the "
-             "title says how many). Oracle samples only, no real images."),
+             "(a) The first real training images (data/train.h5) and (b) the first oracle samples (no "
+             "guidance, no denoising) of each class, row beside row, one row per class: the world beside the "
+             "data it stands in for. With more classes than rows, a subset of the sampled classes spaced evenly "
+             "over their indices (the titles say how many)."),
 )
 
 
@@ -206,19 +208,21 @@ def figure4(metrics: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """Figure 4: histogram of generated->train NN distances, test->train as the reference."""
     from matplotlib.figure import Figure
 
-    from oracle.report.figures import save_figure
+    from oracle.report.figures import palette, save_figure, style
 
     nn = metrics["nn_distances"]
     gen, ref = np.asarray(nn["samples_to_train"]), np.asarray(nn["test_to_train"])
-    fig = Figure(figsize=(4.5, 3.3))
-    ax = fig.add_subplot()
-    bins = np.histogram_bin_edges(np.concatenate([gen, ref]), bins=40)
-    ax.hist(ref, bins=bins, density=True, alpha=0.5, label="held-out real → train")
-    ax.hist(gen, bins=bins, density=True, alpha=0.5, label="oracle samples → train")
-    ax.axvline(nn["threshold"], color="k", ls="--", lw=1, label=f"threshold d={nn['threshold']:.3g}")
-    # the feature space's name is long: wrapped, not shrunk
-    ax.set_xlabel("\n".join(textwrap.wrap(f"nearest-neighbour distance ({nn['feature_space']})", 55)))
-    ax.set_ylabel("density")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return save_figure(fig, stem)
+    colors = palette(["real", "oracle"])
+    with style():
+        fig = Figure(figsize=(4.8, 3.4))
+        ax = fig.add_subplot()
+        bins = np.histogram_bin_edges(np.concatenate([gen, ref]), bins=40)
+        ax.hist(ref, bins=bins, density=True, alpha=0.5, color=colors["real"], label="held-out real → train")
+        ax.hist(gen, bins=bins, density=True, alpha=0.5, color=colors["oracle"], label="oracle samples → train")
+        ax.axvline(nn["threshold"], color="k", ls="--", lw=1, label=f"threshold d={nn['threshold']:.3g}")
+        # the feature space's name is long: wrapped, not shrunk
+        ax.set_xlabel("\n".join(textwrap.wrap(f"nearest-neighbour distance ({nn['feature_space']})", 55)))
+        ax.set_ylabel("density")
+        ax.legend(loc="best")
+        fig.tight_layout()
+        return save_figure(fig, stem)

@@ -16,7 +16,43 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     only shows data."""
     if name in ("rounds", "acquisition_panels", "accuracy_vs_labels"):
         return comparison_finding(data, spec)
+    if name == "proxy_correlations":
+        return proxy_finding(data["correlations"], spec)
     return ""
+
+
+def proxy_finding(corr: pd.DataFrame, spec: Mapping) -> str:
+    """Per architecture, each score's Spearman rho with the exact epistemic KL and with H(p)
+    (mean over every round and run, range of the per-seed means), and which scores are
+    anti-correlated with the exact epistemic KL in every seed: a score that ranks first the
+    samples with the least exact epistemic error (BALD with MC dropout on a small model)."""
+    parts, against = [], []
+    for arch in spec["archs"]:
+        label = spec["arch_labels"][arch]
+        for target, what in (("exact_epistemic", "the exact epistemic KL"), ("exact_aleatoric", "H(p)")):
+            c = corr[(corr["arch"] == arch) & (corr["target"] == target)]
+            texts = []
+            for score in [s for s in spec["strategies"] if s in set(c["score"])]:
+                if score == "max_epistemic" and target == "exact_epistemic":
+                    continue  # identically 1: the score is the exact KL
+                per_seed = c[c["score"] == score].groupby("seed")["spearman"].mean().dropna()
+                if per_seed.empty:
+                    continue
+                rho = float(c[c["score"] == score]["spearman"].mean())
+                spread = f" (seeds {num(per_seed.min())} to {num(per_seed.max())})" if len(per_seed) > 1 else ""
+                texts.append(f"{report.STRATEGY_LABELS[score]} {num(rho)}{spread}")
+                if target == "exact_epistemic" and bool((per_seed < 0).all()):
+                    against.append(f"{report.STRATEGY_LABELS[score]} on {label} (below 0 in {len(per_seed)} of "
+                                   f"{len(per_seed)} seeds)")
+            if texts:
+                parts.append(f"{label}, ρ with {what}: {', '.join(texts)}")
+    if not parts:
+        return ""
+    text = f"This run: {'; '.join(parts)}."
+    if against:
+        text += (f" Anti-correlated with the exact epistemic KL: {'; '.join(against)}; the pool samples such a score "
+                 "ranks first tend to be those with the least exact epistemic error.")
+    return text
 
 
 def comparison_finding(data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:

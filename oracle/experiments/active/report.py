@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from oracle.errors import DataError
 from oracle.experiments.active import ARTIFACTS, STRATEGY_COLORS, STRATEGY_LABELS, TARGET_LABELS, TARGETS
 from oracle.measures.power_laws import aggregate_over_seeds
-from oracle.report.figures import save_figure, style
+from oracle.report.figures import panel_letters, save_figure, style
 from oracle.report.numbers import entry
 
 # --------------------------------------------------------------------------- data
@@ -145,11 +145,12 @@ def acquisition_panels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathL
             row[2].set_xlim(-0.5, len(strategies) - 0.5)
             row[2].set_xticks(x, [STRATEGY_LABELS[s] for s in strategies], rotation=20, ha="right")
             label = spec["arch_labels"][arch]
-            row[0].set(xlabel="labels (initial set included)", ylabel="test accuracy (%)", title=f"(a) {label}: accuracy")
+            row[0].set(xlabel="labels (initial set included)", ylabel="test accuracy (%)", title=f"{label}: accuracy")
             row[1].set(xlabel="labels (initial set included)", ylabel="epistemic KL(p || q) (nats)",
-                       title="(b) exact epistemic KL on the test set")
-            row[2].set(ylabel="final test accuracy (%)", title=f"(c) at {int(a['labelled'].max())} labels")
+                       title="exact epistemic KL on the test set")
+            row[2].set(ylabel="final test accuracy (%)", title=f"at {int(a['labelled'].max())} labels")
             row[0].legend(loc="best")
+        panel_letters(axes)
         fig.tight_layout()
         return save_figure(fig, stem)
 
@@ -166,7 +167,7 @@ def proxy_correlations(corr: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
         fig = Figure(figsize=(9, 3.3 * len(archs)))
         axes = np.atleast_2d(fig.subplots(len(archs), 2, squeeze=False))
         for row, arch in zip(axes, archs):
-            for ax, target, tag in zip(row, TARGETS, "ab"):
+            for ax, target in zip(row, TARGETS):
                 sub = corr[(corr["arch"] == arch) & (corr["target"] == target)]
                 for score in [s for s in spec["strategies"] if s in set(sub["score"])]:
                     g = sub[sub["score"] == score].groupby("labelled")["spearman"].agg(["mean", "std"]).reset_index()
@@ -175,8 +176,9 @@ def proxy_correlations(corr: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
                 ax.axhline(0.0, color="k", lw=0.8)
                 ax.set(ylim=(-1.05, 1.05), xlabel="labels when scored (initial set included)",
                        ylabel=f"Spearman ρ with {TARGET_LABELS[target]}",
-                       title=f"({tag}) {spec['arch_labels'][arch]}: vs {TARGET_LABELS[target]}")
+                       title=f"{spec['arch_labels'][arch]}: vs {TARGET_LABELS[target]}")
             row[0].legend(loc="best")
+        panel_letters(axes)
         fig.tight_layout()
         return save_figure(fig, stem)
 

@@ -62,7 +62,8 @@ ARTIFACTS = artifacts_by_name(
              "Reliability diagrams of one model (the reliability architecture at the largest N, pooled over "
              "seeds) across shift magnitudes, 10 equal-width bins: bars, the empirical frequency of correct "
              "predictions against the set's labels; points, the mean true probability p(yhat|x) in the bin; "
-             "dashed, perfect calibration; the share of predictions per bin under each bar."),
+             "dashed, perfect calibration; the number of predictions in each bin under its bar, a bin of "
+             "fewer than 10 predictions faded (hatched bar, hollow point): its frequency is mostly noise."),
 )
 
 

@@ -17,7 +17,7 @@ from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_fra
 from oracle.errors import DataError
 from oracle.experiments._calibration_report import reliability_panels
 from oracle.experiments.calibration import evaluation_sets
-from oracle.report.figures import palette, reliability_diagram, save_figure, style
+from oracle.report.figures import palette, panel_letters, reliability_diagram, save_figure, style
 from oracle.report.numbers import entry
 
 #: The calibration metrics of a model on a set (fractions), as named in the metrics files.
@@ -134,12 +134,13 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.Data
 
 
 # --------------------------------------------------------------------------- figures
-def _rows(spec: Mapping, frame: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
-    """The two magnitude axes: (x column, x label, the rows on it): the clean set and noisy sets
-    against sigma; the clean set and tau-only variants against tau."""
+def _rows(spec: Mapping, frame: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, str]]:
+    """The two magnitude axes: (x column, x label, the rows on it, a title suffix): the clean set
+    and noisy sets against sigma; the clean set and tau-only variants against tau."""
     noise = frame[frame["shift"].isin(["clean", "noise"])]
     tau = frame[frame["shift"].isin(["clean", "variant"]) & ~frame["prior_shifted"].astype(bool)]
-    return [("sigma", "noise σ (0 = clean test set)", noise), ("tau", "base temperature τ of the test world", tau)]
+    return [("sigma", "noise σ (0 = clean test set)", noise, "under noise"),
+            ("tau", "base temperature τ of the test world", tau, "under τ shift")]
 
 
 def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
@@ -159,16 +160,18 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
     b = _by_model(data["runs"])
     models = list(dict.fromkeys(zip(b["arch"], b["N"].astype(int))))
     colors = palette([f"{a}, N={n}" for a, n in models])
-    panels = (("ece", "ece_posterior", "ECE: labels (solid), truth (dashed)"), ("brier", None, "Brier score"),
-              ("overconfidence", "overconfidence_truth", "overconfidence: labels (solid), truth (dashed)"))
+    panels = (("ece", "ece_posterior", "ECE: labels (solid), truth (dashed)", "ECE"),
+              ("brier", None, "Brier score", "Brier score"),
+              ("overconfidence", "overconfidence_truth", "overconfidence: labels (solid), truth (dashed)",
+               "overconfidence"))
     with style():
-        fig = Figure(figsize=(15.0, 7.0))
+        fig = Figure(figsize=(15.0, 7.4))
         axes = fig.subplots(2, 4)
-        for row, (x, xlabel, sub) in zip(axes, _rows(spec, b)):
+        for row, (x, xlabel, sub, shift) in zip(axes, _rows(spec, b)):
             for a, n in models:
                 g = sub[(sub["arch"] == a) & (sub["N"].astype(int) == n)].sort_values(x)
                 c = colors[f"{a}, N={n}"]
-                for ax, (solid, dashed, _) in zip(row, panels):
+                for ax, (solid, dashed, _, _) in zip(row, panels):
                     ax.errorbar(g[x], g[f"{solid}_mean"], yerr=g[f"{solid}_std"].fillna(0.0), color=c, marker="o",
                                 ms=3, capsize=2, lw=1.2, label=f"{spec['arch_labels'].get(a, a)}, N={n}")
                     if dashed:
@@ -178,16 +181,20 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
             s = data["sets"]
             s = s[s["evalset"].isin(sub["evalset"])].sort_values(x)
             row[3].errorbar(s[x], s["ece_diff"], yerr=s["ece_diff_se"].fillna(0.0), color="k", marker="o", ms=4,
-                            capsize=3, lw=1.6, label="mean ± SE over models")
+                            capsize=3, lw=1.6, label="label - true ECE, mean ± SE over models")
             row[3].axhline(0.0, color="k", lw=0.8)
             if not np.isfinite(s["ece_diff"].to_numpy(float)[s["shift"].to_numpy() != "clean"]).any():
                 row[3].text(0.97, 0.04, "no truth on noisy sets:\nthe flow's p(y|x') is not\nthe labels' posterior",
                             transform=row[3].transAxes, ha="right", va="bottom", fontsize=8, color="0.3")
-            for ax, (_, _, ylabel) in zip(row, [*panels, (None, None, "label ECE - true ECE")]):
-                ax.set(xlabel=xlabel, ylabel=ylabel)
-            row[0].legend(loc="best", fontsize=6)
-            row[3].legend(loc="best", fontsize=6)
-        fig.tight_layout()
+            for ax, (_, _, ylabel, title) in zip(row, [*panels, (None, None, "label ECE - true ECE", "label - true ECE")]):
+                ax.set(xlabel=xlabel, ylabel=ylabel, title=f"{title} {shift}")
+        panel_letters(axes)
+        # one legend for all eight panels, above them: the models' colours, then the black mean
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        more, more_labels = axes[0][3].get_legend_handles_labels()
+        fig.legend([*handles, *more], [*labels, *more_labels], loc="upper center", ncol=len(labels) + len(more_labels),
+                   frameon=False, fontsize=9)
+        fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))
         return save_figure(fig, stem)
 
 

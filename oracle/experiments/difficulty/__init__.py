@@ -51,9 +51,9 @@ ARTIFACTS = artifacts_by_name(
              "E[max_y p(y|x) - p(yhat|x)] (pp, free of label noise), mean ± SE over seeds (std over seeds "
              "beside it)."),
     Artifact("learner_vs_bayes_curve", "figure",
-             "Test error of one architecture trained at one N on each world variant (mean ± SE over seeds, each "
-             "seed faint) beside the exact Bayes error of the same test rows, against the base temperature tau; "
-             "right: the gap (test error - Bayes error, pp) and the excess error against the truth, mean ± SE."),
+             "(a) Test error of one architecture trained at one N on each world variant (mean ± SE over seeds, "
+             "each seed faint) beside the exact Bayes error of the same test rows, against the base temperature "
+             "tau; (b) the gap (test error - Bayes error, pp) and the excess error against the truth, mean ± SE."),
 )
 
 

@@ -19,7 +19,7 @@ from oracle.experiments.estimators import evaluation_sets
 from oracle.io.predictions import read_predictions
 from oracle.measures import accuracy_estimators as est
 from oracle.measures.accuracy_estimators import METHODS
-from oracle.report.figures import save_figure, style
+from oracle.report.figures import panel_letters, save_figure, style
 from oracle.report.numbers import entry, mean_spread
 
 
@@ -202,6 +202,7 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
                    ylabel=SCORE_AXES.get(method, f"{label} estimate" + (" (%)" if predicts else " (score)")),
                    title=f"{label}: R² = {r['r2_mean']:.3f}, ρ = {r['spearman_mean']:.3f}")
             ax.legend(loc="best")
+        panel_letters(axes[:len(METHODS)])
         fig.tight_layout()
         return save_figure(fig, stem)
 

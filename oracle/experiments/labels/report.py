@@ -16,7 +16,7 @@ from oracle.errors import DataError
 from oracle.experiments import _calibration_report
 from oracle.experiments.labels import ARTIFACTS, COLORS, MODES
 from oracle.measures.power_laws import aggregate_over_seeds
-from oracle.report.figures import errorbar, reliability_diagram, save_figure, style
+from oracle.report.figures import errorbar, panel_letters, reliability_diagram, save_figure, size_ticks, style
 from oracle.report.numbers import entry, mean_spread, over_seeds
 
 
@@ -109,8 +109,10 @@ def soft_vs_hard(runs: pd.DataFrame, curves: pd.DataFrame, curve_sizes: Sequence
     with style():
         fig = Figure(figsize=(3.3 * max(3, len(curve_sizes)), 6.4))
         grid = fig.add_gridspec(2, 2 * len(curve_sizes))
+        panels = []
         for i, n in enumerate(curve_sizes):
             ax = fig.add_subplot(grid[0, 2 * i:2 * i + 2])
+            panels.append(ax)
             for mode in MODES:
                 c = curves[(curves["N"] == n) & (curves["labels"] == mode)].dropna(subset=["curve_acc"])
                 per_epoch = c.groupby("epoch")["curve_acc"].agg(["mean", "std"]).fillna(0.0) * 100
@@ -125,15 +127,18 @@ def soft_vs_hard(runs: pd.DataFrame, curves: pd.DataFrame, curve_sizes: Sequence
             errorbar(ax_acc, agg[agg["labels"] == mode], "acc", COLORS[mode], f"{mode} labels", scale=100.0)
         ax_acc.axhline(bayes, color="k", ls=":", lw=1.2, label=f"Bayes-optimal {bayes:.2f}%")
         wins = int(gains["soft_wins"].sum())
-        ax_acc.set(xscale="log", xlabel="dataset size N (samples)", ylabel="final test accuracy (%)",
+        ax_acc.set(xlabel="dataset size N (samples)", ylabel="final test accuracy (%)",
                    title=f"final accuracy; soft wins at {wins} of {len(gains)} sizes")
         ax_acc.legend(loc="lower right")
         ax_gain = fig.add_subplot(grid[1, half:])
         ax_gain.errorbar(gains["N"], 100 * gains["gain"], yerr=100 * gains["gain_std"].fillna(0.0), color="k",
                          marker="o", ms=4, capsize=3, lw=1.2)
         ax_gain.axhline(0.0, color="0.5", lw=1)
-        ax_gain.set(xscale="log", xlabel="dataset size N (samples)",
+        ax_gain.set(xlabel="dataset size N (samples)",
                     ylabel="accuracy gain, soft - hard (pp)", title="gain of soft labels, mean ± std over seeds")
+        for ax in (ax_acc, ax_gain):
+            size_ticks(ax, gains["N"])
+        panel_letters([*panels, ax_acc, ax_gain])
         fig.tight_layout()
         return save_figure(fig, stem)
 

@@ -19,7 +19,8 @@ from oracle.experiments import _calibration_report
 from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
 from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law_offset,
                                         fit_seed_mean, power_law)
-from oracle.report.figures import errorbar, log_tick_labels, palette, reliability_diagram, save_figure, style
+from oracle.report.figures import (errorbar, log_tick_labels, palette, panel_letters, reliability_diagram, save_figure,
+                                   size_ticks, style)
 from oracle.report.numbers import SEEDS_AND_ROWS, entry, mean_spread, over_seeds, over_seeds_and_rows, welch_df
 
 
@@ -199,21 +200,23 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
             ax_b.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), ls="--", lw=1, color=colors[arch])
             errorbar(ax_c, a, acc_col, colors[arch], arch, scale=100.0)
         ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"aleatoric floor {floor:.3g} nats (test rows)")
-        ax_a.set(xscale="log", yscale="log", xlabel="dataset size N (samples)", ylabel="total cross-entropy (nats)",
-                 title="(a) total loss")
-        ax_b.set(xscale="log", yscale="log", xlabel="dataset size N (samples)",
-                 ylabel="epistemic KL(p || q) (nats)", title="(b) epistemic error; dashed: fits")
+        ax_a.set(yscale="log", xlabel="dataset size N (samples)", ylabel="total cross-entropy (nats)",
+                 title="total loss")
+        ax_b.set(yscale="log", xlabel="dataset size N (samples)",
+                 ylabel="epistemic KL(p || q) (nats)", title="epistemic error; dashed: fits")
         ax_c.axhline(bayes, color="k", ls=":", lw=1.2, label=f"Bayes-optimal {bayes:.2f}%")
-        ax_c.set(xscale="log", xlabel="dataset size N (samples)", ylabel="test accuracy (%)", title="(c) accuracy")
+        ax_c.set(xlabel="dataset size N (samples)", ylabel="test accuracy (%)", title="accuracy")
         for ax in (ax_a, ax_b, ax_c):
             ax.legend(loc="best")
-            log_tick_labels(ax)
+            size_ticks(ax, df["N"])
+            log_tick_labels(ax, "y")
         x = np.arange(len(archs))
         alpha = seed_fits.loc[archs, "alpha"].to_numpy()
         err = seed_fits.loc[archs, "alpha_std"].fillna(0.0).to_numpy()
         ax_d.bar(x, alpha, yerr=err, capsize=3, color=[colors[a] for a in archs])
         ax_d.set_xticks(x, archs, rotation=30, ha="right")
-        ax_d.set(ylabel="scaling exponent α (KL ∝ N^-α)", title="(d) exponent, mean ± std over seeds")
+        ax_d.set(ylabel="scaling exponent α (KL ∝ N^-α)", title="exponent, mean ± std over seeds")
+        panel_letters([ax_a, ax_b, ax_c, ax_d])
         fig.tight_layout()
         return save_figure(fig, stem)
 
@@ -246,12 +249,14 @@ def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pat
             ax.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), "k--", lw=1, label="power-law fit")
             s = seed_fits.loc[arch]
             spread = "" if math.isnan(s["alpha_std"]) else f" ± {s['alpha_std']:.3f}"
-            ax.set(xscale="log", yscale="log", xlabel="dataset size N (samples)", ylabel="epistemic KL (nats)",
+            ax.set(yscale="log", xlabel="dataset size N (samples)", ylabel="epistemic KL (nats)",
                    title=f"{arch}: α = {s['alpha']:.3f}{spread}")
-            log_tick_labels(ax)
+            size_ticks(ax, runs["N"])
+            log_tick_labels(ax, "y")
             ax.legend(loc="best")
         for ax in axes[len(archs):]:
             ax.set_visible(False)
+        panel_letters(axes)
         fig.tight_layout()
         return save_figure(fig, stem)
 

@@ -13,7 +13,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.transforms import offset_copy
 
-from oracle.report.figures import save_figure, style
+from oracle.report.figures import panel_letters, save_figure, style
 
 #: Marker and colour index of each shift type (`oracle.experiments.shift.TYPES`).
 _STYLE = {"baseline": ("o", 7), "prior": ("D", 0), "noise": ("v", 3), "prior+noise": ("s", 1),
@@ -72,14 +72,14 @@ def shift_panels(conf: pd.DataFrame, fits: Mapping[str, Mapping], stem: str | os
             ax.update_datalim(np.column_stack([np.r_[x, x], np.r_[y - acc_std, y + acc_std]]))
             ax.autoscale_view()
         axes[0].set(xlabel="KL (nats): KL_y, or exact for world variants", ylabel="baseline test accuracy (%)",
-                    title="(a) accuracy vs KL")
+                    title="accuracy vs KL")
         axes[1].axhline(0.0, color="k", lw=0.8)
         axes[1].set(xlabel="KL (nats): KL_y, or exact for world variants", ylabel="accuracy drop (pp)",
-                    title="(b) drop vs KL")
+                    title="drop vs KL")
         prior = conf[conf["shift_type"].isin(["baseline", "prior"])].sort_values("kl_y_empirical")
         axes[2].errorbar(prior["kl_y_empirical"], 100 * prior["acc"], yerr=100 * prior["acc_std"].fillna(0.0),
                          marker="D", color=colors[0], capsize=2)
-        axes[2].set(xlabel="KL_y empirical (nats)", ylabel="baseline test accuracy (%)", title="(c) prior shift only")
+        axes[2].set(xlabel="KL_y empirical (nats)", ylabel="baseline test accuracy (%)", title="prior shift only")
         noise = conf[conf["shift_type"].isin(["baseline", "noise"])].sort_values("noise_std")
         axes[3].errorbar(noise["noise_std"], 100 * noise["acc"], yerr=100 * noise["acc_std"].fillna(0.0),
                          marker="v", color=colors[3], capsize=2, label="classifiers trained on x'")
@@ -88,16 +88,17 @@ def shift_panels(conf: pd.DataFrame, fits: Mapping[str, Mapping], stem: str | os
             axes[3].errorbar(oracle["noise_std"], 100 * oracle["oracle_acc_noisy"],
                              yerr=100 * oracle["oracle_acc_noisy_se"], marker="x", ls="--", color="k", capsize=2,
                              label="oracle argmax p(y|x') on noised test x'")
-        axes[3].set(xlabel="noise σ (on the [-1, 1] scale)", ylabel="accuracy (%)", title="(d) covariate shift only")
+        axes[3].set(xlabel="noise σ (on the [-1, 1] scale)", ylabel="accuracy (%)", title="covariate shift only")
         axes[3].legend(loc="best")
         present = [t for t in _STYLE if t != "baseline" and (types == t).any()]
         means = [drop[types == t].mean() for t in present]
         spread = [drop[types == t].std(ddof=1) if (types == t).sum() > 1 else 0.0 for t in present]
         axes[4].bar(range(len(present)), means, yerr=spread, capsize=3, color=[colors[_STYLE[t][1]] for t in present])
         axes[4].set_xticks(range(len(present)), present, rotation=20, ha="right")
-        axes[4].set(ylabel="mean accuracy drop (pp)", title="(e) drop by shift type (± std over configurations)")
+        axes[4].set(ylabel="mean accuracy drop (pp)", title="drop by shift type (± std over configurations)")
         _fit_panel(axes[5], conf, fits, colors)
         axes[0].legend(loc="best")
+        panel_letters(axes)
         fig.tight_layout()
         return save_figure(fig, stem)
 
@@ -116,6 +117,6 @@ def _fit_panel(ax, conf: pd.DataFrame, fits: Mapping[str, Mapping], colors) -> N
             ax.plot(grid, fit["intercept"] + fit["slope"] * grid, color=color, lw=1.2,
                     label=f"{what}: R² = {fit['r2']:.3f} (n = {fit['n']})")
     ax.axhline(0.0, color="k", lw=0.8)
-    ax.set(xlabel="KL (nats)", ylabel="accuracy drop (pp)", title="(f) linear fits of drop on KL")
+    ax.set(xlabel="KL (nats)", ylabel="accuracy drop (pp)", title="linear fits of drop on KL")
     # under the axes: inside, "best" still covered a point (the data fill every corner)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1)

@@ -80,6 +80,9 @@ _RULES: dict[str, _Keys] = {
     "claims": lambda c, wc, e: [f"experiments[{name}].{k}" for name, spec in c["experiments"].items()
                                 for k in ("kind", "world") if k in spec],
     "timings": lambda c, wc, e: [],  # a function of the benchmark files alone
+    # what it lists (experiments by name and kind, the validation's when it runs) and how it heads them
+    "report": lambda c, wc, e: ["run", "paper", "validation.enabled"] + [f"experiments[{name}].kind"
+                                                                         for name in c["experiments"]],
 }
 
 

@@ -1,0 +1,174 @@
+"""Two runs compared number by number: what a user asks after a rerun on another machine, with
+another seed or on a GPU. `python -m oracle.workflow.compare RUN_A RUN_B` prints it.
+
+Every key of numbers.json present in both runs gets its difference B - A and, where both runs
+give the number a spread, a z = (B - A) / sqrt(s_A^2 + s_B^2), s the entry's standard error
+(``se``: over seeds, test rows or Monte Carlo samples, as its ``se_over`` says; an entry with
+only a ``std`` uses the std, larger than its SE: a conservative z). Each number gets a flag:
+
+``moved``      |z| > z_max: B differs from A by more than the two runs' spreads allow;
+``within``     |z| <= z_max;
+``changed``    no spread on either side and the values differ beyond a relative 1e-9 (a count,
+               a setting, a number without an uncertainty);
+``same``       no spread and equal to 1e-9;
+``undefined``  a value is missing (None: not finite) in one run or both;
+``only_a`` / ``only_b``  the key exists in one run only.
+
+Under the null hypothesis that both runs estimate the same quantity with normal errors, about
+2 * (1 - Phi(z_max)) of the numbers with a z move by chance alone (0.27% at z_max = 3);
+`expected_by_chance` says how many that is. The spreads are those each run states: a number
+whose run-to-run variation has a source its spread does not hold (a different flow, trained
+from another seed, under every world constant) moves more often than that.
+
+The claims of the two runs (claims.csv) are compared verdict by verdict (`compare_claims`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from oracle.errors import DataError
+
+#: The flags, most severe first (the order of `compare_numbers`' rows and of the summary).
+FLAGS = ("moved", "changed", "undefined", "only_a", "only_b", "within", "same")
+#: Relative tolerance under which two values without a spread count as the same.
+RTOL = 1e-9
+
+
+def z_scores(a: np.ndarray, se_a: np.ndarray, b: np.ndarray, se_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(B - A, z) elementwise: z = (B - A) / sqrt(se_A^2 + se_B^2), NaN where a value or
+    either spread is NaN or both spreads are 0 (all arrays float [n])."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    se_a, se_b = np.asarray(se_a, np.float64), np.asarray(se_b, np.float64)
+    diff = b - a
+    scale = np.hypot(se_a, se_b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(scale > 0, diff / scale, np.nan)
+    return diff, z
+
+
+def flags(a: np.ndarray, b: np.ndarray, z: np.ndarray, z_max: float = 3.0, rtol: float = RTOL) -> np.ndarray:
+    """The flag (module docstring) of each number present in both runs: values `a`, `b` (NaN
+    where undefined) and `z` (NaN where there is no spread) -> str [n]."""
+    a, b, z = (np.asarray(v, np.float64) for v in (a, b, z))
+    out = np.full(a.shape, "same", dtype=object)
+    differ = ~np.isclose(a, b, rtol=rtol, atol=0.0)
+    out[differ] = "changed"
+    has_z = np.isfinite(z)
+    out[has_z] = np.where(np.abs(z[has_z]) > z_max, "moved", "within")
+    out[~(np.isfinite(a) & np.isfinite(b))] = "undefined"
+    return out
+
+
+def entry_spread(entry: Mapping) -> tuple[float, str]:
+    """(the spread of a numbers.json entry used for z, what it is): its ``se`` ("se over
+    <se_over>"), else its ``std`` ("std over <std_over or seeds>"), else (NaN, "")."""
+    se, std = entry.get("se"), entry.get("std")
+    if se is not None and math.isfinite(se):
+        return float(se), f"se over {entry.get('se_over') or '?'}"
+    if std is not None and math.isfinite(std):
+        return float(std), f"std over {entry.get('std_over') or 'seeds'}"
+    return math.nan, ""
+
+
+def _value(entry) -> float:
+    v = entry.get("value") if isinstance(entry, Mapping) else entry
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return math.nan
+    return float(v)
+
+
+def compare_numbers(a: Mapping[str, Mapping], b: Mapping[str, Mapping], z_max: float = 3.0) -> pd.DataFrame:
+    """One row per key of either numbers.json: key, unit, a, b, diff (B - A), rel (diff / |A|),
+    spread_a, spread_b (`entry_spread`), spread (what they are), z and flag; rows in the order
+    of `FLAGS`, then by |z| (largest first), then by key."""
+    keys = sorted(set(a) | set(b))
+    va = np.array([_value(a[k]) if k in a else math.nan for k in keys])
+    vb = np.array([_value(b[k]) if k in b else math.nan for k in keys])
+    sa = [entry_spread(a[k]) if k in a and isinstance(a[k], Mapping) else (math.nan, "") for k in keys]
+    sb = [entry_spread(b[k]) if k in b and isinstance(b[k], Mapping) else (math.nan, "") for k in keys]
+    diff, z = z_scores(va, [s for s, _ in sa], vb, [s for s, _ in sb])
+    flag = flags(va, vb, z, z_max)
+    flag[[k not in b for k in keys]] = "only_a"
+    flag[[k not in a for k in keys]] = "only_b"
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(va != 0, diff / np.abs(va), np.nan)
+    unit = [(a.get(k) or b.get(k) or {}).get("unit", "") if isinstance(a.get(k) or b.get(k), Mapping) else ""
+            for k in keys]
+    spread = [" / ".join(dict.fromkeys(w for w in (x[1], y[1]) if w)) for x, y in zip(sa, sb)]
+    df = pd.DataFrame({"key": keys, "unit": unit, "a": va, "b": vb, "diff": diff, "rel": rel,
+                       "spread_a": [s for s, _ in sa], "spread_b": [s for s, _ in sb], "spread": spread, "z": z,
+                       "flag": flag})
+    df["_order"] = df["flag"].map({f: i for i, f in enumerate(FLAGS)})
+    df["_absz"] = -np.abs(df["z"].fillna(0.0))
+    return df.sort_values(["_order", "_absz", "key"], kind="stable").drop(columns=["_order", "_absz"]).reset_index(
+        drop=True)
+
+
+def expected_by_chance(n_with_z: int, z_max: float) -> float:
+    """Numbers expected beyond |z| > z_max by chance among `n_with_z` (two-sided normal)."""
+    return n_with_z * math.erfc(z_max / math.sqrt(2.0))
+
+
+def compare_claims(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """The verdict of each finding (claims.csv frames, columns id and verdict) in both runs:
+    id, verdict_a, verdict_b, changed (bool); a finding missing in one run has "" there."""
+    va, vb = (dict(zip(f["id"].astype(str), f["verdict"].astype(str))) for f in (a, b))
+    ids = list(dict.fromkeys([*va, *vb]))
+    return pd.DataFrame({"id": ids, "verdict_a": [va.get(i, "") for i in ids],
+                         "verdict_b": [vb.get(i, "") for i in ids],
+                         "changed": [va.get(i, "") != vb.get(i, "") for i in ids]})
+
+
+def read_run(run: str | os.PathLike) -> tuple[dict, pd.DataFrame | None]:
+    """(numbers.json, claims.csv or None) of a run folder (results/<run>). DataError naming the
+    file when numbers.json is missing or not a JSON object."""
+    run = Path(run)
+    path = run / "numbers.json"
+    try:
+        numbers = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: cannot read the run's numbers ({exc}); is {run} a finished run folder "
+                        "(results/<run>)?") from None
+    if not isinstance(numbers, dict):
+        raise DataError(f"{path}: expected a JSON object of numbers")
+    claims = run / "claims.csv"
+    return numbers, (pd.read_csv(claims) if claims.is_file() else None)
+
+
+def _num(v: float) -> str:
+    return "-" if not math.isfinite(v) else f"{v:.4g}"
+
+
+def format_comparison(df: pd.DataFrame, claims: pd.DataFrame | None, names: tuple[str, str], z_max: float,
+                      flagged_only: bool = False) -> str:
+    """The comparison as text: a summary line per flag, the claims whose verdict changed, then
+    one line per number (only the flagged ones with `flagged_only`)."""
+    counts = df["flag"].value_counts()
+    n_z = int(np.isfinite(df["z"]).sum())
+    lines = [f"A = {names[0]}", f"B = {names[1]}",
+             f"{len(df)} numbers: " + ", ".join(f"{counts.get(f, 0)} {f}" for f in FLAGS),
+             f"moved: |z| > {z_max:g}, z = (B - A) / sqrt(se_A^2 + se_B^2); of the {n_z} numbers with a spread, "
+             f"{expected_by_chance(n_z, z_max):.1f} would move by chance alone if both runs measured the same "
+             "thing with the errors they state."]
+    if claims is not None:
+        changed = claims[claims["changed"]]
+        lines.append(f"claims: {len(changed)} of {len(claims)} verdicts changed"
+                     + "".join(f"\n  {r.id}: {r.verdict_a or '-'} -> {r.verdict_b or '-'}" for r in changed.itertuples()))
+    shown = df[~df["flag"].isin(["within", "same"])] if flagged_only else df
+    header = ("flag", "key", "A", "B", "B - A", "z", "unit", "spread")
+    rows = [header] + [(r.flag, r.key, _num(r.a), _num(r.b), _num(r.diff), _num(r.z), r.unit, r.spread)
+                       for r in shown.itertuples()]
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header) - 1)]
+    lines.append("")
+    for row in rows:
+        lines.append("  ".join(str(c).ljust(w) if i in (0, 1, 6) else str(c).rjust(w) for i, (c, w) in
+                               enumerate(zip(row, widths))) + f"  {row[-1]}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,257 @@
+"""The run's report: one self-contained HTML page (``results/<run>/report.html``) that opens
+with the claims and shows every table as a table and every figure with its caption under it.
+
+What a reader opens first is the paper's findings against this run (the claims table, a cell
+too long to read in a row folded to its first words, then claims.png), then, per experiment and for the validation, each figure (its PNG embedded, its caption
+right under it) and each table (rendered from its Markdown, so the numbers read as in the .md;
+its caption above it), and last the run's timings. The files behind each artifact (PDF, CSV,
+LaTeX) are linked by their paths relative to the report. No script, no external resource: the
+page renders the same from a copy, offline, in any browser.
+
+Captions come from the ``<stem>.caption.rst`` files (`oracle.report.captions`); tables from
+``<stem>.md`` (`oracle.report.tables.read_markdown_table`). The workflow's `report` rule
+(rules/report.smk) names the items in their order; `report_items` builds that order.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from oracle.errors import DataError
+from oracle.io.atomic import atomic_output
+from oracle.report.captions import CAPTION_SUFFIX, read_caption
+from oracle.report.tables import read_markdown_table
+
+
+@dataclass(frozen=True)
+class Item:
+    """One artifact of the report: a ``figure`` (<stem>.png and .pdf) or a ``table`` (<stem>.md,
+    .csv and .tex, or only .md and .csv), each with <stem>.caption.rst unless `caption` is
+    False. `label` heads it ("Figure 2 · scaling/scaling_panels"); `anchor` is its id."""
+
+    kind: str
+    stem: str
+    label: str
+    anchor: str
+    caption: bool = True
+    files: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("figure", "table"):
+            raise ValueError(f"report item {self.stem}: kind must be figure or table, got {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading and its items, in order."""
+
+    title: str
+    anchor: str
+    items: tuple[Item, ...] = field(default_factory=tuple)
+    note: str = ""
+
+
+def _anchor(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "item"
+
+
+def report_items(run: str, claims_stem: str, experiments: Sequence[Mapping], validation: Sequence[Mapping],
+                 timings_stem: str | None, paper_labels: Mapping[str, Sequence[str]]) -> list[Section]:
+    """The report's sections in order: the claims (table and forest plot), each experiment in
+    config order and the validation (their artifacts in the order their kind declares them),
+    then the run's timings.
+
+    experiments: [{"name", "kind", "artifacts": [{"name", "type", "stem"}]}]; validation: the
+    validation's artifacts in the same form ([] when it is off); paper_labels: {"<owner>/<name>":
+    ["Figure 2", ...]}, the paper's numbering of an artifact (`oracle.report.paper`).
+    """
+    sections = [Section("The paper's claims against this run", "claims", (
+        Item("table", claims_stem, "Claims: one row per finding of the paper", "claims-table", caption=False,
+             files=("csv", "md")),
+        Item("figure", claims_stem, "Claims: every interval the rules compared", "claims-figure")),
+        note="Each finding of the paper with this run's value, its interval and the verdict of the rule "
+             "its row states (claims.md).")]
+    for owner, title, arts in ([(e["name"], f"{e['name']} (kind {e['kind']})", e["artifacts"]) for e in experiments]
+                               + ([("validation", "validation of the oracle world", validation)] if validation else [])):
+        items = []
+        for a in sorted(arts, key=lambda a: a["type"] != "figure"):  # figures first, each kind's order kept
+            ids = list(paper_labels.get(f"{owner}/{a['name']}", ()))
+            label = f"{', '.join(ids)} · {owner}/{a['name']}" if ids else f"{owner}/{a['name']}"
+            items.append(Item(a["type"], a["stem"], label, _anchor(f"{owner}-{a['name']}")))
+        sections.append(Section(title, _anchor(owner), tuple(items)))
+    if timings_stem:
+        sections.append(Section("Where this run's time went", "timings", (
+            Item("table", timings_stem, "Timings: job-seconds per rule, wall time, critical path", "timings-table",
+                 caption=False, files=("csv", "md")),)))
+    return sections
+
+
+#: The paper the workflow reproduces (the report's title).
+PAPER_TITLE = "What lies beneath the curve? Scaling laws in the presence of exact posteriors"
+
+
+def report_intro(run: str) -> tuple[str, str]:
+    """(title, intro) of the report of run folder `run` (results/<run>)."""
+    name = Path(run).name
+    return (f"Run {name}: {PAPER_TITLE}",
+            f"Every table and figure of the run `{run}` (its effective config: `{run}/config.yaml`), each with "
+            "its caption: what it shows, then what this run's data show, the paper's value beside ours. First the "
+            "paper's findings judged on this run's numbers; every file named here has a provenance record beside it "
+            "(`<file>.prov.json`).")
+
+
+_CSS = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1200px;
+       padding: 1em 2em 4em; color: #222; }
+h1 { font-size: 1.6em; margin-bottom: .2em; } h2 { margin-top: 2.2em; border-bottom: 1px solid #ccc; }
+h3 { font-size: 1.05em; margin: 1.8em 0 .4em; }
+nav ul { columns: 2; padding-left: 1.2em; } nav li { break-inside: avoid; }
+figure { margin: 0 0 1.5em; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: .92em; color: #333; margin: .4em 0; max-width: 60em; }
+.table-wrap { overflow-x: auto; }
+table { border-collapse: collapse; font-size: .85em; margin: .3em 0; }
+th, td { border-bottom: 1px solid #ddd; padding: .25em .6em; vertical-align: top; text-align: left;
+         overflow-wrap: break-word; }
+th { border-bottom: 2px solid #888; background: #f6f6f6; position: sticky; top: 0; }
+td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; } td.c, th.c { text-align: center; }
+td.long { min-width: 14em; max-width: 28em; } summary { cursor: pointer; }
+details[open] summary { display: none; }
+.verdict-supported { background: #e3f4e1; } .verdict-contradicted { background: #fbe1de; }
+.verdict-unresolved { background: #fff5d6; } .verdict-not-posed, .verdict-not-run { background: #eee; }
+.files { font-size: .8em; color: #666; } .files a { color: #555; }
+.note { color: #444; max-width: 60em; } code { font-size: .9em; }
+"""
+
+
+def _files(item: Item, out_dir: Path) -> str:
+    suffixes = item.files or (("pdf", "png") if item.kind == "figure" else ("csv", "md", "tex"))
+    links = []
+    for s in suffixes:
+        path = Path(f"{item.stem}.{s}")
+        if path.is_file():
+            rel = Path(os.path.relpath(path, out_dir)).as_posix()
+            links.append(f'<a href="{html.escape(rel)}">{html.escape(path.name)}</a>')
+    return f'<p class="files">files: {" · ".join(links)}</p>' if links else ""
+
+
+def _inline(text: str) -> str:
+    """Markdown-ish text as HTML: escaped, with `code` spans."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def _notes(text: str) -> str:
+    """The notes under a Markdown table: "- " lines as a list, other lines as paragraphs."""
+    out, bullets = [], []
+    for line in text.splitlines():
+        if line.startswith("- "):
+            bullets.append(f"<li>{_inline(line[2:])}</li>")
+            continue
+        if bullets:
+            out.append(f"<ul>{''.join(bullets)}</ul>")
+            bullets = []
+        if line.strip():
+            out.append(f'<p class="note">{_inline(line)}</p>')
+    if bullets:
+        out.append(f"<ul>{''.join(bullets)}</ul>")
+    return "".join(out)
+
+
+_ALIGN = {"right": ' class="r"', "center": ' class="c"', "left": ""}
+#: A cell longer than this (characters: a claim's rule, a list of numbers) shows its first words
+#: and opens to its whole text on a click (<details>, no script), so the columns after it (the
+#: verdict) stay in view.
+LONG_CELL = 160
+
+
+def _folded(text: str, head: int = 90) -> str:
+    cut = text.rfind(" ", 0, head)
+    short = text[:cut if cut > 40 else head]
+    return f"<details><summary>{html.escape(short)} …</summary>{html.escape(text)}</details>"
+
+
+def _table(item: Item) -> tuple[str, str]:
+    """(the table as HTML, the caption of its .md) of a table item."""
+    md = read_markdown_table(f"{item.stem}.md")
+    head = "".join(f"<th{_ALIGN[a]}>{html.escape(h)}</th>" for h, a in zip(md.header, md.align))
+    verdict = [i for i, h in enumerate(md.header) if h.strip().lower() == "verdict"]
+    rows = []
+    for row in md.rows:
+        cells = []
+        for i, (cell, a) in enumerate(zip(row, md.align)):
+            cls = _ALIGN[a]
+            if i in verdict:
+                cls = f' class="verdict-{_anchor(cell)}"'
+            elif len(cell) > LONG_CELL:
+                cells.append(f'<td class="long">{_folded(cell)}</td>')
+                continue
+            cells.append(f"<td{cls}>{html.escape(cell)}</td>")
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    table = (f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+             f"</div>{_notes(md.notes)}")
+    return table, md.caption
+
+
+def _figure(item: Item) -> str:
+    from oracle.report.figures import FIGURE_DPI
+
+    png = Path(f"{item.stem}.png")
+    try:
+        raw = png.read_bytes()
+    except OSError as exc:
+        raise DataError(f"report: cannot read figure {png}: {exc}") from None
+    if raw[:8] != b"\x89PNG\r\n\x1a\n" or raw[12:16] != b"IHDR":
+        raise DataError(f"report: {png} is not a PNG file")
+    # shown at its size in inches (saved at FIGURE_DPI, a CSS pixel is 1/96 inch), at most the page's width
+    width = round(int.from_bytes(raw[16:20], "big") * 96 / FIGURE_DPI)
+    data = base64.b64encode(raw).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" width="{width}" alt="{html.escape(item.label)}">'
+
+
+def _caption(item: Item, fallback: str = "") -> str:
+    if not item.caption:
+        return fallback
+    return read_caption(f"{item.stem}.{CAPTION_SUFFIX}")
+
+
+def render_report(sections: Sequence[Section], out: str | os.PathLike, title: str, intro: str = "") -> str:
+    """The report page as HTML text (`out` is where it will be written: the artifacts' links
+    are relative to its folder). DataError naming the file when an artifact is missing."""
+    out_dir = Path(out).parent
+    nav, body = [], []
+    for sec in sections:
+        nav.append(f'<li><a href="#{sec.anchor}">{html.escape(sec.title)}</a>'
+                   + (f" ({', '.join(html.escape(i.label.split(' · ')[0]) for i in sec.items if ' · ' in i.label)})"
+                      if any(" · " in i.label for i in sec.items) else "") + "</li>")
+        body.append(f'<section id="{sec.anchor}"><h2>{html.escape(sec.title)}</h2>')
+        if sec.note:
+            body.append(f'<p class="note">{html.escape(sec.note)}</p>')
+        for item in sec.items:
+            body.append(f'<figure class="{item.kind}" id="{item.anchor}"><h3>{html.escape(item.label)}</h3>')
+            if item.kind == "figure":
+                body.append(_figure(item))
+                body.append(f"<figcaption>{html.escape(_caption(item))}</figcaption>")
+            else:
+                table, md_caption = _table(item)
+                body.append(f"<figcaption>{html.escape(_caption(item, md_caption))}</figcaption>")
+                body.append(table)
+            body.append(_files(item, out_dir) + "</figure>")
+        body.append("</section>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style></head><body><header><h1>{html.escape(title)}</h1>"
+            f"{''.join(f'<p class=note>{_inline(p)}</p>' for p in intro.split(chr(10) * 2) if p.strip())}"
+            f"<nav><ul>{''.join(nav)}</ul></nav></header>\n{chr(10).join(body)}\n</body></html>\n")
+
+
+def write_report(sections: Sequence[Section], out: str | os.PathLike, title: str, intro: str = "") -> Path:
+    """Render the report (`render_report`) and write it to `out` atomically."""
+    text = render_report(sections, out, title, intro)
+    with atomic_output(out) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(out)

@@ -1,0 +1,21 @@
+"""Rule `report`: every table, figure and caption of the run, the claims and the timings ->
+results/<run>/report.html (oracle.report.html_report: the claims first, each figure with its
+caption, tables as tables; one self-contained page)."""
+
+from oracle.workflow.jobs import run_job
+
+
+def main(sm):
+    from pathlib import Path
+
+    from oracle.report.html_report import report_intro, report_items, write_report
+
+    c, run = sm.params.contents, Path(sm.output[0]).parent.as_posix()
+    stem = lambda path: Path(path).with_suffix("").as_posix()  # noqa: E731 - claims.png -> claims
+    sections = report_items(run, stem(sm.input.claims), c["experiments"], c["validation"], stem(sm.input.timings),
+                            c["paper_labels"])
+    path = write_report(sections, sm.output[0], *report_intro(run))
+    print(f"{path}: {sum(len(s.items) for s in sections)} tables and figures in {len(sections)} sections")
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

@@ -1,0 +1,126 @@
+"""Two runs compared number by number (oracle.report.compare and `python -m oracle.workflow.compare`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from oracle.errors import DataError
+from oracle.report.compare import (compare_claims, compare_numbers, entry_spread, expected_by_chance, flags,
+                                   format_comparison, read_run, z_scores)
+
+
+def test_z_is_the_difference_over_the_combined_standard_error():
+    diff, z = z_scores([1.0, 2.0, 5.0, 1.0], [0.3, 0.0, np.nan, 0.0], [1.5, 2.0, 6.0, 3.0], [0.4, 0.0, 1.0, 0.5])
+    assert np.allclose(diff, [0.5, 0.0, 1.0, 2.0])
+    assert z[0] == pytest.approx(0.5 / 0.5) and z[3] == pytest.approx(4.0)
+    assert np.isnan(z[1]) and np.isnan(z[2])  # no spread at all; one spread unknown
+
+
+@pytest.mark.parametrize(("a", "b", "z", "flag"), [
+    (1.0, 1.1, 0.5, "within"),
+    (1.0, 2.0, -3.5, "moved"),
+    (1.0, 2.0, 3.0, "within"),     # at the threshold: not beyond it
+    (5.0, 5.0, np.nan, "same"),
+    (5.0, 5.0 * (1 + 1e-12), np.nan, "same"),
+    (5.0, 6.0, np.nan, "changed"),
+    (np.nan, 6.0, np.nan, "undefined"),
+])
+def test_flags(a, b, z, flag):
+    assert flags(np.array([a]), np.array([b]), np.array([z]), z_max=3.0)[0] == flag
+
+
+def entry(value, **spread):
+    return {"value": value, "unit": "nats", "artifact": "x", "description": "d", **spread}
+
+
+def test_compare_numbers_flags_sorts_and_keeps_keys_of_either_run():
+    a = {"k.moved": entry(1.0, se=0.1, se_over="seeds"), "k.within": entry(1.0, se=0.1, se_over="seeds"),
+         "k.count": entry(3), "k.same": entry(2), "k.std_only": entry(10.0, std=1.0, std_over="splits"),
+         "k.none": entry(None), "k.gone": entry(1.0)}
+    b = {"k.moved": entry(2.0, se=0.1, se_over="seeds"), "k.within": entry(1.1, se=0.1, se_over="seeds"),
+         "k.count": entry(4), "k.same": entry(2), "k.std_only": entry(12.0, std=1.0, std_over="splits"),
+         "k.none": entry(1.0), "k.new": entry(1.0)}
+    df = compare_numbers(a, b, z_max=3.0).set_index("key")
+    assert df.loc["k.moved", "z"] == pytest.approx(1.0 / math.hypot(0.1, 0.1)) and df.loc["k.moved", "flag"] == "moved"
+    assert df.loc["k.within", "flag"] == "within" and df.loc["k.within", "diff"] == pytest.approx(0.1)
+    assert df.loc["k.count", "flag"] == "changed" and df.loc["k.same", "flag"] == "same"
+    # a std without an se: the std itself (larger than the se: a conservative z)
+    assert df.loc["k.std_only", "z"] == pytest.approx(2.0 / math.sqrt(2.0))
+    assert df.loc["k.std_only", "spread"] == "std over splits"
+    assert df.loc["k.none", "flag"] == "undefined"
+    assert df.loc["k.gone", "flag"] == "only_a" and df.loc["k.new", "flag"] == "only_b"
+    order = list(compare_numbers(a, b)["flag"])
+    assert order == sorted(order, key=["moved", "changed", "undefined", "only_a", "only_b", "within", "same"].index)
+    assert df.loc["k.moved", "rel"] == pytest.approx(1.0)
+
+
+def test_entry_spread_prefers_the_standard_error():
+    assert entry_spread(entry(1.0, se=0.2, std=0.4, se_over="seeds")) == (0.2, "se over seeds")
+    assert entry_spread(entry(1.0, std=0.4)) == (0.4, "std over seeds")
+    assert math.isnan(entry_spread(entry(1.0))[0])
+
+
+def test_expected_by_chance_is_the_two_sided_normal_tail():
+    assert expected_by_chance(1000, 3.0) == pytest.approx(1000 * 0.0026998, rel=1e-4)
+    assert expected_by_chance(100, 1.959964) == pytest.approx(5.0, rel=1e-4)
+
+
+def test_compare_claims_and_the_text():
+    ca = pd.DataFrame({"id": ["p", "q", "r"], "verdict": ["supported", "unresolved", "not run"]})
+    cb = pd.DataFrame({"id": ["p", "q", "s"], "verdict": ["supported", "contradicted", "supported"]})
+    c = compare_claims(ca, cb).set_index("id")
+    assert not c.loc["p", "changed"] and c.loc["q", "changed"] and c.loc["r", "verdict_b"] == ""
+    a = {"x": entry(1.0, se=0.1, se_over="seeds"), "y": entry(2.0)}
+    b = {"x": entry(1.05, se=0.1, se_over="seeds"), "y": entry(2.0)}
+    text = format_comparison(compare_numbers(a, b), compare_claims(ca, cb), ("runA", "runB"), 3.0)
+    assert "2 numbers: 0 moved, 0 changed, 0 undefined, 0 only_a, 0 only_b, 1 within, 1 same" in text
+    assert "claims: 3 of 4 verdicts changed" in text and "q: unresolved -> contradicted" in text
+    assert "within  x" in text and "0.05" in text
+    assert "within  x" not in format_comparison(compare_numbers(a, b), None, ("a", "b"), 3.0, flagged_only=True)
+
+
+def write_run(folder, numbers, verdicts=None):
+    folder.mkdir(parents=True)
+    (folder / "numbers.json").write_text(json.dumps(numbers))
+    if verdicts:
+        pd.DataFrame({"id": list(verdicts), "verdict": list(verdicts.values())}).to_csv(folder / "claims.csv",
+                                                                                     index=False)
+    return folder
+
+
+def test_read_run_names_the_missing_file(tmp_path):
+    with pytest.raises(DataError, match=r"numbers\.json: cannot read"):
+        read_run(tmp_path)
+    numbers, claims = read_run(write_run(tmp_path / "r", {"x": entry(1.0)}))
+    assert numbers["x"]["value"] == 1.0 and claims is None
+
+
+def compare_cli(*args):
+    return subprocess.run([sys.executable, "-m", "oracle.workflow.compare", *map(str, args)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_command_lists_every_number_and_fails_when_asked(tmp_path):
+    a = write_run(tmp_path / "a", {"x": entry(1.0, se=0.1, se_over="seeds"), "n": entry(5)}, {"f": "supported"})
+    b = write_run(tmp_path / "b", {"x": entry(2.0, se=0.1, se_over="seeds"), "n": entry(5)}, {"f": "unresolved"})
+    ok = compare_cli(a, b)
+    assert ok.returncode == 0, ok.stderr
+    assert "moved  x" in ok.stdout and "same   n" in ok.stdout and "f: supported -> unresolved" in ok.stdout
+    moved = compare_cli(a, b, "--fail-on", "moved")
+    assert moved.returncode == 1 and "1 number(s) flagged moved" in moved.stderr
+    assert compare_cli(a, b, "--fail-on", "changed").returncode == 0
+    assert compare_cli(a, b, "--fail-on", "verdict").returncode == 1
+    assert compare_cli(a, b, "--z", "20", "--fail-on", "moved").returncode == 0
+    out = tmp_path / "cmp.csv"
+    assert compare_cli(a, b, "--csv", out).returncode == 0
+    assert list(pd.read_csv(out)["key"]) == ["x", "n"]
+    bad = compare_cli(a, tmp_path / "nowhere")
+    assert bad.returncode == 2 and "nowhere/numbers.json" in bad.stderr and "Traceback" not in bad.stderr
+    assert compare_cli(a, b, "--fail-on", "nonsense").returncode == 2

@@ -1,0 +1,244 @@
+"""The run's report (oracle.report.html_report): claims first, tables as tables, each caption with
+its figure; and the report of a smoke run rendered in headless Chromium."""
+
+from __future__ import annotations
+
+import base64
+import html.parser
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from oracle.errors import DataError
+from oracle.report.captions import write_caption
+from oracle.report.figures import save_figure
+from oracle.report.html_report import Item, Section, render_report, report_items, write_report
+from oracle.report.tables import read_markdown_table, write_csv_markdown, write_table
+
+
+class Tree(html.parser.HTMLParser):
+    """The elements of a page as (tag, attrs, text inside it), in document order."""
+
+    def __init__(self):
+        super().__init__()
+        self.elements, self.open = [], []
+
+    def handle_starttag(self, tag, attrs):
+        el = [tag, dict(attrs), ""]
+        self.elements.append(el)
+        if tag not in ("img", "meta", "br", "link"):
+            self.open.append(el)
+
+    def handle_endtag(self, tag):
+        while self.open:
+            if self.open.pop()[0] == tag:
+                break
+
+    def handle_data(self, data):
+        for el in self.open:
+            el[2] += data
+
+
+def parse(text: str) -> list:
+    tree = Tree()
+    tree.feed(text)
+    return tree.elements
+
+
+def figure_file(stem, caption):
+    fig = Figure(figsize=(2, 2))
+    fig.add_subplot().plot([0, 1], [0, 1])
+    save_figure(fig, stem)
+    write_caption(f"{stem}.caption.rst", caption)
+
+
+@pytest.fixture
+def run(tmp_path):
+    """A run folder with claims (figure and table), one experiment (a figure, a table) and timings."""
+    r = tmp_path / "results" / "r"
+    figure_file(r / "claims", "Every interval | the rules compared.")
+    write_csv_markdown(pd.DataFrame({"id": ["power_law", "plateau", "long"],
+                                     "rule": ["KL ∝ N^-alpha | R^2 >= 0.9", "x < y",
+                                              "In a long cell " + "many words " * 20 + "the end of it."],
+                                     "verdict": ["supported", "not posed", "unresolved"]}), r / "claims.csv",
+                       r / "claims.md",
+                       "The paper's findings", notes="Verdicts: supported 1, not posed 1.")
+    figure_file(r / "scaling" / "s" / "figures" / "panels", "Loss against N_train. This run: alpha 0.42.")
+    table = pd.DataFrame({"Arch": ["a|b", "c"], "N": [100, 2000], "Accuracy (%)": [91.234567, 95.0]})
+    write_table(table, r / "scaling" / "s" / "tables" / "acc", "Accuracy <caption>")
+    write_caption(r / "scaling" / "s" / "tables" / "acc.caption.rst", "Accuracy against Bayes, E[KL(p || q)].")
+    write_csv_markdown(pd.DataFrame({"rule": ["total"], "job_s": [3.5]}), r / "timings.csv", r / "timings.md",
+                       "Where the time went", notes="- Wall time: 9 s\n- Critical path: `data` 1 s")
+    return r
+
+
+def sections_of(r):
+    exp = [{"name": "s", "kind": "scaling", "artifacts": [
+        {"name": "acc", "type": "table", "stem": str(r / "scaling/s/tables/acc")},
+        {"name": "panels", "type": "figure", "stem": str(r / "scaling/s/figures/panels")}]}]
+    return report_items(str(r), str(r / "claims"), exp, [], str(r / "timings"),
+                        {"s/panels": ["Figure 2"], "s/acc": ["Table 1"]})
+
+
+def test_report_opens_with_the_claims_and_shows_tables_and_captions(run):
+    out = write_report(sections_of(run), run / "report.html", "Run r", "A run of `config.yaml`.")
+    text = out.read_text()
+    els = parse(text)
+    sections = [a["id"] for tag, a, _ in els if tag == "section"]
+    assert sections == ["claims", "s", "timings"]
+    # the claims: the claims table, then the forest plot with its caption; pipes and < intact
+    claims = next(t for tag, a, t in els if tag == "section" and a["id"] == "claims")
+    assert claims.index("power_law") < claims.index("Every interval | the rules compared.")
+    cells = [t for tag, _, t in els if tag == "td"]
+    assert "KL ∝ N^-alpha | R^2 >= 0.9" in cells and "x < y" in cells and "&lt;" in text
+    assert [a.get("class") for tag, a, t in els if tag == "td" and t in ("supported", "not posed", "unresolved")] == [
+        "verdict-supported", "verdict-not-posed", "verdict-unresolved"]
+    # every figure: its PNG embedded (the bytes of the file) and its caption right after it
+    figures = [i for i, (tag, a, _) in enumerate(els) if tag == "figure" and "figure" in a.get("class", "")]
+    assert len(figures) == 2
+    for i in figures:
+        img = next(el for el in els[i:] if el[0] == "img")
+        assert img[1]["src"].startswith("data:image/png;base64,")
+        after = els[els.index(img) + 1]
+        assert after[0] == "figcaption" and after[2].strip()
+    png = base64.b64decode(next(a["src"] for tag, a, _ in els if tag == "img" and "Figure 2" in a["alt"]).split(",")[1])
+    assert png == (run / "scaling/s/figures/panels.png").read_bytes()
+    width = int.from_bytes(png[16:20], "big")  # the PNG's width (IHDR), saved at 200 dpi: shown at 96 per inch
+    assert next(a["width"] for tag, a, _ in els if tag == "img" and "Figure 2" in a["alt"]) == str(round(width * 0.48))
+    assert "Loss against N_train. This run: alpha 0.42." in text  # the caption file, rst escapes undone
+    # the table: the Markdown's cells and alignment, its caption above it, files linked beside the report
+    acc = next(t for tag, a, t in els if tag == "figure" and a.get("id") == "s-acc")
+    assert acc.index("Accuracy against Bayes, E[KL(p || q)].") < acc.index("91.23")
+    assert "a|b" in cells and "2000" in cells and "95.00" in cells
+    # a long cell opens on a click to its whole text; its first words show
+    long = next(t for tag, _, t in els if tag == "details")
+    assert long.startswith("In a long cell") and long.endswith("the end of it.")
+    assert [a.get("class") for tag, a, t in els if tag == "td" and t == "91.23"] == ["r"]
+    links = [a["href"] for tag, a, _ in els if tag == "a" and "href" in a and not a["href"].startswith("#")]
+    assert "scaling/s/tables/acc.tex" in links and "claims.pdf" in links
+    assert all(not re.match(r"(/|[a-z]+:)", h) for h in links)  # relative: the run folder moves as a whole
+    # headings carry the paper's numbering; the notes under a table stay
+    assert any(tag == "h3" and t == "Figure 2 · s/panels" for tag, _, t in els)
+    assert [t for tag, _, t in els if tag == "li" and t.startswith(("Wall", "Critical"))] == [
+        "Wall time: 9 s", "Critical path: data 1 s"]
+    assert "<script" not in text and "http" not in text.split("<body>")[1]  # nothing runs, nothing fetched
+
+
+def test_a_missing_artifact_is_named(run):
+    (run / "scaling/s/figures/panels.png").unlink()
+    with pytest.raises(DataError, match=r"panels\.png"):
+        render_report(sections_of(run), run / "report.html", "t")
+    assert not (run / "report.html").exists()
+
+
+def test_markdown_tables_read_back_as_written(tmp_path):
+    df = pd.DataFrame({"name": ["x|y", "z"], "value (%)": [1.23456, np.nan], "n": [3, 4]})
+    write_table(df, tmp_path / "t", "a caption")
+    md = read_markdown_table(tmp_path / "t.md")
+    assert md.caption == "a caption" and md.header == ["name", "value (%)", "n"]
+    assert md.align == ["left", "right", "right"] and md.rows == [["x|y", "1.23", "3"], ["z", "–", "4"]]
+    (tmp_path / "bad.md").write_text("Table: no table here\n\njust text\n")
+    with pytest.raises(DataError, match=r"bad\.md: no Markdown pipe table"):
+        read_markdown_table(tmp_path / "bad.md")
+
+
+def test_item_kinds_are_checked():
+    with pytest.raises(ValueError, match="figure or table"):
+        Item("movie", "x", "x", "x")
+    assert Section("t", "t").items == ()
+
+
+# ----------------------------------------------------------------------------- in a real browser
+REPO = Path(__file__).resolve().parents[1]
+#: Headless Chromium as CI starts it: no sandbox (root in a container), no GPU, nothing fetched
+#: in the background, a fresh profile per run.
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--hide-scrollbars")
+#: Test code run in the page after it loads (the report itself has no script): what the browser
+#: made of it, written into the DOM that --dump-dom prints.
+PROBE = """<script>
+window.addEventListener('load', () => {
+  for (const img of document.images) img.dataset.naturalWidth = img.naturalWidth;
+  for (const fig of document.querySelectorAll('figure.figure')) {
+    const a = fig.querySelector('img').getBoundingClientRect(), b = fig.querySelector('figcaption').getBoundingClientRect();
+    fig.dataset.captionGap = Math.round(b.top - a.bottom);
+    fig.dataset.captionOverlap = Math.round(Math.min(a.right, b.right) - Math.max(a.left, b.left));
+  }
+  for (const t of document.querySelectorAll('table'))
+    t.dataset.shownRows = [...t.rows].filter(r => r.getBoundingClientRect().height > 0).length;
+  const tops = [...document.querySelectorAll('section')].map(s => [s.getBoundingClientRect().top, s.id]);
+  document.body.dataset.firstSection = tops.sort((x, y) => x[0] - y[0])[0][1];
+  document.body.dataset.probe = 'done';
+});
+</script>"""
+
+
+def chromium_binary() -> str | None:
+    return next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+
+
+def run_chromium(exe: str, url: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, url], capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def smoke_results(tmp_path_factory) -> Path:
+    """results/<run> of one run of the smallest smoke config (tests/smoke/gaussian.yaml: 40 jobs)."""
+    import yaml
+
+    work = tmp_path_factory.mktemp("report-smoke")
+    config = REPO / "tests" / "smoke" / "gaussian.yaml"
+    proc = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "-s", str(REPO / "Snakefile"), "-d",
+                           str(work), "--cores", "2", "--configfile", str(config)], cwd=work, capture_output=True,
+                          text=True, timeout=1800, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return work / "results" / yaml.safe_load(config.read_text())["run"]
+
+
+@pytest.mark.slow
+def test_the_report_of_a_smoke_run_in_headless_chromium(smoke_results, tmp_path):
+    """The smoke run's report.html as Chromium renders it: the claims section on top, every figure's
+    PNG decoded with its caption right under it, every table shown row by row."""
+    exe = chromium_binary()
+    if exe is None:
+        if os.environ.get("ORACLE_REQUIRE_CHROMIUM") == "1":
+            pytest.fail("ORACLE_REQUIRE_CHROMIUM=1 but no chromium on the PATH (scripts/ci/install_chromium.sh)")
+        pytest.skip("no chromium on the PATH (scripts/ci/install_chromium.sh installs it)")
+    report = smoke_results / "report.html"
+    text = report.read_text(encoding="utf-8")
+    probe = tmp_path / "probe.html"
+    probe.write_text(text.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    proc = run_chromium(exe, probe.as_uri(), tmp_path / "profile", "--virtual-time-budget=10000", "--dump-dom")
+    assert proc.returncode == 0 and "data-probe=\"done\"" in proc.stdout, proc.stderr[-3000:]
+    els = parse(proc.stdout)
+    body = next(a for tag, a, _ in els if tag == "body")
+    assert body["data-first-section"] == "claims"
+    figures = [(a, i) for i, (tag, a, _) in enumerate(els) if tag == "figure" and "figure" in a.get("class", "")]
+    tables = [a for tag, a, _ in els if tag == "table"]
+    made = {p.with_suffix("") for p in smoke_results.rglob("*.png")}
+    assert len(figures) == len(made) >= 9  # claims.png and every experiment figure, none left out
+    for a, i in figures:
+        img = next(el for el in els[i:] if el[0] == "img")
+        assert int(img[1]["data-natural-width"]) > 300, a["id"]  # the PNG decoded
+        assert 0 <= int(a["data-caption-gap"]) <= 40 and int(a["data-caption-overlap"]) > 100, a["id"]
+    md_tables = [smoke_results / "claims.md", smoke_results / "timings.md", *smoke_results.rglob("tables/*.md")]
+    assert len(tables) == len(md_tables)
+    assert sorted(int(t["data-shown-rows"]) for t in tables) == sorted(
+        len(read_markdown_table(p).rows) + 1 for p in md_tables)
+    claims = read_markdown_table(smoke_results / "claims.md")
+    cells = [t for tag, _, t in els if tag == "td"]
+    assert all(row[0] in cells and row[-2] in cells for row in claims.rows)  # id and verdict of every finding
+    shot = tmp_path / "report.png"
+    proc = run_chromium(exe, report.as_uri(), tmp_path / "profile2", "--window-size=1280,2400", f"--screenshot={shot}")
+    assert proc.returncode == 0 and shot.stat().st_size > 50_000, proc.stderr[-2000:]
+    if os.environ.get("ORACLE_REPORT_SCREENSHOT"):  # where a person looks at it
+        shutil.copy(shot, os.environ["ORACLE_REPORT_SCREENSHOT"])
