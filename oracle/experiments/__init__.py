@@ -33,7 +33,7 @@ Its interface (planning half unless marked):
                                              their ``config_keys``
                                              (``oracle.experiments._training.training_spec``)
 ``evaluation_sets(spec) -> list[str]``       the sets every classifier is predicted on
-``collect_inputs(spec, paths) -> dict``      {input name: [files]} of its collect job, from the
+``collect_inputs(name, spec, paths) -> dict`` {input name: [files]} of its collect job, from the
                                              workflow's path helpers (`CollectPaths`)
 ``collect(spec, inputs) -> {data: frame}``   report: its data frames from those input files
 ``table(name, data, spec) -> frame``         report: one table (floats: `oracle.report.tables` rule)
