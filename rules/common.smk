@@ -17,7 +17,6 @@
 
 import re
 
-from oracle.classifiers.active_learning import STRATEGIES
 from oracle.experiments import CollectPaths, kind_module, kinds
 from oracle.report.captions import CAPTION_SUFFIX
 from oracle.workflow import config as oc
@@ -54,7 +53,6 @@ wildcard_constraints:
     seed=r"\d+",
     artifact=r"[a-z0-9_]+",
     data=r"[a-z0-9_]+",
-    strategy=_one_of(STRATEGIES),
 
 
 # ----------------------------------------------------------------------------- paths

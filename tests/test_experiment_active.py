@@ -58,6 +58,13 @@ def test_check_fills_defaults_and_the_rounds():
     assert len(active.runs(spec)) == len(spec["archs"]) * len(spec["strategies"]) * len(spec["seeds"])
 
 
+def test_the_strategies_a_config_names_are_random_and_the_scores_the_library_computes():
+    """The planning half names the strategies (the rules' {strategy} wildcard, without loading
+    numpy at DAG-build time); the library scores every one of them but random."""
+    assert active.STRATEGIES[0] == "random" and set(active.STRATEGIES[1:]) == set(al.SCORES)
+    assert len(set(active.STRATEGIES)) == len(active.STRATEGIES)
+
+
 @pytest.mark.parametrize("changes, key", [
     ({"strategies": ["random", "max_margin"]}, "strategies"),
     ({"strategies": ["bald"], "drop_rate": 0.0}, "drop_rate"),

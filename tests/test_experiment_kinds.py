@@ -76,10 +76,11 @@ def test_a_kind_registered_twice_is_an_error():
 
 
 def test_the_planning_halves_import_no_heavy_library():
-    """The Snakefile imports every planning half when it builds the DAG: no pandas, matplotlib,
-    scipy or torch there (a fresh interpreter, so other tests' imports do not count)."""
+    """The Snakefile imports every planning half when it builds the DAG: no numpy, pandas,
+    matplotlib, scipy or torch there (a fresh interpreter, so other tests' imports do not count)."""
     code = ("import sys; from oracle.experiments import kinds; from oracle.workflow import config, plan; "
-            "kinds(); print(' '.join(m for m in ('pandas', 'matplotlib', 'scipy', 'torch', 'seaborn') if m in sys.modules))")
+            "kinds(); print(' '.join(m for m in ('numpy', 'pandas', 'matplotlib', 'scipy', 'torch', 'seaborn') "
+            "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == ""
 

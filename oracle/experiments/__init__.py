@@ -63,9 +63,10 @@ experiments.smk) and the generic table, figure and numbers rules; a kind with jo
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
@@ -122,6 +123,17 @@ def register(registry: dict[str, ModuleType], module: ModuleType) -> None:
         raise ConfigError(f"experiment kind {kind!r} is registered twice: by {registry[kind].__name__} and by "
                           f"{module.__name__}")
     registry[kind] = module
+
+
+def with_defaults(entry: Mapping, schema: Mapping) -> dict:
+    """A copy of `entry` with the ``default`` of every key of the kind's `schema` (its
+    ``SCHEMA``) that it lacks: what `oracle.workflow.config.fill_defaults` gives a validated
+    config, so a kind's `check` reads each default where it is stated once, its schema.yaml."""
+    out = dict(entry)
+    for key, sub in (schema.get("properties") or {}).items():
+        if "default" in sub:
+            out.setdefault(key, copy.deepcopy(sub["default"]))
+    return out
 
 
 def entry_schema(package_file: str) -> dict:

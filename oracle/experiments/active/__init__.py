@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from oracle.classifiers.active_learning import STRATEGIES
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, _training, entry_schema, reporting_half
+from oracle.experiments import CollectPaths, _training, entry_schema, reporting_half, with_defaults
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import world_spec
 
@@ -42,6 +41,9 @@ ARTIFACTS = artifacts_by_name(
              "aleatoric entropy H(p), against labels; mean ± std over every run (all strategies and seeds)."),
 )
 
+#: Acquisition strategies, in display order: ``random`` and every score of
+#: `oracle.classifiers.active_learning.SCORES` (the rules' {strategy} wildcard matches these).
+STRATEGIES = ("random", "max_entropy", "max_epistemic", "bald")
 #: Display names and colours of the strategies (paper Figures 8 and 9: random grey, entropy blue,
 #: exact epistemic orange).
 STRATEGY_LABELS = {"random": "Random", "max_entropy": "Max Entropy", "max_epistemic": "Max Epistemic (exact)",
@@ -54,20 +56,16 @@ TARGET_LABELS = {"exact_epistemic": "exact epistemic KL(p || q)", "exact_aleator
 #: training hyperparameters are added to them (`oracle.workflow.plan.resolve_experiment`).
 RUN_ENTRY_KEYS = ("world", "labels", "hard_label", "strategies", "initial_size", "rounds", "batch", "pool_size",
                   "mc_samples", "drop_rate")
-#: Defaults of the optional keys (also in config.schema.yaml).
-DEFAULTS = {"hard_label": "label", "mc_samples": 20, "drop_rate": 0.25, "target_accuracy": None, "training": None}
 
 
 # --------------------------------------------------------------------------- config
 def check(name: str, entry: dict, config: Mapping) -> dict:
-    """The entry with defaults filled in: world, archs, labels/hard_label and training as for
+    """The entry with its schema's defaults filled in: world, archs, labels/hard_label and training as for
     every classifier experiment (`_training.check_classifier_entry`); strategies known and
     unique; BALD needs drop_rate > 0; the initial set and the pool fit in the world's
     training pool, and the rounds in the pool."""
     key = f"experiments.{name}"
-    for k, v in DEFAULTS.items():
-        entry.setdefault(k, v)
-    spec = _training.check_classifier_entry(name, entry, config)
+    spec = _training.check_classifier_entry(name, with_defaults(entry, SCHEMA), config)
     spec.pop("sizes")  # set by the shared check; an active experiment has no size grid
     unknown = [s for s in spec["strategies"] if s not in STRATEGIES]
     if unknown or not spec["strategies"] or len(set(spec["strategies"])) != len(spec["strategies"]):

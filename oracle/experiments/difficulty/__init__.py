@@ -75,9 +75,7 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
         entry["learner"] = _check_learner(key, dict(learner), worlds, specs, config)
         entry["archs"] = [entry["learner"]["arch"]]
         entry["arch_labels"] = {entry["learner"]["arch"]: arch_spec(config, entry["learner"]["arch"])["label"]}
-        training = dict(config["classifiers"]["training"])
-        training.update(entry.get("training") or {})
-        entry["training"] = {k: training[k] for k in _training.TRAINING_KEYS}
+        entry["training"] = _training.training_settings(entry, config)
     return entry
 
 

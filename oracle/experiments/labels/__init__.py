@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, _calibration, _training, entry_schema, reporting_half
+from oracle.experiments import CollectPaths, _calibration, _training, entry_schema, reporting_half, with_defaults
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "labels"
@@ -50,14 +50,13 @@ _CELL = re.compile(r"(hard|soft)-N(\d+)")
 # --------------------------------------------------------------------------- config
 def check(name: str, entry: dict, config: Mapping) -> dict:
     """The entry with defaults filled in: ``arch`` (one architecture) becomes ``archs``;
-    ``hard_label`` defaults to ``posterior_argmax``; ``curve_sizes`` (the three sizes of the
+    ``hard_label`` defaults to ``posterior_argmax`` (its schema); ``curve_sizes`` (the three sizes of the
     figure's top row) default to the smallest, a middle and the largest N and must be sizes
     of the experiment."""
     key = f"experiments.{name}"
-    entry = dict(entry)
+    entry = with_defaults(entry, SCHEMA)
     entry["archs"] = [entry.pop("arch")]
     entry["labels"] = "hard"  # the hard arm's checks (hard_label: source at T != 1)
-    entry.setdefault("hard_label", "posterior_argmax")
     spec = _training.check_classifier_entry(name, entry, config)
     spec["labels"] = "both"
     sizes = spec["sizes"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, _calibration, _training, entry_schema, reporting_half
+from oracle.experiments import CollectPaths, _calibration, _training, entry_schema, reporting_half, with_defaults
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "scaling"
@@ -58,9 +58,9 @@ ARTIFACTS = artifacts_by_name(
 
 # --------------------------------------------------------------------------- config
 def check(name: str, entry: dict, config: Mapping) -> dict:
-    """The entry with defaults filled in (see `_training.check_classifier_entry`); the table
+    """The entry with its schema's defaults filled in (see `_training.check_classifier_entry`); the table
     options must name sizes and architectures of the experiment."""
-    spec = _training.check_classifier_entry(name, entry, config)
+    spec = _training.check_classifier_entry(name, with_defaults(entry, SCHEMA), config)
     key = f"experiments.{name}"
     for opt in ("table_size", "table_archs", "table_sizes"):
         spec.setdefault(opt, None)

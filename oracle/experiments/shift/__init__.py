@@ -36,7 +36,7 @@ import math
 from collections.abc import Mapping
 
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, _training, entry_schema, reporting_half
+from oracle.experiments import CollectPaths, _training, entry_schema, reporting_half, with_defaults
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import known_num_classes, world_specs
 
@@ -75,6 +75,7 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     null), ``noise_std`` (>= 0, default 0), ``world`` (default the experiment's), ``label``
     (default the name); ``baseline`` names one of them; ``size`` fits every training pool."""
     key = f"experiments.{name}"
+    entry = with_defaults(entry, SCHEMA)
     entry.setdefault("labels", "hard")
     entry.setdefault("val_fraction", 0.0)
     spec = _training.check_classifier_entry(name, entry, config)
