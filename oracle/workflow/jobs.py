@@ -54,7 +54,7 @@ def script_job(job: Any = None, *, log_path: str | os.PathLike | None | bool = T
     """Run the body of a workflow script: yields the start time (``time.time()``).
 
     job:      the ``snakemake`` object of the rule's script (None: a plain log/thread wrapper).
-    log_path: where stdout and stderr go (tqdm bars, warnings, tracebacks); default the rule's
+    log_path: where stdout and stderr go (progress lines, warnings, tracebacks); default the rule's
               log, None for the calling stream.
     threads:  torch intra-op threads (default the rule's threads; deterministic on CPU for a
               fixed count); applied when the script imports torch (before or inside the body).
