@@ -108,7 +108,7 @@ rule all:
 
 rule effective_config:
     output:
-        f"{RUN}/config.yaml",
+        EFFECTIVE_CONFIG,
     params:
         config=config,
         config_keys=list(config),  # the whole config

@@ -17,7 +17,7 @@ rule active_learning:
     output:
         rounds=ACTIVE_ROUNDS,
     wildcard_constraints:
-        strategy=_one_of(kind_module("active").STRATEGIES),
+        strategy=one_of(kind_module("active").STRATEGIES),
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         arch=lambda wildcards: plan.arch_spec(config, wildcards.arch),

@@ -114,17 +114,18 @@ def test_every_rules_file_of_a_kind_is_included():
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_collect_inputs_name_what_collect_reads(kind):
-    """collect_inputs of every default entry returns {name: [paths]} from the path helpers."""
-    from oracle.experiments import CollectPaths
+    """collect_inputs of every default entry returns {name: [paths]}, each a file of the run
+    (oracle.workflow.paths.RunPaths, the one object every path reaches a kind through)."""
+    from oracle.workflow.paths import RunPaths
 
-    def fake(tag):
-        return lambda *args: [f"{tag}:{args[0] if isinstance(args[0], str) else len(list(args[0]))}"]
-
-    paths = CollectPaths(*(fake(f) for f in CollectPaths._fields))
-    specs = plan.experiment_specs(DEFAULT)
+    config = copy.deepcopy(DEFAULT)
+    oc.validate_config(config, SCHEMA)
+    oc.fill_defaults(config, SCHEMA)
+    paths = RunPaths(config)
     for name in entries_of(kind):
-        inputs = kind_module(kind).collect_inputs(name, specs[name], paths)
+        inputs = paths.collect_inputs(name)
         assert inputs and all(isinstance(v, list) and v for v in inputs.values()), inputs
+        assert all(f.startswith(f"{paths.RUN}/") for v in inputs.values() for f in v), inputs
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -33,8 +33,12 @@ Its interface (planning half unless marked):
                                              their ``config_keys``
                                              (``oracle.experiments._training.training_spec``)
 ``evaluation_sets(spec) -> list[str]``       the sets every classifier is predicted on
-``collect_inputs(name, spec, paths) -> dict`` {input name: [files]} of its collect job, from the
-                                             workflow's path helpers (`CollectPaths`)
+``collect_inputs(name, spec, paths) -> dict`` {input name: [files]} of its collect job, from
+                                             ``paths``: the run's `oracle.workflow.paths.RunPaths`,
+                                             every path of the run by name (``paths.world_samples
+                                             (world)``, ``paths.experiment_metrics(name)``, ...;
+                                             the workflow is the layer above, so a kind uses the
+                                             object without importing it)
 ``collect(spec, inputs) -> {data: frame}``   report: its data frames from those input files
 ``table(name, data, spec) -> frame``         report: one table (floats: `oracle.report.tables` rule)
 ``figure(name, data, spec, stem) -> paths``  report: one figure as <stem>.pdf/.png
@@ -66,10 +70,9 @@ from __future__ import annotations
 import copy
 import functools
 import importlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import NamedTuple
 
 from oracle.errors import ConfigError
 
@@ -84,19 +87,6 @@ INTERFACE = ("KIND", "ARTIFACTS", "DATA", "SCHEMA", "check", "classifier_runs", 
 OPTIONAL = ("split_needs", "run_evaluation_sets")
 #: The names its reporting half defines.
 REPORTING = ("collect", "table", "figure", "numbers")
-
-
-class CollectPaths(NamedTuple):
-    """The workflow's path helpers a kind's `collect_inputs` builds its collect job's inputs
-    from (rules/common.smk). Each takes an experiment name or world names and returns paths."""
-
-    metrics: Callable[[str], list[str]]  # metrics/<evalset>.json of every classifier it reads
-    predictions: Callable[[str], list[str]]  # predictions/<evalset>.h5 of every classifier it reads
-    histories: Callable[[str], list[str]]  # history.json of every classifier it trains
-    divergences: Callable[[Iterable[str], str], list[str]]  # kl_from_<reference>.json of worlds
-    noisy_constants: Callable[[str, Iterable[float]], list[str]]  # a world's noisy test sets' constants
-    constants: Callable[[Iterable[str]], list[str]]  # constants.json of worlds
-    active_rounds: Callable[[str, Iterable[dict]], list[str]]  # rounds.json of active runs {arch, strategy, seed}
 
 
 def reporting_half(package: str) -> Callable[[str], object]:

@@ -61,6 +61,7 @@ from oracle.io.hashing import file_sha256, path_sha256
 from oracle.workflow.config_paths import compare_config
 from oracle.workflow.input_identity import (in_results, named_by_config, oracle_hasher, place_problems,
                                             sample_attr_problems)
+from oracle.workflow.paths import CONFIG_FILE, NUMBERS_FILE, RESULTS
 from oracle.workflow.provenance import REPO_ROOT, read_record, record_root, resolve_recorded_path
 
 
@@ -120,8 +121,8 @@ def check_numbers(numbers_path: str | os.PathLike, *, run: str | os.PathLike | N
     run_dir = Path(run) if run is not None else path.parent
     problems = []
     if rederive:
-        if config is None and (run_dir / "config.yaml").is_file():
-            config = load_config(run_dir / "config.yaml")
+        if config is None and (run_dir / CONFIG_FILE).is_file():
+            config = load_config(run_dir / CONFIG_FILE)
         problems += rederive_problems(path, config)
     for key, entry in load_numbers(path).items():
         if "value" not in entry:
@@ -195,7 +196,7 @@ def _code_differs(rec: Mapping | None, cur: Mapping) -> str | None:
 def _is_oracle_checkpoint(path: Path) -> bool:
     """A frozen world of a run: ``results/<run>/oracle/<name>.pt`` (flow.pt, gaussian_world.pt)."""
     p = Path(os.path.abspath(path))
-    return p.parent.name == "oracle" and p.suffix == ".pt" and p.parent.parent.parent.name == "results"
+    return p.parent.name == "oracle" and p.suffix == ".pt" and p.parent.parent.parent.name == RESULTS
 
 
 class _Auditor:
@@ -307,7 +308,7 @@ class _Auditor:
 def _find_run(target_path: Path | None) -> Path | None:
     if target_path is not None:
         for parent in Path(os.path.abspath(target_path)).parents:
-            if parent.parent.name == "results":
+            if parent.parent.name == RESULTS:
                 return parent
     return None
 
@@ -326,12 +327,12 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
         art_path, shown = Path(target), target
     else:
         if run_dir is None:
-            cands = sorted(Path("results").glob("*/numbers.json")) if Path("results").is_dir() else []
+            cands = sorted(Path(RESULTS).glob(f"*/{NUMBERS_FILE}")) if Path(RESULTS).is_dir() else []
             if len(cands) != 1:
                 raise DataError(f"{target!r} is neither an existing path nor resolvable as a number key: "
                                 f"pass --run results/<run> ({len(cands)} runs with numbers.json found)")
             run_dir = cands[0].parent
-        numbers_path = run_dir / "numbers.json"
+        numbers_path = run_dir / NUMBERS_FILE
         numbers = load_numbers(numbers_path)
         if target not in numbers:
             close = difflib.get_close_matches(target, list(numbers), n=3)
@@ -350,8 +351,8 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
     config_source = None
     if configfile is not None:
         current_config, config_source = load_config(configfile), str(configfile)
-    elif run_dir is not None and (run_dir / "config.yaml").is_file():
-        current_config, config_source = load_config(run_dir / "config.yaml"), str(run_dir / "config.yaml")
+    elif run_dir is not None and (run_dir / CONFIG_FILE).is_file():
+        current_config, config_source = load_config(run_dir / CONFIG_FILE), str(run_dir / CONFIG_FILE)
 
     auditor = _Auditor(current_config, strict_code, run_dir)
     number_chain: list[dict] = []

@@ -63,23 +63,11 @@ def merged_config(files: list[Path]) -> dict:
 
 
 def paper_files(cfg: dict, workdir: Path) -> dict[str, list[Path]]:
-    """paper id -> every file of its artifact, as rules/common.smk's artifact_files names them."""
-    from oracle.experiments import kind_module
-    from oracle.validation.artifacts import ARTIFACTS as VALIDATION_ARTIFACTS
+    """paper id -> every file of its artifact below `workdir` (oracle.workflow.paths.RunPaths,
+    where the rules take their paths from)."""
+    from oracle.workflow.paths import RunPaths
 
-    run = workdir / "results" / cfg["run"]
-    out = {}
-    for pid, target in (cfg.get("paper") or {}).items():
-        owner, name = target.split("/", 1)
-        if owner == "validation":
-            art = VALIDATION_ARTIFACTS[name]
-            stem = run / "validation" / art.folder / name
-        else:
-            kind = cfg["experiments"][owner]["kind"]
-            art = kind_module(kind).ARTIFACTS[name]
-            stem = run / kind / owner / ("tables" if art.type == "table" else "figures") / name
-        out[pid] = [stem.with_name(f"{name}.{s}") for s in art.suffixes]
-    return out
+    return {pid: [workdir / f for f in files] for pid, files in RunPaths(cfg).paper_files().items()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,9 +17,10 @@ and figures; KL and entropies in nats; labels count the initial set.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, _training, entry_schema, reporting_half, with_defaults
+from oracle.experiments import _training, entry_schema, reporting_half, with_defaults
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import world_spec
 
@@ -119,7 +120,7 @@ def runs(spec: Mapping) -> list[dict]:
             for a in spec["archs"] for s in spec["strategies"] for seed in spec["seeds"]]
 
 
-def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """rounds.json of every run (arch, strategy, seed)."""
     return {"rounds": paths.active_rounds(name, runs(spec))}
 

@@ -26,9 +26,10 @@ at the largest selected N, every seed and set). Fractions throughout (probabilit
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, entry_schema, reporting_half
+from oracle.experiments import entry_schema, reporting_half
 from oracle.experiments.estimators import borrow_models
 from oracle.report.paper import Artifact, artifacts_by_name
 
@@ -92,9 +93,9 @@ def evaluation_sets(spec: Mapping) -> list[str]:
     return [spec["world"], *spec["shifted_sets"]]
 
 
-def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """The metrics files of the models it evaluates, on every set."""
-    return {"metrics": paths.metrics(name)}
+    return {"metrics": paths.experiment_metrics(name)}
 
 
 SCHEMA = entry_schema(__file__)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, _calibration, _training, entry_schema, reporting_half, with_defaults
+from oracle.experiments import _calibration, _training, entry_schema, reporting_half, with_defaults
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "labels"
@@ -102,9 +103,9 @@ def evaluation_sets(spec: Mapping) -> list[str]:
     return [spec["world"]]
 
 
-def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """Its classifiers' metrics files and training histories."""
-    return {"metrics": paths.metrics(name), "histories": paths.histories(name)}
+    return {"metrics": paths.experiment_metrics(name), "histories": paths.experiment_histories(name)}
 
 
 SCHEMA = entry_schema(__file__)

@@ -16,9 +16,10 @@ percentages in tables and figures.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, _calibration, _training, entry_schema, reporting_half, with_defaults
+from oracle.experiments import _calibration, _training, entry_schema, reporting_half, with_defaults
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "scaling"
@@ -93,9 +94,9 @@ def evaluation_sets(spec: Mapping) -> list[str]:
     return [spec["world"]]
 
 
-def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """Its classifiers' metrics files on every evaluation set."""
-    return {"metrics": paths.metrics(name)}
+    return {"metrics": paths.experiment_metrics(name)}
 
 
 SCHEMA = entry_schema(__file__)
