@@ -93,16 +93,6 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     return spec
 
 
-def classifier_runs(spec: Mapping) -> list[dict]:
-    """None: the active-learning rule trains its own models, one per round (rules/active.smk)."""
-    return []
-
-
-def training_spec(spec: Mapping, cell: str) -> dict:
-    """Not defined: an active experiment has no classifier cells."""
-    raise ConfigError(f"experiment kind 'active' has no classifier cells (asked for {cell!r})")
-
-
 def evaluation_sets(spec: Mapping) -> list[str]:
     """Every round's model is scored on the test set of the experiment's world."""
     return [spec["world"]]

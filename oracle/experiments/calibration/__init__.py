@@ -78,16 +78,6 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     return entry
 
 
-def classifier_runs(spec: Mapping) -> list[dict]:
-    """None of its own: it predicts the classifiers of experiment ``models`` (spec ``borrowed_runs``)."""
-    return []
-
-
-def training_spec(spec: Mapping, cell: str) -> dict:
-    raise ConfigError(f"experiment kind calibration trains no classifiers (asked for cell {cell!r}); its models are "
-                      f"those of experiment {spec['models']!r}")
-
-
 def evaluation_sets(spec: Mapping) -> list[str]:
     """The models' clean test set (sigma 0) and every shifted set."""
     return [spec["world"], *spec["shifted_sets"]]
