@@ -169,24 +169,43 @@ def test_a_config_with_the_old_job_server_key_says_where_it_went() -> None:
 #: its own thread count (and relaunches itself under torchrun), and `data` is the run's first
 #: job, which would wait for the server's imports on the path to the flow.
 INLINE_SCRIPTS = {"oracle_train.py", "data.py"}
+#: Rule scripts that are one call of a named entry point of the library, which enters through
+#: `run_job` itself (where a job decides more than its body: oracle_train's torchrun launch).
+ENTRY_POINTS = {"oracle_train.py": "oracle.workflow.flow_job.train_oracle"}
 
 
-def _run_job_calls(tree: ast.Module) -> list[ast.Call]:
-    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
-            and getattr(n.value.func, "id", None) == "run_job"]
+def _run_job_calls(tree: ast.AST) -> list[ast.Call]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "run_job"]
+
+
+def _entry_point_call(root: Path, name: str, tree: ast.Module) -> ast.Call:
+    """The script is ``from <module> import <entry>`` and ``<entry>(snakemake)``: the one
+    run_job call of that library function."""
+    module, _, entry = ENTRY_POINTS[name].rpartition(".")
+    body = [ast.unparse(n) for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    assert body == [f"from {module} import {entry}", f"{entry}(snakemake)"], (name, body)
+    source = ast.parse((root / (module.replace(".", "/") + ".py")).read_text())
+    func = next(n for n in source.body if isinstance(n, ast.FunctionDef) and n.name == entry)
+    calls = _run_job_calls(func)
+    assert len(calls) == 1, ENTRY_POINTS[name]
+    return calls[0]
 
 
 def test_every_rule_script_is_one_run_job_call():
-    """Every rule script enters through `run_job`; one that hands itself to the server has
-    nothing else at module level (no import before the hand-off pays for torch & co. in the
-    client), and only the scripts that run inline on purpose say server=False."""
+    """Every rule script enters through `run_job`, in the script or in the library entry point
+    it calls; one that hands itself to the server has nothing else at module level (no import
+    before the hand-off pays for torch & co. in the client), and only the scripts that run
+    inline on purpose say server=False."""
     root = Path(__file__).resolve().parents[1]
     rule_files = [root / "Snakefile", *sorted((root / "rules").glob("*.smk"))]
     scripts = {name for f in rule_files for name in re.findall(r'"(?:\.\./)?scripts/(\w+\.py)"', f.read_text())}
-    assert len(scripts) > 20 and INLINE_SCRIPTS <= scripts
+    assert len(scripts) > 20 and INLINE_SCRIPTS <= scripts and set(ENTRY_POINTS) <= scripts
     for name in sorted(scripts):
         tree = ast.parse((root / "scripts" / name).read_text())
-        calls = _run_job_calls(tree)
+        if name in ENTRY_POINTS:
+            calls = [_entry_point_call(root, name, tree)]
+        else:
+            calls = _run_job_calls(tree)
         assert len(calls) == 1, name
         inline = {k.arg: k.value for k in calls[0].keywords}.get("server")
         if name in INLINE_SCRIPTS:
