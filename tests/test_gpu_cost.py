@@ -1,4 +1,4 @@
-"""oracle.workflow.gpu_cost (the projected GPU cost of docs/gpu.md) and oracle.workflow.gpu_check (scripts/gpu_check.py)."""
+"""oracle.workflow.gpu_cost (the projected GPU cost of docs/gpu.md) and oracle.workflow.gpu_check (scripts/tools/gpu_check.py)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_a_failing_check_is_reported_and_the_others_run():
 @pytest.mark.slow
 def test_gpu_check_small_runs_every_check_on_cpu(tmp_path):
     out = tmp_path / "checks.json"
-    proc = subprocess.run([sys.executable, "scripts/gpu_check.py", "--preset", "presets/afhq256.yaml", "--small",
+    proc = subprocess.run([sys.executable, "scripts/tools/gpu_check.py", "--preset", "presets/afhq256.yaml", "--small",
                            "--device", "cpu", "--json-out", str(out)], cwd=REPO, capture_output=True, text=True,
                           timeout=1800, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -117,7 +117,7 @@ def test_gpu_check_small_runs_every_check_on_cpu(tmp_path):
 
 @pytest.mark.slow
 def test_gpu_cost_table_is_current():
-    """docs/gpu.md's table equals what scripts/gpu_cost_table.py computes now."""
-    proc = subprocess.run([sys.executable, "scripts/gpu_cost_table.py", "--check"], cwd=REPO, capture_output=True,
+    """docs/gpu.md's table equals what scripts/tools/gpu_cost_table.py computes now."""
+    proc = subprocess.run([sys.executable, "scripts/tools/gpu_cost_table.py", "--check"], cwd=REPO, capture_output=True,
                           text=True, timeout=3600, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
