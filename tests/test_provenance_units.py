@@ -230,7 +230,7 @@ def test_code_check_names_the_changed_module(tmp_path):
     from oracle.workflow.provenance import REPO_ROOT, code_files
 
     recorded = code_files()  # this process imported oracle.workflow.provenance from the repository
-    assert recorded["oracle/workflow/provenance.py"] == file_sha256(REPO_ROOT / "oracle" / "workflow" / "provenance.py")
+    assert recorded["oracle/workflow/provenance.py"] == file_sha256(REPO_ROOT / "oracle/workflow/provenance.py")
     assert all(not k.startswith(("/", ".venv/")) and "site-packages" not in k for k in recorded)
     (tmp_path / "oracle").mkdir()
     for name in ("a.py", "b.py", "c.py"):

@@ -386,7 +386,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m oracle.workflow.config", description=main.__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+", help="config files (a preset, config.yaml, your own)")
     args = ap.parse_args(argv)
-    schema = Path(__file__).resolve().parents[2] / "config.schema.yaml"
+    from oracle.workflow.paths import REPO_ROOT
+
+    schema = REPO_ROOT / "config.schema.yaml"
     status = 0
     for f in args.files:
         try:

@@ -31,11 +31,16 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+import oracle
 from oracle.experiments import kind_module
 from oracle.workflow import plan
 
+#: The checkout this code runs from: the folder holding the ``oracle`` package (the Snakefile,
+#: config.schema.yaml, presets/), whatever module asks.
+REPO_ROOT = Path(oracle.__file__).resolve().parents[1]
 #: Where runs live, relative to the working directory of the workflow.
 RESULTS = "results"
 #: In a run folder: every number of the run, and the run's effective config.

@@ -15,10 +15,8 @@ from pathlib import Path
 
 from oracle.errors import ConfigError
 from oracle.workflow.config import load_yaml
+from oracle.workflow.paths import REPO_ROOT as REPO
 from oracle.workflow.paths import RunPaths
-
-#: The checkout whose presets are rehearsed (presets/, presets/rehearsal/, the Snakefile).
-REPO = Path(__file__).resolve().parents[2]
 
 
 def configfiles(preset: str, repo: Path = REPO) -> list[Path]:
