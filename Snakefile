@@ -17,8 +17,8 @@ from snakemake.utils import min_version
 
 RUN_STARTED = time.time()  # the end-of-run summary's wall time: before the config checks (timm)
 
-from oracle.workflow import config as oc
-from oracle.workflow import job_server
+from oracle.workflow.plan import config as oc
+from oracle.workflow.jobs import server as job_server
 
 min_version("9.0")
 
@@ -41,7 +41,7 @@ oc.check_config(config)
 # misspelled architecture fails now, not when its job starts after hours of flow training
 if workflow.is_main_process:
     oc.check_classifier_archs(config)
-    # the local job server stays up while this run lives (oracle.workflow.job_server)
+    # the local job server stays up while this run lives (oracle.workflow.jobs.server)
     job_server.mark_run()
 
 
@@ -81,12 +81,12 @@ localrules:
     timings,
 
 
-# The inputs of the jobs about to run are checked (oracle.workflow.input_identity) before
+# The inputs of the jobs about to run are checked (oracle.workflow.provenance.input_identity) before
 # Snakemake removes any of their outputs: a corrupt or foreign shard stops the run here, not
 # after the valid files built from the old shards were deleted.
 onstart:
     from oracle.errors import OracleError
-    from oracle.workflow.input_identity import check_pending_inputs
+    from oracle.workflow.provenance.input_identity import check_pending_inputs
 
     # `--touch` runs no job, so no input is read: nothing to check (and touched outputs have no records)
     _pending = [] if workflow.touch else list(workflow.dag.needrun_jobs())

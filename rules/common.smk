@@ -1,17 +1,17 @@
 # What every stage and experiment file uses, included first by the Snakefile: the run's paths
 # and the helpers its rules call with their wildcards, from the library, and the wildcard
 # constraints. Where each artifact lives and which rules file makes it:
-# oracle/workflow/paths.py (RunPaths); the wildcard helpers: oracle/workflow/rule_params.py.
+# oracle/workflow/plan/paths.py (RunPaths); the wildcard helpers: oracle/workflow/plan/rule_params.py.
 # What stays here needs Snakemake itself: the report() marks of tables and figures, and the
 # DAG's forced files of a paper target.
 
 from oracle.experiments import kind_module, kinds
 from oracle.report.captions import CAPTION_SUFFIX
-from oracle.workflow import config as oc
+from oracle.workflow.plan import config as oc
 from oracle.workflow import plan
-from oracle.workflow import resources as res
-from oracle.workflow.paths import RunPaths, one_of
-from oracle.workflow.rule_params import RuleParams
+from oracle.workflow.plan import resources as res
+from oracle.workflow.plan.paths import RunPaths, one_of
+from oracle.workflow.plan.rule_params import RuleParams
 
 PATHS = RunPaths(config)
 PARAMS = RuleParams(config, PATHS)

@@ -1,4 +1,4 @@
-# The run's timing table: after every other target of `all` (RUN_TARGETS, oracle.workflow.paths),
+# The run's timing table: after every other target of `all` (RUN_TARGETS, oracle.workflow.plan.paths),
 # the benchmark file of each job (benchmarks/<rule>.tsv or benchmarks/<rule>/<wildcards>.tsv)
 # summed per rule, with the run's wall time and critical path (from the provenance records) under
 # it. The benchmark files are globbed by the script: they are written after their job ends, and

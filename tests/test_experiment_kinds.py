@@ -19,7 +19,7 @@ import yaml
 from oracle.errors import ConfigError
 from oracle.experiments import INTERFACE, OPTIONAL, PACKAGES, REPORTING, kind_module, kinds, register
 from oracle.report.paper import Artifact
-from oracle.workflow import config as oc
+from oracle.workflow.plan import config as oc
 from oracle.workflow import plan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,8 +96,8 @@ def test_the_planning_halves_import_no_heavy_library():
     """The Snakefile imports every planning half when it builds the DAG: no numpy, pandas,
     matplotlib, scipy or torch there, nor when it asks the kinds for the experiments' paths and
     jobs (a fresh interpreter, so other tests' imports do not count)."""
-    code = ("import copy, sys, yaml; from oracle.experiments import kinds; from oracle.workflow import config, plan; "
-            "from oracle.workflow.paths import RunPaths; kinds(); "
+    code = ("import copy, sys, yaml; from oracle.experiments import kinds; from oracle.workflow.plan import config; from oracle.workflow import plan; "
+            "from oracle.workflow.plan.paths import RunPaths; kinds(); "
             "c = yaml.safe_load(open('config.yaml')); s = config.full_schema('config.schema.yaml'); "
             "config.validate_config(c, s); config.fill_defaults(c, s); p = RunPaths(c); "
             "p.experiment_targets(); [p.collect_inputs(n) for n in c['experiments']]; plan.prediction_jobs(c); "
@@ -138,8 +138,8 @@ def test_every_rules_file_of_a_kind_is_included():
 @pytest.mark.parametrize("kind", KINDS)
 def test_collect_inputs_name_what_collect_reads(kind):
     """collect_inputs of every default entry returns {name: [paths]}, each a file of the run
-    (oracle.workflow.paths.RunPaths, the one object every path reaches a kind through)."""
-    from oracle.workflow.paths import RunPaths
+    (oracle.workflow.plan.paths.RunPaths, the one object every path reaches a kind through)."""
+    from oracle.workflow.plan.paths import RunPaths
 
     config = copy.deepcopy(DEFAULT)
     oc.validate_config(config, SCHEMA)

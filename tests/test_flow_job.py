@@ -1,4 +1,4 @@
-"""Rule `oracle_train`'s job (oracle.workflow.flow_job): where it trains (inline, relaunched
+"""Rule `oracle_train`'s job (oracle.workflow.jobs.oracle_train): where it trains (inline, relaunched
 under torchrun, or as a torchrun worker) and what its body writes. The multi-process launch
 itself, killed and resumed, is tests/test_flow_launcher.py."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from oracle.workflow import flow_job
+from oracle.workflow.jobs import oracle_train as flow_job
 
 
 def test_launch_mode():

@@ -24,9 +24,9 @@ import yaml
 from scipy import stats
 from scipy.special import log_softmax
 
-from oracle.workflow import config as oc
+from oracle.workflow.plan import config as oc
 from oracle.workflow import plan
-from oracle.workflow.paths import world_file
+from oracle.workflow.plan.paths import world_file
 from oracle.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]

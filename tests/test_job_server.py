@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from oracle.errors import ConfigError
-from oracle.workflow import job_server as js
+from oracle.workflow.jobs import server as js
 
 PRELOAD = ("numpy",)  # the protocol does not depend on what is preloaded; numpy keeps it quick
 SYSTEM_PYTHON = "/usr/bin/python3"  # another user's interpreter: stdlib only, readable by all
@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent("""
     import os, sys
     from pathlib import Path
     import numpy as np
-    from oracle.workflow import job_server
+    from oracle.workflow.jobs import server as job_server
 
     out = Path(sys.argv[1])
     with open(sys.argv[1] + ".runs", "a") as runs:
@@ -55,7 +55,7 @@ SCRIPT = textwrap.dedent("""
 # the test client: run_in_server itself (idle seconds from $IDLE)
 CLIENT = textwrap.dedent("""
     import os, sys
-    from oracle.workflow.job_server import run_in_server
+    from oracle.workflow.jobs.server import run_in_server
     sys.exit(run_in_server(sys.argv[2:], preload=("numpy",), idle_s=float(os.environ.get("IDLE", "20")),
                            directory=sys.argv[1]) & 0xFF)
 """)
@@ -63,7 +63,7 @@ CLIENT = textwrap.dedent("""
 # a rule script's hand-off: delegate, then the inline run when it returns
 DELEGATE = textwrap.dedent("""
     import runpy, sys
-    from oracle.workflow import job_server as js
+    from oracle.workflow.jobs import server as js
     js.delegate(sys.argv[2:], usage_path=sys.argv[3] + ".usage.json", preload=("numpy",), directory=sys.argv[1])
     print("running inline", file=sys.stderr)
     sys.argv = sys.argv[2:]
@@ -158,7 +158,7 @@ def test_server_switch_is_the_environment() -> None:
 
 
 def test_a_config_with_the_old_job_server_key_says_where_it_went() -> None:
-    from oracle.workflow.config import validate_config
+    from oracle.workflow.plan.config import validate_config
 
     root = Path(__file__).resolve().parents[1]
     with pytest.raises(ConfigError, match="'job_server' is gone.*ORACLE_JOB_SERVER"):
@@ -171,7 +171,7 @@ def test_a_config_with_the_old_job_server_key_says_where_it_went() -> None:
 INLINE_SCRIPTS = {"oracle_train.py", "data.py"}
 #: Rule scripts that are one call of a named entry point of the library, which enters through
 #: `run_job` itself (where a job decides more than its body: oracle_train's torchrun launch).
-ENTRY_POINTS = {"oracle_train.py": "oracle.workflow.flow_job.train_oracle"}
+ENTRY_POINTS = {"oracle_train.py": "oracle.workflow.jobs.oracle_train.train_oracle"}
 
 
 def _run_job_calls(tree: ast.AST) -> list[ast.Call]:
@@ -342,8 +342,8 @@ def test_a_peer_of_another_uid_is_refused(scripts: Path) -> None:
     wrapper.write_text(textwrap.dedent("""
         import sys
         from pathlib import Path
-        from oracle.workflow import fork_server
-        from oracle.workflow import job_server as js
+        from oracle.workflow.jobs import fork_server
+        from oracle.workflow.jobs import server as js
         real = js._peer
         js._peer = lambda conn: (lambda p: (p[0], p[1] + 1, p[2]))(real(conn))  # every client: another uid
         fork_server.serve(Path(sys.argv[1]), 20.0, ["numpy"])
@@ -433,7 +433,7 @@ def test_a_planted_symlink_is_never_followed(scripts: Path) -> None:
 def test_a_silent_client_does_not_block_the_others(scripts: Path) -> None:
     """Attack 4: a client that connects and sends nothing; later jobs run, and the silent one
     is dropped after the request timeout."""
-    from oracle.workflow import fork_server
+    from oracle.workflow.jobs import fork_server
 
     assert _run(scripts, "server", "j.txt", "1", "0").returncode == 0  # the server is up
     silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

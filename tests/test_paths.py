@@ -1,5 +1,5 @@
-"""The paths of a run (oracle.workflow.paths.RunPaths) and the wildcard helpers of the rules
-(oracle.workflow.rule_params.RuleParams): the one place rules, kinds, CI's rehearsal and the
+"""The paths of a run (oracle.workflow.plan.paths.RunPaths) and the wildcard helpers of the rules
+(oracle.workflow.plan.rule_params.RuleParams): the one place rules, kinds, CI's rehearsal and the
 audit take a run's paths from."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from oracle.workflow import config as oc
+from oracle.workflow.plan import config as oc
 from oracle.workflow import plan
-from oracle.workflow.paths import RunPaths, one_of, run_dir, world_file
-from oracle.workflow.rule_params import RuleParams
+from oracle.workflow.plan.paths import RunPaths, one_of, run_dir, world_file
+from oracle.workflow.plan.rule_params import RuleParams
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = oc.full_schema(REPO / "config.schema.yaml")

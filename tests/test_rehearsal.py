@@ -26,7 +26,7 @@ import yaml
 from fake_inputs import FAKES
 from test_slurm import slurm_cluster  # noqa: F401  (the fixture)
 
-from oracle.workflow import config as oc
+from oracle.workflow.plan import config as oc
 
 REPO = Path(__file__).resolve().parents[1]
 

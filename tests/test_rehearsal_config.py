@@ -1,4 +1,4 @@
-"""The rehearsal's logic (oracle.workflow.rehearsal, used by scripts/ci/rehearse.py): the
+"""The rehearsal's logic (oracle.workflow.plan.rehearsal, used by scripts/ci/rehearse.py): the
 preset and overlay files, their merge held against Snakemake's own, the Snakemake command and
 the files every paper artifact must have. The rehearsals themselves: tests/test_rehearsal.py."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from oracle.errors import ConfigError
-from oracle.workflow import rehearsal
-from oracle.workflow.paths import RunPaths
+from oracle.workflow.plan import rehearsal
+from oracle.workflow.plan.paths import RunPaths
 
 REPO = Path(__file__).resolve().parents[1]
 OVERLAYS = sorted(p.stem for p in (REPO / "presets" / "rehearsal").glob("*.yaml"))

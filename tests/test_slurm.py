@@ -34,7 +34,7 @@ import pytest
 import yaml
 
 from oracle.workflow import plan
-from oracle.workflow import resources as res
+from oracle.workflow.plan import resources as res
 
 REPO = Path(__file__).resolve().parents[1]
 CI = REPO / "scripts" / "ci"

@@ -21,14 +21,14 @@ Its interface (planning half unless marked):
 ``SCHEMA``                                   the JSON schema of its config entry (keys besides
                                              ``kind``; ``$ref: "#/$defs/..."`` reaches the
                                              shared definitions of config.schema.yaml), which
-                                             `oracle.workflow.config.full_schema` slots in as
+                                             `oracle.workflow.plan.config.full_schema` slots in as
                                              ``$defs/experiment_<kind>``; its ``default``s are
                                              the entry's defaults (`with_defaults`)
 ``check(name, entry, config) -> dict``       the entry with defaults filled in, after the
                                              checks that need the rest of the config
                                              (ConfigError naming ``experiments.<name>.<key>``)
 ``collect_inputs(name, spec, paths) -> dict`` {input name: [files]} of its collect job, from
-                                             ``paths``: the run's `oracle.workflow.paths.RunPaths`,
+                                             ``paths``: the run's `oracle.workflow.plan.paths.RunPaths`,
                                              every path of the run by name (``paths.world_samples
                                              (world)``, ``paths.experiment_metrics(name)``, ...;
                                              the workflow is the layer above, so a kind uses the
@@ -153,7 +153,7 @@ def register(registry: dict[str, ModuleType], module: ModuleType) -> None:
 
 def with_defaults(entry: Mapping, schema: Mapping) -> dict:
     """A copy of `entry` with the ``default`` of every key of the kind's `schema` (its
-    ``SCHEMA``) that it lacks: what `oracle.workflow.config.fill_defaults` gives a validated
+    ``SCHEMA``) that it lacks: what `oracle.workflow.plan.config.fill_defaults` gives a validated
     config, so a kind's `check` reads each default where it is stated once, its schema.yaml."""
     out = dict(entry)
     for key, sub in (schema.get("properties") or {}).items():

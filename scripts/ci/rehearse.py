@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 from fake_inputs import place_inputs
 
 from oracle.errors import ConfigError
-from oracle.workflow.rehearsal import configfiles, merged_config, paper_files, snakemake_command  # noqa: F401 (tests)
+from oracle.workflow.plan.rehearsal import configfiles, merged_config, paper_files, snakemake_command  # noqa: F401 (tests)
 
 #: Per preset: how much fake raw data (images per class and split, or npz rows per file).
 DATA = {

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from oracle.errors import ConfigError
 from oracle.experiments import kind_module
 from oracle.experiments._training import CURVE_KEYS
-from oracle.workflow.config_paths import get_config_value, quoted
+from oracle.workflow.plan.config_paths import get_config_value, quoted
 from oracle.workflow.plan.evalsets import parse_evalset
 from oracle.workflow.plan.worlds import world_keys
 

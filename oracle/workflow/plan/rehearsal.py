@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from oracle.errors import ConfigError
-from oracle.workflow.config import load_yaml
-from oracle.workflow.paths import REPO_ROOT as REPO
-from oracle.workflow.paths import RunPaths
+from oracle.workflow.plan.config import load_yaml
+from oracle.workflow.plan.paths import REPO_ROOT as REPO
+from oracle.workflow.plan.paths import RunPaths
 
 
 def configfiles(preset: str, repo: Path = REPO) -> list[Path]:
@@ -52,7 +52,7 @@ def merged_config(files: Iterable[Path]) -> dict:
 
 
 def paper_files(config: Mapping, workdir: Path) -> dict[str, list[Path]]:
-    """paper id -> every file of its artifact below `workdir` (`oracle.workflow.paths.RunPaths`,
+    """paper id -> every file of its artifact below `workdir` (`oracle.workflow.plan.paths.RunPaths`,
     where the rules take their paths from)."""
     return {pid: [workdir / f for f in files] for pid, files in RunPaths(config).paper_files().items()}
 

@@ -70,7 +70,7 @@ def one_of(names: Iterable[str]) -> str:
 
 class RunPaths:
     """Every path of the run of `config` (a validated config with its defaults filled in;
-    `oracle.workflow.config`). Only the templates are made up front: the plan (worlds,
+    `oracle.workflow.plan.config`). Only the templates are made up front: the plan (worlds,
     experiments, classifiers) is resolved on first use, so asking for an artifact's files
     needs no more of the config than its ``run`` and its experiments' kinds."""
 

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from oracle.errors import ConfigError, DataError
-from oracle.workflow.config_paths import compare_config
+from oracle.workflow.plan.config_paths import compare_config
 from oracle.io.hashing import file_sha256
-from oracle.workflow.paths import RESULTS, run_dir, world_file
+from oracle.workflow.plan.paths import RESULTS, run_dir, world_file
 from oracle.workflow.provenance import read_record, resolve_recorded_path
 
 #: The folder every run's artifacts live under (``results/<run>/...``, rules/common.smk).

@@ -4,7 +4,7 @@ train_log.jsonl. ``scripts/oracle_train.py`` is one call, ``train_oracle(snakema
 Where it runs (`launch_mode`): with one GPU or none it trains in the job's own process; with
 ``resources.oracle.gpus`` > 1 the job relaunches its script under torchrun, one worker per GPU,
 and `oracle.flow_training` runs DDP, rank 0 writing the outputs. torchrun dies with the job, and
-each worker with torchrun (`oracle.workflow.resources.die_with_launcher`), so a killed job leaves
+each worker with torchrun (`oracle.workflow.plan.resources.die_with_launcher`), so a killed job leaves
 no worker training beside its rerun. It runs inline, never in the local job server: the flow
 trains for minutes with its own thread count, so the server's imports would save it nothing.
 
@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from oracle.workflow import resources as res
+from oracle.workflow.plan import resources as res
 from oracle.workflow.jobs import run_job, script_job
 
 #: What `launch_mode` decides: relaunch the script under torchrun, run as one of its workers,

@@ -1,7 +1,7 @@
 """What the rules compute from a job's wildcards besides its paths: the training spec of a
 classifier job, its group and time limit, and the caption and report category of an
 artifact. `RuleParams(config, paths)`; rules/common.smk hands every name of `rule_names` to
-the rules files (the paths themselves are `oracle.workflow.paths.RunPaths`).
+the rules files (the paths themselves are `oracle.workflow.plan.paths.RunPaths`).
 
 Each helper takes Snakemake's ``wildcards`` object (read by attribute: ``wildcards.experiment``)
 and returns plain values; none needs anything else of Snakemake.
@@ -18,8 +18,8 @@ from typing import Any
 from oracle.experiments import kind_module
 from oracle.report.paper import caption_with_paper_ids, paper_ids, paper_label
 from oracle.workflow import plan
-from oracle.workflow import resources as res
-from oracle.workflow.paths import RunPaths
+from oracle.workflow.plan import resources as res
+from oracle.workflow.plan.paths import RunPaths
 
 
 class RuleParams:

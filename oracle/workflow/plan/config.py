@@ -377,16 +377,16 @@ def existing(paths: Iterable[str | None]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m oracle.workflow.config FILE...``: check config files as the workflow would
+    """``python -m oracle.workflow.plan.config FILE...``: check config files as the workflow would
     (YAML syntax with line and column, the schema, the cross-key checks, the timm names and
     pretrained files) and print one line per file. Snakemake reads a --configfile before the
     workflow can check it and then reports neither the file nor the line of a YAML error."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.config", description=main.__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.plan.config", description=main.__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+", help="config files (a preset, config.yaml, your own)")
     args = ap.parse_args(argv)
-    from oracle.workflow.paths import REPO_ROOT
+    from oracle.workflow.plan.paths import REPO_ROOT
 
     schema = REPO_ROOT / "config.schema.yaml"
     status = 0

@@ -21,7 +21,7 @@ def run_job(job: Any, main: Callable[[Any], Mapping[str, Any] | None], *, server
     """The one entry point of a rule's script: ``run_job(snakemake, main)``, the script's only
     statement besides ``def main``.
 
-    1. server=True: hand the script to the local job server (`oracle.workflow.job_server.delegate`,
+    1. server=True: hand the script to the local job server (`oracle.workflow.jobs.server.delegate`,
        switched by ``ORACLE_JOB_SERVER``) and exit with its status; the server's child runs the
        script again and gets past this step. The script's heavy imports belong inside `main`, so
        the client never pays for them. server=False: run inline (a job that is better off in a
@@ -34,7 +34,7 @@ def run_job(job: Any, main: Callable[[Any], Mapping[str, Any] | None], *, server
     CPU seconds) to ``<log>.usage.json`` beside the job's first log.
     """
     if server:
-        from oracle.workflow.job_server import delegate
+        from oracle.workflow.jobs.server import delegate
 
         logs = list(getattr(job, "log", None) or ())
         try:
@@ -134,7 +134,7 @@ def _torch_threads(n: int) -> None:
 
 def verify_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
     """Check that every input is the artifact this run's rule would have made; returns the
-    files checked against a record (`oracle.workflow.input_identity.check_inputs`).
+    files checked against a record (`oracle.workflow.provenance.input_identity.check_inputs`).
 
     Each input with a record must have its recorded bytes (same size and modification time,
     or else the same sha256), lie where its record says, and, given the run `config`, have
@@ -144,7 +144,7 @@ def verify_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
     against the sha256 it recorded for them. An input without a record is an error unless it
     lies outside ``results/`` and the config names it (raw data). DataError with one line.
     """
-    from oracle.workflow.input_identity import check_inputs
+    from oracle.workflow.provenance.input_identity import check_inputs
 
     return check_inputs(inputs, config)
 

@@ -1,8 +1,8 @@
 """Audit where an artifact or a reported number came from.
 
-    python -m oracle.workflow.audit PATH_OR_NUMBER_KEY [--run results/<run>] [--configfile FILE]
+    python -m oracle.workflow.provenance.audit PATH_OR_NUMBER_KEY [--run results/<run>] [--configfile FILE]
                            [--json] [--strict-code]
-    python -m oracle.workflow.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]   # re-derives every number
+    python -m oracle.workflow.provenance.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]   # re-derives every number
 
 TARGET is an artifact path, or a key of ``<run>/numbers.json``; a number entry looks like
 ``{"value": .., "unit": .., "se": .., "artifact": "<path of the artifact it was read from>"}``
@@ -24,13 +24,13 @@ recorded config subset and the code version. It FLAGS:
   in the current config is not a difference;
 - an artifact that is not the one its rule would make for this run: its record names another
   place, or (oracle samples) another world, seed, shard or oracle
-  (`oracle.workflow.input_identity`, the check every job makes of its inputs);
+  (`oracle.workflow.provenance.input_identity`, the check every job makes of its inputs);
 - the target itself having no record, and an input without one that lies under ``results/``
   or is no file the config names (only those are raw data);
 - for a number key, numbers.json itself when it changed since its record was written, was
   made under other config values, was computed from another version of the number's
   artifact or of a part it lists, and the number when recomputing it from its source with
-  the project's code (`oracle.workflow.audit_numbers`) gives another entry.
+  the project's code (`oracle.workflow.provenance.audit_numbers`) gives another entry.
 
 Code that differs from what made an artifact is a WARNING: the repository files the job
 imported (its record's ``code.files``) whose hash differs on disk now, or, for records
@@ -54,14 +54,14 @@ from pathlib import Path
 from typing import Any
 
 from oracle.errors import DataError, OracleError
-from oracle.workflow.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
-from oracle.workflow.audit_text import SHORT, code_str, render
+from oracle.workflow.provenance.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
+from oracle.workflow.provenance.audit_text import SHORT, code_str, render
 from oracle.code_version import code_version
 from oracle.io.hashing import file_sha256, path_sha256
-from oracle.workflow.config_paths import compare_config
-from oracle.workflow.input_identity import (in_results, named_by_config, oracle_hasher, place_problems,
+from oracle.workflow.plan.config_paths import compare_config
+from oracle.workflow.provenance.input_identity import (in_results, named_by_config, oracle_hasher, place_problems,
                                             sample_attr_problems)
-from oracle.workflow.paths import CONFIG_FILE, NUMBERS_FILE, RESULTS
+from oracle.workflow.plan.paths import CONFIG_FILE, NUMBERS_FILE, RESULTS
 from oracle.workflow.provenance import REPO_ROOT, read_record, record_root, resolve_recorded_path
 
 
@@ -111,7 +111,7 @@ def check_numbers(numbers_path: str | os.PathLike, *, run: str | os.PathLike | N
     """Problems with `numbers_path`: entries without a value or an artifact, artifacts that do
     not exist (and, with `require_record`, artifacts without a provenance record), and, with
     `rederive`, every number that differs from what its source artifact gives when recomputed
-    with the project's code (`oracle.workflow.audit_numbers.rederive_problems`; `config`:
+    with the project's code (`oracle.workflow.provenance.audit_numbers.rederive_problems`; `config`:
     the run config, default ``<run>/config.yaml``).
 
     Returns one line per problem; an empty list means every number names an existing artifact
@@ -448,7 +448,7 @@ def _check_number_in_record(number: dict, art_path: Path, holder: Path, auditor:
 # --------------------------------------------------------------------------- CLI
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0 ok, 1 flagged, 2 bad input)."""
-    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.audit", description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.provenance.audit", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("target", nargs="?", help="artifact path or numbers.json key (with --check-numbers: numbers.json path)")
     ap.add_argument("--run", help="results/<run> folder (numbers.json and config.yaml live there)")

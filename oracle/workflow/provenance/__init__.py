@@ -60,8 +60,8 @@ from typing import Any
 from oracle.code_version import code_version
 from oracle.errors import ConfigError, DataError
 from oracle.io.atomic import to_jsonable as _jsonable, write_json_atomic
-from oracle.workflow.config_paths import config_hash, config_subset
-from oracle.workflow.paths import REPO_ROOT
+from oracle.workflow.plan.config_paths import config_hash, config_subset
+from oracle.workflow.plan.paths import REPO_ROOT
 from oracle.io.hashing import RECORD_SUFFIX, dir_files, file_sha256, path_sha256
 
 RECORD_VERSION = 1
