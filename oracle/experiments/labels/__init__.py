@@ -5,7 +5,7 @@ one class per image (by default the argmax of the world's posterior, the paper's
 argmax"), and *soft*, the exact posterior vector p_T(y|x) itself. Both arms of a seed train
 on the same rows (the seed's nested subset), so the soft-minus-hard gain is paired by seed.
 Every classifier is scored on the world's test set against its labels and against the truth
-(`oracle.experiments._calibration_report`).
+(`oracle.experiments._calibration.report`).
 
 Cells are ``hard-N<n>`` and ``soft-N<n>``. Data: ``runs`` (one row per classifier),
 ``curves`` (per-epoch test accuracy and epistemic KL on classifiers.curve_size test rows,

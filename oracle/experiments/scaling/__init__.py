@@ -5,7 +5,7 @@ their cross-entropy decomposed exactly into the aleatoric floor E[H(p)] and the 
 gap E[KL(p || q)] (nats). Power laws KL ~ c N^-alpha are fitted per (arch, seed) and alpha is
 reported as mean ± std over seeds, as the paper does; the ECE gets its own power law beside
 it (the paper: the rates differ), and calibration is measured against the labels and against
-the truth (`oracle.experiments._calibration_report`).
+the truth (`oracle.experiments._calibration.report`).
 
 Data: ``runs`` (one row per classifier: `oracle.classifiers.evaluate.read_metrics_frame`),
 ``fits`` (`power_law_fits` of the epistemic KL, the ECE against labels and the true ECE) and

@@ -1,5 +1,5 @@
 """The captions of the calibration artifacts every classifier-training kind shares (their
-tables, figures and numbers: `oracle.experiments._calibration_report`)."""
+tables, figures and numbers: `oracle.experiments._calibration.report`)."""
 
 #: Columns of a runs frame that measure calibration (fractions, i.e. probabilities).
 CALIBRATION_COLUMNS = ("ece", "ece_posterior", "calibration_pointwise", "overconfidence", "overconfidence_truth",
