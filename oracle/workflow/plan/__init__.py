@@ -1,8 +1,10 @@
-"""What the workflow derives from a config, in plain values (the Snakefile imports it at
-DAG-build time, so standard library only):
+"""Planning: what the workflow derives from a config, in plain values (the Snakefile imports it
+at DAG-build time, so standard library only, with PyYAML and jsonschema for the config).
+
+Re-exported here (``plan.world_specs``):
 
 ``worlds``       each world's parameters with the base world's defaults and seeds, and the
-                 config keys they come from; the world kind and file; the class prior
+                 config keys they come from; the world kind; the class prior
 ``archs``        classifier architectures and their labels
 ``experiments``  the experiments checked and completed by their kinds (with the config keys
                  of their jobs), the classifiers they train, the sets those are scored on,
@@ -10,7 +12,10 @@ DAG-build time, so standard library only):
 ``evalsets``     evaluation-set names (a world's test set, a noisy copy of it)
 ``flows``        shards, the flow's spec and step count
 
-Every name is re-exported here (``plan.world_specs``).
+Imported by name: ``config`` (loading, schema, validation, checks), ``config_paths`` (the
+dotted config keys of provenance), ``paths`` (every path of a run: ``RunPaths``),
+``rule_params`` (the rules' wildcard helpers), ``resources`` (rule resources, the torchrun
+launch), ``rehearsal`` (a preset rehearsed in miniature).
 """
 
 from oracle.workflow.plan.archs import *  # noqa: F403
