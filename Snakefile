@@ -17,8 +17,8 @@ from snakemake.utils import min_version
 
 RUN_STARTED = time.time()  # the end-of-run summary's wall time: before the config checks (timm)
 
-from oracle.workflow import config as oc
-from oracle.workflow import job_server
+from oracle.workflow.plan import config as oc
+from oracle.workflow.jobs import server as job_server
 
 min_version("9.0")
 
@@ -45,7 +45,7 @@ if workflow.is_main_process:
     # run plans without them); `onstart` refuses a run whose jobs would read one
     if _missing := oc.missing_files(config):
         print(oc.missing_files_text(_missing), file=sys.stderr)
-    # the local job server stays up while this run lives (oracle.workflow.job_server)
+    # the local job server stays up while this run lives (oracle.workflow.jobs.server)
     job_server.mark_run()
 
 
@@ -95,12 +95,12 @@ workflow.localrules(*res.local_analysis_rules(config, kinds()))
 
 
 # Before any job runs: the raw data and weights the jobs about to run read are there
-# (oracle.workflow.config.missing_files), and their inputs are checked (oracle.workflow.
-# input_identity) before Snakemake removes any of their outputs: a corrupt or foreign shard
+# (oracle.workflow.plan.config.missing_files), and their inputs are checked
+# (oracle.workflow.provenance.input_identity) before Snakemake removes any of their outputs: a corrupt or foreign shard
 # stops the run here, not after the valid files built from the old shards were deleted.
 onstart:
     from oracle.errors import OracleError
-    from oracle.workflow.input_identity import check_pending_inputs
+    from oracle.workflow.provenance.input_identity import check_pending_inputs
 
     # `--touch` runs no job, so no input is read: nothing to check (and touched outputs have no records)
     _pending = [] if workflow.touch else list(workflow.dag.needrun_jobs())
@@ -134,7 +134,7 @@ rule all:
 
 rule effective_config:
     output:
-        f"{RUN}/config.yaml",
+        EFFECTIVE_CONFIG,
     params:
         config=config,
         config_keys=declared_keys("effective_config"),  # the whole config

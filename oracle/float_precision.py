@@ -13,7 +13,7 @@ term -- is accumulated in float64 whatever the mode, `oracle.flows`):
 measured on samples of the world itself (`oracle.float_precision_error.measure_precision`)
 and written into every shard (`oracle.sample_shards`): the largest |d log p(x|k)| (nats), the largest |d p_T(y|x)| and the largest
 KL(p64 || p_mode) (nats). ``auto`` takes the first mode of `fastest_first` whose posterior error
-stays below a tolerance (`oracle.float_precision_error.choose_precision`); the order comes from scripts/bench_precision.py
+stays below a tolerance (`oracle.float_precision_error.choose_precision`); the order comes from scripts/bench/precision.py
 (docs/benchmarks.md), not from timing each shard (too noisy to decide anything).
 Analytic worlds are computed in float64 only; their bound is 0.
 """

@@ -21,9 +21,9 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from oracle.errors import WorldError
+from oracle.progress import track
 from oracle.worlds import validate_prior
 
 __all__ = ["log_likelihoods", "log_posterior"]
@@ -47,7 +47,7 @@ def log_likelihoods(world, x, class_batch: int | None = None, image_batch: int |
         class_batch: classes per forward pass (None = all K at once). A flow evaluates
             ``rows * class_batch`` images per pass, so this bounds activation memory.
         image_batch: rows of ``x`` per pass (None = all n at once).
-        progress: show a tqdm bar over the passes.
+        progress: progress lines over the passes (`oracle.progress.track`) in a long call.
         max_rows: at most this many (image, class) pairs per pass (None = no bound): the images
             per pass are cut to ``max_rows // min(class_batch, K)`` (at least 1). A flow's
             activations grow with the pairs, so 256 images x 50 classes at 64 px would not fit
@@ -67,7 +67,7 @@ def log_likelihoods(world, x, class_batch: int | None = None, image_batch: int |
         image_batch = min(image_batch, max(1, max_rows // min(class_batch, K)))
     out = torch.empty(n, K, dtype=torch.float64, device=x.device)
     passes = [(i, j) for i in range(0, n, image_batch) for j in range(0, K, class_batch)]
-    for i, j in tqdm(passes, desc="log p(x|k)", disable=not progress, leave=False):
+    for i, j in track(passes, "log p(x|k)", unit="pass", enabled=progress):
         rows = slice(i, min(i + image_batch, n))
         classes = torch.arange(j, min(j + class_batch, K))
         ll = world.log_likelihood_classes(x[rows], classes)

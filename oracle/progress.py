@@ -1,12 +1,18 @@
-"""Progress lines for long loops: one line every ``every_s`` seconds (and at the start and the
-end) to the job's log, so ``tail -f results/<run>/logs/<rule>.log`` shows a running job.
+"""Progress lines for long loops, the one progress mechanism of the library: one line every
+``every_s`` seconds to the job's log, so ``tail -f results/<run>/logs/<rule>.log`` shows a
+running job.
 
 A workflow job's stdout and stderr go to its rule's log (`oracle.workflow.jobs.script_job`),
-which is not a terminal, so tqdm bars (``disable=None``) stay silent there, and a bar that did
+which is not a terminal: a terminal progress bar (tqdm's) stays silent there, and one that did
 write would fill the file with carriage-return updates. A :class:`Progress` writes whole lines
 instead, time-throttled::
 
     flow: step 120/1000 (12.0%) loss=3.123 | 4.21 step/s | elapsed 28s | ETA 3m29s
+
+Two ways in: a :class:`Progress` for a job's main loop (a line at its start and its end too,
+values such as the loss shown), and `track` for a loop inside one (a flow pass over classes, a
+prediction, decoding images), which may take a second or an hour: it writes nothing until
+``every_s`` has passed, so a short call leaves no line.
 
 It only reads the values it is given and writes text to a stream: it never touches an
 artifact, a random generator or a tensor, so no computed number depends on it.
@@ -17,10 +23,12 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable
-from typing import Any, TextIO
+from collections.abc import Callable, Iterable, Iterator, Sized
+from typing import Any, TextIO, TypeVar
 
-__all__ = ["Progress", "format_seconds"]
+T = TypeVar("T")
+
+__all__ = ["Progress", "format_seconds", "track"]
 
 #: Seconds between two progress lines of a long loop.
 EVERY_S = 10.0
@@ -56,11 +64,13 @@ class Progress:
              redirection to its log applies); each line is flushed.
     clock:   seconds, monotonic (tests pass a fake one).
     enabled: False writes nothing (ranks other than 0 of a distributed run).
+    quiet:   no line at construction, and `finish` writes one only after an earlier line (an
+             inner loop: silent unless it runs for `every_s`; see `track`).
     """
 
     def __init__(self, label: str, total: int, *, unit: str = "step", start: int = 0,
                  every_s: float = EVERY_S, stream: TextIO | None = None,
-                 clock: Callable[[], float] = time.monotonic, enabled: bool = True) -> None:
+                 clock: Callable[[], float] = time.monotonic, enabled: bool = True, quiet: bool = False) -> None:
         self.label, self.unit = label, unit
         self.total, self.start, self.done = int(total), int(start), int(start)
         self.every_s = float(every_s)
@@ -69,7 +79,8 @@ class Progress:
         self.t0 = clock()
         self.last_line_t = self.t0
         self.lines = 0
-        if enabled:
+        self.quiet = quiet
+        if enabled and not quiet:
             self._write(self.t0)
 
     def update(self, done: int | None = None, **values: Any) -> str | None:
@@ -90,9 +101,12 @@ class Progress:
         self.values.update(values)
 
     def finish(self, **values: Any) -> str | None:
-        """Write the last line (count, values, rate, elapsed time); returns it (None if disabled)."""
+        """Write the last line (count, values, rate, elapsed time); returns it (None if disabled,
+        or quiet and silent so far)."""
         self.values.update(values)
-        return self._write(self.clock()) if self.enabled else None
+        if not self.enabled or (self.quiet and not self.lines):
+            return None
+        return self._write(self.clock())
 
     def line(self, now: float) -> str:
         """The progress line at clock time `now` (see the module docstring)."""
@@ -118,3 +132,17 @@ class Progress:
         self.last_line_t = now
         self.lines += 1
         return text
+
+
+def track(items: Iterable[T], label: str, *, total: int | None = None, unit: str = "batch",
+          enabled: bool = True, every_s: float = EVERY_S, stream: TextIO | None = None,
+          clock: Callable[[], float] = time.monotonic) -> Iterator[T]:
+    """Yield the items of `items`, counting them in a quiet `Progress` (`total`: default
+    ``len(items)``): a line every `every_s` seconds while the loop runs and a last one at its
+    end, but none at all for a loop that ends sooner. `enabled` False: no line."""
+    n = len(items) if total is None and isinstance(items, Sized) else int(total or 0)
+    bar = Progress(label, n, unit=unit, every_s=every_s, stream=stream, clock=clock, enabled=enabled, quiet=True)
+    for item in items:
+        yield item
+        bar.update()
+    bar.finish()

@@ -16,6 +16,8 @@ rule active_learning:
         splits=lambda wildcards: world_splits(EXPERIMENTS[wildcards.experiment]["world"]),
     output:
         rounds=ACTIVE_ROUNDS,
+    wildcard_constraints:
+        strategy=one_of(kind_module("active").STRATEGIES),
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         arch=lambda wildcards: plan.arch_spec(config, wildcards.arch),

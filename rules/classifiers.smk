@@ -23,8 +23,6 @@ rule train_classifier:
     params:
         training=training,
         arch=lambda wildcards: plan.arch_spec(config, wildcards.arch),
-        curve_size=lambda wildcards: training(wildcards)["curve_size"],
-        curve_points=lambda wildcards: training(wildcards)["curve_points"],
         device=config["device"],
         config_keys=declared_keys("train_classifier"),
     group:

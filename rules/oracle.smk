@@ -5,7 +5,7 @@
 #
 # oracle.checkpoint null: train the flow here (oracle_train). With resources.oracle.gpus > 1
 # the script relaunches itself under torchrun (one process per GPU; oracle.flow_training does
-# DDP), with nodes > 1 under srun + torchrun (oracle.workflow.resources.oracle_launcher). Training
+# DDP), with nodes > 1 under srun + torchrun (oracle.workflow.plan.resources.oracle_launcher). Training
 # checkpoints to oracle/ckpt/ (not an output, so Snakemake keeps it when a job dies) and
 # resumes from it.
 #

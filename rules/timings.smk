@@ -1,20 +1,8 @@
-# The run's timing table: after every other target of `all`, the benchmark file of each job
-# (benchmarks/<rule>.tsv or benchmarks/<rule>/<wildcards>.tsv) summed per rule, with the run's
-# wall time and critical path (from the provenance records) under it. The benchmark
-# files are globbed by the script: they are written after their job ends, and this rule has no
-# benchmark of its own, so it cannot wait on itself.
-
-RUN_TARGETS = [
-    *SAMPLE_TARGETS,
-    *EXPERIMENT_TARGETS,
-    NUMBERS_JSON,
-    NUMBERS_TEX,
-    CLAIMS_CSV,
-    CLAIMS_MD,
-    *(VALIDATION_TARGETS if config["validation"]["enabled"] else []),
-    f"{RUN}/config.yaml",
-]
-
+# The run's timing table: after every other target of `all` (RUN_TARGETS, oracle.workflow.plan.paths),
+# the benchmark file of each job (benchmarks/<rule>.tsv or benchmarks/<rule>/<wildcards>.tsv)
+# summed per rule, with the run's wall time and critical path (from the provenance records) under
+# it. The benchmark files are globbed by the script: they are written after their job ends, and
+# this rule has no benchmark of its own, so it cannot wait on itself.
 
 rule timings:
     input:

@@ -138,11 +138,6 @@ rule validation_numbers:
         "../scripts/validation_numbers.py"
 
 
-from oracle.validation.artifacts import ARTIFACTS as VALIDATION_ARTIFACTS
-
-VALIDATION_TARGETS = [VALIDATION_METRICS] + [f for a in VALIDATION_ARTIFACTS for f in artifact_files("validation", a)]
-
-
 rule validation:
     input:
         VALIDATION_TARGETS,

@@ -14,7 +14,7 @@ def main(sm):
     from oracle.io.raw_files import raw_data_inputs
     from oracle.io.images import write_images_h5
     from oracle.io.real_data import load_split
-    from oracle.workflow.config import check_prior_length
+    from oracle.workflow.plan.config import check_prior_length
 
     spec = {k: v for k, v in sm.params.data.items() if v is not None}
     spec["seed"] = sm.params.seed
@@ -27,7 +27,7 @@ def main(sm):
     return dict(inputs=raw, extra={"raw_data": identity})
 
 
-# Runs inline, not in the job server (oracle.workflow.job_server): the run's first job, which
+# Runs inline, not in the job server (oracle.workflow.jobs.server): the run's first job, which
 # would wait ~8 s for the server to import torch & co. on the path to the flow, where its own
 # imports take ~3 s.
 run_job(snakemake, main, server=False)  # noqa: F821 - injected by Snakemake's script directive

@@ -1,4 +1,4 @@
-"""Rule `<kind>_collect` (rules/<kind>.smk): an experiment's data files from its inputs ->
+"""Rule `<kind>_collect` (one per registered kind, rules/experiments.smk): an experiment's data files from its inputs ->
 <kind>/<experiment>/data/<data>.csv, computed by oracle.experiments.<kind>.collect."""
 
 from oracle.workflow.jobs import run_job

@@ -13,7 +13,7 @@ def main(sm):
     from oracle.report.tables import write_csv_markdown
     from oracle.report.timings import (critical_path, job_intervals, provenance_jobs, read_rss_records,
                                        time_jobs_by_benchmarks, timing_notes, timings_table, wall_time)
-    from oracle.workflow.job_server import server_configured
+    from oracle.workflow.jobs.server import server_configured
 
     served = server_configured()  # then benchmarks measured each job's client, not its work
     # no record at all: a server that records no memory, so no rule's benchmark can be trusted

@@ -18,7 +18,8 @@ def main(sm):
 
     from oracle.classifiers.build import build_classifier
     from oracle.classifiers.checkpoints import save_model
-    from oracle.classifiers.data import curve_monitor, evaluation_set, training_epochs, training_set
+    from oracle.classifiers.data import curve_monitor, evaluation_set, training_set
+    from oracle.classifiers.specs import training_epochs
     from oracle.classifiers.train import curve_epochs, train_classifier
     from oracle.devices import pick_device
     from oracle.io.atomic import write_json_atomic
@@ -30,10 +31,10 @@ def main(sm):
     _, c, h, _ = data.x.shape
     pretrained = arch["pretrained"] if isinstance(arch["pretrained"], str) else None
     model = build_classifier(arch["model"], data.num_classes, int(c), int(h), arch["input_size"], pretrained, seed=seed)
-    epochs = training_epochs(spec)
-    curve_size = int(sm.params.curve_size)
+    epochs = training_epochs(tr, spec["n"], spec.get("val_fraction"))
+    curve_size = int(spec["curve_size"])
     monitor = curve_monitor(evaluation_set(sm.input.samples, sm.input.splits, curve_size), device) if curve_size else None
-    scored = curve_epochs(epochs, sm.params.curve_points) if curve_size else []
+    scored = curve_epochs(epochs, spec["curve_points"]) if curve_size else []
     state = Path(sm.output.model).with_name("train_state.pt")
     model, history = train_classifier(
         model, data.images(), torch.from_numpy(data.targets), soft=data.soft, epochs=epochs,

@@ -305,22 +305,24 @@ def test_curve_monitor_against_numpy(world_files):
     assert got["curve_epistemic"] > 0
 
 
-@pytest.mark.parametrize(("n", "val_fraction", "expected"), [(70, None, 50), (70, 0.2, 100), (50, 0.0, 100),
-                                                             (1000, 0.2, 10), (2000, None, 10)])
-def test_training_epochs_count_the_rows_left_after_the_validation_split(n, val_fraction, expected):
-    """Epochs of a spec (10 epochs, at least 100 steps of 64): 70 rows are 2 batches (50
-    epochs), but 56 after a 20% validation split are 1 (100 epochs); checked against counting
-    steps epoch by epoch."""
-    from oracle.classifiers.data import training_epochs
+@pytest.mark.parametrize(("n", "val_fraction", "batch", "expected"), [
+    (70, None, 64, 50), (70, 0.2, 64, 100), (50, 0.0, 64, 100), (1000, 0.2, 64, 10), (2000, None, 64, 10),
+    (45, 0.1, 8, 17)])
+def test_training_epochs_count_the_rows_left_after_the_validation_split(n, val_fraction, batch, expected):
+    """Epochs of a training spec (10 epochs, at least 100 steps): 70 rows are 2 batches of 64 (50
+    epochs), but 56 after a 20% validation split are 1 (100 epochs). 45 rows with a 10% split
+    hold out round(4.5) = 4, as train_classifier does, and fit on 41 (6 batches of 8: 17 epochs);
+    the GPU-cost projection used to count round(45 * 0.9) = 40 rows (5 batches: 20 epochs).
+    Checked against counting steps epoch by epoch."""
+    from oracle.classifiers.specs import training_epochs, validation_rows
 
-    spec = {"n": n, "training": {"epochs": 10, "batch_size": 64, "min_steps": 100}}
-    if val_fraction is not None:
-        spec["val_fraction"] = val_fraction
+    training = {"epochs": 10, "batch_size": batch, "min_steps": 100}
     n_fit = n - round((val_fraction or 0.0) * n)
+    assert validation_rows(n, val_fraction) == n - n_fit
     brute = 10
-    while brute * -(-n_fit // 64) < 100:
+    while brute * -(-n_fit // batch) < 100:
         brute += 1
-    assert training_epochs(spec) == brute == expected
+    assert training_epochs(training, n, val_fraction) == brute == expected
 
 
 def test_effective_epochs():

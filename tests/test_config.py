@@ -18,9 +18,9 @@ import yaml
 
 from oracle.errors import ConfigError
 from oracle.experiments import kind_module
-from oracle.workflow import config as oc
+from oracle.workflow.plan import config as oc
 from oracle.workflow import plan
-from oracle.workflow import resources as res
+from oracle.workflow.plan import resources as res
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "config.schema.yaml"
@@ -464,7 +464,7 @@ def test_classifier_bundling_and_runtime_scale_with_n():
 
 
 def test_check_cli_names_file_line_and_key(tmp_path, capsys):
-    """`python -m oracle.workflow.config FILE` checks a config as the workflow would; a YAML
+    """`python -m oracle.workflow.plan.config FILE` checks a config as the workflow would; a YAML
     error names the file, line and column (Snakemake's own message names neither)."""
     bad_yaml = tmp_path / "bad.yaml"
     bad_yaml.write_text("run: x\nseed: [0\n")

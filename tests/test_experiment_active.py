@@ -53,9 +53,16 @@ def test_check_fills_defaults_and_the_rounds():
     assert set(spec["training"]) == {"epochs", "min_steps", "batch_size", "lr", "weight_decay"}
     assert spec["labels_per_round"] == [spec["initial_size"] + r * spec["batch"] for r in range(spec["rounds"] + 1)]
     assert active.classifier_runs(spec) == [] and active.evaluation_sets(spec) == [spec["world"]]
-    with pytest.raises(ConfigError, match="no classifier cells"):
+    with pytest.raises(ConfigError, match="'active' trains no classifiers"):
         active.training_spec(spec, "N50")
     assert len(active.runs(spec)) == len(spec["archs"]) * len(spec["strategies"]) * len(spec["seeds"])
+
+
+def test_the_strategies_a_config_names_are_random_and_the_scores_the_library_computes():
+    """The planning half names the strategies (the rules' {strategy} wildcard, without loading
+    numpy at DAG-build time); the library scores every one of them but random."""
+    assert active.STRATEGIES[0] == "random" and set(active.STRATEGIES[1:]) == set(al.SCORES)
+    assert len(set(active.STRATEGIES)) == len(active.STRATEGIES)
 
 
 @pytest.mark.parametrize("changes, key", [

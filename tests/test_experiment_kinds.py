@@ -19,7 +19,7 @@ import yaml
 from oracle.errors import ConfigError
 from oracle.experiments import INTERFACE, OPTIONAL, PACKAGES, REPORTING, kind_module, kinds, register
 from oracle.report.paper import Artifact
-from oracle.workflow import config as oc
+from oracle.workflow.plan import config as oc
 from oracle.workflow import plan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,6 +65,23 @@ def test_module_has_the_interface(kind):
     assert mod.ARTIFACTS
     for name, art in mod.ARTIFACTS.items():
         assert isinstance(art, Artifact) and art.name == name and len(art.caption) > 20
+        assert hasattr(mod, art.type), f"oracle.experiments.{kind} has a {art.type} ({name}) but no {art.type}()"
+
+
+def test_a_kind_that_trains_nothing_gets_the_defaults():
+    """classifier_runs, training_spec and evaluation_sets have defaults (a kind that trains
+    nothing writes no stubs); an optional hook a kind lacks is absent without its report loading."""
+    from oracle.experiments import DEFAULTS, reporting_half
+
+    getattr_ = reporting_half("oracle.experiments.no_such_kind")  # its report would not import
+    assert getattr_("classifier_runs")({}) == [] and getattr_("evaluation_sets")({}) == []
+    with pytest.raises(ConfigError, match="'toy' trains no classifiers"):
+        getattr_("training_spec")({"kind": "toy"}, "N10")
+    for name in OPTIONAL:
+        with pytest.raises(AttributeError):
+            getattr_(name)
+    lazy = [k for k in KINDS if any(n not in vars(kind_module(k)) for n in DEFAULTS)]
+    assert lazy, "no registered kind relies on the defaults"
 
 
 def test_a_kind_registered_twice_is_an_error():
@@ -76,10 +93,16 @@ def test_a_kind_registered_twice_is_an_error():
 
 
 def test_the_planning_halves_import_no_heavy_library():
-    """The Snakefile imports every planning half when it builds the DAG: no pandas, matplotlib,
-    scipy or torch there (a fresh interpreter, so other tests' imports do not count)."""
-    code = ("import sys; from oracle.experiments import kinds; from oracle.workflow import config, plan; "
-            "kinds(); print(' '.join(m for m in ('pandas', 'matplotlib', 'scipy', 'torch', 'seaborn') if m in sys.modules))")
+    """The Snakefile imports every planning half when it builds the DAG: no numpy, pandas,
+    matplotlib, scipy or torch there, nor when it asks the kinds for the experiments' paths and
+    jobs (a fresh interpreter, so other tests' imports do not count)."""
+    code = ("import copy, sys, yaml; from oracle.experiments import kinds; from oracle.workflow.plan import config; from oracle.workflow import plan; "
+            "from oracle.workflow.plan.paths import RunPaths; kinds(); "
+            "c = yaml.safe_load(open('config.yaml')); s = config.full_schema('config.schema.yaml'); "
+            "config.validate_config(c, s); config.fill_defaults(c, s); p = RunPaths(c); "
+            "p.experiment_targets(); [p.collect_inputs(n) for n in c['experiments']]; plan.prediction_jobs(c); "
+            "print(' '.join(m for m in ('numpy', 'pandas', 'matplotlib', 'scipy', 'torch', 'seaborn') "
+            "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == ""
 
@@ -89,7 +112,8 @@ def test_reporting_half_loads_on_use(kind):
     mod = kind_module(kind)
     report = __import__(f"oracle.experiments.{kind}.report", fromlist=["collect"])
     for name in REPORTING:
-        assert getattr(mod, name) is getattr(report, name)
+        if hasattr(report, name):
+            assert getattr(mod, name) is getattr(report, name)
     with pytest.raises(AttributeError):
         mod.no_such_name  # noqa: B018
 
@@ -113,17 +137,18 @@ def test_every_rules_file_of_a_kind_is_included():
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_collect_inputs_name_what_collect_reads(kind):
-    """collect_inputs of every default entry returns {name: [paths]} from the path helpers."""
-    from oracle.experiments import CollectPaths
+    """collect_inputs of every default entry returns {name: [paths]}, each a file of the run
+    (oracle.workflow.plan.paths.RunPaths, the one object every path reaches a kind through)."""
+    from oracle.workflow.plan.paths import RunPaths
 
-    def fake(tag):
-        return lambda *args: [f"{tag}:{args[0] if isinstance(args[0], str) else len(list(args[0]))}"]
-
-    paths = CollectPaths(*(fake(f) for f in CollectPaths._fields))
-    specs = plan.experiment_specs(DEFAULT)
+    config = copy.deepcopy(DEFAULT)
+    oc.validate_config(config, SCHEMA)
+    oc.fill_defaults(config, SCHEMA)
+    paths = RunPaths(config)
     for name in entries_of(kind):
-        inputs = kind_module(kind).collect_inputs(name, specs[name], paths)
+        inputs = paths.collect_inputs(name)
         assert inputs and all(isinstance(v, list) and v for v in inputs.values()), inputs
+        assert all(f.startswith(f"{paths.RUN}/") for v in inputs.values() for f in v), inputs
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -253,7 +253,7 @@ def test_numbers_recover_the_exponents(runs):
 
 
 def test_agreement_numbers_against_a_hand_computation(runs):
-    from oracle.experiments._calibration_report import agreement_numbers
+    from oracle.experiments._calibration.report import agreement_numbers
 
     df = runs["runs"]
     nums = agreement_numbers(df, "runs.csv")

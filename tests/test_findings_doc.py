@@ -95,7 +95,7 @@ def test_write_copies_figures_and_missing_file_is_named(tmp_path):
 def test_script_exits_1_with_one_line_on_a_run_without_claims(tmp_path):
     run = _run(tmp_path)
     (run / "claims.csv").unlink()
-    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "findings_doc.py"), str(run), "--command", "c",
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "tools" / "findings_doc.py"), str(run), "--command", "c",
                            "--doc", str(tmp_path / "f.md")], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 1

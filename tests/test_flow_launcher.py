@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import pytest
 
-from oracle.workflow import resources as res
+from oracle.workflow.plan import resources as res
 
 REPO = Path(__file__).resolve().parents[1]
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and prctl are Linux's")
@@ -49,7 +49,7 @@ def test_launch_needs_several_gpus(gpus):
 LAUNCHER = """
 import os, subprocess, sys
 env = {**os.environ, "ORACLE_LAUNCHER_PID": str(os.getpid())}
-worker = subprocess.Popen([sys.executable, "-c", "from oracle.workflow import resources as res; "
+worker = subprocess.Popen([sys.executable, "-c", "from oracle.workflow.plan import resources as res; "
                            "res.die_with_launcher(); print('armed', flush=True); import time; time.sleep(60)"],
                           env=env, start_new_session=True, stdout=subprocess.PIPE, text=True)
 assert worker.stdout.readline() == "armed\\n"
@@ -82,7 +82,7 @@ def test_worker_whose_launcher_is_gone_exits_at_once():
     """A launcher that died before the worker armed the signal: not among the worker's
     ancestors any more, so the worker ends itself (SIGKILL) instead of training."""
     def worker(launcher_pid: int) -> subprocess.CompletedProcess:
-        code = "from oracle.workflow import resources as res; res.die_with_launcher(); print('trained')"
+        code = "from oracle.workflow.plan import resources as res; res.die_with_launcher(); print('trained')"
         env = {**os.environ, "PYTHONPATH": str(REPO), res.LAUNCHER_PID_ENV: str(launcher_pid)}
         return subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True,
                               timeout=60)
@@ -150,7 +150,7 @@ STEPS = 200
 # under torchrun (2 CPU ranks, gloo); each worker arms die_with_launcher, then trains a tiny flow.
 JOB = """
 import os, sys
-from oracle.workflow import resources as res
+from oracle.workflow.plan import resources as res
 if "LOCAL_RANK" not in os.environ:
     res.relaunch_under_torchrun(2, 1, "the launcher's stdout")
     sys.exit(0)

@@ -23,8 +23,9 @@ import yaml
 from scipy import stats
 from scipy.special import log_softmax
 
-from oracle.workflow import config as oc
+from oracle.workflow.plan import config as oc
 from oracle.workflow import plan
+from oracle.workflow.plan.paths import world_file
 from oracle.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,7 +54,7 @@ def test_gaussian_configs_validate(path):
     oc.validate_config(cfg, SCHEMA)
     oc.check_config(cfg)
     assert plan.world_kind(cfg) == "gaussian"
-    assert plan.world_file("results/x", cfg) == "results/x/oracle/gaussian_world.pt"
+    assert world_file("results/x", cfg) == "results/x/oracle/gaussian_world.pt"
 
 
 def test_preset_bayes_error_is_in_the_advertised_range():
@@ -65,7 +66,7 @@ def test_preset_bayes_error_is_in_the_advertised_range():
 def test_world_defaults_to_flow():
     cfg = load(REPO / "config.yaml")
     assert "world" not in cfg["oracle"] and plan.world_kind(cfg) == "flow"
-    assert plan.world_file("results/x", cfg) == "results/x/oracle/flow.pt"
+    assert world_file("results/x", cfg) == "results/x/oracle/flow.pt"
 
 
 @pytest.mark.parametrize("change,match", [

@@ -1,4 +1,4 @@
-"""oracle.workflow.gpu_cost (the projected GPU cost of docs/gpu.md) and oracle.workflow.gpu_check (scripts/gpu_check.py)."""
+"""oracle.workflow.gpu.cost (the projected GPU cost of docs/gpu.md) and oracle.workflow.gpu.check (scripts/tools/gpu_check.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from oracle.workflow import gpu_cost, plan
-from oracle.workflow.config import check_config, load_yaml, validate_config
-from oracle.workflow.gpu_check import run_checks
+from oracle.workflow.gpu import cost as gpu_cost
+from oracle.workflow import plan
+from oracle.workflow.plan.config import check_config, load_yaml, validate_config
+from oracle.workflow.gpu.check import run_checks
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_FLOW = {"patch_size": 8, "channels": 64, "num_blocks": 2, "layers_per_block": 1, "head_dim": 32, "nvp": True}
@@ -101,7 +102,7 @@ def test_a_failing_check_is_reported_and_the_others_run():
 @pytest.mark.slow
 def test_gpu_check_small_runs_every_check_on_cpu(tmp_path):
     out = tmp_path / "checks.json"
-    proc = subprocess.run([sys.executable, "scripts/gpu_check.py", "--preset", "presets/afhq256.yaml", "--small",
+    proc = subprocess.run([sys.executable, "scripts/tools/gpu_check.py", "--preset", "presets/afhq256.yaml", "--small",
                            "--device", "cpu", "--json-out", str(out)], cwd=REPO, capture_output=True, text=True,
                           timeout=1800, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -117,7 +118,7 @@ def test_gpu_check_small_runs_every_check_on_cpu(tmp_path):
 
 @pytest.mark.slow
 def test_gpu_cost_table_is_current():
-    """docs/gpu.md's table equals what scripts/gpu_cost_table.py computes now."""
-    proc = subprocess.run([sys.executable, "scripts/gpu_cost_table.py", "--check"], cwd=REPO, capture_output=True,
+    """docs/gpu.md's table equals what scripts/tools/gpu_cost_table.py computes now."""
+    proc = subprocess.run([sys.executable, "scripts/tools/gpu_cost_table.py", "--check"], cwd=REPO, capture_output=True,
                           text=True, timeout=3600, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr

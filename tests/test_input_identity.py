@@ -1,5 +1,5 @@
 """A job uses an input only if it is the artifact this run's rule would have made (issue 19):
-oracle.workflow.input_identity on small hand-made runs (fast). The end-to-end attacks on a
+oracle.workflow.provenance.input_identity on small hand-made runs (fast). The end-to-end attacks on a
 smoke run are in tests/test_integrity_workflow.py."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from oracle.errors import DataError
 from oracle.io.hashing import clear_hash_cache, file_sha256
-from oracle.workflow.input_identity import check_inputs, check_pending_inputs, run_relative
+from oracle.workflow.provenance.input_identity import check_inputs, check_pending_inputs, run_relative
 from oracle.workflow.jobs import verify_inputs
 from oracle.workflow.plan import rule_config_keys
 from oracle.workflow.provenance import write_record

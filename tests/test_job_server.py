@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from oracle.errors import ConfigError
-from oracle.workflow import job_server as js
+from oracle.workflow.jobs import server as js
 
 PRELOAD = ("numpy",)  # the protocol does not depend on what is preloaded; numpy keeps it quick
 SYSTEM_PYTHON = "/usr/bin/python3"  # another user's interpreter: stdlib only, readable by all
@@ -33,7 +33,7 @@ SCRIPT = textwrap.dedent("""
     import os, sys
     from pathlib import Path
     import numpy as np
-    from oracle.workflow import job_server
+    from oracle.workflow.jobs import server as job_server
 
     out = Path(sys.argv[1])
     with open(sys.argv[1] + ".runs", "a") as runs:
@@ -61,7 +61,7 @@ SCRIPT = textwrap.dedent("""
 # the test client: run_in_server itself (idle seconds from $IDLE)
 CLIENT = textwrap.dedent("""
     import os, sys
-    from oracle.workflow.job_server import run_in_server
+    from oracle.workflow.jobs.server import run_in_server
     sys.exit(run_in_server(sys.argv[2:], preload=("numpy",), idle_s=float(os.environ.get("IDLE", "20")),
                            directory=sys.argv[1]) & 0xFF)
 """)
@@ -69,7 +69,7 @@ CLIENT = textwrap.dedent("""
 # a rule script's hand-off: delegate, then the inline run when it returns
 DELEGATE = textwrap.dedent("""
     import runpy, sys
-    from oracle.workflow import job_server as js
+    from oracle.workflow.jobs import server as js
     js.delegate(sys.argv[2:], usage_path=sys.argv[3] + ".usage.json", preload=("numpy",), directory=sys.argv[1])
     print("running inline", file=sys.stderr)
     sys.argv = sys.argv[2:]
@@ -164,7 +164,7 @@ def test_server_switch_is_the_environment() -> None:
 
 
 def test_a_config_with_the_old_job_server_key_says_where_it_went() -> None:
-    from oracle.workflow.config import validate_config
+    from oracle.workflow.plan.config import validate_config
 
     root = Path(__file__).resolve().parents[1]
     with pytest.raises(ConfigError, match="'job_server' is gone.*ORACLE_JOB_SERVER"):
@@ -175,24 +175,43 @@ def test_a_config_with_the_old_job_server_key_says_where_it_went() -> None:
 #: its own thread count (and relaunches itself under torchrun), and `data` is the run's first
 #: job, which would wait for the server's imports on the path to the flow.
 INLINE_SCRIPTS = {"oracle_train.py", "data.py"}
+#: Rule scripts that are one call of a named entry point of the library, which enters through
+#: `run_job` itself (where a job decides more than its body: oracle_train's torchrun launch).
+ENTRY_POINTS = {"oracle_train.py": "oracle.workflow.jobs.oracle_train.train_oracle"}
 
 
-def _run_job_calls(tree: ast.Module) -> list[ast.Call]:
-    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
-            and getattr(n.value.func, "id", None) == "run_job"]
+def _run_job_calls(tree: ast.AST) -> list[ast.Call]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "run_job"]
+
+
+def _entry_point_call(root: Path, name: str, tree: ast.Module) -> ast.Call:
+    """The script is ``from <module> import <entry>`` and ``<entry>(snakemake)``: the one
+    run_job call of that library function."""
+    module, _, entry = ENTRY_POINTS[name].rpartition(".")
+    body = [ast.unparse(n) for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    assert body == [f"from {module} import {entry}", f"{entry}(snakemake)"], (name, body)
+    source = ast.parse((root / (module.replace(".", "/") + ".py")).read_text())
+    func = next(n for n in source.body if isinstance(n, ast.FunctionDef) and n.name == entry)
+    calls = _run_job_calls(func)
+    assert len(calls) == 1, ENTRY_POINTS[name]
+    return calls[0]
 
 
 def test_every_rule_script_is_one_run_job_call():
-    """Every rule script enters through `run_job`; one that hands itself to the server has
-    nothing else at module level (no import before the hand-off pays for torch & co. in the
-    client), and only the scripts that run inline on purpose say server=False."""
+    """Every rule script enters through `run_job`, in the script or in the library entry point
+    it calls; one that hands itself to the server has nothing else at module level (no import
+    before the hand-off pays for torch & co. in the client), and only the scripts that run
+    inline on purpose say server=False."""
     root = Path(__file__).resolve().parents[1]
     rule_files = [root / "Snakefile", *sorted((root / "rules").glob("*.smk"))]
     scripts = {name for f in rule_files for name in re.findall(r'"(?:\.\./)?scripts/(\w+\.py)"', f.read_text())}
-    assert len(scripts) > 20 and INLINE_SCRIPTS <= scripts
+    assert len(scripts) > 20 and INLINE_SCRIPTS <= scripts and set(ENTRY_POINTS) <= scripts
     for name in sorted(scripts):
         tree = ast.parse((root / "scripts" / name).read_text())
-        calls = _run_job_calls(tree)
+        if name in ENTRY_POINTS:
+            calls = [_entry_point_call(root, name, tree)]
+        else:
+            calls = _run_job_calls(tree)
         assert len(calls) == 1, name
         inline = {k.arg: k.value for k in calls[0].keywords}.get("server")
         if name in INLINE_SCRIPTS:
@@ -329,8 +348,8 @@ def test_a_peer_of_another_uid_is_refused(scripts: Path) -> None:
     wrapper.write_text(textwrap.dedent("""
         import sys
         from pathlib import Path
-        from oracle.workflow import fork_server
-        from oracle.workflow import job_server as js
+        from oracle.workflow.jobs import fork_server
+        from oracle.workflow.jobs import server as js
         real = js._peer
         js._peer = lambda conn: (lambda p: (p[0], p[1] + 1, p[2]))(real(conn))  # every client: another uid
         fork_server.serve(Path(sys.argv[1]), 20.0, ["numpy"])
@@ -427,7 +446,7 @@ def test_a_planted_symlink_is_never_followed(scripts: Path) -> None:
 def test_a_silent_client_does_not_block_the_others(scripts: Path) -> None:
     """Attack 4: a client that connects and sends nothing; later jobs run, and the silent one
     is dropped after the request timeout."""
-    from oracle.workflow import fork_server
+    from oracle.workflow.jobs import fork_server
 
     assert _run(scripts, "server", "j.txt", "1", "0").returncode == 0  # the server is up
     silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -19,7 +19,7 @@ JOB = textwrap.dedent("""
 
 CLIENT = textwrap.dedent("""
     import sys
-    from oracle.workflow.job_server import delegate
+    from oracle.workflow.jobs.server import delegate
     delegate([sys.argv[2]], usage_path=sys.argv[3], rule="big_job", preload=("numpy",), directory=sys.argv[1])
     sys.exit(3)  # reached only if the job ran inline
 """)

@@ -14,7 +14,7 @@ import yaml
 
 from oracle.errors import ConfigError, DataError
 from oracle.io.image_folders import check_jpeg_stream, decode_image
-from oracle.workflow import config as oc
+from oracle.workflow.plan import config as oc
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "config.schema.yaml"

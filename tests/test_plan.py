@@ -1,4 +1,4 @@
-"""What the workflow derives from a config (oracle.workflow.plan, oracle.workflow.resources):
+"""What the workflow derives from a config (oracle.workflow.plan, oracle.workflow.plan.resources):
 shards, step counts, the classifier runs of each experiment, training overrides, rule
 resources and the multi-node flow launcher, and the flow spec's checks."""
 
@@ -11,7 +11,7 @@ import yaml
 
 from oracle.errors import ConfigError
 from oracle.workflow import plan
-from oracle.workflow import resources as res
+from oracle.workflow.plan import resources as res
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO / "config.yaml"

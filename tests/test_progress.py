@@ -2,7 +2,7 @@
 
 import io
 
-from oracle.progress import Progress, format_seconds
+from oracle.progress import Progress, format_seconds, track
 
 
 class Clock:
@@ -63,3 +63,40 @@ def test_format_seconds():
     assert [format_seconds(s) for s in (0, 59.9, 60, 3599, 3600, 7500)] == ["0s", "59s", "1m00s", "59m59s",
                                                                                "1h00m", "2h05m"]
     assert format_seconds(float("inf")) == "?" and format_seconds(float("nan")) == "?"
+
+
+def test_track_is_silent_for_a_short_loop_and_reports_a_long_one():
+    """An inner loop (a prediction, a flow pass): no line unless it runs for every_s; then a
+    line every every_s and a last one, in the log's whole-line format."""
+    clock, out = Clock(), io.StringIO()
+    for _ in track(range(50), "predict", stream=out, clock=clock):
+        clock.t += 0.1  # 5 s in all
+    assert out.getvalue() == ""
+    seen = []
+    for i in track(iter(range(30)), "log p(x|k)", total=30, unit="pass", stream=out, clock=clock):
+        seen.append(i)
+        clock.t += 1.0  # 30 s in all
+    assert seen == list(range(30))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "log p(x|k): pass 10/30 (33.3%) | 1 pass/s | elapsed 10s | ETA 20s"
+    assert len(lines) == 4 and lines[-1] == "log p(x|k): pass 30/30 (100.0%) | 1 pass/s | elapsed 30s"
+    off = io.StringIO()
+    for _ in track(range(5), "x", enabled=False, stream=off, clock=clock):
+        clock.t += 60
+    assert off.getvalue() == ""
+
+
+def test_the_library_has_one_progress_mechanism():
+    """No module of oracle/ imports another progress library (tqdm's bars stay silent in a job's
+    log, which is not a terminal): progress goes through oracle.progress."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "oracle"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(root.parent)}: {n}" for n in names if n.split(".")[0] in ("tqdm", "rich")]
+    assert found == []

@@ -14,7 +14,7 @@ import pytest
 
 from oracle.errors import ConfigError, DataError
 from oracle.io.hashing import dir_sha256, file_sha256
-from oracle.workflow.config_paths import config_hash, config_subset
+from oracle.workflow.plan.config_paths import config_hash, config_subset
 from oracle.code_version import code_version
 from oracle.workflow.provenance import read_record, record_path, resolve_recorded_path, write_record
 

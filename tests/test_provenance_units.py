@@ -19,10 +19,10 @@ from oracle.io.atomic import atomic_output
 from oracle.io.raw_files import raw_data_inputs
 from oracle.report.numbers import numbers_tex
 from oracle.workflow import plan
-from oracle.workflow.audit import compare_config
+from oracle.workflow.provenance.audit import compare_config
 from oracle.workflow.jobs import job_script, record_job
 from oracle.io.hashing import clear_hash_cache, file_sha256
-from oracle.workflow.config_paths import config_subset, get_config_value, parse_config_key
+from oracle.workflow.plan.config_paths import config_subset, get_config_value, parse_config_key
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "tests" / "smoke" / "config.yaml"
@@ -56,7 +56,7 @@ def test_config_keys_with_selectors():
 
 
 def test_resolved_specs_carry_their_config_keys_in_the_smoke_config():
-    from oracle.workflow.config_paths import config_subset, quoted
+    from oracle.workflow.plan.config_paths import config_subset, quoted
 
     cfg = yaml.safe_load(SMOKE.read_text())
     cfg["worlds"]["hot"] = {"base_temperature": 1.5}
@@ -85,7 +85,7 @@ def test_resolved_specs_carry_their_config_keys_in_the_smoke_config():
 def test_world_keys_follow_the_world_specs_fallback():
     """world_keys names the key each world_specs value comes from: the world's own entry, the
     base world's, or the global default."""
-    from oracle.workflow.config_paths import get_config_value
+    from oracle.workflow.plan.config_paths import get_config_value
 
     cfg = yaml.safe_load(SMOKE.read_text())
     cfg["worlds"]["hot"] = {"base_temperature": 1.5, "n_total": 77}
@@ -226,11 +226,11 @@ def test_validation_numbers_name_fid_only_in_inception_features():
 
 
 def test_code_check_names_the_changed_module(tmp_path):
-    from oracle.workflow.audit import changed_code_files
+    from oracle.workflow.provenance.audit import changed_code_files
     from oracle.workflow.provenance import REPO_ROOT, code_files
 
     recorded = code_files()  # this process imported oracle.workflow.provenance from the repository
-    assert recorded["oracle/workflow/provenance.py"] == file_sha256(REPO_ROOT / "oracle" / "workflow" / "provenance.py")
+    assert recorded["oracle/workflow/provenance/__init__.py"] == file_sha256(REPO_ROOT / "oracle/workflow/provenance/__init__.py")
     assert all(not k.startswith(("/", ".venv/")) and "site-packages" not in k for k in recorded)
     (tmp_path / "oracle").mkdir()
     for name in ("a.py", "b.py", "c.py"):

@@ -23,9 +23,9 @@ import yaml
 
 from oracle.io.raw_files import raw_data_inputs
 from oracle.report.numbers import SPREAD_MACROS, tex_macro_name
-from oracle.workflow.audit import audit, check_numbers, compare_config, load_numbers
+from oracle.workflow.provenance.audit import audit, check_numbers, compare_config, load_numbers
 from oracle.io.hashing import clear_hash_cache, file_sha256, path_sha256
-from oracle.workflow.config_paths import config_hash
+from oracle.workflow.plan.config_paths import config_hash
 from oracle.workflow.provenance import read_record
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _audit_cli(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "oracle.workflow.audit", *args], cwd=workdir,
+    return subprocess.run([sys.executable, "-m", "oracle.workflow.provenance.audit", *args], cwd=workdir,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -100,7 +100,7 @@ def test_every_artifact_has_a_complete_record(smoke, monkeypatch):
         for inp, h in rec["inputs"].items():
             assert path_sha256(Path(inp)) == h, (shown, inp)
         code = rec["code"]
-        assert {"commit", "dirty", "files"} <= set(code) and "oracle/workflow/provenance.py" in code["files"], shown
+        assert {"commit", "dirty", "files"} <= set(code) and "oracle/workflow/provenance/__init__.py" in code["files"], shown
         assert any(f.startswith("scripts/") for f in code["files"]), shown  # the rule's script
         assert rec["packages"]["torch"] and rec["packages"]["numpy"] and rec["device"]
         assert rec["wall_time_s"] is not None and rec["wall_time_s"] >= 0 and rec["started_utc"]

@@ -26,7 +26,7 @@ def test_the_readme_states_the_recovery_steps():
     start = text.index("## When a run was interrupted or a setting changed")
     section = text[start:text.index("\n## ", start + 1)]
     for needed in ("--unlock", "rerun-incomplete", "profiles/default/config.yaml", "Never `--unlock`",
-                   "discarding the", "python -m oracle.workflow.config", "--configfile"):
+                   "discarding the", "python -m oracle.workflow.plan.config", "--configfile"):
         assert needed in section, needed
 
 

@@ -24,7 +24,7 @@ import rehearse  # scripts/ci (tests/conftest.py puts it on sys.path)
 import yaml
 from fake_inputs import FAKES
 
-from oracle.workflow import config as oc
+from oracle.workflow.plan import config as oc
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -40,7 +40,7 @@ from smoke_session import minutes
 
 from oracle.experiments import PACKAGES
 from oracle.workflow import plan
-from oracle.workflow import resources as res
+from oracle.workflow.plan import resources as res
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILE = REPO / "slurm" / "config.yaml"

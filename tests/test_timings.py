@@ -177,7 +177,7 @@ def test_memory_of_job_server_children(tmp_path):
     log0, log1 = logs / "classifiers" / "seed0" / "train.log", logs / "classifiers" / "seed1" / "train.log"
     assert usage_record_path(log0) == logs / "classifiers" / "seed0" / "train.log.usage.json"
 
-    def record(log, mib, rule=None):  # what oracle.workflow.job_server.delegate writes
+    def record(log, mib, rule=None):  # what oracle.workflow.jobs.server.delegate writes
         usage_record_path(log).parent.mkdir(parents=True, exist_ok=True)
         rec = {"max_rss_mib": mib, "user_s": 1.0, "system_s": 0.1, "wall_s": 2.0}
         usage_record_path(log).write_text(json.dumps(rec | ({"rule": rule} if rule else {})))

@@ -57,8 +57,9 @@ if TYPE_CHECKING:
 # oracle.experiments.active) when it builds the DAG, which must stay fast.
 log = logging.getLogger(__name__)
 
-#: Acquisition strategies, in display order.
-STRATEGIES = ("random", "max_entropy", "max_epistemic", "bald")
+#: The scores a strategy other than ``random`` acquires by (`pool_scores`); the strategies
+#: a config may name are the `active` kind's (`oracle.experiments.active.STRATEGIES`).
+SCORES = ("max_entropy", "max_epistemic", "bald")
 STATE_FORMAT = "oracle-active-learning/1"
 # stream tags: the random strategy's draws and the MC-dropout masks never share numbers
 _RANDOM_TAG, _MC_TAG = 0xAC71, 0xD80
@@ -85,7 +86,7 @@ class ActiveData:
 class ActiveSettings:
     """What a run does besides its data, arch and seed: its strategy, the scores it computes
     on the pool (``scored``: the experiment's strategies other than random), R ``rounds`` of
-    ``batch`` labels, the training hyperparameters (``effective_epochs`` of them per round),
+    ``batch`` labels, the training hyperparameters (`training`; ``training_epochs`` of them per round),
     ``drop_rate`` of every model and ``mc_samples`` MC-dropout passes (BALD)."""
 
     strategy: str
@@ -111,6 +112,11 @@ class ActiveSettings:
                    min_steps=int(t["min_steps"]), batch_size=int(t["batch_size"]), lr=float(t["lr"]),
                    weight_decay=float(t["weight_decay"]), drop_rate=float(spec["drop_rate"]),
                    mc_samples=int(spec["mc_samples"]))
+
+    @property
+    def training(self) -> dict:
+        """The hyperparameters that decide a round's epochs (`oracle.classifiers.specs.training_epochs`)."""
+        return {"epochs": self.epochs, "min_steps": self.min_steps, "batch_size": self.batch_size}
 
 
 def load_active_data(samples: str | os.PathLike, splits: str | os.PathLike, seed: int, initial_size: int,
@@ -177,7 +183,7 @@ def pool_scores(model: torch.nn.Module, x: np.ndarray, log_p: np.ndarray, scored
         elif name == "bald":
             out[name] = acq.bald(mc_dropout_log_probs(model, xt, mc_samples, mc_seed, batch_size, device))
         else:
-            raise ConfigError(f"no score for strategy {name!r} (scored strategies: max_entropy, max_epistemic, bald)")
+            raise ConfigError(f"no score for strategy {name!r} (scored strategies: {', '.join(SCORES)})")
     return out
 
 
@@ -214,14 +220,14 @@ def _train(data: ActiveData, positions: np.ndarray, arch: Mapping, s: ActiveSett
     import torch
 
     from oracle.classifiers.build import build_classifier
-    from oracle.classifiers.specs import effective_epochs
+    from oracle.classifiers.specs import training_epochs
     from oracle.classifiers.train import train_classifier
 
     _, c, h, _ = data.x.shape
     pretrained = arch["pretrained"] if isinstance(arch.get("pretrained"), str) else None
     model = build_classifier(arch["model"], data.num_classes, int(c), int(h), arch.get("input_size"), pretrained,
                              seed=seed, model_kwargs={"drop_rate": s.drop_rate})
-    epochs = effective_epochs(len(positions), s.epochs, s.batch_size, s.min_steps)
+    epochs = training_epochs(s.training, len(positions))
     model, history = train_classifier(
         model, torch.from_numpy(data.x[positions]), torch.from_numpy(data.targets[positions]), soft=data.soft,
         epochs=epochs, batch_size=s.batch_size, lr=s.lr, weight_decay=s.weight_decay, seed=seed, device=device,
@@ -252,8 +258,9 @@ def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSetting
 
     s = settings
     device = device if isinstance(device, torch.device) else pick_device(device)
-    if s.strategy not in STRATEGIES or (s.strategy != "random" and s.strategy not in s.scored):
-        raise ConfigError(f"strategy {s.strategy!r}: expected one of {', '.join(STRATEGIES)} (and scored: {s.scored})")
+    if s.strategy != "random" and (s.strategy not in SCORES or s.strategy not in s.scored):
+        raise ConfigError(f"strategy {s.strategy!r}: expected random or one of {', '.join(SCORES)} (and scored: "
+                          f"{s.scored})")
     n_pool = len(data.rows) - data.initial_size
     if s.rounds * s.batch > n_pool:
         raise ConfigError(f"{s.rounds} rounds of {s.batch} labels exceed the pool of {n_pool} rows")

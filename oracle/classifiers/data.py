@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from oracle.classifiers.specs import effective_epochs
 from oracle.classifiers.stream import SampleRows
 from oracle.classifiers.targets import training_targets
 from oracle.errors import DataError
@@ -54,15 +53,6 @@ class EvaluationSet:
     labels: np.ndarray
     log_p: np.ndarray
     rows: np.ndarray
-
-
-def training_epochs(spec: Mapping) -> int:
-    """Epochs of a training spec's classifier (`oracle.experiments._training.training_spec`):
-    `oracle.classifiers.specs.effective_epochs` of the rows it fits on, N less the validation split
-    (``val_fraction``) that `train_classifier` holds out."""
-    tr, n = spec["training"], int(spec["n"])
-    n_fit = n - int(round(float(spec.get("val_fraction") or 0.0) * n))
-    return effective_epochs(n_fit, tr["epochs"], tr["batch_size"], tr["min_steps"])
 
 
 #: A training set whose images take at most this many bytes is read into memory even when

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from oracle.classifiers.train import _check_images
 from oracle.devices import autocast, pick_device
+from oracle.progress import track
 
 
 @torch.no_grad()
@@ -29,7 +29,7 @@ def predict_logits(
     x = _check_images(x)
     model.to(device).eval()
     out = []
-    for start in tqdm(range(0, x.shape[0], batch_size), desc="predict", disable=None, leave=False):
+    for start in track(range(0, x.shape[0], batch_size), "predict"):
         xb = x[start:start + batch_size].to(device, non_blocking=True)
         with autocast(device, enabled=amp):
             logits = model(xb)
@@ -87,7 +87,7 @@ def mc_dropout_log_probs(
     head = backbone.get_classifier()
     generator = torch.Generator().manual_seed(int(seed))
     out = []
-    for start in tqdm(range(0, x.shape[0], batch_size), desc="MC dropout", disable=None, leave=False):
+    for start in track(range(0, x.shape[0], batch_size), "MC dropout"):
         xb = x[start:start + batch_size].to(device, non_blocking=True)
         features = backbone.forward_head(backbone.forward_features(model.preprocess(xb)), pre_logits=True).float()
         batch = []

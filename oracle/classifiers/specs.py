@@ -1,5 +1,6 @@
 """What a config says about its classifiers: an architecture's spec (`arch_spec`, with the
-paper's display name) and the epochs a training run takes (`effective_epochs`).
+paper's display name) and the epochs a training run takes (`training_epochs`: the one rule for
+the training jobs, the active-learning rounds and the GPU-cost projection).
 
 Light: standard library only (the workflow reads it at DAG-build time).
 """
@@ -51,3 +52,17 @@ def effective_epochs(n_train: int, epochs: int, batch_size: int, min_steps: int)
     """
     steps_per_epoch = max(1, math.ceil(n_train / batch_size))
     return max(int(epochs), math.ceil(min_steps / steps_per_epoch))
+
+
+def validation_rows(n: int, val_fraction: float | None) -> int:
+    """Rows of a training set of `n` rows that `oracle.classifiers.train.train_classifier`
+    holds out for validation: ``round(val_fraction * n)`` (0 without a validation split)."""
+    return int(round(float(val_fraction or 0.0) * int(n)))
+
+
+def training_epochs(training: Mapping, n: int, val_fraction: float | None = 0.0) -> int:
+    """Epochs of a classifier trained with hyperparameters `training` (``epochs``,
+    ``batch_size``, ``min_steps``: classifiers.training and its overrides) on a training set of
+    `n` rows: `effective_epochs` of the rows it fits on, `n` less its `validation_rows`."""
+    n_fit = int(n) - validation_rows(n, val_fraction)
+    return effective_epochs(n_fit, training["epochs"], training["batch_size"], training["min_steps"])

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from oracle.progress import Progress
+from oracle.classifiers.specs import validation_rows
 from oracle.classifiers.stream import SampleRows, batch_loader
 from oracle import devices
 from oracle.devices import adamw, autocast, pick_device
@@ -200,7 +201,7 @@ def train_classifier(
         raise ConfigError(f"val_fraction={val_fraction!r}: expected a value in [0, 1)")
 
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(_derive_seed(seed, "split")))
-    n_val = int(round(val_fraction * n))
+    n_val = validation_rows(n, val_fraction)
     if val_fraction > 0 and not 1 <= n_val <= n - 2:
         raise ConfigError(f"val_fraction={val_fraction} leaves {n_val} validation and {n - n_val} training images of {n}")
     val_idx, train_idx = perm[:n_val].sort().values, perm[n_val:].sort().values

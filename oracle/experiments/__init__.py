@@ -21,35 +21,49 @@ Its interface (planning half unless marked):
 ``SCHEMA``                                   the JSON schema of its config entry (keys besides
                                              ``kind``; ``$ref: "#/$defs/..."`` reaches the
                                              shared definitions of config.schema.yaml), which
-                                             `oracle.workflow.config.full_schema` slots in as
-                                             ``$defs/experiment_<kind>``
+                                             `oracle.workflow.plan.config.full_schema` slots in as
+                                             ``$defs/experiment_<kind>``; its ``default``s are
+                                             the entry's defaults (`with_defaults`)
 ``check(name, entry, config) -> dict``       the entry with defaults filled in, after the
                                              checks that need the rest of the config
-                                             (ConfigError naming ``experiments.<name>.<key>``),
-                                             and ``config_keys``: the config keys its data,
-                                             tables, figures and numbers depend on
-``classifier_runs(spec) -> list[dict]``      the classifiers it trains: {arch, cell, seed}
-``training_spec(spec, cell) -> dict``        what the classifiers of a cell train on, with
-                                             their ``config_keys``
-                                             (``oracle.experiments._training.training_spec``)
-``evaluation_sets(spec) -> list[str]``       the sets every classifier is predicted on
-``collect_inputs(spec, paths) -> dict``      {input name: [files]} of its collect job, from the
-                                             workflow's path helpers (`CollectPaths`)
+                                             (ConfigError naming ``experiments.<name>.<key>``)
+``collect_inputs(name, spec, paths) -> dict`` {input name: [files]} of its collect job, from
+                                             ``paths``: the run's `oracle.workflow.plan.paths.RunPaths`,
+                                             every path of the run by name (``paths.world_samples
+                                             (world)``, ``paths.experiment_metrics(name)``, ...;
+                                             the workflow is the layer above, so a kind uses the
+                                             object without importing it)
 ``collect(spec, inputs) -> {data: frame}``   report: its data frames from those input files
-``table(name, data, spec) -> frame``         report: one table (floats: `oracle.report.tables` rule)
-``figure(name, data, spec, stem) -> paths``  report: one figure as <stem>.pdf/.png
 ``numbers(data, spec, data_paths) -> dict``  report: its in-text numbers (``oracle.report.numbers.entry``)
+``table(name, data, spec) -> frame``         report, if it has a table: one table (floats:
+                                             `oracle.report.tables` rule)
+``figure(name, data, spec, stem) -> paths``  report, if it has a figure: one figure as
+                                             <stem>.pdf/.png
 
 Besides the two halves, ``findings.py``: ``findings(name, data, spec) -> str``, the finding
 sentence of an artifact's caption computed from its data (`oracle.report.captions`; "" for an
 artifact that only shows data), reached through `artifact_findings`.
 
-Optional (`OPTIONAL`; the workflow and the contract test check them only where defined):
+Optional, with defaults (`DEFAULTS`: the planning half answers each one it does not define
+with the default, as timm's registry gives a model's optional entries theirs, so a kind that
+trains nothing writes none of them):
 
-``split_needs(spec) -> {world: {"seeds",      the training seeds and largest training-set size
-"max_n"}}``                                  it needs in a world's splits file, for a kind that
-                                             trains its own models outside the classifiers
-                                             stage (`oracle.workflow.plan.split_worlds`)
+``classifier_runs(spec) -> list[dict]``      the classifiers it trains: {arch, cell, seed}
+                                             (default: none)
+``training_spec(spec, cell) -> dict``        what the classifiers of a cell train on
+                                             (``oracle.experiments._training.training_spec``;
+                                             default: ConfigError, it trains none)
+``evaluation_sets(spec) -> list[str]``       the sets every classifier it reads is predicted on
+                                             (default: none)
+
+Optional hooks (`OPTIONAL`; the workflow and the contract test use them only where defined):
+
+``split_needs(spec) -> {world: {"seeds",      what a world's splits file must hold for it: the
+"max_n"}}``                                  training seeds and largest training-set size of
+                                             a kind that trains its own models outside the
+                                             classifiers stage, or no seeds for one that reads
+                                             a world's test rows itself
+                                             (`oracle.workflow.plan.split_worlds`)
 ``run_evaluation_sets(spec, run) -> list``   the sets one of its classifiers {arch, cell, seed}
                                              is predicted on, a subset of ``evaluation_sets``
                                              (default: all of them; `oracle.workflow.plan.
@@ -58,17 +72,18 @@ Optional (`OPTIONAL`; the workflow and the contract test check them only where d
 The workflow side: one collect rule per registered kind (``<kind>_collect``, rules/
 experiments.smk) and the generic table, figure and numbers rules; a kind with jobs of its own
 (``active``) adds ``rules/<kind>.smk``, included by the Snakefile. A contract test
-(tests/test_experiment_kinds.py) runs over every registered kind.
+(tests/test_experiment_kinds.py) runs over every registered kind, and another adds a toy kind
+the documented way (its package, its name in `PACKAGES`, its config entry) and dry-runs it.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import NamedTuple
 
 from oracle.errors import ConfigError
 
@@ -76,35 +91,47 @@ from oracle.errors import ConfigError
 #: package and its name here.
 PACKAGES = ("scaling", "labels", "shift", "estimators", "difficulty", "active", "calibration")
 
-#: What every kind defines (the contract test checks them).
-INTERFACE = ("KIND", "ARTIFACTS", "DATA", "SCHEMA", "check", "classifier_runs", "training_spec", "evaluation_sets",
-             "collect_inputs", "collect", "table", "figure", "numbers")
+#: What every kind defines (the contract test checks them; ``table`` and ``figure`` only a kind
+#: with a table or a figure).
+INTERFACE = ("KIND", "ARTIFACTS", "DATA", "SCHEMA", "check", "collect_inputs", "collect", "numbers")
 #: What a kind may define (the contract test checks them where present).
 OPTIONAL = ("split_needs", "run_evaluation_sets")
 #: The names its reporting half defines.
 REPORTING = ("collect", "table", "figure", "numbers")
 
 
-class CollectPaths(NamedTuple):
-    """The workflow's path helpers a kind's `collect_inputs` builds its collect job's inputs
-    from (rules/common.smk). Each takes an experiment name or world names and returns paths."""
+def _no_classifier_runs(spec: Mapping) -> list[dict]:
+    """None: the kind trains no classifiers."""
+    return []
 
-    metrics: Callable[[str], list[str]]  # metrics/<evalset>.json of every classifier it reads
-    predictions: Callable[[str], list[str]]  # predictions/<evalset>.h5 of every classifier it reads
-    histories: Callable[[str], list[str]]  # history.json of every classifier it trains
-    divergences: Callable[[Iterable[str], str], list[str]]  # kl_from_<reference>.json of worlds
-    noisy_constants: Callable[[str, Iterable[float]], list[str]]  # a world's noisy test sets' constants
-    constants: Callable[[Iterable[str]], list[str]]  # constants.json of worlds
-    active_rounds: Callable[[str, Iterable[dict]], list[str]]  # rounds.json of active runs {arch, strategy, seed}
+
+def _no_training_spec(spec: Mapping, cell: str) -> dict:
+    raise ConfigError(f"experiment kind {spec['kind']!r} trains no classifiers (asked for cell {cell!r})")
+
+
+def _no_evaluation_sets(spec: Mapping) -> list[str]:
+    """None: the kind reads no classifier's predictions."""
+    return []
+
+
+#: The planning names a kind may leave out, and what its planning half answers instead (its
+#: ``__getattr__``, `reporting_half`).
+DEFAULTS = {"classifier_runs": _no_classifier_runs, "training_spec": _no_training_spec,
+            "evaluation_sets": _no_evaluation_sets}
 
 
 def reporting_half(package: str) -> Callable[[str], object]:
-    """A module ``__getattr__`` for a kind's planning half: the names of `REPORTING` (and any
-    other name its ``report`` module defines) load ``<package>.report`` on first use."""
+    """A module ``__getattr__`` for a kind's planning half, asked for the names the module does
+    not define: the `DEFAULTS` of the optional planning names; AttributeError for an `OPTIONAL`
+    hook or a planning constant (an upper-case name such as ``RUN_ENTRY_KEYS``) it lacks, so
+    asking for one at DAG-build time loads nothing; any other name (those of `REPORTING`) from
+    ``<package>.report``, loaded on first use."""
 
     def __getattr__(name: str) -> object:
-        if name.startswith("__"):
-            raise AttributeError(name)
+        if name in DEFAULTS:
+            return DEFAULTS[name]
+        if name.startswith("__") or name in OPTIONAL or name.isupper():
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
         report = importlib.import_module(f"{package}.report")
         try:
             return getattr(report, name)
@@ -122,6 +149,17 @@ def register(registry: dict[str, ModuleType], module: ModuleType) -> None:
         raise ConfigError(f"experiment kind {kind!r} is registered twice: by {registry[kind].__name__} and by "
                           f"{module.__name__}")
     registry[kind] = module
+
+
+def with_defaults(entry: Mapping, schema: Mapping) -> dict:
+    """A copy of `entry` with the ``default`` of every key of the kind's `schema` (its
+    ``SCHEMA``) that it lacks: what `oracle.workflow.plan.config.fill_defaults` gives a validated
+    config, so a kind's `check` reads each default where it is stated once, its schema.yaml."""
+    out = dict(entry)
+    for key, sub in (schema.get("properties") or {}).items():
+        if "default" in sub:
+            out.setdefault(key, copy.deepcopy(sub["default"]))
+    return out
 
 
 def entry_schema(package_file: str) -> dict:

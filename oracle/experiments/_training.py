@@ -45,9 +45,9 @@ def check_classifier_entry(name: str, entry: dict, config: Mapping) -> dict:
     """Check the keys every classifier-training experiment shares and fill their defaults.
 
     world (must exist), archs (names of classifiers.archs), sizes (each at most the world's
-    training pool), seeds, labels/hard_label (hard_label defaults to ``label``; ``source`` is
-    refused when the world's label temperature is not 1, DESIGN rule 8), training (the
-    experiment's overrides merged over classifiers.training).
+    training pool), seeds, labels/hard_label (``source`` is refused when the world's label
+    temperature is not 1, DESIGN rule 8), training (`training_settings`). The kind's schema
+    defaults are filled in already (`oracle.experiments.with_defaults`).
     """
     key = f"experiments.{name}"
     resolved = resolve_worlds(config)
@@ -72,19 +72,23 @@ def check_classifier_entry(name: str, entry: dict, config: Mapping) -> dict:
             raise ConfigError(
                 f"config key '{key}.sizes': N={n} exceeds the training pool of world {entry['world']!r} "
                 f"({pool} = n_total {world['n_total']} - test_size {world['test_size']})")
-    entry.setdefault("hard_label", "label")
     if entry["labels"] == "hard" and entry["hard_label"] == "source" and world["label_temperature"] != 1.0:
         raise ConfigError(
             f"config key '{key}.hard_label': 'source' trains on the class a sample was drawn from, which at "
             f"label temperature T={world['label_temperature']:g} is not a draw from the world's posterior "
             "p_T(y|x): the Bayes accuracy would not bound the classifier and its epistemic part would "
             "carry a spurious floor; use hard_label: label (y ~ p_T(y|x), DESIGN rule 8)")
-    training = dict(config["classifiers"]["training"])
-    training.update(entry.get("training") or {})
-    entry["training"] = {k: training[k] for k in TRAINING_KEYS}
+    entry["training"] = training_settings(entry, config)
     entry["sizes"] = sorted(entry.get("sizes", []))
     entry["arch_labels"] = {a: arch_spec(config, a)["label"] for a in entry["archs"]}
     return entry
+
+
+def training_settings(entry: Mapping, config: Mapping) -> dict:
+    """The training hyperparameters of an experiment's classifiers (`TRAINING_KEYS`): its
+    entry's ``training`` overrides merged over classifiers.training."""
+    training = {**config["classifiers"]["training"], **(entry.get("training") or {})}
+    return {k: training[k] for k in TRAINING_KEYS}
 
 
 def hard_label_of(spec: Mapping) -> str | None:

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from oracle.errors import ConfigError, DataError
 from oracle.io.raw_files import missing_data
 from oracle.io.subsets import take_split
+from oracle.progress import track
 
 FASHION_MNIST_CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal",
                          "Shirt", "Sneaker", "Bag", "Ankle boot"]
@@ -285,7 +285,7 @@ def load_imagenet_downsampled(root: str | os.PathLike, split: str) -> tuple[np.n
     if not files:
         raise missing_data(root / pattern, "imagenet_downsampled")
     xs, ys = [], []
-    for path in tqdm(files, desc=f"imagenet {split}", disable=len(files) < 2):
+    for path in track(files, f"imagenet {split}", unit="file"):
         try:
             with np.load(path, allow_pickle=False) as z:
                 if not {"data", "labels"} <= set(z.files):

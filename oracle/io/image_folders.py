@@ -9,12 +9,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from oracle.errors import DataError
 from oracle.io.images import resize_center_crop
 from oracle.io.raw_files import IMAGE_EXTENSIONS, LAYOUTS, missing_data
 from oracle.io.subsets import select_classes, subsample_per_class
+from oracle.progress import Progress
 
 
 # --------------------------------------------------------------------------- image folders
@@ -234,7 +234,7 @@ def load_image_folder(root: str | os.PathLike, split: str, image_size: int | Non
                             f"{list(first.shape)}: set data.image_size to resize")
         images[i] = arr
 
-    bar = tqdm(total=len(paths), desc=f"decode {Path(root).name}/{split}", disable=None, mininterval=2.0)
+    bar = Progress(f"decode {Path(root).name}/{split}", len(paths), unit="image", quiet=True)
     if workers > 1:
         with ThreadPoolExecutor(int(workers)) as ex:
             for _ in ex.map(work, range(len(paths))):
@@ -243,5 +243,5 @@ def load_image_folder(root: str | os.PathLike, split: str, image_size: int | Non
         for i in range(len(paths)):
             work(i)
             bar.update()
-    bar.close()
+    bar.finish()
     return images, labels, names

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from oracle.errors import ConfigError, DataError
 from oracle.io.atomic import atomic_output
+from oracle.progress import track
 
 H5_FORMAT_VERSION = 1
 _RESAMPLE = {"nearest": 0, "lanczos": 1, "bilinear": 2, "bicubic": 3, "box": 4}
@@ -76,7 +76,7 @@ def resize_images(images: np.ndarray, size: int, resample: str = "bicubic") -> n
     if h == size and w == size:
         return images
     out = np.empty((n, c, size, size), np.uint8)
-    for i in tqdm(range(n), desc="resize", disable=None, leave=False, mininterval=2.0):
+    for i in track(range(n), "resize", unit="image"):
         for ch in range(c):
             im = Image.fromarray(images[i, ch], mode="L")
             out[i, ch] = np.asarray(resize_center_crop(im, size, resample))

@@ -4,7 +4,7 @@ values, the paper's figures with this run's captions, and where, when and how lo
 Every number on the page is read from the run's own artifacts: ``claims.csv`` (the verdicts),
 ``<figure>.caption.rst`` (the finding sentences), the provenance record of ``claims.csv``
 (date, machine, code version, packages) and the benchmark files (wall time, job-seconds). The
-page is regenerated, never edited: ``scripts/findings_doc.py RUN_DIR`` rewrites it.
+page is regenerated, never edited: ``scripts/tools/findings_doc.py RUN_DIR`` rewrites it.
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def findings_page(run_dir: str | os.PathLike, doc: str | os.PathLike, command: s
     text = [
         f"# Findings of the run `{config['run']}`",
         "",
-        "Generated from the run's artifacts by `scripts/findings_doc.py`; do not edit by hand. The "
+        "Generated from the run's artifacts by `scripts/tools/findings_doc.py`; do not edit by hand. The "
         "numbers describe the world this run built (see the config), not the paper's worlds; the paper's "
         "value stands beside each.",
         "",

@@ -224,7 +224,7 @@ def critical_path(jobs: dict[str, dict]) -> tuple[float, list[str]]:
 # Under the local job server a job's work runs in a child forked by the server, outside the
 # process that Snakemake's benchmark measures. The server reads each child's peak resident set
 # when it reaps it (``os.wait4``), and `oracle.workflow.jobs.run_job` writes it next to the
-# job's log, as ``<log>.usage.json`` (`oracle.workflow.job_server.delegate`):
+# job's log, as ``<log>.usage.json`` (`oracle.workflow.jobs.server.delegate`):
 #     {"rule": "<rule name>", "max_rss_mib": <float>, "user_s": ..., "system_s": ..., "wall_s": ...}
 # `timings_table(memory=False)` then takes each rule's memory from these files.
 

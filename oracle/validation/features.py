@@ -34,11 +34,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
 from oracle.io.atomic import torch_save_atomic
 from oracle.errors import DataError, OracleError
 from oracle.io.state_dicts import read_checkpoint
+from oracle.progress import track
 
 __all__ = [
     "FEATURE_KINDS",
@@ -162,7 +162,7 @@ def train_domain_feature_net(images, labels, *, epochs: int = 10, seed: int = 0,
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     gen = torch.Generator().manual_seed(seed)
     loss_sum = correct = 0.0
-    for _ in tqdm(range(epochs), desc="domain feature net", disable=None if progress is None else not progress):
+    for _ in track(range(epochs), "domain feature net", unit="epoch", enabled=progress is not False):
         perm = torch.randperm(n, generator=gen)
         loss_sum = correct = 0.0
         for start in range(0, n, batch_size):
@@ -232,7 +232,7 @@ def features_and_probs(net: nn.Module, x, batch_size: int = 256, device: str | t
     net.to(dev)
     feats, probs = [], []
     try:
-        for start in tqdm(range(0, n, batch_size), desc="features", disable=None if n > 4 * batch_size else True):
+        for start in track(range(0, n, batch_size), "features"):
             xb = _to_model_space(x[start:start + batch_size], dev)
             f = net.forward_features(xb)
             feats.append(f.double().cpu().numpy())

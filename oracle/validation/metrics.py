@@ -255,10 +255,14 @@ def nearest_neighbor_distances(query, ref, k: int = 1, exclude_self: bool = Fals
     ``exclude_self=True``, ``query`` must be ``ref`` (same rows in the same order) and row i is
     not its own neighbour (leave-one-out); duplicates of row i elsewhere still count.
 
-    Candidates are found blockwise with the ``|q|^2 + |r|^2 - 2 q.r`` expansion (memory bounded
-    by ``block_rows``); the distances returned are then recomputed directly as ``|q - r|`` so
-    that near-duplicates get accurate small distances instead of expansion round-off.
+    The neighbours are scikit-learn's brute-force search (``NearestNeighbors(algorithm=
+    "brute")``: the ``|q|^2 + |r|^2 - 2 q.r`` expansion in memory-bounded chunks; its query
+    without ``X`` is the leave-one-out one). Their distances are then recomputed directly as
+    ``|q - r|`` (``block_rows`` query rows at a time) and re-sorted, so that near-duplicates get
+    accurate small distances instead of the expansion's round-off, which scikit-learn returns.
     """
+    from sklearn.neighbors import NearestNeighbors
+
     q = _features("query", query)
     r = _features("ref", ref)
     _same_dim("query", q, "ref", r)
@@ -268,18 +272,13 @@ def nearest_neighbor_distances(query, ref, k: int = 1, exclude_self: bool = Fals
     if not 1 <= k <= n_ref:
         raise OracleError(f"nearest_neighbor_distances: k={k} must be in [1, {n_ref}]")
     if block_rows is None:
-        block_rows = max(1, _DISTANCE_BLOCK_BYTES // (8 * r.shape[0]))
-    r_sq = np.einsum("ij,ij->i", r, r)
+        block_rows = max(1, _DISTANCE_BLOCK_BYTES // (8 * k * r.shape[1]))
+    search = NearestNeighbors(n_neighbors=k, algorithm="brute").fit(r)
+    candidates = search.kneighbors(None if exclude_self else q, return_distance=False)
     out_d = np.empty((q.shape[0], k))
     out_i = np.empty((q.shape[0], k), dtype=np.int64)
     for start in range(0, q.shape[0], block_rows):
-        qb = q[start:start + block_rows]
-        d2 = np.einsum("ij,ij->i", qb, qb)[:, None] + r_sq[None, :] - 2.0 * (qb @ r.T)
-        if exclude_self:
-            rows = np.arange(qb.shape[0])
-            d2[rows, start + rows] = np.inf
-        idx = np.argpartition(d2, k - 1, axis=1)[:, :k] if k < d2.shape[1] else \
-            np.tile(np.arange(d2.shape[1]), (qb.shape[0], 1))
+        qb, idx = q[start:start + block_rows], candidates[start:start + block_rows]
         exact = np.linalg.norm(qb[:, None, :] - r[idx], axis=2)
         order = np.argsort(exact, axis=1, kind="stable")
         out_d[start:start + qb.shape[0]] = np.take_along_axis(exact, order, axis=1)

@@ -19,7 +19,6 @@ See docs/presets.md ("Rehearsal").
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import subprocess
 import sys
@@ -34,6 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO))
 from fake_inputs import place_inputs
 
+from oracle.errors import ConfigError
+from oracle.workflow.plan.rehearsal import configfiles, merged_config, paper_files, snakemake_command  # noqa: F401 (tests)
+
 #: Per preset: how much fake raw data (images per class and split, or npz rows per file).
 DATA = {
     "afhq256": {"per_split": {"train": 4, "test": 2}},
@@ -42,44 +44,6 @@ DATA = {
 }
 #: The SLURM test cluster has no GPUs: a request for them would never be scheduled.
 SLURM_CPU = {"resources": {"oracle": {"gpus": 0}}}
-
-
-def configfiles(preset: str) -> list[Path]:
-    """The preset and its rehearsal overlay, in the order Snakemake merges them."""
-    files = [REPO / "presets" / f"{preset}.yaml", REPO / "presets" / "rehearsal" / f"{preset}.yaml"]
-    for f in files:
-        if not f.is_file():
-            raise SystemExit(f"rehearse: {f.relative_to(REPO)} does not exist (presets with an overlay: "
-                             f"{', '.join(sorted(p.stem for p in (REPO / 'presets' / 'rehearsal').glob('*.yaml')))})")
-    return files
-
-
-def merged_config(files: list[Path]) -> dict:
-    """The config Snakemake makes of `--configfile FILES...`: its own settings object, so the
-    merge is the installed version's (mappings merge, lists and scalars replace)."""
-    from snakemake.settings.types import ConfigSettings
-
-    return copy.deepcopy(dict(ConfigSettings(configfiles=list(files)).overwrite_config))
-
-
-def paper_files(cfg: dict, workdir: Path) -> dict[str, list[Path]]:
-    """paper id -> every file of its artifact, as rules/common.smk's artifact_files names them."""
-    from oracle.experiments import kind_module
-    from oracle.validation.artifacts import ARTIFACTS as VALIDATION_ARTIFACTS
-
-    run = workdir / "results" / cfg["run"]
-    out = {}
-    for pid, target in (cfg.get("paper") or {}).items():
-        owner, name = target.split("/", 1)
-        if owner == "validation":
-            art = VALIDATION_ARTIFACTS[name]
-            stem = run / "validation" / art.folder / name
-        else:
-            kind = cfg["experiments"][owner]["kind"]
-            art = kind_module(kind).ARTIFACTS[name]
-            stem = run / kind / owner / ("tables" if art.type == "table" else "figures") / name
-        out[pid] = [stem.with_name(f"{name}.{s}") for s in art.suffixes]
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     a = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
-    files = configfiles(a.preset)
+    try:
+        files = configfiles(a.preset)
+    except ConfigError as exc:
+        raise SystemExit(f"rehearse: {exc}") from None
     workdir = (a.workdir or Path(tempfile.gettempdir()) / "oracle-rehearsal" / a.preset).resolve()
     if workdir == REPO or REPO in workdir.parents:
         raise SystemExit(f"rehearse: --workdir {workdir} is inside the repository; pick a scratch folder")
@@ -105,12 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     placed = place_inputs(a.preset, cfg, workdir, DATA.get(a.preset))
     print(f"rehearse: {len(placed)} fake inputs placed in {workdir} ({time.time() - t0:.0f} s)", flush=True)
-    # targets first: --configfile takes every argument after it
-    cmd = [sys.executable, "-m", "snakemake", "all", *(cfg.get("paper") or {}), "--snakefile", str(REPO / "Snakefile"),
-           "--directory", str(workdir), "--cores", str(a.cores)]
-    if a.profile:
-        cmd += ["--profile", a.profile]
-    cmd += [*extra, "--configfile", *map(str, files)]
+    cmd = snakemake_command(sys.executable, cfg, files, workdir, a.cores, a.profile, extra)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
     print("rehearse:", " ".join(cmd), flush=True)
     t1 = time.time()

@@ -48,7 +48,8 @@ k=$(grep -oE "classifiers=[0-9]+" <<<"$*" | tail -n1 | cut -d= -f2 || true)
 # classifiers, each its training job plus its prediction jobs.
 worst=$("${PYTHON:-.venv/bin/python}" - "${config:-config.yaml}" "$k" <<'PY'
 import sys, yaml
-from oracle.workflow import plan, resources as res
+from oracle.workflow import plan
+from oracle.workflow.plan import resources as res
 cfg, k = yaml.safe_load(open(sys.argv[1])), int(sys.argv[2])
 n_max = plan.largest_training_size(cfg)
 minutes = []

@@ -17,10 +17,10 @@ and figures; KL and entropies in nats; labels count the initial set.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from oracle.classifiers.active_learning import STRATEGIES
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, _training, entry_schema, reporting_half
+from oracle.experiments import _training, entry_schema, reporting_half, with_defaults
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import world_spec
 
@@ -42,6 +42,9 @@ ARTIFACTS = artifacts_by_name(
              "aleatoric entropy H(p), against labels; mean ± std over every run (all strategies and seeds)."),
 )
 
+#: Acquisition strategies, in display order: ``random`` and every score of
+#: `oracle.classifiers.active_learning.SCORES` (the rules' {strategy} wildcard matches these).
+STRATEGIES = ("random", "max_entropy", "max_epistemic", "bald")
 #: Display names and colours of the strategies (paper Figures 8 and 9: random grey, entropy blue,
 #: exact epistemic orange).
 STRATEGY_LABELS = {"random": "Random", "max_entropy": "Max Entropy", "max_epistemic": "Max Epistemic (exact)",
@@ -54,20 +57,16 @@ TARGET_LABELS = {"exact_epistemic": "exact epistemic KL(p || q)", "exact_aleator
 #: training hyperparameters are added to them (`oracle.workflow.plan.resolve_experiment`).
 RUN_ENTRY_KEYS = ("world", "labels", "hard_label", "strategies", "initial_size", "rounds", "batch", "pool_size",
                   "mc_samples", "drop_rate")
-#: Defaults of the optional keys (also in config.schema.yaml).
-DEFAULTS = {"hard_label": "label", "mc_samples": 20, "drop_rate": 0.25, "target_accuracy": None, "training": None}
 
 
 # --------------------------------------------------------------------------- config
 def check(name: str, entry: dict, config: Mapping) -> dict:
-    """The entry with defaults filled in: world, archs, labels/hard_label and training as for
+    """The entry with its schema's defaults filled in: world, archs, labels/hard_label and training as for
     every classifier experiment (`_training.check_classifier_entry`); strategies known and
     unique; BALD needs drop_rate > 0; the initial set and the pool fit in the world's
     training pool, and the rounds in the pool."""
     key = f"experiments.{name}"
-    for k, v in DEFAULTS.items():
-        entry.setdefault(k, v)
-    spec = _training.check_classifier_entry(name, entry, config)
+    spec = _training.check_classifier_entry(name, with_defaults(entry, SCHEMA), config)
     spec.pop("sizes")  # set by the shared check; an active experiment has no size grid
     unknown = [s for s in spec["strategies"] if s not in STRATEGIES]
     if unknown or not spec["strategies"] or len(set(spec["strategies"])) != len(spec["strategies"]):
@@ -94,16 +93,6 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     return spec
 
 
-def classifier_runs(spec: Mapping) -> list[dict]:
-    """None: the active-learning rule trains its own models, one per round (rules/active.smk)."""
-    return []
-
-
-def training_spec(spec: Mapping, cell: str) -> dict:
-    """Not defined: an active experiment has no classifier cells."""
-    raise ConfigError(f"experiment kind 'active' has no classifier cells (asked for {cell!r})")
-
-
 def evaluation_sets(spec: Mapping) -> list[str]:
     """Every round's model is scored on the test set of the experiment's world."""
     return [spec["world"]]
@@ -121,7 +110,7 @@ def runs(spec: Mapping) -> list[dict]:
             for a in spec["archs"] for s in spec["strategies"] for seed in spec["seeds"]]
 
 
-def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """rounds.json of every run (arch, strategy, seed)."""
     return {"rounds": paths.active_rounds(name, runs(spec))}
 

@@ -28,9 +28,10 @@ at the largest selected N, every seed and set). Fractions throughout (probabilit
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, entry_schema, reporting_half
+from oracle.experiments import entry_schema, reporting_half
 from oracle.experiments.estimators import borrow_models
 from oracle.report.paper import Artifact, artifacts_by_name
 
@@ -84,24 +85,14 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     return entry
 
 
-def classifier_runs(spec: Mapping) -> list[dict]:
-    """None of its own: it predicts the classifiers of experiment ``models`` (spec ``borrowed_runs``)."""
-    return []
-
-
-def training_spec(spec: Mapping, cell: str) -> dict:
-    raise ConfigError(f"experiment kind calibration trains no classifiers (asked for cell {cell!r}); its models are "
-                      f"those of experiment {spec['models']!r}")
-
-
 def evaluation_sets(spec: Mapping) -> list[str]:
     """The models' clean test set (sigma 0) and every shifted set."""
     return [spec["world"], *spec["shifted_sets"]]
 
 
-def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """The metrics files of the models it evaluates, on every set."""
-    return {"metrics": paths.metrics(name)}
+    return {"metrics": paths.experiment_metrics(name)}
 
 
 SCHEMA = entry_schema(__file__)

@@ -15,7 +15,7 @@ from scipy import stats
 
 from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_frame
 from oracle.errors import DataError
-from oracle.experiments._calibration_report import reliability_panels
+from oracle.experiments._calibration.report import reliability_panels
 from oracle.experiments.calibration import evaluation_sets
 from oracle.report.figures import palette, panel_letters, reliability_diagram, save_figure, style
 from oracle.report.numbers import entry

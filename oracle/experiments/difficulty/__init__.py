@@ -22,10 +22,11 @@ per (world, seed) of the learner (empty without one).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from oracle.classifiers.specs import arch_spec
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, _training, entry_schema, reporting_half
+from oracle.experiments import _training, entry_schema, reporting_half
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import world_specs
 
@@ -75,9 +76,7 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
         entry["learner"] = _check_learner(key, dict(learner), worlds, specs, config)
         entry["archs"] = [entry["learner"]["arch"]]
         entry["arch_labels"] = {entry["learner"]["arch"]: arch_spec(config, entry["learner"]["arch"])["label"]}
-        training = dict(config["classifiers"]["training"])
-        training.update(entry.get("training") or {})
-        entry["training"] = {k: training[k] for k in _training.TRAINING_KEYS}
+        entry["training"] = _training.training_settings(entry, config)
     return entry
 
 
@@ -126,11 +125,11 @@ def run_evaluation_sets(spec: Mapping, run: Mapping) -> list[str]:
     return [run["cell"]]
 
 
-def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """The constants of each of its worlds; with a learner, its models' metrics."""
-    out = {"constants": paths.constants(spec["worlds"])}
+    out = {"constants": paths.world_constants(spec["worlds"])}
     if spec.get("learner"):
-        out["metrics"] = paths.metrics(name)
+        out["metrics"] = paths.experiment_metrics(name)
     return out
 
 

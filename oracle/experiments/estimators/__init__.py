@@ -28,9 +28,10 @@ Data: ``estimates`` (model x set x method), ``scores`` (model x method x target)
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, entry_schema, reporting_half
+from oracle.experiments import entry_schema, reporting_half
 from oracle.experiments._training import size_cell
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import noisy_set_name
@@ -110,25 +111,15 @@ def borrow_models(name: str, entry: dict, config: Mapping) -> dict:
     return entry
 
 
-def classifier_runs(spec: Mapping) -> list[dict]:
-    """None of its own: it predicts the classifiers of experiment ``models`` (spec ``borrowed_runs``)."""
-    return []
-
-
-def training_spec(spec: Mapping, cell: str) -> dict:
-    raise ConfigError(f"experiment kind estimators trains no classifiers (asked for cell {cell!r}); its models are "
-                      f"those of experiment {spec['models']!r}")
-
-
 def evaluation_sets(spec: Mapping) -> list[str]:
     """The models' clean test set (ATC's in-distribution split) and every shifted set."""
     return [spec["world"], *spec["shifted_sets"]]
 
 
-def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """Predictions (logits) and metrics of the models it evaluates on every set, the exact-KL
     checks of its variants, its noisy sets' constants."""
-    return {"predictions": paths.predictions(name), "metrics": paths.metrics(name),
+    return {"predictions": paths.experiment_predictions(name), "metrics": paths.experiment_metrics(name),
             "divergences": paths.divergences(spec["worlds"], spec["world"]),
             "noise": paths.noisy_constants(spec["world"], spec["noise"])}
 

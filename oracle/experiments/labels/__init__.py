@@ -5,7 +5,7 @@ one class per image (by default the argmax of the world's posterior, the paper's
 argmax"), and *soft*, the exact posterior vector p_T(y|x) itself. Both arms of a seed train
 on the same rows (the seed's nested subset), so the soft-minus-hard gain is paired by seed.
 Every classifier is scored on the world's test set against its labels and against the truth
-(`oracle.experiments._calibration_report`).
+(`oracle.experiments._calibration.report`).
 
 Cells are ``hard-N<n>`` and ``soft-N<n>``. Data: ``runs`` (one row per classifier),
 ``curves`` (per-epoch test accuracy and epistemic KL on classifiers.curve_size test rows,
@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, _calibration, _training, entry_schema, reporting_half
+from oracle.experiments import _calibration, _training, entry_schema, reporting_half, with_defaults
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "labels"
@@ -50,14 +51,13 @@ _CELL = re.compile(r"(hard|soft)-N(\d+)")
 # --------------------------------------------------------------------------- config
 def check(name: str, entry: dict, config: Mapping) -> dict:
     """The entry with defaults filled in: ``arch`` (one architecture) becomes ``archs``;
-    ``hard_label`` defaults to ``posterior_argmax``; ``curve_sizes`` (the three sizes of the
+    ``hard_label`` defaults to ``posterior_argmax`` (its schema); ``curve_sizes`` (the three sizes of the
     figure's top row) default to the smallest, a middle and the largest N and must be sizes
     of the experiment."""
     key = f"experiments.{name}"
-    entry = dict(entry)
+    entry = with_defaults(entry, SCHEMA)
     entry["archs"] = [entry.pop("arch")]
     entry["labels"] = "hard"  # the hard arm's checks (hard_label: source at T != 1)
-    entry.setdefault("hard_label", "posterior_argmax")
     spec = _training.check_classifier_entry(name, entry, config)
     spec["labels"] = "both"
     sizes = spec["sizes"]
@@ -103,9 +103,9 @@ def evaluation_sets(spec: Mapping) -> list[str]:
     return [spec["world"]]
 
 
-def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """Its classifiers' metrics files and training histories."""
-    return {"metrics": paths.metrics(name), "histories": paths.histories(name)}
+    return {"metrics": paths.experiment_metrics(name), "histories": paths.experiment_histories(name)}
 
 
 SCHEMA = entry_schema(__file__)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from oracle.experiments import _calibration_findings
+from oracle.experiments._calibration import findings as _calibration_findings
 from oracle.experiments.labels import report
 from oracle.report.captions import count_of, num, paper_says
 

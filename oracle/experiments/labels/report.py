@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from oracle.classifiers.evaluate import read_history_frame, read_metrics_frame, read_reliability_frame
 from oracle.errors import DataError
-from oracle.experiments import _calibration_report
+from oracle.experiments._calibration import report as _calibration_report
 from oracle.experiments.labels import ARTIFACTS, COLORS, MODES
 from oracle.measures.power_laws import aggregate_over_seeds
 from oracle.report.figures import errorbar, panel_letters, reliability_diagram, save_figure, size_ticks, style
@@ -155,7 +155,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
       ``true_ece_<mode>_max_n`` against the exact posterior, and ``true_ece_reduction_max_n``
       (hard - soft, paired per seed);
     * ``calibration.*``: whether ECE against labels and against the truth agree
-      (`oracle.experiments._calibration_report.agreement_numbers`).
+      (`oracle.experiments._calibration.report.agreement_numbers`).
     """
     runs, path = data["runs"], data_paths["runs"]
     gains = gain_summary(runs)

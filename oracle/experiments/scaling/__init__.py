@@ -5,7 +5,7 @@ their cross-entropy decomposed exactly into the aleatoric floor E[H(p)] and the 
 gap E[KL(p || q)] (nats). Power laws KL ~ c N^-alpha are fitted per (arch, seed) and alpha is
 reported as mean ± std over seeds, as the paper does; the ECE gets its own power law beside
 it (the paper: the rates differ), and calibration is measured against the labels and against
-the truth (`oracle.experiments._calibration_report`).
+the truth (`oracle.experiments._calibration.report`).
 
 Data: ``runs`` (one row per classifier: `oracle.classifiers.evaluate.read_metrics_frame`),
 ``fits`` (`power_law_fits` of the epistemic KL, the ECE against labels and the true ECE) and
@@ -16,9 +16,10 @@ percentages in tables and figures.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, _calibration, _training, entry_schema, reporting_half
+from oracle.experiments import _calibration, _training, entry_schema, reporting_half, with_defaults
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "scaling"
@@ -58,9 +59,9 @@ ARTIFACTS = artifacts_by_name(
 
 # --------------------------------------------------------------------------- config
 def check(name: str, entry: dict, config: Mapping) -> dict:
-    """The entry with defaults filled in (see `_training.check_classifier_entry`); the table
+    """The entry with its schema's defaults filled in (see `_training.check_classifier_entry`); the table
     options must name sizes and architectures of the experiment."""
-    spec = _training.check_classifier_entry(name, entry, config)
+    spec = _training.check_classifier_entry(name, with_defaults(entry, SCHEMA), config)
     key = f"experiments.{name}"
     for opt in ("table_size", "table_archs", "table_sizes"):
         spec.setdefault(opt, None)
@@ -93,9 +94,9 @@ def evaluation_sets(spec: Mapping) -> list[str]:
     return [spec["world"]]
 
 
-def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """Its classifiers' metrics files on every evaluation set."""
-    return {"metrics": paths.metrics(name)}
+    return {"metrics": paths.experiment_metrics(name)}
 
 
 SCHEMA = entry_schema(__file__)

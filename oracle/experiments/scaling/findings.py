@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from oracle.experiments import _calibration_findings
+from oracle.experiments._calibration import findings as _calibration_findings
 from oracle.experiments.scaling import report
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
 from oracle.report.captions import count_of, num, paper_says, span

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_frame
 from oracle.errors import ConfigError, DataError
-from oracle.experiments import _calibration_report
+from oracle.experiments._calibration import report as _calibration_report
 from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
 from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law_offset,
                                         fit_seed_mean, power_law)
@@ -278,7 +278,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     * the accuracy_vs_bayes table: ``bayes_gap.<arch>`` (percentage points) and its range over
       architectures ``bayes_gap_min``/``bayes_gap_max``;
     * ``calibration.*``: whether ECE against labels and against the truth agree
-      (`oracle.experiments._calibration_report.agreement_numbers`).
+      (`oracle.experiments._calibration.report.agreement_numbers`).
     """
     runs, fits = data["runs"], data["fits"]
     runs_path, fits_path = data_paths["runs"], data_paths["fits"]

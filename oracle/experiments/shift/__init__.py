@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from oracle.errors import ConfigError
-from oracle.experiments import CollectPaths, _training, entry_schema, reporting_half
+from oracle.experiments import _training, entry_schema, reporting_half, with_defaults
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import known_num_classes, world_specs
 
@@ -75,6 +76,7 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     null), ``noise_std`` (>= 0, default 0), ``world`` (default the experiment's), ``label``
     (default the name); ``baseline`` names one of them; ``size`` fits every training pool."""
     key = f"experiments.{name}"
+    entry = with_defaults(entry, SCHEMA)
     entry.setdefault("labels", "hard")
     entry.setdefault("val_fraction", 0.0)
     spec = _training.check_classifier_entry(name, entry, config)
@@ -159,10 +161,10 @@ def shift_type(spec: Mapping, cell: str) -> str:
     return f"prior{noisy}"
 
 
-def collect_inputs(name: str, spec: Mapping, paths: CollectPaths) -> dict[str, list[str]]:
+def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """Metrics and histories of its classifiers, the exact-KL checks of its variant training
     worlds, the oracle's posterior shift at its noise levels."""
-    return {"metrics": paths.metrics(name), "histories": paths.histories(name),
+    return {"metrics": paths.experiment_metrics(name), "histories": paths.experiment_histories(name),
             "divergences": paths.divergences(variant_worlds(spec), spec["world"]),
             "noise": paths.noisy_constants(spec["world"], noise_levels(spec))}
 

@@ -1,8 +1,10 @@
-"""What the workflow derives from a config, in plain values (the Snakefile imports it at
-DAG-build time, so standard library only):
+"""Planning: what the workflow derives from a config, in plain values (the Snakefile imports it
+at DAG-build time, so standard library only, with PyYAML and jsonschema for the config).
+
+Re-exported here (``plan.world_specs``):
 
 ``worlds``       each world's parameters with the base world's defaults and seeds, and the
-                 config keys they come from; the world kind and file; the class prior
+                 config keys they come from; the world kind; the class prior
 ``archs``        classifier architectures and their labels
 ``experiments``  the experiments checked and completed by their kinds (with the config keys
                  of their jobs), the classifiers they train, the sets those are scored on,
@@ -12,7 +14,10 @@ DAG-build time, so standard library only):
 ``rule_keys``    the config keys each rule's artifacts depend on (one table for the rules,
                  the jobs' input checks, the start-of-run check and the audit)
 
-Every name is re-exported here (``plan.world_specs``).
+Imported by name: ``config`` (loading, schema, validation, checks), ``config_paths`` (the
+dotted config keys of provenance), ``paths`` (every path of a run: ``RunPaths``),
+``rule_params`` (the rules' wildcard helpers), ``resources`` (rule resources, the torchrun
+launch), ``rehearsal`` (a preset rehearsed in miniature).
 """
 
 from oracle.workflow.plan.archs import *  # noqa: F403

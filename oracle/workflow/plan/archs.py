@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from oracle.classifiers.specs import ARCH_LABELS, arch_label, arch_spec  # noqa: F401
-from oracle.workflow.config_paths import quoted
+from oracle.workflow.plan.config_paths import quoted
 
 
 def arch_keys(config: Mapping, arch: str) -> list[str]:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from oracle.errors import ConfigError
 from oracle.experiments import kind_module
 from oracle.experiments._training import CURVE_KEYS
-from oracle.workflow.config_paths import get_config_value, quoted
+from oracle.workflow.plan.config_paths import get_config_value, quoted
 from oracle.workflow.plan.evalsets import parse_evalset
 from oracle.workflow.plan.worlds import world_keys
 
@@ -61,11 +61,13 @@ def experiments_of_kind(config: Mapping, kind: str) -> list[str]:
     return [n for n, e in (config.get("experiments") or {}).items() if e["kind"] == kind]
 
 
-def classifier_runs(config: Mapping, experiments: Iterable[str] | None = None) -> list[dict]:
-    """One dict {experiment, arch, cell, seed} per trained classifier, in a stable order."""
+def classifier_runs(config: Mapping, experiments: Iterable[str] | None = None,
+                    specs: Mapping[str, dict] | None = None) -> list[dict]:
+    """One dict {experiment, arch, cell, seed} per trained classifier, in a stable order.
+    `specs`: the resolved experiments (`experiment_specs`), so the kinds' checks are not run again."""
     keep = None if experiments is None else set(experiments)
     out = []
-    for name, spec in experiment_specs(config).items():
+    for name, spec in (experiment_specs(config) if specs is None else specs).items():
         if keep is None or name in keep:
             out += [{"experiment": name, **run} for run in kind_module(spec["kind"]).classifier_runs(spec)]
     return out
@@ -75,10 +77,15 @@ def prediction_runs(config: Mapping, experiment: str) -> list[dict]:
     """{experiment, arch, cell, seed} of every classifier whose predictions `experiment` reads:
     its own classifiers, or those it evaluates without training them (spec ``borrowed_runs``,
     kind estimators: the classifiers of another experiment)."""
-    spec = experiment_spec(config, experiment)
+    return runs_read_by(experiment_spec(config, experiment), classifier_runs(config, [experiment]))
+
+
+def runs_read_by(spec: Mapping, own: list[dict]) -> list[dict]:
+    """The classifiers a resolved experiment reads the predictions of: the ``borrowed_runs``
+    of a kind that evaluates another experiment's models, else its own runs `own`."""
     if "borrowed_runs" in spec:
         return [dict(r) for r in spec["borrowed_runs"]]
-    return classifier_runs(config, [experiment])
+    return own
 
 
 def prediction_jobs(config: Mapping) -> list[tuple[str, str, str, int, str]]:

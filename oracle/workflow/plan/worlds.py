@@ -1,5 +1,5 @@
-"""The worlds of a run, as the workflow needs them: the world file, and the config keys each
-world's artifacts depend on. The worlds themselves (parameters with the base world's defaults,
+"""The worlds of a run, as the workflow needs them: the config keys each world's artifacts
+depend on (its files: `oracle.workflow.plan.paths`). The worlds themselves (parameters with the base world's defaults,
 seeds, kind, prior) are `oracle.world_specs`, re-exported here.
 
 Light (the Snakefile imports it at DAG-build time): standard library only.
@@ -11,15 +11,7 @@ from collections.abc import Iterable, Mapping
 
 from oracle.world_specs import (BASE_WORLD, WORLD_KINDS, derived_seed, gaussian_spec, known_num_classes,  # noqa: F401
                                 resolve_prior, resolve_worlds, world_kind, world_spec, world_specs)
-from oracle.workflow.config_paths import quoted
-
-
-def world_file(run_dir: str, config: Mapping) -> str:
-    """The frozen model written by the oracle stage: `oracle/flow.pt` for a flow,
-    `oracle/gaussian_world.pt` for a Gaussian world (both load with
-    `oracle.worlds.world_from_checkpoint`)."""
-    name = "gaussian_world.pt" if world_kind(config) == "gaussian" else "flow.pt"
-    return f"{run_dir}/oracle/{name}"
+from oracle.workflow.plan.config_paths import quoted
 
 
 def world_keys(config: Mapping, world: str, params: Iterable[str]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from oracle.experiments._calibration_report import agreement_numbers
+from oracle.experiments._calibration.report import agreement_numbers
 from oracle.report.captions import count_of, num
 
 

@@ -5,7 +5,7 @@ one process, alternating epoch by epoch (median of --rounds).
 
 Usage::
 
-    PYTHONPATH=$PWD .venv/bin/python scripts/bench_stream.py --shard /tmp/bench/shard.h5 \
+    PYTHONPATH=$PWD .venv/bin/python scripts/bench/stream.py --shard /tmp/bench/shard.h5 \
         --sizes 1000 40000 --max-steps 100 --json-out results/bench/stream.json
 """
 

@@ -1,8 +1,8 @@
 """Audit where an artifact or a reported number came from.
 
-    python -m oracle.workflow.audit PATH_OR_NUMBER_KEY [--run results/<run>] [--configfile FILE]
+    python -m oracle.workflow.provenance.audit PATH_OR_NUMBER_KEY [--run results/<run>] [--configfile FILE]
                            [--json] [--strict-code]
-    python -m oracle.workflow.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]   # re-derives every number
+    python -m oracle.workflow.provenance.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]   # re-derives every number
 
 TARGET is an artifact path, or a key of ``<run>/numbers.json``; a number entry looks like
 ``{"value": .., "unit": .., "se": .., "artifact": "<path of the artifact it was read from>"}``
@@ -24,13 +24,13 @@ recorded config subset and the code version. It FLAGS:
   in the current config is not a difference;
 - an artifact that is not the one its rule would make for this run: its record names another
   place, or (oracle samples) another world, seed, shard or oracle
-  (`oracle.workflow.input_identity`, the check every job makes of its inputs);
+  (`oracle.workflow.provenance.input_identity`, the check every job makes of its inputs);
 - the target itself having no record, and an input without one that lies under ``results/``
   or is no file the config names (only those are raw data);
 - for a number key, numbers.json itself when it changed since its record was written, was
   made under other config values, was computed from another version of the number's
   artifact or of a part it lists, and the number when recomputing it from its source with
-  the project's code (`oracle.workflow.audit_numbers`) gives another entry.
+  the project's code (`oracle.workflow.provenance.audit_numbers`) gives another entry.
 
 Code that differs from what made an artifact is a WARNING: the repository files the job
 imported (its record's ``code.files``) whose hash differs on disk now, or, for records
@@ -54,13 +54,14 @@ from pathlib import Path
 from typing import Any
 
 from oracle.errors import ConfigError, DataError, OracleError
-from oracle.workflow.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
-from oracle.workflow.audit_text import SHORT, code_str, render
+from oracle.workflow.provenance.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
+from oracle.workflow.provenance.audit_text import SHORT, code_str, render
 from oracle.code_version import code_version
 from oracle.io.hashing import file_sha256, path_sha256
-from oracle.workflow.config_paths import compare_config
-from oracle.workflow.input_identity import (declared_keys, in_results, named_by_config, oracle_hasher,
+from oracle.workflow.plan.config_paths import compare_config
+from oracle.workflow.provenance.input_identity import (declared_keys, in_results, named_by_config, oracle_hasher,
                                             place_problems, sample_attr_problems)
+from oracle.workflow.plan.paths import CONFIG_FILE, NUMBERS_FILE, RESULTS
 from oracle.workflow.provenance import REPO_ROOT, read_record, record_root, resolve_recorded_path
 from oracle.workflow.audit_numbers import (check_numbers, load_config, load_numbers,  # noqa: F401 - the audit API
                                            number_artifact)
@@ -109,7 +110,7 @@ def _code_differs(rec: Mapping | None, cur: Mapping) -> str | None:
 def _is_oracle_checkpoint(path: Path) -> bool:
     """A frozen world of a run: ``results/<run>/oracle/<name>.pt`` (flow.pt, gaussian_world.pt)."""
     p = Path(os.path.abspath(path))
-    return p.parent.name == "oracle" and p.suffix == ".pt" and p.parent.parent.parent.name == "results"
+    return p.parent.name == "oracle" and p.suffix == ".pt" and p.parent.parent.parent.name == RESULTS
 
 
 class _Auditor:
@@ -239,7 +240,7 @@ class _Auditor:
 def _find_run(target_path: Path | None) -> Path | None:
     if target_path is not None:
         for parent in Path(os.path.abspath(target_path)).parents:
-            if parent.parent.name == "results":
+            if parent.parent.name == RESULTS:
                 return parent
     return None
 
@@ -254,12 +255,12 @@ def resolve_target(target: str, run: str | os.PathLike | None = None) -> tuple[P
         art_path, shown = Path(target), target
     else:
         if run_dir is None:
-            cands = sorted(Path("results").glob("*/numbers.json")) if Path("results").is_dir() else []
+            cands = sorted(Path(RESULTS).glob(f"*/{NUMBERS_FILE}")) if Path(RESULTS).is_dir() else []
             if len(cands) != 1:
                 raise DataError(f"{target!r} is neither an existing path nor resolvable as a number key: "
                                 f"pass --run results/<run> ({len(cands)} runs with numbers.json found)")
             run_dir = cands[0].parent
-        numbers_path = run_dir / "numbers.json"
+        numbers_path = run_dir / NUMBERS_FILE
         numbers = load_numbers(numbers_path)
         if target not in numbers:
             close = difflib.get_close_matches(target, list(numbers), n=3)
@@ -289,8 +290,8 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
     config_source = None
     if configfile is not None:
         current_config, config_source = load_config(configfile), str(configfile)
-    elif run_dir is not None and (run_dir / "config.yaml").is_file():
-        current_config, config_source = load_config(run_dir / "config.yaml"), str(run_dir / "config.yaml")
+    elif run_dir is not None and (run_dir / CONFIG_FILE).is_file():
+        current_config, config_source = load_config(run_dir / CONFIG_FILE), str(run_dir / CONFIG_FILE)
 
     auditor = _Auditor(current_config, strict_code, run_dir)
     number_chain: list[dict] = []
@@ -386,7 +387,7 @@ def _check_number_in_record(number: dict, art_path: Path, holder: Path, auditor:
 # --------------------------------------------------------------------------- CLI
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0 ok, 1 flagged, 2 bad input)."""
-    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.audit", description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.provenance.audit", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("target", nargs="?", help="artifact path or numbers.json key (with --check-numbers: numbers.json path)")
     ap.add_argument("--run", help="results/<run> folder (numbers.json and config.yaml live there)")

@@ -12,7 +12,7 @@ median over ``--repeats`` interleaved repetitions. Not a test: nothing here asse
 
 Usage::
 
-    .venv/bin/python scripts/bench_loglik.py --device cpu --n-images 64 --k 10 --repeats 3 \
+    .venv/bin/python scripts/bench/loglik.py --device cpu --n-images 64 --k 10 --repeats 3 \
         --json-out results/bench/loglik.json
 
 CPU peak memory is the process's resident-set high-water mark (VmHWM, reset through

@@ -20,6 +20,7 @@ import yaml
 
 from oracle.errors import ConfigError
 from oracle.workflow import plan
+from oracle.workflow.plan.paths import REPO_ROOT
 
 #: Tolerance on sum(prior) == 1.
 PRIOR_TOL = 1e-6
@@ -450,7 +451,7 @@ def existing(paths: Iterable[str | None]) -> list[str]:
 
 
 #: The config schema of this checkout (the kinds' fragments are slotted in by `full_schema`).
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "config.schema.yaml"
+SCHEMA_FILE = REPO_ROOT / "config.schema.yaml"
 
 
 def effective_config(path: str | Path) -> dict:
@@ -469,14 +470,14 @@ def effective_config(path: str | Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m oracle.workflow.config FILE...``: check config files as the workflow would
+    """``python -m oracle.workflow.plan.config FILE...``: check config files as the workflow would
     (YAML syntax with line and column, the schema, the cross-key checks, the timm names and
     pretrained files) and print one line per file, and under it the raw data and weights it
     names that are not there (`missing_files`). Snakemake reads a --configfile before the
     workflow can check it and then reports neither the file nor the line of a YAML error."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.config", description=main.__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.plan.config", description=main.__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+", help="config files (a preset, config.yaml, your own)")
     args = ap.parse_args(argv)
     schema = SCHEMA_FILE

@@ -1,5 +1,6 @@
-"""The captions of the calibration artifacts every classifier-training kind shares (their
-tables, figures and numbers: `oracle.experiments._calibration_report`)."""
+"""What the classifier-training kinds (scaling, labels) share about calibration, in the layout of
+a kind: this light half holds the captions of the shared artifacts, ``report`` their
+reliability diagrams, agreement figure and numbers, ``findings`` their finding sentences."""
 
 #: Columns of a runs frame that measure calibration (fractions, i.e. probabilities).
 CALIBRATION_COLUMNS = ("ece", "ece_posterior", "calibration_pointwise", "overconfidence", "overconfidence_truth",

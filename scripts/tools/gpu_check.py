@@ -1,10 +1,10 @@
 """Check a GPU install at a preset's real model shapes before GPU-days are spent on it
-(`oracle.workflow.gpu_check`): the posterior in every precision mode, flow training steps in bf16, one
+(`oracle.workflow.gpu.check`): the posterior in every precision mode, flow training steps in bf16, one
 sample shard, one classifier.
 
-    python scripts/gpu_check.py --preset presets/afhq256.yaml --device cuda
-    python scripts/gpu_check.py --preset presets/imagenet64.yaml --device cuda --only posterior --only shard
-    python scripts/gpu_check.py --preset presets/afhq256.yaml --small     # every code path on a CPU, in minutes
+    python scripts/tools/gpu_check.py --preset presets/afhq256.yaml --device cuda
+    python scripts/tools/gpu_check.py --preset presets/imagenet64.yaml --device cuda --only posterior --only shard
+    python scripts/tools/gpu_check.py --preset presets/afhq256.yaml --small     # every code path on a CPU, in minutes
 
 Prints one line per check ("<check> ok: ..." or "<check> FAILED ...: <error>"); exits 1 when
 a check failed. docs/gpu.md says what each line should show.
@@ -16,14 +16,14 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from oracle.devices import pick_device
 from oracle.errors import ConfigError
 from oracle.io.atomic import write_json_atomic
-from oracle.workflow.config import check_config, load_yaml, validate_config
-from oracle.workflow.gpu_check import CHECKS, run_checks
+from oracle.workflow.plan.config import check_config, load_yaml, validate_config
+from oracle.workflow.gpu.check import CHECKS, run_checks
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ fixes the head size at 64, so the flow sizes here use head_dim 64.
 
 Usage::
 
-    .venv/bin/python scripts/bench_release.py --release ~/src/ml-tarflow --threads 1 --repeats 5
+    .venv/bin/python scripts/bench/release.py --release ~/src/ml-tarflow --threads 1 --repeats 5
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The audit report as text: what `python -m oracle.workflow.audit` prints (the chain from a
+"""The audit report as text: what `python -m oracle.workflow.provenance.audit` prints (the chain from a
 number or an artifact back to the raw data, each step flagged or ok)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from oracle.workflow.config_paths import config_leaves
+from oracle.workflow.plan.config_paths import config_leaves
 
 #: Characters of a sha256 or commit shown.
 SHORT = 12

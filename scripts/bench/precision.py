@@ -14,8 +14,8 @@ asserts nothing.
 
 Usage::
 
-    .venv/bin/python scripts/bench_precision.py --flow results/default/oracle/flow.pt --n 512
-    .venv/bin/python scripts/bench_precision.py --size digits-1x8x8 --device cuda
+    .venv/bin/python scripts/bench/precision.py --flow results/default/oracle/flow.pt --n 512
+    .venv/bin/python scripts/bench/precision.py --size digits-1x8x8 --device cuda
 """
 
 from __future__ import annotations

@@ -37,22 +37,17 @@ from pathlib import Path
 from typing import Any
 
 from oracle.errors import ConfigError, DataError
-from oracle.workflow.config_paths import compare_config
+from oracle.workflow.plan.config_paths import compare_config
 from oracle.io.hashing import file_sha256
+from oracle.workflow.plan.paths import RESULTS, run_dir, world_file
 from oracle.workflow.provenance import read_record, resolve_recorded_path
 
 #: The folder every run's artifacts live under (``results/<run>/...``, rules/common.smk).
-RESULTS = "results"
 #: float32 resolution of a prior entry: a prior stored as float32 still matches its spec.
 PRIOR_ATOL = 1e-6
 
 
 # --------------------------------------------------------------------------- places
-def run_dir(config: Mapping) -> Path:
-    """``results/<run>``: where the run of `config` writes its artifacts."""
-    return Path(RESULTS) / str(config["run"])
-
-
 def run_relative(path: str | os.PathLike) -> str | None:
     """The posix path of `path` below its ``results/<run>/`` folder (None when it lies in none).
 
@@ -318,9 +313,7 @@ def oracle_hasher(config: Mapping | None, run: str | os.PathLike | None = None) 
         if "v" not in cache:
             cache["v"] = None
             if config is not None and (run is not None or "run" in config):
-                from oracle.workflow.plan import world_file
-
-                folder = Path(run) if run is not None else run_dir(config)
+                folder = Path(run) if run is not None else Path(run_dir(config))
                 f = Path(world_file(folder.as_posix(), config))
                 cache["v"] = file_sha256(f) if f.is_file() else None
         return cache["v"]

@@ -60,7 +60,8 @@ from typing import Any
 from oracle.code_version import code_version
 from oracle.errors import ConfigError, DataError
 from oracle.io.atomic import to_jsonable as _jsonable, write_json_atomic
-from oracle.workflow.config_paths import config_hash, config_subset
+from oracle.workflow.plan.config_paths import config_hash, config_subset
+from oracle.workflow.plan.paths import REPO_ROOT
 from oracle.io.hashing import RECORD_SUFFIX, dir_files, file_sha256, path_sha256
 
 RECORD_VERSION = 1
@@ -73,7 +74,6 @@ _PACKAGES = (
 )
 
 # --------------------------------------------------------------------------- environment
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # Folders under the repository whose Python files are not the project's code.
 _NOT_CODE = {".venv", "venv", ".snakemake", "site-packages", "__pycache__", ".git", "results"}
 

@@ -25,7 +25,7 @@ Who may use the server: only its own user. The socket lives in a private directo
 0700, owned by the user, checked before every use), the server refuses a peer whose
 ``SO_PEERCRED`` uid is not its own, and the client refuses a server that is not its user's. The
 lock and log files are opened with ``O_NOFOLLOW``. A request that does not arrive within
-`oracle.workflow.fork_server.REQUEST_TIMEOUT_S` is dropped without holding up the others.
+`oracle.workflow.jobs.fork_server.REQUEST_TIMEOUT_S` is dropped without holding up the others.
 
 The server is single-threaded (``selectors`` over the listening socket, client sockets and the
 children's pidfds), so forking never copies a lock held by another thread, and it never runs a
@@ -241,7 +241,7 @@ def _connect_or_start(path: Path, preload: Sequence[str], idle_s: float) -> sock
         big = log_path.is_file() and not log_path.is_symlink() and log_path.stat().st_size > LOG_BYTES
         log = _open_private(log_path, os.O_TRUNC if big else os.O_APPEND)
         try:
-            server = subprocess.Popen([sys.executable, "-m", "oracle.workflow.fork_server", str(path), str(idle_s), *preload],
+            server = subprocess.Popen([sys.executable, "-m", "oracle.workflow.jobs.fork_server", str(path), str(idle_s), *preload],
                              stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd="/",
                              env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
         finally:

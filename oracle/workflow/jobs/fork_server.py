@@ -1,5 +1,5 @@
-"""The server side of the local job server (`oracle.workflow.job_server`, whose docstring says
-what it does and who may use it): ``python -m oracle.workflow.fork_server SOCKET IDLE PRELOAD...``.
+"""The server side of the local job server (`oracle.workflow.jobs.server`, whose docstring says
+what it does and who may use it): ``python -m oracle.workflow.jobs.fork_server SOCKET IDLE PRELOAD...``.
 
 One single-threaded loop (``selectors``) over the listening socket, the requests being received,
 the clients of running jobs and the children's pidfds: a request is read without blocking and
@@ -36,7 +36,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from oracle.workflow import job_server as js
+from oracle.workflow.jobs import server as js
 
 REQUEST_TIMEOUT_S = 10.0  # a client sends its request at once; one that does not is dropped
 MAX_PENDING = 32  # requests being received at once (each holds up to 4 descriptors)

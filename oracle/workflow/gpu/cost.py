@@ -20,7 +20,7 @@ posterior       log p(x|k) for every sample and every class k (one forward pass 
                 class) row), on each world's samples and on each noisy test set; the per-shard
                 precision check (`samples.precision_rows` rows x K classes in float64, at least
                 once per shard) is its own stage, costed at the FP64 peak.
-classifiers     per trained model: effective epochs (`oracle.classifiers.specs.effective_epochs`)
+classifiers     per trained model: epochs (`oracle.classifiers.specs.training_epochs`)
                 x training rows x 3 x the counted forward FLOPs. The factor 3 (forward + backward)
                 is the usual approximation; the counter's own backward is not used because
                 torch's flop counter charges a grouped (depthwise) convolution's backward as a
@@ -236,7 +236,7 @@ class StageCost:
 
 def _classifier_costs(config: Mapping, facts: DataFacts) -> tuple[float, float, int, int]:
     """(training FLOPs, prediction FLOPs, models trained, prediction rows) of every classifier."""
-    from oracle.classifiers.specs import effective_epochs
+    from oracle.classifiers.specs import training_epochs, validation_rows
     from oracle.workflow import plan
 
     img = int(config["data"]["image_size"])
@@ -251,9 +251,8 @@ def _classifier_costs(config: Mapping, facts: DataFacts) -> tuple[float, float, 
     specs = plan.experiment_specs(config)
     for run in plan.classifier_runs(config):
         t = plan.training_spec(config, run["experiment"], run["cell"], specs)
-        n = round(t["n"] * (1.0 - float(t.get("val_fraction") or 0.0)))
-        tr = t["training"]
-        epochs = effective_epochs(n, tr["epochs"], tr["batch_size"], tr["min_steps"])
+        n = t["n"] - validation_rows(t["n"], t.get("val_fraction"))
+        epochs = training_epochs(t["training"], t["n"], t.get("val_fraction"))
         train += 3.0 * fwd(run["arch"]) * n * epochs
         models += 1
     names = list(worlds)
@@ -272,7 +271,7 @@ def _classifier_costs(config: Mapping, facts: DataFacts) -> tuple[float, float, 
         for arch in spec["archs"]:
             f = fwd(arch)
             for r, labelled in enumerate(spec["labels_per_round"]):
-                epochs = effective_epochs(labelled, tr["epochs"], tr["batch_size"], tr["min_steps"])
+                epochs = training_epochs(tr, labelled)
                 train += runs * 3.0 * f * labelled * epochs
                 models += runs
                 pool = spec["initial_size"] + spec["pool_size"] - labelled if r < spec["rounds"] else 0

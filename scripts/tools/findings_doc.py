@@ -3,7 +3,7 @@ the paper's values, the paper's figures with the run's captions, date, machine a
 (`oracle.report.findings_doc`). Not a workflow rule: a page of the documentation, regenerated
 from a run's artifacts after the run.
 
-    python scripts/findings_doc.py results/cpu-study \
+    python scripts/tools/findings_doc.py results/cpu-study \
         --command "snakemake --cores 2 --configfile presets/cpu-study.yaml" [--doc docs/findings.md]
     python scripts/findings_doc.py results/default --readme README.md   # the README's default-run block
 """

@@ -21,7 +21,7 @@ def run_job(job: Any, main: Callable[[Any], Mapping[str, Any] | None], *, server
     """The one entry point of a rule's script: ``run_job(snakemake, main)``, the script's only
     statement besides ``def main``.
 
-    1. server=True: hand the script to the local job server (`oracle.workflow.job_server.delegate`,
+    1. server=True: hand the script to the local job server (`oracle.workflow.jobs.server.delegate`,
        switched by ``ORACLE_JOB_SERVER``) and exit with its status; the server's child runs the
        script again and gets past this step. The script's heavy imports belong inside `main`, so
        the client never pays for them. server=False: run inline (a job that is better off in a
@@ -39,7 +39,7 @@ def run_job(job: Any, main: Callable[[Any], Mapping[str, Any] | None], *, server
     """
     outputs = list(getattr(job, "output", None) or ())
     if server:
-        from oracle.workflow.job_server import delegate, server_wanted
+        from oracle.workflow.jobs.server import delegate, server_wanted
 
         logs = list(getattr(job, "log", None) or ())
         try:
@@ -78,7 +78,7 @@ def script_job(job: Any = None, *, log_path: str | os.PathLike | None | bool = T
     """Run the body of a workflow script: yields the start time (``time.time()``).
 
     job:      the ``snakemake`` object of the rule's script (None: a plain log/thread wrapper).
-    log_path: where stdout and stderr go (tqdm bars, warnings, tracebacks); default the rule's
+    log_path: where stdout and stderr go (progress lines, warnings, tracebacks); default the rule's
               log, None for the calling stream.
     threads:  torch intra-op threads (default the rule's threads; deterministic on CPU for a
               fixed count); applied when the script imports torch (before or inside the body).
@@ -158,7 +158,7 @@ def _torch_threads(n: int) -> None:
 
 def verify_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
     """Check that every input is the artifact this run's rule would have made; returns the
-    files checked against a record (`oracle.workflow.input_identity.check_inputs`).
+    files checked against a record (`oracle.workflow.provenance.input_identity.check_inputs`).
 
     Each input with a record must have its recorded bytes (same size and modification time,
     or else the same sha256), lie where its record says, and, given the run `config`, have
@@ -168,7 +168,7 @@ def verify_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
     against the sha256 it recorded for them. An input without a record is an error unless it
     lies outside ``results/`` and the config names it (raw data). DataError with one line.
     """
-    from oracle.workflow.input_identity import check_inputs
+    from oracle.workflow.provenance.input_identity import check_inputs
 
     return check_inputs(inputs, config)
 
