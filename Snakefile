@@ -118,7 +118,7 @@ onstart:
 
 # Results copied without Snakemake's metadata (a fresh clone, a deleted .snakemake, a linked
 # results folder) are checked through their records once the DAG is built, before Snakemake
-# decides that nothing is to be done: what differs reruns (rules/common.smk, oracle.workflow.stale).
+# decides that nothing is to be done: what differs reruns (rules/common.smk, oracle.workflow.provenance.stale).
 if workflow.is_main_process:
     install_start_check()
 

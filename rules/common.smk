@@ -83,13 +83,13 @@ def paper_target_input(pid, files):
 # ----------------------------------------------------------------------------- start-of-run check
 def check_existing_artifacts():
     """Every job of the DAG that Snakemake would not run, checked through its outputs' records
-    (oracle.workflow.stale): what was made under other settings is forced (with everything
+    (oracle.workflow.provenance.stale): what was made under other settings is forced (with everything
     after it), a missing output beside its record is rebuilt, and a run that would overwrite
     another run's artifacts behind a link stops with one line."""
     from snakemake.io import is_flagged
     from snakemake.settings.enums import RerunTrigger
 
-    from oracle.workflow import stale
+    from oracle.workflow.provenance import stale
 
     dag = workflow.dag
     jobs = list(dag.jobs)

@@ -31,7 +31,7 @@ SMOKE = Path(__file__).resolve().parent / "smoke" / "config.yaml"
 
 def _config() -> dict:
     """The smoke config as a run's effective config, reading its data from raw/digits.npz."""
-    from oracle.workflow.config import effective_config
+    from oracle.workflow.plan.config import effective_config
 
     cfg = effective_config(SMOKE)
     cfg["run"] = "demo"

@@ -1,4 +1,4 @@
-"""Two runs compared number by number (oracle.report.compare and `python -m oracle.workflow.compare`)."""
+"""Two runs compared number by number (oracle.report.compare and `python -m oracle.workflow.provenance.compare`)."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_read_run_names_the_missing_file(tmp_path):
 
 
 def compare_cli(*args):
-    return subprocess.run([sys.executable, "-m", "oracle.workflow.compare", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "oracle.workflow.provenance.compare", *map(str, args)], capture_output=True,
                           text=True, timeout=120)
 
 

@@ -123,7 +123,7 @@ def test_readme_block_is_written_between_its_markers(tmp_path):
     run = _run(tmp_path)
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n{README_BEGIN}\nOLD-BLOCK\n{README_END}\n\nafter\n")
-    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "findings_doc.py"), str(run), "--readme",
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "tools" / "findings_doc.py"), str(run), "--readme",
                            str(readme)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
     text = readme.read_text()
@@ -135,7 +135,7 @@ def test_readme_block_is_written_between_its_markers(tmp_path):
 def test_the_readme_default_run_block_matches_config_yaml():
     """The README's account of the default run is generated from a run; when the default's
     worlds change, the block is stale and this fails (rerun `make demo` and
-    `python scripts/findings_doc.py results/default --readme README.md`)."""
+    `python scripts/tools/findings_doc.py results/default --readme README.md`)."""
     from oracle.report.findings_doc import README_BEGIN, README_END, readme_worlds
     from oracle.report.generated_text import generated_part
     from oracle.world_specs import world_specs

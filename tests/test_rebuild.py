@@ -1,5 +1,5 @@
-"""Issue 31, fast: the pieces behind the start-of-run check (oracle.workflow.stale), the
-rebuild's verdicts (oracle.workflow.artifact_diff), its job graph (oracle.workflow.rebuild),
+"""Issue 31, fast: the pieces behind the start-of-run check (oracle.workflow.provenance.stale), the
+rebuild's verdicts (oracle.workflow.provenance.artifact_diff), its job graph (oracle.workflow.provenance.rebuild),
 the rule key table (oracle.workflow.plan.rule_keys) and the shard re-scoring's rows. The
 end-to-end cases run on a smoke run in tests/test_integrity_workflow.py."""
 
@@ -16,11 +16,11 @@ import yaml
 
 from oracle.errors import ConfigError
 from oracle.io.hashing import clear_hash_cache
-from oracle.workflow.artifact_diff import compare_artifacts
+from oracle.workflow.provenance.artifact_diff import compare_artifacts
 from oracle.workflow.plan import rule_config_keys
 from oracle.workflow.provenance import write_record
-from oracle.workflow.rebuild import chain, run_jobs, sample_jobs
-from oracle.workflow.stale import PlannedJob, overwrite_problems, stale_reasons, stale_summary
+from oracle.workflow.provenance.rebuild import chain, run_jobs, sample_jobs
+from oracle.workflow.provenance.stale import PlannedJob, overwrite_problems, stale_reasons, stale_summary
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "results/r"
@@ -194,7 +194,7 @@ def test_every_rule_that_writes_records_reads_its_keys_from_the_one_table():
 
 
 def test_rule_keys_of_the_smoke_config():
-    from oracle.workflow.audit import load_config
+    from oracle.workflow.provenance.audit import load_config
 
     cfg = load_config(REPO / "tests/smoke/config.yaml")
     assert rule_config_keys(cfg, "data") == ["data", "seed"]
@@ -209,7 +209,7 @@ def test_rule_keys_of_the_smoke_config():
 
 def test_a_test_set_larger_than_the_world_names_its_key(tmp_path, capsys):
     """Issue 31 case 8: splits.test_size=10000 is reported as splits.test_size, not as the experiment's world."""
-    from oracle.workflow.config import main
+    from oracle.workflow.plan.config import main
 
     cfg = yaml.safe_load((REPO / "tests/smoke/config.yaml").read_text())
     cfg["splits"]["test_size"] = 10000
@@ -221,7 +221,7 @@ def test_a_test_set_larger_than_the_world_names_its_key(tmp_path, capsys):
 
 # ----------------------------------------------------------------------------- re-scored rows
 def test_rescored_rows_are_distinct_and_reproducible():
-    from oracle.workflow.audit_shards import _rows
+    from oracle.workflow.provenance.audit_shards import _rows
 
     a = _rows(100, 8, seed=0, world_index=0, shard=1)
     assert len(set(a.tolist())) == 8 and (a == _rows(100, 8, 0, 0, 1)).all() and not (a == _rows(100, 8, 0, 0, 2)).all()

@@ -24,11 +24,11 @@ verbose=$("$SNAKEMAKE" --cores all --profile slurm --dry-run --directory "$workd
     ${config:+--configfile "$config"} "$@" 2>&1) || { echo "$verbose" | tail -20 >&2; exit 1; }
 
 # Local rules: the Snakefile's `localrules:` block, and the cheap analysis rules unless the
-# config sets resources.analysis.local to false (oracle.workflow.resources.local_analysis_rules).
+# config sets resources.analysis.local to false (oracle.workflow.plan.resources.local_analysis_rules).
 mapfile -t local_rules < <(awk '/^localrules:/{f=1; next} f && /^[[:space:]]+[A-Za-z_]/{gsub(/[ ,\t]/,""); print; next} f{exit}' Snakefile)
 mapfile -t analysis_rules < <("${PYTHON:-.venv/bin/python}" -c 'import sys, yaml
 from oracle.experiments import PACKAGES
-from oracle.workflow.resources import local_analysis_rules
+from oracle.workflow.plan.resources import local_analysis_rules
 print("\n".join(local_analysis_rules(yaml.safe_load(open(sys.argv[1])), PACKAGES)))' "${config:-config.yaml}")
 total=$(awk '/^total[[:space:]]/{print $2; exit}' <<<"$verbose")
 count_rule() { awk -v r="$1" '$1==r && $2 ~ /^[0-9]+$/ {n=$2; exit} END {print n+0}' <<<"$verbose"; }

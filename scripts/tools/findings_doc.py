@@ -5,7 +5,7 @@ from a run's artifacts after the run.
 
     python scripts/tools/findings_doc.py results/cpu-study \
         --command "snakemake --cores 2 --configfile presets/cpu-study.yaml" [--doc docs/findings.md]
-    python scripts/findings_doc.py results/default --readme README.md   # the README's default-run block
+    python scripts/tools/findings_doc.py results/default --readme README.md   # the README's default-run block
 """
 
 from __future__ import annotations

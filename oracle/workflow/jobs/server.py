@@ -31,7 +31,7 @@ The server is single-threaded (``selectors`` over the listening socket, client s
 children's pidfds), so forking never copies a lock held by another thread, and it never runs a
 torch operation itself, so each child initialises its own OpenMP pool. A job's whole process
 tree dies with it, with its client and with the server (each job's leader is a subreaper,
-`oracle.workflow.fork_server`), and a client whose server died mid-job fails the job instead of
+`oracle.workflow.jobs.fork_server`), and a client whose server died mid-job fails the job instead of
 running it again inline next to a child that might still be writing. It exits `idle` seconds after its
 last job, but not while a Snakemake run that sent it a job is still alive (the Snakefile marks
 its jobs with `mark_run`; the mark counts only when that process is an ancestor of the job's

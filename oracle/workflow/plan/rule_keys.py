@@ -3,8 +3,8 @@
 A rule reads its keys from this table (``params: config_keys=declared_keys("<rule>")`` in
 ``rules/*.smk``), its job writes them with the run's values into each artifact's record, and
 everything that later asks "was this artifact made under the config now?" asks this table, not
-the record: the start-of-run check (`oracle.workflow.stale`), every job's check of its inputs
-(`oracle.workflow.input_identity`) and the audit. A record that lost a key from its own list
+the record: the start-of-run check (`oracle.workflow.provenance.stale`), every job's check of its inputs
+(`oracle.workflow.provenance.input_identity`) and the audit. A record that lost a key from its own list
 (``config_keys``) therefore still has that key compared.
 
 Light (the Snakefile imports it at DAG-build time): standard library and the plan only.

@@ -63,7 +63,7 @@ from oracle.workflow.provenance.input_identity import (declared_keys, in_results
                                             place_problems, sample_attr_problems)
 from oracle.workflow.plan.paths import CONFIG_FILE, NUMBERS_FILE, RESULTS
 from oracle.workflow.provenance import REPO_ROOT, read_record, record_root, resolve_recorded_path
-from oracle.workflow.audit_numbers import (check_numbers, load_config, load_numbers,  # noqa: F401 - the audit API
+from oracle.workflow.provenance.audit_numbers import (check_numbers, load_config, load_numbers,  # noqa: F401 - the audit API
                                            number_artifact)
 
 
@@ -434,8 +434,8 @@ def _run_config(args: argparse.Namespace, run_dir: Path | None) -> Path:
 
 
 def _check_numbers_cli(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from oracle.workflow.audit_modes import derivation_problems
-    from oracle.workflow.audit_shards import rescore_shards
+    from oracle.workflow.provenance.audit_modes import derivation_problems
+    from oracle.workflow.provenance.audit_shards import rescore_shards
 
     path = Path(args.target) if args.target else (Path(args.run) / "numbers.json" if args.run else None)
     if path is None:
@@ -462,7 +462,7 @@ def _check_numbers_cli(ap: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 
 def _rebuild_cli(args: argparse.Namespace) -> int:
-    from oracle.workflow.audit_modes import rebuild_target
+    from oracle.workflow.provenance.audit_modes import rebuild_target
 
     art_path, shown, _, run_dir = resolve_target(args.target, args.run)
     if run_dir is None:

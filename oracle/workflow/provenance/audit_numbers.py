@@ -253,11 +253,11 @@ def check_numbers(numbers_path: str | os.PathLike, *, run: str | os.PathLike | N
 
 
 def load_config(path: str | os.PathLike) -> dict:
-    """A config file as the workflow sees it (`oracle.workflow.config.effective_config`: validated,
+    """A config file as the workflow sees it (`oracle.workflow.plan.config.effective_config`: validated,
     the schema's defaults filled in), so the run's own config file compares equal to the
     effective config its records were written from. DataError when missing; ConfigError when
     it does not load or check."""
-    from oracle.workflow.config import effective_config
+    from oracle.workflow.plan.config import effective_config
 
     p = Path(path)
     if not p.is_file():

@@ -21,14 +21,14 @@ Anything else is a changed or foreign artifact (a shard of another world or seed
 a model swapped in from another run, a file without a record), which is not silently remade:
 the jobs that read it
 refuse it with one line naming it and the command that remakes it
-(`oracle.workflow.input_identity`), before Snakemake removes any output.
+(`oracle.workflow.provenance.input_identity`), before Snakemake removes any output.
 
 Code that differs from what made an artifact (its record's ``code.files``) is reported in one
 line, not rerun: Snakemake reruns a job whose rule script changed, library code moves on
 without invalidating results, and ``audit --strict-code`` flags it (docs/provenance.md).
 
 Then `overwrite_problems` refuses a run that would overwrite another run's or checkout's
-artifact reached through a link (`oracle.workflow.input_identity.linked_elsewhere`).
+artifact reached through a link (`oracle.workflow.provenance.input_identity.linked_elsewhere`).
 
 Everything here takes plain values (`PlannedJob`); rules/common.smk turns Snakemake's jobs into them.
 """
@@ -42,8 +42,8 @@ from pathlib import Path
 
 from oracle.errors import DataError
 from oracle.io.hashing import file_sha256
-from oracle.workflow.config_paths import compare_config
-from oracle.workflow.input_identity import linked_elsewhere, made_from_problems, place_problems, recorded_sha256
+from oracle.workflow.plan.config_paths import compare_config
+from oracle.workflow.provenance.input_identity import linked_elsewhere, made_from_problems, place_problems, recorded_sha256
 from oracle.workflow.provenance import REPO_ROOT, read_record, record_path, resolve_recorded_path
 
 __all__ = ["PlannedJob", "code_drift", "overwrite_problems", "stale_reasons", "stale_summary"]

@@ -1,7 +1,7 @@
 """Compare two finished runs number by number (`oracle.report.compare`):
 
-    python -m oracle.workflow.compare results/default results/default-seed1
-    python -m oracle.workflow.compare RUN_A RUN_B --fail-on moved,verdict   # exit 1 when any moved
+    python -m oracle.workflow.provenance.compare results/default results/default-seed1
+    python -m oracle.workflow.provenance.compare RUN_A RUN_B --fail-on moved,verdict   # exit 1 when any moved
 
 Prints every number of either numbers.json with B - A, z from the two runs' spreads and a flag
 (moved, changed, undefined, only_a, only_b, within, same), and the claims whose verdict changed.
@@ -22,7 +22,7 @@ FAIL_ON = ("moved", "changed", "undefined", "only_a", "only_b", "verdict")
 def main(argv: list[str] | None = None) -> int:
     from oracle.report.compare import compare_claims, compare_numbers, format_comparison, read_run
 
-    parser = argparse.ArgumentParser(prog="python -m oracle.workflow.compare", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m oracle.workflow.provenance.compare", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_a", help="a run folder, results/<run>")
     parser.add_argument("run_b", help="the run to compare with it")
     parser.add_argument("--z", type=float, default=3.0, help="|z| beyond which a number has moved (default 3)")
