@@ -25,7 +25,7 @@ SEEDS = [0, 1, 2]
 
 
 def entry(**changes) -> dict:
-    out = {"kind": "labels", "world": "base", "arch": "test_resnet", "sizes": [100, 300, 1000], "seeds": [0, 1]}
+    out = {"kind": "labels", "world": "tau0.7", "arch": "test_resnet", "sizes": [100, 300, 1000], "seeds": [0, 1]}
     out.update(changes)
     return out
 
@@ -58,7 +58,7 @@ def test_cells_and_training_specs():
     assert len(runs) == 3 * 2 * 2 and len({(r["cell"], r["seed"]) for r in runs}) == len(runs)
     assert {r["cell"] for r in runs} == {f"{m}-N{n}" for m in ("hard", "soft") for n in (100, 300, 1000)}
     hard, soft = labels.training_spec(spec, "hard-N300"), labels.training_spec(spec, "soft-N300")
-    assert hard["n"] == soft["n"] == 300 and hard["world"] == soft["world"] == "base"
+    assert hard["n"] == soft["n"] == 300 and hard["world"] == soft["world"] == "tau0.7"
     assert (hard["labels"], hard["hard_label"]) == ("hard", "posterior_argmax")
     assert (soft["labels"], soft["hard_label"]) == ("soft", None)
     assert labels.parse_cell(labels.cell_name("soft", 5000)) == ("soft", 5000)
@@ -71,9 +71,12 @@ def _log_softmax(a):
     return a - m - np.log(np.exp(a - m).sum(axis=1, keepdims=True))
 
 
+MODES_SEED = {"hard": 0, "soft": 1}
+
+
 def _write_classifier(root: Path, mode: str, n: int, seed: int) -> tuple[Path, Path]:
     """A metrics file from real evaluate_predictions output and a training history."""
-    rng = np.random.default_rng(hash((mode, n, seed)) % 2**32)
+    rng = np.random.default_rng([MODES_SEED[mode], n, seed])  # not hash(): str hashes differ per process
     log_p = _log_softmax(2 * rng.normal(size=(60, 3)))
     sharp = 3.0 if mode == "hard" else 1.0
     log_q = _log_softmax(sharp * (log_p + rng.normal(0, 1.0 / math.sqrt(n / 100), size=(60, 3))))
@@ -168,9 +171,9 @@ def test_numbers_count_wins_and_name_the_largest_gain(collected):
     means = runs.groupby(["N", "labels"])["acc"].mean().unstack()
     gain = means["soft"] - means["hard"]
     assert nums["soft_wins"]["value"] == int((gain > 1e-12).sum()) and nums["n_sizes"]["value"] == len(NS)
-    best = int(gain.idxmax())
     assert nums["largest_gain"]["value"] == pytest.approx(100 * gain.max(), abs=1e-10)
-    assert f"N={best}" in nums["largest_gain"]["description"]
+    named = int(nums["largest_gain"]["description"].rsplit("N=", 1)[1])
+    assert gain[named] == pytest.approx(gain.max(), abs=1e-12)  # accuracies in 1/60 steps: sizes can tie
     for n in NS:
         assert nums[f"gain.N{n}"]["value"] == pytest.approx(100 * gain[n], abs=1e-10)
         assert nums[f"gain.N{n}"]["n_seeds"] == len(SEEDS)

@@ -92,8 +92,10 @@ def test_difficulty_against_the_closed_form_and_numbers(run):
         assert abs(curve.loc[world, "closed_form_z"]) < 3
     numbers = json.loads((run / "numbers.json").read_text())
     for key in ("shift.r2_drop_vs_kl_y", "shift.kl_exact.tau", "estimators.r2.mano", "difficulty.bayes_error.tau1.3",
-                "difficulty.gap.tau1.3", "calibration.ece_label_minus_truth.base-noise0.5", "calibration.ece_true.skew"):
+                "difficulty.gap.tau1.3", "calibration.ece_label_minus_truth.base", "calibration.ece_true.skew"):
         assert key in numbers and numbers[key]["artifact"], key
+    # a noisy set's rows are no longer the world's: no exact posterior, so no truth metric for it
+    assert not [k for k in numbers if k.startswith("calibration.ece_") and "-noise" in k]
     from oracle.report.numbers import spread_problems
 
     assert spread_problems(numbers) == []  # 2 seeds: every mean over them has std, se, se_over, n_seeds
@@ -118,4 +120,4 @@ def test_learner_gap_is_test_error_minus_the_bayes_error_of_its_own_world(run):
         assert r["gap"] == pytest.approx(m["bayes_accuracy"]["mean"] - m["acc"]["mean"], abs=1e-12)
         assert r["excess_error_truth"] >= -1e-12
     claims = pd.read_csv(run / "claims.csv").set_index("id")
-    assert claims.loc["learner_bayes_gap", "verdict"] in ("supported", "contradicted", "unresolved")
+    assert claims.loc["learner_bayes_gap", "verdict"] in ("supported", "contradicted", "unresolved", "not posed")

@@ -58,7 +58,8 @@ def test_an_experiment_reads_its_own_or_its_borrowed_classifiers(paths, config):
         sets = plan.run_evaluation_sets(spec, spec["borrowed_runs"][0])
         assert len(paths.experiment_metrics(name)) == len(spec["borrowed_runs"]) * len(sets)
     own = paths.experiment_metrics("scaling")
-    assert own == [paths.METRICS.format(**r, evalset="base") for r in paths.experiment_runs("scaling")]
+    world = paths.experiments["scaling"]["world"]
+    assert own == [paths.METRICS.format(**r, evalset=world) for r in paths.experiment_runs("scaling")]
     assert all(f in paths.classifier_targets() for f in own)
 
 

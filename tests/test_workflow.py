@@ -22,6 +22,7 @@ import yaml
 
 from oracle.classifiers.train import curve_epochs
 from oracle.report.claims import FINDINGS
+from tests.table_formats import compile_tables, markdown_column_counts
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "tests" / "smoke" / "config.yaml"
@@ -115,6 +116,29 @@ def test_tables_are_sane(results):
     assert "(paper Table 1)" in (tables / "accuracy_vs_bayes.md").read_text()
 
 
+def test_every_table_of_the_run_works_in_its_tool(results, tmp_path):
+    """Every .tex table the run wrote (and numbers.tex) compiles in a plain article with booktabs
+    under a real pdflatex, and every Markdown table (tables, claims.md, timings.md) keeps one
+    column count in every row (issue 32 items 1 and 2)."""
+    tex = sorted(results.rglob("tables/*.tex")) + [results / "numbers.tex"]
+    assert len(tex) > 5, tex
+    status, errors = compile_tables(tex, tmp_path)
+    assert status == 0, errors
+    md = sorted(results.rglob("tables/*.md")) + [results / "claims.md", results / "timings.md"]
+    for path in md:
+        blocks, block = [], []
+        for line in path.read_text().splitlines() + [""]:
+            if line.strip().startswith("|"):
+                block.append(line)
+            elif block:
+                blocks.append(block)
+                block = []
+        assert blocks, f"{path}: no Markdown table"
+        for b in blocks:
+            counts = markdown_column_counts("\n".join(b))
+            assert len(set(counts)) == 1, f"{path}: rows with {sorted(set(counts))} columns"
+
+
 def test_figures_exist(results):
     for stem in ("scaling_panels", "epistemic_curves"):
         pdf = (results / "scaling" / "scaling" / "figures" / f"{stem}.pdf").read_bytes()
@@ -151,7 +175,7 @@ def test_numbers_match_an_independent_computation(results):
     assert "\\newcommand{\\paperFigTwo}{results/smoke/scaling/scaling/figures/scaling_panels}" in tex
     # the claims table: one row per finding, each with a verdict (oracle.report.claims)
     claims = pd.read_csv(results / "claims.csv")
-    assert len(claims) == len(FINDINGS) and set(claims["verdict"]) <= {"supported", "contradicted", "unresolved", "not run"}
+    assert len(claims) == len(FINDINGS) and set(claims["verdict"]) <= {"supported", "contradicted", "unresolved", "not posed", "not run"}
     assert "Verdicts:" in (results / "claims.md").read_text()
 
 

@@ -455,10 +455,8 @@ SCHEMA_FILE = REPO_ROOT / "config.schema.yaml"
 
 
 def effective_config(path: str | Path) -> dict:
-    """A config file as a run of the workflow sees it: read (`load_yaml`), validated, the
-    schema's defaults filled in and checked, as the Snakefile does with a --configfile (so a
-    config that leaves a key to its default compares equal to the run's effective config).
-    ConfigError naming the file's first problem."""
+    """A config file as the Snakefile sees a --configfile: read, validated, defaults filled in,
+    checked (ConfigError naming the file's first problem); equal to the run's effective config."""
     cfg = load_yaml(path)
     try:
         validate_config(cfg, SCHEMA_FILE)

@@ -47,7 +47,8 @@ def rescore_shards(run_dir: str | os.PathLike, config: Mapping, rows: int = 8, s
     from oracle.devices import pick_device
     from oracle.float_precision_error import float64_reference
     from oracle.posterior import log_likelihoods
-    from oracle.workflow.plan import shard_ids, world_file, world_specs
+    from oracle.workflow.plan import shard_ids, world_specs
+    from oracle.workflow.plan.paths import world_file
     from oracle.worlds import world_from_checkpoint
 
     run = Path(run_dir)
