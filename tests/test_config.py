@@ -433,9 +433,9 @@ def test_a_dry_run_lists_missing_weights_and_the_run_refuses_in_one_line(tmp_pat
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "This run still needs 1 file(s)" in dry.stderr and "classifiers.archs.test_resnet.pretrained: weights/nope.pth" in dry.stderr
     run = snakemake("--cores", "1", "--configfile", str(bad), cwd=tmp_path)
-    errors = [ln for ln in run.stderr.splitlines() if ln.startswith("ConfigError")]
+    errors = [ln for ln in run.stderr.splitlines() if ln.startswith("DataError")]
     assert run.returncode == 1 and len(errors) == 1, run.stderr[-2000:]
-    assert "classifiers.archs.test_resnet.pretrained = 'weights/nope.pth'" in errors[0]
+    assert "not found at weights/nope.pth (config key classifiers.archs.test_resnet.pretrained" in errors[0]
     assert not (tmp_path / "results").exists()  # no job ran
 
 

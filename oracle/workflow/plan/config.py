@@ -14,12 +14,14 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
 
 from oracle.errors import ConfigError
 from oracle.workflow import plan
+from oracle.workflow.plan.needed_files import (NeededFile, missing_files, missing_files_error,  # noqa: F401
+                                               missing_files_text, needed_files, used_archs)
 from oracle.workflow.plan.paths import REPO_ROOT
 
 #: Tolerance on sum(prior) == 1.
@@ -287,16 +289,6 @@ def check_config(config: Mapping) -> None:
             raise ConfigError(f"config key 'resources.{stage}.nodes': only the oracle stage runs on several nodes")
 
 
-def used_archs(config: Mapping) -> list[str]:
-    """Names (keys of classifiers.archs) of every architecture any experiment trains: those of
-    the classifier runs and those an experiment trains itself (the `archs` of an `active`
-    entry, which has no classifier runs)."""
-    used = {run["arch"] for run in plan.classifier_runs(config)}
-    for spec in plan.experiment_specs(config).values():
-        used.update(spec.get("archs") or [])
-    return sorted(used)
-
-
 def check_classifier_archs(config: Mapping) -> None:
     """Every architecture an experiment uses is a timm model and its `pretrained` file, where
     it is there, holds weights for it (a file that is not there: `missing_files`).
@@ -327,81 +319,6 @@ def check_classifier_archs(config: Mapping) -> None:
         # a file not there yet is one of `missing_files`: a dry run lists it, a run refuses to start
         if isinstance(pre, str) and Path(pre).is_file():
             _check_pretrained_file(name, a["model"], pre)
-
-
-class NeededFile(NamedTuple):
-    """A file or folder outside results/ that the config names and a job reads: its config
-    key, its path, what it must hold, and the rules whose jobs read it."""
-
-    key: str
-    path: str
-    what: str
-    rules: tuple[str, ...]
-
-
-def needed_files(config: Mapping) -> list[NeededFile]:
-    """Every file outside results/ the run of `config` reads (raw data, a flow checkpoint to
-    import, pretrained classifier weights, the validation's feature-network weights), in the
-    order a run reads them. Nothing is ever downloaded: each must be put there by the user."""
-    from oracle.io.raw_files import LAYOUTS
-
-    out = []
-    data, oracle_cfg = config["data"], config["oracle"]
-    flow = plan.world_kind(config) == "flow"
-    if flow and data["kind"] != "digits" and data["root"]:
-        out.append(NeededFile("data.root", str(data["root"]), f"{data['kind']} data: {LAYOUTS[data['kind']]}",
-                              ("data",)))
-    if flow and oracle_cfg["checkpoint"] is not None:
-        out.append(NeededFile("oracle.checkpoint", str(oracle_cfg["checkpoint"]),
-                              f"the flow to import ({oracle_cfg['checkpoint_format']} checkpoint)", ("oracle_import",)))
-    for name in used_archs(config):
-        pre = plan.arch_spec(config, name)["pretrained"]
-        if isinstance(pre, str):
-            out.append(NeededFile(f"classifiers.archs.{name}.pretrained", pre,
-                                  f"a state dict of timm model {plan.arch_spec(config, name)['model']!r}",
-                                  ("train_classifier", "active_learning")))
-    val = config.get("validation") or {}
-    if val.get("enabled"):
-        for key, what in (("inception_weights", "the TF-FID Inception-v3 weights (pt_inception-2015-12-05)"),
-                          ("resnet_weights", "ImageNet ResNet-50 weights (the validation's feature space)")):
-            if val.get(key):
-                out.append(NeededFile(f"validation.{key}", str(val[key]), what, ("validation_metrics",)))
-    return out
-
-
-def missing_files(config: Mapping) -> list[NeededFile]:
-    """The `needed_files` that are not there: a weights file or checkpoint that is no file, raw
-    data whose loader would find none of its files under the root (`oracle.io.raw_files`)."""
-    from oracle.io.raw_files import raw_data_inputs
-
-    out = []
-    for f in needed_files(config):
-        if f.key == "data.root":
-            there = bool(raw_data_inputs(config["data"])[0])
-        else:
-            there = Path(f.path).is_file()
-        if not there:
-            out.append(f)
-    return out
-
-
-def missing_files_text(missing: Iterable[NeededFile]) -> str:
-    """What a dry run prints about the files the run still needs: one line each with its key,
-    path and what it must hold."""
-    missing = list(missing)
-    lines = [f"This run still needs {len(missing)} file(s) that are not there (nothing is downloaded; a dry run "
-             "plans without them, a run refuses to start while a job that reads one is to run):"]
-    lines += [f"  {m.key}: {m.path}  ({m.what}; read by {'rule' if len(m.rules) == 1 else 'rules'} "
-              f"{', '.join(m.rules)})" for m in missing]
-    return "\n".join(lines)
-
-
-def missing_files_error(missing: Iterable[NeededFile]) -> ConfigError:
-    """The one-line error of a run that would read files that are not there."""
-    missing = list(missing)
-    return ConfigError(f"{len(missing)} file(s) this run reads are not there: "
-                       + "; ".join(f"{m.key} = {m.path!r} ({m.what})" for m in missing)
-                       + " (a dry run, snakemake -n, lists them)")
 
 
 def _check_pretrained_file(name: str, model: str, path: str) -> None:

@@ -1,0 +1,107 @@
+"""The files outside results/ that a run reads and the user must put in place (raw data, a flow
+checkpoint to import, pretrained classifier weights, the validation's feature-network weights):
+which the config names, which are not there, and the dry run's list and the run's one-line
+error about them. Nothing is ever downloaded.
+
+Light (the Snakefile imports it at DAG-build time): standard library and the plan only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from oracle.errors import DataError
+from oracle.workflow import plan
+
+
+def used_archs(config: Mapping) -> list[str]:
+    """Names (keys of classifiers.archs) of every architecture any experiment trains: those of
+    the classifier runs and those an experiment trains itself (the `archs` of an `active`
+    entry, which has no classifier runs)."""
+    used = {run["arch"] for run in plan.classifier_runs(config)}
+    for spec in plan.experiment_specs(config).values():
+        used.update(spec.get("archs") or [])
+    return sorted(used)
+
+
+class NeededFile(NamedTuple):
+    """A file or folder outside results/ that the config names and a job reads: its config
+    key, its path, what it must hold, and the rules whose jobs read it."""
+
+    key: str
+    path: str
+    what: str
+    rules: tuple[str, ...]
+    label: str = "file"  # a short name for the one-line error ("npz data", "flow checkpoint")
+
+
+def needed_files(config: Mapping) -> list[NeededFile]:
+    """Every file outside results/ the run of `config` reads (raw data, a flow checkpoint to
+    import, pretrained classifier weights, the validation's feature-network weights), in the
+    order a run reads them. Nothing is ever downloaded: each must be put there by the user."""
+    from oracle.io.raw_files import LAYOUTS
+
+    out = []
+    data, oracle_cfg = config["data"], config["oracle"]
+    flow = plan.world_kind(config) == "flow"
+    if flow and data["kind"] != "digits" and data["root"]:
+        out.append(NeededFile("data.root", str(data["root"]), f"{data['kind']} data: {LAYOUTS[data['kind']]}",
+                              ("data",), f"{data['kind']} data"))
+    if flow and oracle_cfg["checkpoint"] is not None:
+        out.append(NeededFile("oracle.checkpoint", str(oracle_cfg["checkpoint"]),
+                              f"the flow to import ({oracle_cfg['checkpoint_format']} checkpoint)", ("oracle_import",),
+                              "flow checkpoint"))
+    for name in used_archs(config):
+        pre = plan.arch_spec(config, name)["pretrained"]
+        if isinstance(pre, str):
+            out.append(NeededFile(f"classifiers.archs.{name}.pretrained", pre,
+                                  f"a state dict of timm model {plan.arch_spec(config, name)['model']!r}",
+                                  ("train_classifier", "active_learning"), "pretrained weights"))
+    val = config.get("validation") or {}
+    if val.get("enabled"):
+        for key, what in (("inception_weights", "the TF-FID Inception-v3 weights (pt_inception-2015-12-05)"),
+                          ("resnet_weights", "ImageNet ResNet-50 weights (the validation's feature space)")):
+            if val.get(key):
+                out.append(NeededFile(f"validation.{key}", str(val[key]), what, ("validation_metrics",),
+                                      "feature-network weights"))
+    return out
+
+
+def missing_files(config: Mapping) -> list[NeededFile]:
+    """The `needed_files` that are not there: a weights file or checkpoint that is no file, raw
+    data whose loader would find none of its files under the root (`oracle.io.raw_files`)."""
+    from oracle.io.raw_files import raw_data_inputs
+
+    out = []
+    for f in needed_files(config):
+        if f.key == "data.root":
+            there = bool(raw_data_inputs(config["data"])[0])
+        else:
+            there = Path(f.path).is_file()
+        if not there:
+            out.append(f)
+    return out
+
+
+def missing_files_text(missing: Iterable[NeededFile]) -> str:
+    """What a dry run prints about the files the run still needs: one line each with its key,
+    path and what it must hold."""
+    missing = list(missing)
+    lines = [f"This run still needs {len(missing)} file(s) that are not there (nothing is downloaded; a dry run "
+             "plans without them, a run refuses to start while a job that reads one is to run):"]
+    lines += [f"  {m.key}: {m.path}  ({m.what}; read by {'rule' if len(m.rules) == 1 else 'rules'} "
+              f"{', '.join(m.rules)})" for m in missing]
+    return "\n".join(lines)
+
+
+def missing_files_error(missing: Iterable[NeededFile]) -> DataError:
+    """The one-line error of a run that would read files that are not there: each named with
+    its path, config key and what it must hold (its expected layout, for raw data)."""
+    missing = list(missing)
+    each = [f"{m.label} not found at {m.path} (config key {m.key}; {m.what})" for m in missing]
+    if len(each) == 1:
+        return DataError(f"{each[0]} (snakemake -n lists what a run still needs)")
+    return DataError(f"{len(each)} file(s) this run reads are not there: " + "; ".join(each)
+                     + " (a dry run, snakemake -n, lists them)")
