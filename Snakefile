@@ -95,7 +95,7 @@ workflow.localrules(*res.local_analysis_rules(config, kinds()))
 
 
 # Before any job runs: the raw data and weights the jobs about to run read are there
-# (oracle.workflow.plan.config.missing_files), and their inputs are checked
+# (oracle.workflow.plan.needed_files), and their inputs are checked
 # (oracle.workflow.provenance.input_identity) before Snakemake removes any of their outputs: a corrupt or foreign shard
 # stops the run here, not after the valid files built from the old shards were deleted.
 onstart:
@@ -106,9 +106,7 @@ onstart:
     _pending = [] if workflow.touch else list(workflow.dag.needrun_jobs())
     try:
         # raw data or weights a job to run would read but that are not there: refused in one line
-        _rules = {job.rule.name for job in _pending}
-        if _needed := [m for m in oc.missing_files(config) if _rules & set(m.rules)]:
-            raise oc.missing_files_error(_needed)
+        oc.check_needed_files(config, (job.rule.name for job in _pending))
         check_pending_inputs([(str(f) for f in job.input) for job in _pending],
                              [str(f) for job in _pending for f in job.output], config)
     except OracleError as exc:

@@ -106,15 +106,10 @@ def check_existing_artifacts():
         dag.forcefiles.update(f for i in reasons for f in jobs[i].output)
         workflow.async_run(dag.update_needrun())
         plan_now = planned()
-    count, changed = stale.code_drift(plan_now)
-    if count:
-        print(f"note: {count} existing output(s) were made by other code ({', '.join(changed[:4])}"
-              f"{' ...' if len(changed) > 4 else ''}); they are kept, as Snakemake keeps them: "
-              "`snakemake --forcerun <rule>` remakes them, `audit --strict-code` flags them", file=sys.stderr)
-    problems = stale.overwrite_problems(plan_now, RUN)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        print(f"DataError: {problems[0]}{more}", file=sys.stderr)
+    if note := stale.code_drift_note(plan_now):
+        print(note, file=sys.stderr)
+    if error := stale.overwrite_error(plan_now, RUN):
+        print(error, file=sys.stderr)
         raise SystemExit(1)
 
 

@@ -73,7 +73,7 @@ def num(value: float, digits: int = 3) -> str:
     """A number as text with `digits` significant digits; "n/a" for None or NaN."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
-    return f"{value:.{digits}g}"
+    return f"{value + 0.0:.{digits}g}"  # + 0.0: a difference of equal values is 0, not "-0"
 
 
 def span(values: Iterable[float], digits: int = 3, unit: str = "") -> str:

@@ -5,7 +5,7 @@
 #
 #   scripts/ci/install_slurm.sh          # needs root (or passwordless sudo)
 #
-# Exit status: 0 installed or already present; 2 cannot install (not root, no apt).
+# Exit status: 0 installed or already present; 2 cannot install (scripts/ci/apt_install.sh).
 set -euo pipefail
 
 need=(slurmctld slurmd sbatch squeue sinfo scontrol srun munged munge)
@@ -18,30 +18,5 @@ if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
 
-if [ "$(id -u)" -eq 0 ]; then
-    SUDO=()
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    SUDO=(sudo -n)
-else
-    echo "install_slurm: cannot install ${missing[*]}: not root and no passwordless sudo" >&2
-    exit 2
-fi
-if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install_slurm: cannot install ${missing[*]}: apt-get not found (Debian/Ubuntu only)" >&2
-    exit 2
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-# Retry once: apt mirrors in CI occasionally fail transiently.
-for attempt in 1 2; do
-    if "${SUDO[@]}" apt-get update -qq \
-        && "${SUDO[@]}" apt-get install -y -qq --no-install-recommends slurm-wlm munge; then
-        break
-    fi
-    if [ "$attempt" -eq 2 ]; then
-        echo "install_slurm: apt-get install slurm-wlm munge failed" >&2
-        exit 2
-    fi
-    sleep 5
-done
+"$(dirname "$0")/apt_install.sh" install_slurm slurm-wlm munge
 echo "install_slurm: installed $(slurmd -V)"

@@ -20,8 +20,8 @@ import yaml
 
 from oracle.errors import ConfigError
 from oracle.workflow import plan
-from oracle.workflow.plan.needed_files import (NeededFile, missing_files, missing_files_error,  # noqa: F401
-                                               missing_files_text, needed_files, used_archs)
+from oracle.workflow.plan.needed_files import (NeededFile, check_needed_files, missing_files,  # noqa: F401
+                                               missing_files_error, missing_files_text, needed_files, used_archs)
 from oracle.workflow.plan.paths import REPO_ROOT
 
 #: Tolerance on sum(prior) == 1.

@@ -105,3 +105,11 @@ def missing_files_error(missing: Iterable[NeededFile]) -> DataError:
         return DataError(f"{each[0]} (snakemake -n lists what a run still needs)")
     return DataError(f"{len(each)} file(s) this run reads are not there: " + "; ".join(each)
                      + " (a dry run, snakemake -n, lists them)")
+
+
+def check_needed_files(config: Mapping, rules: Iterable[str]) -> None:
+    """Raise `missing_files_error` (one line) when a file that a job of `rules` (the rules of
+    the jobs about to run) reads is not there; a dry run only lists them (`missing_files_text`)."""
+    rules = set(rules)
+    if needed := [m for m in missing_files(config) if rules & set(m.rules)]:
+        raise missing_files_error(needed)

@@ -46,7 +46,8 @@ from oracle.workflow.plan.config_paths import compare_config
 from oracle.workflow.provenance.input_identity import linked_elsewhere, made_from_problems, place_problems, recorded_sha256
 from oracle.workflow.provenance import REPO_ROOT, read_record, record_path, resolve_recorded_path
 
-__all__ = ["PlannedJob", "code_drift", "overwrite_problems", "stale_reasons", "stale_summary"]
+__all__ = ["PlannedJob", "code_drift_note", "overwrite_error", "overwrite_problems", "stale_reasons",
+           "stale_summary"]
 
 
 @dataclass(frozen=True)
@@ -177,10 +178,11 @@ def stale_summary(jobs: Sequence[PlannedJob], reasons: Mapping[int, list[str]], 
     return lines
 
 
-def code_drift(jobs: Sequence[PlannedJob], root: Path = REPO_ROOT) -> tuple[int, list[str]]:
-    """(number of existing outputs made by other code, the repository files that changed since)
-    over the jobs' outputs that Snakemake does not rerun: the record's ``code.files`` against
-    the files under `root` now. Reported, not rerun (module docstring)."""
+def code_drift_note(jobs: Sequence[PlannedJob], root: Path = REPO_ROOT) -> str | None:
+    """The start check's one-line note on the existing outputs (of jobs Snakemake does not
+    rerun) that were made by other code: how many, and the repository files that changed since
+    (each record's ``code.files`` against the files under `root` now); None when there are
+    none. Reported, not rerun (module docstring)."""
     hashes: dict[str, str | None] = {}
     changed: set[str] = set()
     count = 0
@@ -200,7 +202,12 @@ def code_drift(jobs: Sequence[PlannedJob], root: Path = REPO_ROOT) -> tuple[int,
             if mine:
                 count += 1
                 changed |= mine
-    return count, sorted(changed)
+    if not count:
+        return None
+    names = sorted(changed)
+    return (f"note: {count} existing output(s) were made by other code ({', '.join(names[:4])}"
+            f"{' ...' if len(names) > 4 else ''}); they are kept, as Snakemake keeps them: "
+            "`snakemake --forcerun <rule>` remakes them, `audit --strict-code` flags them")
 
 
 def overwrite_problems(jobs: Iterable[PlannedJob], run_dir: str | os.PathLike) -> list[str]:
@@ -222,3 +229,13 @@ def overwrite_problems(jobs: Iterable[PlannedJob], run_dir: str | os.PathLike) -
         if why:
             out.append(f"{path} would be overwritten, but it is another run's artifact: {why}; {advice}")
     return out
+
+
+def overwrite_error(jobs: Iterable[PlannedJob], run_dir: str | os.PathLike) -> str | None:
+    """The one line that stops a run which would overwrite another run's artifacts
+    (`overwrite_problems`: the first, and how many more), or None."""
+    problems = overwrite_problems(jobs, run_dir)
+    if not problems:
+        return None
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"DataError: {problems[0]}{more}"
