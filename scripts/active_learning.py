@@ -21,7 +21,7 @@ def main(sm):
     spec, arch, wc = sm.params.spec, sm.params.arch, sm.wildcards
     seed = int(wc.seed)
     data = load_active_data(sm.input.samples, sm.input.splits, seed, spec["initial_size"], spec["pool_size"],
-                            spec["labels"], hard_label_of(spec))
+                            spec["labels"], hard_label_of(spec), spec["training"]["val_size"])
     settings = ActiveSettings.from_spec(spec, wc.strategy)
     device = pick_device(sm.params.device)
     state = Path(sm.output.rounds).with_name("resume")

@@ -50,7 +50,8 @@ def test_check_fills_defaults_and_the_rounds():
     spec = active.check(name, entry, cfg)
     assert spec["mc_samples"] == 20 and spec["drop_rate"] == 0.25 and spec["target_accuracy"] is None
     assert spec["hard_label"] == "label" and "sizes" not in spec
-    assert set(spec["training"]) == {"epochs", "min_steps", "batch_size", "lr", "weight_decay"}
+    assert set(spec["training"]) == {"epochs", "min_steps", "batch_size", "lr", "weight_decay", "val_size", "patience",
+                                     "eval_steps", "tolerance"}
     assert spec["labels_per_round"] == [spec["initial_size"] + r * spec["batch"] for r in range(spec["rounds"] + 1)]
     assert active.classifier_runs(spec) == [] and active.evaluation_sets(spec) == [spec["world"]]
     with pytest.raises(ConfigError, match="'active' trains no classifiers"):

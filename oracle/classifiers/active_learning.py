@@ -70,7 +70,8 @@ class ActiveData:
     """The rows of one run. ``x`` float32 [m, C, H, W], ``targets`` (int64 [m] or float32
     [m, K]), ``log_p`` float64 [m, K] (log p_T(y|x)), ``rows`` int64 [m] (sample-file rows):
     the first ``initial_size`` are the initial labelled set, the rest the pool, in the seed's
-    order. ``test``: the world's test set."""
+    order. ``test``: the world's test set. ``validation``: the stopping rule's rows, (x, targets)
+    tensors of the tail of the seed's pool order (`oracle.classifiers.data.validation_set`), or None."""
 
     x: np.ndarray
     targets: np.ndarray
@@ -80,6 +81,7 @@ class ActiveData:
     initial_size: int
     num_classes: int
     test: EvaluationSet
+    validation: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,10 @@ class ActiveSettings:
     weight_decay: float
     drop_rate: float
     mc_samples: int
+    val_size: int = 0
+    patience: int | None = None
+    eval_steps: int = 1
+    tolerance: float = 0.01
 
     @classmethod
     def from_spec(cls, spec: Mapping, strategy: str) -> ActiveSettings:
@@ -111,19 +117,24 @@ class ActiveSettings:
                    rounds=int(spec["rounds"]), batch=int(spec["batch"]), epochs=int(t["epochs"]),
                    min_steps=int(t["min_steps"]), batch_size=int(t["batch_size"]), lr=float(t["lr"]),
                    weight_decay=float(t["weight_decay"]), drop_rate=float(spec["drop_rate"]),
-                   mc_samples=int(spec["mc_samples"]))
+                   mc_samples=int(spec["mc_samples"]), val_size=int(t["val_size"]),
+                   patience=None if t["patience"] is None else int(t["patience"]), eval_steps=int(t["eval_steps"]),
+                   tolerance=float(t["tolerance"]))
 
     @property
     def training(self) -> dict:
-        """The hyperparameters that decide a round's epochs (`oracle.classifiers.specs.training_epochs`)."""
-        return {"epochs": self.epochs, "min_steps": self.min_steps, "batch_size": self.batch_size}
+        """A round's hyperparameters, as classifiers.training spells them: its budget
+        (`oracle.classifiers.specs.training_epochs`) and stopping rule."""
+        return {k: getattr(self, k) for k in ("epochs", "min_steps", "batch_size", "lr", "weight_decay", "val_size",
+                                               "patience", "eval_steps", "tolerance")}
 
 
 def load_active_data(samples: str | os.PathLike, splits: str | os.PathLike, seed: int, initial_size: int,
-                     pool_size: int, labels: str = "hard", hard_label: str | None = "label") -> ActiveData:
+                     pool_size: int, labels: str = "hard", hard_label: str | None = "label",
+                     val_size: int = 0) -> ActiveData:
     """The initial set, pool and test set of seed `seed` (module docstring). DataError when
     the training pool is too small or (a corrupt splits file) the pool meets the test set."""
-    from oracle.classifiers.data import evaluation_set
+    from oracle.classifiers.data import evaluation_set, validation_set
     from oracle.classifiers.targets import training_targets
     from oracle.io.sample_rows import read_rows
     from oracle.io.splits import read_splits_h5, training_indices
@@ -141,7 +152,8 @@ def load_active_data(samples: str | os.PathLike, splits: str | os.PathLike, seed
                                label_temperature=float(attrs["label_temperature"]))
     return ActiveData(x=data["x"], targets=targets, soft=labels == "soft", log_p=log_p, rows=rows,
                       initial_size=int(initial_size), num_classes=int(attrs["num_classes"]),
-                      test=evaluation_set(samples, splits))
+                      test=evaluation_set(samples, splits),
+                      validation=validation_set(samples, splits, seed, val_size, labels, hard_label))
 
 
 def _seed_of(*parts: int) -> int:
@@ -195,7 +207,8 @@ def _resume_key(data: ActiveData, arch: Mapping, settings: ActiveSettings, seed:
     return canonical_key({
         "format": STATE_FORMAT, "arch": dict(arch), "settings": dataclasses.asdict(settings), "seed": int(seed),
         "initial_size": data.initial_size,
-        "data": array_sha256(data.x, data.targets, data.log_p, data.rows, t.x, t.labels, t.log_p, t.rows),
+        "data": array_sha256(data.x, data.targets, data.log_p, data.rows, t.x, t.labels, t.log_p, t.rows,
+                             *(data.validation or ())),
         "code": source_sha256(sys.modules[__name__], acquisition, build, train, predict, evaluate),
         "timm": importlib.metadata.version("timm"),
     })
@@ -221,6 +234,7 @@ def _train(data: ActiveData, positions: np.ndarray, arch: Mapping, s: ActiveSett
 
     from oracle.classifiers.build import build_classifier
     from oracle.classifiers.specs import training_epochs
+    from oracle.classifiers.stopping import StoppingRule, convergence
     from oracle.classifiers.train import train_classifier
 
     _, c, h, _ = data.x.shape
@@ -228,12 +242,15 @@ def _train(data: ActiveData, positions: np.ndarray, arch: Mapping, s: ActiveSett
     model = build_classifier(arch["model"], data.num_classes, int(c), int(h), arch.get("input_size"), pretrained,
                              seed=seed, model_kwargs={"drop_rate": s.drop_rate})
     epochs = training_epochs(s.training, len(positions))
+    rule = StoppingRule.from_training(s.training)
     model, history = train_classifier(
         model, torch.from_numpy(data.x[positions]), torch.from_numpy(data.targets[positions]), soft=data.soft,
         epochs=epochs, batch_size=s.batch_size, lr=s.lr, weight_decay=s.weight_decay, seed=seed, device=device,
-        checkpoint_path=checkpoint, num_classes=data.num_classes)
+        checkpoint_path=checkpoint, num_classes=data.num_classes, stopping=rule, validation=data.validation)
+    c = convergence(history, rule, epochs)
     return model, {"epochs": epochs, "train_seconds": sum(r["seconds"] for r in history),
-                   "train_loss": history[-1]["train_loss"]}
+                   "train_loss": history[-1]["train_loss"], "converged": c["converged"], "stopped_by": c["stopped_by"],
+                   "steps": c["steps"], "kept_steps": c["kept_steps"]}
 
 
 def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSettings, seed: int,
@@ -241,8 +258,9 @@ def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSetting
     """Run R + 1 rounds (module docstring); one record per round.
 
     arch: {model (timm name), input_size, pretrained} (`oracle.classifiers.specs.arch_spec`).
-    Each record: ``round``, ``labelled`` (labels used for training), ``epochs``,
-    ``train_seconds``, ``train_loss``, the test metrics ``acc``, ``epistemic``, ``total``,
+    Each record: ``round``, ``labelled`` (labels used for training), ``epochs`` (the budget),
+    ``steps`` and ``kept_steps`` (optimizer steps run, and those of the weights kept),
+    ``converged`` and ``stopped_by`` (`oracle.classifiers.stopping.convergence`), ``train_seconds``, ``train_loss``, the test metrics ``acc``, ``epistemic``, ``total``,
     ``aleatoric``, ``bayes_accuracy`` (each with ``_se``), ``ece``, ``test_size``; and for
     r < R the acquisition: ``selected`` (sample-file rows, in selection order), ``pool_remaining``,
     ``pool_epistemic``/``pool_aleatoric`` (means over the remaining pool, nats),

@@ -22,7 +22,7 @@ from oracle.classifiers.targets import training_targets
 from oracle.errors import DataError
 from oracle.io.sample_rows import read_rows
 from oracle.posterior import posterior_rows
-from oracle.io.splits import read_splits_h5, training_indices
+from oracle.io.splits import read_splits_h5, training_indices, validation_indices
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,23 @@ def training_set(samples: str | os.PathLike, splits: str | os.PathLike, spec: Ma
     targets = training_targets(spec["labels"], spec["hard_label"], data["label"], log_p,
                                source_class=data["source_class"], label_temperature=float(attrs["label_temperature"]))
     return TrainingSet(data["x"], targets, spec["labels"] == "soft", rows, int(attrs["num_classes"]), attrs, shift)
+
+
+def validation_set(samples: str | os.PathLike, splits: str | os.PathLike, seed: int, size: int, labels: str,
+                   hard_label: str | None) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The validation rows the stopping rule watches (`oracle.classifiers.stopping`): images
+    float32 [size, ...] and the targets a classifier of `labels`/`hard_label` trains on (as
+    `training_set`) of the last `size` rows of seed `seed`'s pool order
+    (`oracle.io.splits.validation_indices`), which no training set of the seed holds; None for
+    size 0."""
+    if int(size) == 0:
+        return None
+    rows = np.sort(validation_indices(read_splits_h5(splits), seed, int(size)))
+    data = read_rows(samples, rows, fields=("x", "source_class", "label", "loglik"))
+    attrs = data["attrs"]
+    targets = training_targets(labels, hard_label, data["label"], posterior_rows(data["loglik"], attrs),
+                               source_class=data["source_class"], label_temperature=float(attrs["label_temperature"]))
+    return torch.from_numpy(data["x"]), torch.from_numpy(targets)
 
 
 def _image_bytes(samples: str | os.PathLike, n: int) -> int:

@@ -151,10 +151,18 @@ def _read_classifier_json(path: str | os.PathLike, keys: Iterable[str], what: st
     return blob
 
 
+#: What a classifier's training says of its convergence (`oracle.classifiers.stopping.convergence`),
+#: as columns of every runs table: converged (bool), stopped_by ("patience" or "budget"), the
+#: optimizer steps run and those of the weights kept, the epoch kept, and the monitored loss's
+#: relative change over the rule's last evaluations.
+CONVERGENCE_COLUMNS = ("converged", "stopped_by", "steps", "kept_steps", "kept_epoch", "loss_change")
+
+
 def read_metrics_frame(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  # noqa: F821
     """One row per evaluation file (``classifiers/.../metrics/<evalset>.json``): its identity
-    (``ID_COLUMNS``), ``metrics_row`` of its metrics, ``epochs``, ``train_seconds`` and its
-    path (``source``), sorted by experiment, arch, N, seed, evalset."""
+    (``ID_COLUMNS``), ``metrics_row`` of its metrics, ``epochs`` (the budget), ``train_seconds``,
+    the training's `CONVERGENCE_COLUMNS` and its path (``source``), sorted by experiment, arch,
+    N, seed, evalset."""
     import pandas as pd
 
     rows = []
@@ -164,6 +172,8 @@ def read_metrics_frame(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  #
         row.update(metrics_row(blob["metrics"]))
         row["epochs"] = blob.get("epochs")
         row["train_seconds"] = blob.get("train_seconds")
+        c = blob.get("convergence") or {}
+        row.update({k: c.get(k) for k in CONVERGENCE_COLUMNS})
         row["source"] = Path(p).as_posix()
         rows.append(row)
     if not rows:

@@ -66,3 +66,9 @@ def training_epochs(training: Mapping, n: int, val_fraction: float | None = 0.0)
     `n` rows: `effective_epochs` of the rows it fits on, `n` less its `validation_rows`."""
     n_fit = int(n) - validation_rows(n, val_fraction)
     return effective_epochs(n_fit, training["epochs"], training["batch_size"], training["min_steps"])
+
+
+def validation_size(spec: Mapping) -> int:
+    """Validation rows of a training spec's classifiers: ``training.val_size``, or none where the
+    spec holds out a validation split of its own training set (``val_fraction``, shift)."""
+    return 0 if float(spec.get("val_fraction") or 0.0) > 0 else int(spec["training"].get("val_size") or 0)

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from oracle.progress import Progress
 from oracle.classifiers.specs import validation_rows
+from oracle.classifiers.stopping import StoppingRule, is_evaluation_epoch
 from oracle.classifiers.stream import SampleRows, batch_loader
 from oracle import devices
 from oracle.devices import adamw, autocast, pick_device
@@ -147,6 +148,8 @@ def train_classifier(
     monitor_epochs: Collection[int] | None = None,
     loader_workers: int = 0,
     checkpoint_seconds: float = 60.0,
+    stopping: StoppingRule | None = None,
+    validation: tuple[Tensor, Tensor] | None = None,
 ) -> tuple[nn.Module, list[dict]]:
     """Train ``model`` on images ``x`` with hard or soft labels (see the module docstring).
 
@@ -158,11 +161,13 @@ def train_classifier(
         targets: int64 [n] class labels (``soft=False``) or float [n, K] probabilities
             (``soft=True``, e.g. the oracle posterior ``exp(log_p)``).
         soft: which loss to use.
-        epochs, batch_size, lr, weight_decay: AdamW + cosine schedule to 0 per step.
+        epochs, batch_size, lr, weight_decay: AdamW + cosine schedule to 0 per step over
+            `epochs` epochs (the budget; `stopping` may end training sooner).
         seed: derives the validation split, the shuffling and the model's random draws.
         device: "cpu", "cuda", "auto", or a torch.device.
-        val_fraction: fraction held out (after the split, training uses the rest); per-epoch
-            ``val_loss`` and ``val_acc`` (against labels or soft-label argmax) are reported.
+        val_fraction: fraction held out (after the split, training uses the rest); ``val_loss``
+            and ``val_acc`` (against labels or soft-label argmax) are reported after every
+            evaluation epoch (`stopping`; by default every epoch).
         log_path: JSON-lines file rewritten atomically after each epoch with the history.
         checkpoint_path: training state saved atomically after each epoch; an existing
             checkpoint written for the same model, data, targets and hyperparameters is resumed,
@@ -173,17 +178,27 @@ def train_classifier(
             the test set). It runs with the random state forked, so the training itself does
             not depend on whether, when or what it measures.
         monitor_epochs: the epochs (1-based) after which `monitor` runs (`curve_epochs`);
-            None: every epoch.
+            None: after every evaluation epoch.
         loader_workers: processes reading the batches of a `SampleRows` ahead of the training
             step (0: read in this process); ignored for an in-memory ``x``.
         checkpoint_seconds: with `checkpoint_path`, the state is saved after an epoch once this
             many seconds have passed since the last save (or the start); 0: after every epoch.
             A small model trains for hundreds of one-step epochs, where saving each would cost
             more than the steps; a killed job loses at most this much training.
+        validation: a validation set of its own, ``(x_val, targets_val)`` shaped and typed as
+            ``x`` (in memory) and ``targets``, instead of holding out ``val_fraction`` of ``x``
+            (which must then be 0): rows of the world that no training set of this run holds.
+        stopping: the stopping rule (`oracle.classifiers.stopping`): evaluations on the
+            validation rows every `StoppingRule.eval_every` epochs and, with ``patience``, an
+            early stop with the best evaluation's weights restored (needs validation rows).
+            None: evaluate every epoch, train the whole budget, keep the last weights.
     Returns:
         ``(model, history)``: the trained model in eval mode on ``device`` and one dict per
-        epoch with ``epoch``, ``train_loss`` (mean over the epoch's steps, nats), ``lr`` (at the
-        end of the epoch), ``seconds`` and, with validation, ``val_loss`` and ``val_acc``.
+        epoch with ``epoch``, ``steps`` (optimizer steps so far), ``train_loss`` (mean over the
+        epoch's steps, nats), ``lr`` (at the end of the epoch), ``seconds`` and, after an
+        evaluation epoch with validation, ``val_loss``, ``val_acc`` and ``best_epoch`` (the
+        epoch of the lowest validation loss so far, whose weights an early stop keeps).
+        `oracle.classifiers.stopping.convergence` says from it whether the run converged.
     """
     device = device if isinstance(device, torch.device) else pick_device(device)
     x = _check_images(x)
@@ -199,24 +214,44 @@ def train_classifier(
         raise ConfigError(f"lr={lr!r}, weight_decay={weight_decay!r}: expected lr > 0 and weight_decay >= 0")
     if not 0.0 <= val_fraction < 1.0:
         raise ConfigError(f"val_fraction={val_fraction!r}: expected a value in [0, 1)")
+    rule = stopping or StoppingRule()
+    if validation is not None and val_fraction > 0:
+        raise ConfigError(f"val_fraction={val_fraction}: a separate validation set was given; hold out one or the other")
+    if rule.patience is not None and val_fraction <= 0 and validation is None:
+        raise ConfigError(f"patience={rule.patience}: early stopping watches validation rows; "
+                          "set val_fraction > 0 or give a validation set")
 
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(_derive_seed(seed, "split")))
     n_val = validation_rows(n, val_fraction)
     if val_fraction > 0 and not 1 <= n_val <= n - 2:
         raise ConfigError(f"val_fraction={val_fraction} leaves {n_val} validation and {n - n_val} training images of {n}")
     val_idx, train_idx = perm[:n_val].sort().values, perm[n_val:].sort().values
+    val_x, val_t = x, t
+    if validation is not None:
+        val_x = _check_images(validation[0])
+        if isinstance(val_x, SampleRows):
+            raise DataError("validation: expected images in memory, not a SampleRows")
+        val_t = _check_targets(validation[1], val_x.shape[0], int(k), soft)
+        val_idx = torch.arange(val_x.shape[0])
+        n_val = len(val_idx)
     if len(train_idx) < 2:
         raise DataError(f"x: need at least 2 training images, got {len(train_idx)}")
     steps_per_epoch = len(_batches(train_idx, batch_size))
+    eval_every = rule.eval_every(steps_per_epoch)
 
     model.to(device)
     optimizer = adamw(model.parameters(), device, lr=lr, weight_decay=weight_decay)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * steps_per_epoch, eta_min=0.0)
     shuffle = torch.Generator().manual_seed(_derive_seed(seed, "shuffle"))
     key = _resume_key(model, x, t, soft=bool(soft), epochs=int(epochs), batch_size=int(batch_size),
-                      lr=float(lr), weight_decay=float(weight_decay), seed=int(seed), val_fraction=float(val_fraction))
+                      lr=float(lr), weight_decay=float(weight_decay), seed=int(seed), val_fraction=float(val_fraction),
+                      stopping=[rule.patience, rule.eval_steps, rule.min_delta],
+                      validation=None if validation is None else [array_sha256(val_x), array_sha256(val_t)])
     history: list[dict] = []
     start_epoch = 0
+    # the early stop's memory: the lowest validation loss, its epoch and weights, and the
+    # evaluations since it
+    best: dict = {"loss": None, "epoch": None, "weights": None, "since": 0}
     ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
     cuda_devices = [device] if device.type == "cuda" else []
     loader, epoch_batches = batch_loader(x, loader_workers) if isinstance(x, SampleRows) else (None, None)
@@ -237,6 +272,7 @@ def train_classifier(
                 torch.cuda.set_rng_state(state["cuda_rng"], device)
             history = list(state["history"])
             start_epoch = int(state["epoch"])
+            best = state["best"]
             log.info("resumed %s at epoch %d/%d", ckpt, start_epoch, epochs)
 
         last_saved = time.perf_counter()
@@ -264,13 +300,21 @@ def train_classifier(
                 scheduler.step()
                 loss_sum += loss.detach().double() * len(batch)
                 bar.update()
-            record = {"epoch": epoch + 1, "train_loss": float(loss_sum) / len(train_idx),
-                      "lr": float(scheduler.get_last_lr()[0])}
+            record = {"epoch": epoch + 1, "steps": (epoch + 1) * steps_per_epoch,
+                      "train_loss": float(loss_sum) / len(train_idx), "lr": float(scheduler.get_last_lr()[0])}
             if not math.isfinite(record["train_loss"]):
                 raise OracleError(f"training diverged: train_loss={record['train_loss']} at epoch {epoch + 1}; lower lr={lr}")
-            if n_val:
-                record.update(_evaluate_loss(model, x, t, val_idx, soft, batch_size, device))
-            if monitor is not None and (monitor_epochs is None or epoch + 1 in monitor_epochs):
+            evaluation = is_evaluation_epoch(epoch + 1, eval_every, epochs)
+            if n_val and evaluation:
+                record.update(_evaluate_loss(model, val_x, val_t, val_idx, soft, max(batch_size, 256), device))
+                if rule.improved(record["val_loss"], best["loss"]):
+                    best = {"loss": record["val_loss"], "epoch": epoch + 1, "since": 0,
+                            "weights": ({k: v.detach().clone() for k, v in model.state_dict().items()}
+                                        if rule.patience is not None else None)}
+                else:
+                    best["since"] += 1
+                record["best_epoch"] = best["epoch"]
+            if monitor is not None and (epoch + 1 in monitor_epochs if monitor_epochs is not None else evaluation):
                 model.eval()
                 with torch.random.fork_rng(devices=cuda_devices), torch.no_grad():
                     record.update({k: float(v) for k, v in monitor(model).items()})
@@ -280,6 +324,10 @@ def train_classifier(
             log.info("epoch %s", json.dumps(record, sort_keys=True))
             if log_path is not None:
                 _write_log(Path(log_path), history)
+            if rule.patience is not None and best["since"] >= rule.patience:
+                log.info("stopped at epoch %d: no better validation loss in %d evaluations; keeping epoch %d",
+                         epoch + 1, rule.patience, best["epoch"])
+                break
             if ckpt is not None and epoch + 1 < epochs and time.perf_counter() - last_saved >= checkpoint_seconds:
                 torch_save_atomic({
                     "format": CHECKPOINT_FORMAT, "epoch": epoch + 1, "resume_key": key,
@@ -287,10 +335,12 @@ def train_classifier(
                     "scheduler": scheduler.state_dict(), "shuffle_rng": shuffle.get_state(),
                     "torch_rng": torch.get_rng_state(),
                     "cuda_rng": torch.cuda.get_rng_state(device) if cuda_devices else None,
-                    "history": history,
+                    "history": history, "best": best,
                 }, ckpt)
                 last_saved = time.perf_counter()
         bar.finish()
+    if best["weights"] is not None:
+        model.load_state_dict(best["weights"])
     # the usual layout again, so the trained weights are stored, hashed and predicted with as built
     model.to(memory_format=torch.contiguous_format)
     model.eval()

@@ -11,14 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from oracle.classifiers.specs import arch_spec
+from oracle.classifiers.specs import arch_spec, validation_size
 from oracle.errors import ConfigError
 from oracle.world_specs import resolve_worlds
 
 #: The training-curve settings of every classifier: {training-spec key: config key}.
 CURVE_KEYS = {"curve_size": "classifiers.curve_size", "curve_points": "classifiers.curve_points"}
 #: Keys of a training spec's ``training`` block (classifiers.training, overridable per experiment).
-TRAINING_KEYS = ("epochs", "min_steps", "batch_size", "lr", "weight_decay")
+TRAINING_KEYS = ("epochs", "min_steps", "batch_size", "lr", "weight_decay", "val_size", "patience", "eval_steps",
+                 "tolerance")
 
 _CELL_N = re.compile(r"N(\d+)")
 
@@ -67,21 +68,30 @@ def check_classifier_entry(name: str, entry: dict, config: Mapping) -> dict:
         raise ConfigError(f"config key '{_dotted(sources['test_size'])}': a test set of {world['test_size']} leaves "
                           f"world {entry['world']!r} ({world['n_total']} samples, {_dotted(sources['n_total'])}) no "
                           f"training pool for experiment {name!r}")
-    for n in entry.get("sizes", []):
-        if n > pool:
-            raise ConfigError(
-                f"config key '{key}.sizes': N={n} exceeds the training pool of world {entry['world']!r} "
-                f"({pool} = n_total {world['n_total']} - test_size {world['test_size']})")
+    entry["training"] = training_settings(entry, config)
+    check_pool_fits(f"{key}.sizes", max(entry.get("sizes", []), default=0), entry, entry["world"], world)
     if entry["labels"] == "hard" and entry["hard_label"] == "source" and world["label_temperature"] != 1.0:
         raise ConfigError(
             f"config key '{key}.hard_label': 'source' trains on the class a sample was drawn from, which at "
             f"label temperature T={world['label_temperature']:g} is not a draw from the world's posterior "
             "p_T(y|x): the Bayes accuracy would not bound the classifier and its epistemic part would "
             "carry a spurious floor; use hard_label: label (y ~ p_T(y|x), DESIGN rule 8)")
-    entry["training"] = training_settings(entry, config)
     entry["sizes"] = sorted(entry.get("sizes", []))
     entry["arch_labels"] = {a: arch_spec(config, a)["label"] for a in entry["archs"]}
     return entry
+
+
+def check_pool_fits(key: str, n: int, entry: Mapping, world_name: str, world: Mapping) -> None:
+    """ConfigError (naming `key`) unless `n` training rows and the stopping rule's validation rows
+    (``training.val_size``, the tail of each seed's pool order; none where the entry holds out
+    its own ``val_fraction``) fit world `world_name`'s training pool."""
+    pool = world["n_total"] - world["test_size"]
+    val = validation_size(entry)
+    if n + val > pool:
+        held = f" + {val} validation rows (training.val_size)" if val else ""
+        raise ConfigError(
+            f"config key '{key}': N={n}{held} exceeds the training pool of world {world_name!r} "
+            f"({pool} = n_total {world['n_total']} - test_size {world['test_size']}); raise the world's n_total")
 
 
 def training_settings(entry: Mapping, config: Mapping) -> dict:

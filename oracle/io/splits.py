@@ -133,6 +133,18 @@ def training_indices(splits: dict[str, Any], seed: int, n: int) -> np.ndarray:
     return order[: int(n)].copy()
 
 
+def validation_indices(splits: dict[str, Any], seed: int, size: int) -> np.ndarray:
+    """The validation rows of seed `seed`: the last `size` rows of its permutation (int64
+    [size]), which no training set of that seed holds as long as N <= pool - size (the
+    experiments check it when the config is read); DataError otherwise."""
+    if int(seed) not in splits["order"]:
+        raise DataError(f"splits have no training seed {seed} (seeds: {sorted(splits['order'])}); rerun make_splits")
+    order = splits["order"][int(seed)]
+    if not 1 <= int(size) < len(order):
+        raise DataError(f"validation size {size} leaves no training rows in the pool of {len(order)} samples")
+    return order[len(order) - int(size):].copy()
+
+
 def check_splits(splits: dict[str, Any], where: Any = "splits") -> None:
     """Raise DataError unless `splits` is consistent: test indices in range and unique, and
     every seed's order a permutation of exactly the non-test indices."""

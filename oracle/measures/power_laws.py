@@ -47,9 +47,12 @@ def fit_power_law(N, y, y_se=None) -> dict[str, float]:
         y_se: optional standard errors of ``y`` [m], > 0; turn the fit into weighted least
             squares with weights ``(y / y_se)^2``.
     Returns:
-        ``{"alpha", "alpha_se", "coef", "coef_se", "r2", "n_points"}``: exponent and its
-        standard error, prefactor ``c`` and its standard error (delta method), the (weighted)
-        R^2 in log space, and the number of points. Standard errors are NaN with two points.
+        ``{"alpha", "alpha_se", "coef", "coef_se", "r2", "n_points", "curvature"}``: exponent
+        and its standard error, prefactor ``c`` and its standard error (delta method), the
+        (weighted) R^2 in log space, the number of points, and the curvature: the coefficient
+        of (log N)^2 in a (weighted) quadratic fit of log y on log N (0 on a straight power law,
+        negative where the curve steepens with N, positive where it flattens; NaN below three
+        distinct N). Standard errors are NaN with two points.
     """
     N = np.asarray(N, dtype=np.float64).ravel()
     y = np.asarray(y, dtype=np.float64).ravel()
@@ -93,7 +96,24 @@ def fit_power_law(N, y, y_se=None) -> dict[str, float]:
         "coef_se": coef * intercept_se,
         "r2": 1.0 - rss / tss if tss > 0 else float("nan"),
         "n_points": int(m),
+        "curvature": loglog_curvature(N, y, w),
     }
+
+
+def loglog_curvature(N, y, w=None) -> float:
+    """The coefficient c of (log N)^2 in the least-squares fit log y = a + b log N + c (log N)^2
+    (weights `w`, default 1; log N centred first, which leaves c unchanged); NaN below three
+    distinct N. A schedule that gives larger N more optimizer steps bends the curve down (c < 0)."""
+    N = np.asarray(N, dtype=np.float64).ravel()
+    if np.unique(N).size < 3:
+        return float("nan")
+    x = np.log(N)
+    x = x - x.mean()
+    z = np.log(np.asarray(y, dtype=np.float64).ravel())
+    sw = np.sqrt(np.ones_like(z) if w is None else np.asarray(w, dtype=np.float64).ravel())
+    design = np.stack([np.ones_like(x), x, x**2], axis=1) * sw[:, None]
+    coef, *_ = np.linalg.lstsq(design, z * sw, rcond=None)
+    return float(coef[2])
 
 
 def fit_power_law_offset(N, y) -> dict[str, float]:
@@ -220,7 +240,8 @@ def fit_per_seed(
 
     Returns one row per group: the group columns, ``alpha`` (mean over seeds), ``alpha_std``
     (ddof=1, NaN for one seed), ``alpha_se`` (``alpha_std / sqrt(n_seeds)``), ``coef``
-    (geometric mean of the seeds' prefactors), ``r2`` (mean) and ``n_seeds``.
+    (geometric mean of the seeds' prefactors), ``r2`` (mean), ``curvature`` and
+    ``curvature_std`` (mean and std over seeds of `loglog_curvature`) and ``n_seeds``.
     """
     fits = fit_each_seed(df, value_col, group_cols, se_col, seed_col, n_col)
     group_cols = list(group_cols)
@@ -233,10 +254,13 @@ def fit_per_seed(
             "n_seeds": g["alpha"].count(),
             "coef": np.exp(g["log_coef"].mean()),
             "r2": g["r2"].mean(),
+            "curvature": g["curvature"].mean(),
+            "curvature_std": g["curvature"].std(),
         }
     )
     out["alpha_se"] = out["alpha_std"] / np.sqrt(out["n_seeds"])
-    return out.reset_index()[group_cols + ["alpha", "alpha_std", "alpha_se", "coef", "r2", "n_seeds"]]
+    return out.reset_index()[group_cols + ["alpha", "alpha_std", "alpha_se", "coef", "r2", "curvature", "curvature_std",
+                                           "n_seeds"]]
 
 
 def fit_seed_mean(

@@ -90,3 +90,23 @@ def span(values: Iterable[float], digits: int = 3, unit: str = "") -> str:
 def count_of(hits: int, total: int, what: str) -> str:
     """"k of n <what>"."""
     return f"{hits} of {total} {what}"
+
+
+def convergence_finding(runs: "pd.DataFrame", who: tuple[str, ...] = ("arch", "N", "seed")) -> str:  # noqa: F821
+    """How many of the classifiers behind `runs` (one row per classifier and evaluation set,
+    with the `oracle.classifiers.evaluate.CONVERGENCE_COLUMNS`) converged by the stopping rule,
+    how many the rule stopped, and which did not converge (by `who`); "" without the columns
+    (results of a run before the rule was recorded)."""
+    if "converged" not in runs or runs["converged"].isna().all():
+        return ""
+    one = runs.drop_duplicates(subset=[c for c in ("experiment", *who) if c in runs])
+    done = one["converged"].astype(bool)
+    stopped = int((one["stopped_by"] == "patience").sum())
+    text = (f"Converged by the stopping rule: {count_of(int(done.sum()), len(one), 'classifiers')} "
+            f"({stopped} stopped by it, {int(done.sum()) - stopped} at the end of their budget with the monitored loss "
+            f"no longer falling)")
+    if not done.all():
+        late = one[~done]
+        names = ", ".join(" ".join(f"{c}={r[c]}" for c in who if c in late) for _, r in late.head(5).iterrows())
+        text += f"; not converged: {names}{' ...' if len(late) > 5 else ''}"
+    return text + "."

@@ -80,10 +80,7 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
 
     world = world_spec(config, spec["world"])
     pool = world["n_total"] - world["test_size"]
-    if spec["initial_size"] + spec["pool_size"] > pool:
-        raise ConfigError(f"config key '{key}.pool_size': initial_size {spec['initial_size']} + pool_size "
-                          f"{spec['pool_size']} exceed the training pool of world {spec['world']!r} ({pool} = n_total "
-                          f"{world['n_total']} - test_size {world['test_size']})")
+    _training.check_pool_fits(f"{key}.pool_size", spec["initial_size"] + spec["pool_size"], spec, spec["world"], world)
     if spec["rounds"] * spec["batch"] > spec["pool_size"]:
         raise ConfigError(f"config key '{key}.batch': {spec['rounds']} rounds of {spec['batch']} labels exceed the "
                           f"pool of {spec['pool_size']}")

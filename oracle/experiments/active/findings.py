@@ -15,7 +15,7 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     """The finding of artifact `name` (`oracle.experiments.active.ARTIFACTS`); "" for one that
     only shows data."""
     if name in ("rounds", "acquisition_panels", "accuracy_vs_labels"):
-        return comparison_finding(data, spec)
+        return f"{comparison_finding(data, spec)} {rounds_convergence_finding(data['rounds'])}".strip()
     if name == "proxy_correlations":
         return proxy_finding(data["correlations"], spec)
     return ""
@@ -77,3 +77,14 @@ def comparison_finding(data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     if not parts:
         return ""
     return f"This run: {'; '.join(parts)}. The paper: {paper_says('active_learning')}."
+
+
+def rounds_convergence_finding(rounds: pd.DataFrame) -> str:
+    """How many of the rounds' classifiers (one per round of every run) converged by the
+    stopping rule (`oracle.classifiers.stopping`); "" for rounds recorded without it."""
+    if "converged" not in rounds or rounds["converged"].isna().all():
+        return ""
+    done = rounds["converged"].astype(bool)
+    stopped = int((rounds["stopped_by"] == "patience").sum())
+    return (f"Converged by the stopping rule: {int(done.sum())} of {len(rounds)} round classifiers ({stopped} stopped "
+            f"by it).")

@@ -20,8 +20,8 @@ from oracle.report.figures import panel_letters, save_figure, style
 from oracle.report.numbers import entry
 
 # --------------------------------------------------------------------------- data
-ROUND_COLUMNS = ("labelled", "epochs", "train_seconds", "train_loss", "test_size", "acc", "acc_se", "epistemic",
-                 "epistemic_se", "total", "total_se", "aleatoric", "aleatoric_se", "bayes_accuracy",
+ROUND_COLUMNS = ("labelled", "epochs", "steps", "kept_steps", "converged", "stopped_by", "train_seconds", "train_loss",
+                 "test_size", "acc", "acc_se", "epistemic", "epistemic_se", "total", "total_se", "aleatoric", "aleatoric_se", "bayes_accuracy",
                  "bayes_accuracy_se", "ece", "pool_remaining", "pool_epistemic", "pool_aleatoric",
                  "selected_epistemic", "selected_aleatoric")
 

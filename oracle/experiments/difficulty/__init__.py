@@ -73,26 +73,23 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
     learner = entry.get("learner")
     entry["learner"] = None
     if learner:
-        entry["learner"] = _check_learner(key, dict(learner), worlds, specs, config)
+        entry["training"] = _training.training_settings(entry, config)
+        entry["learner"] = _check_learner(key, dict(learner), worlds, specs, config, entry)
         entry["archs"] = [entry["learner"]["arch"]]
         entry["arch_labels"] = {entry["learner"]["arch"]: arch_spec(config, entry["learner"]["arch"])["label"]}
-        entry["training"] = _training.training_settings(entry, config)
     return entry
 
 
-def _check_learner(key: str, learner: dict, worlds: list[str], specs: Mapping, config: Mapping) -> dict:
-    """``learner``: ``arch`` (a name of classifiers.archs), ``size`` (at most every world's
-    training pool), ``seeds``."""
+def _check_learner(key: str, learner: dict, worlds: list[str], specs: Mapping, config: Mapping, entry: Mapping) -> dict:
+    """``learner``: ``arch`` (a name of classifiers.archs), ``size`` (with the stopping rule's
+    validation rows, at most every world's training pool), ``seeds``."""
     arch = learner.get("arch")
     if arch not in config["classifiers"]["archs"]:
         raise ConfigError(f"config key '{key}.learner.arch': {arch!r} is not in classifiers.archs "
                           f"({', '.join(config['classifiers']['archs'])})")
     size = int(learner["size"])
     for w in worlds:
-        pool = specs[w]["n_total"] - specs[w]["test_size"]
-        if size > pool:
-            raise ConfigError(f"config key '{key}.learner.size': N={size} exceeds the training pool of world {w!r} "
-                              f"({pool} = n_total {specs[w]['n_total']} - test_size {specs[w]['test_size']})")
+        _training.check_pool_fits(f"{key}.learner.size", size, entry, w, specs[w])
     return {"arch": arch, "size": size, "seeds": [int(s) for s in learner["seeds"]]}
 
 

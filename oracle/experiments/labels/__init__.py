@@ -31,7 +31,9 @@ ARTIFACTS = artifacts_by_name(
     Artifact("label_comparison", "table",
              "Hard against soft labels per training-set size N, mean and std over seeds: test accuracy "
              "against the world's labels (%), epistemic error E[KL(p || q)] (nats), ECE against the labels "
-             "and the true ECE against the exact posterior (10 equal-width bins, fractions)."),
+             "and the true ECE against the exact posterior (10 equal-width bins, fractions), the "
+             "overconfidence against the truth (mean confidence - mean p(argmax q|x), mean over seeds) and "
+             "how many of the cell's classifiers converged by the stopping rule."),
     Artifact("soft_vs_hard", "figure",
              "Exact soft labels against hard labels. Top: test accuracy (%) during training at three "
              "sizes N, mean ± std over seeds, on curve_size rows of the oracle test set. Bottom left: "

@@ -9,7 +9,7 @@ import pandas as pd
 
 from oracle.experiments._calibration import findings as _calibration_findings
 from oracle.experiments.labels import report
-from oracle.report.captions import count_of, num, paper_says
+from oracle.report.captions import convergence_finding, count_of, num, paper_says
 
 
 def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
@@ -17,7 +17,7 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     only shows data."""
     runs = data["runs"]
     if name == "label_comparison":
-        return f"{gain_finding(runs)} {soft_ece_finding(runs)}"
+        return f"{gain_finding(runs)} {soft_ece_finding(runs)} {convergence_finding(runs, ('labels', 'N', 'seed'))}".strip()
     if name == "soft_vs_hard":
         return gain_finding(runs)
     if name == "calibration_agreement":
@@ -42,5 +42,9 @@ def soft_ece_finding(runs: pd.DataFrame) -> str:
     if soft.empty:
         return ""
     top = soft[soft["N"] == soft["N"].max()]
-    return (f"Soft-label ECE at N={int(top['N'].iloc[0])}: {num(float(top['ece'].mean()))} (mean over "
+    n = int(top["N"].iloc[0])
+    hard = runs[(runs["labels"] == "hard") & (runs["N"] == n)]
+    beside = f", hard labels' {num(float(hard['ece_posterior'].mean()))}" if len(hard) else ""
+    return (f"Soft-label ECE at N={n}: {num(float(top['ece'].mean()))} against the labels, "
+            f"{num(float(top['ece_posterior'].mean()))} against the exact posterior{beside} (means over "
             f"{len(top)} seeds). The paper: {paper_says('soft_calibration')}.")

@@ -68,18 +68,22 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.Data
 
 def label_comparison(runs: pd.DataFrame) -> pd.DataFrame:
     """Accuracy (%), epistemic KL (nats), ECE against labels and true ECE (fractions) per
-    (labels, N): mean and std over seeds."""
+    (labels, N): mean and std over seeds; the overconfidence against the truth (mean over seeds)
+    and how many of the cell's classifiers converged by the stopping rule."""
 
 
-    cols = ["acc", "epistemic", "ece", "ece_posterior"]
+    cols = ["acc", "epistemic", "ece", "ece_posterior", "overconfidence_truth"]
     agg = aggregate_over_seeds(runs, cols, ["labels", "N"])
     rows = []
     for _, r in agg.iterrows():
+        cell = runs[(runs["labels"] == r["labels"]) & (runs["N"] == r["N"])]
+        known = "converged" in cell and cell["converged"].notna().all()
         rows.append({"Labels": r["labels"], "N": int(r["N"]), "Seeds": int(r["n_seeds"]),
+                     "Converged": f"{int(cell['converged'].astype(bool).sum())}/{len(cell)}" if known else "n/a",
                      "Accuracy (%)": 100 * r["acc_mean"], "Accuracy std (%)": 100 * r["acc_std"],
                      "Epistemic KL (nats)": r["epistemic_mean"], "Epistemic std (nats)": r["epistemic_std"],
                      "ECE": r["ece_mean"], "ECE std": r["ece_std"], "True ECE": r["ece_posterior_mean"],
-                     "True ECE std": r["ece_posterior_std"]})
+                     "True ECE std": r["ece_posterior_std"], "Overconf. truth": r["overconfidence_truth_mean"]})
     return pd.DataFrame(rows).sort_values(["Labels", "N"], kind="stable").reset_index(drop=True)
 
 

@@ -35,6 +35,12 @@ ARTIFACTS = artifacts_by_name(
     Artifact("epistemic_vs_n", "table",
              "Epistemic error E[KL(p || q)] (nats) against training-set size N per architecture, "
              "mean over seeds."),
+    Artifact("learners", "table",
+             "How each cell's classifiers trained (README \"How the learners are trained\"): how many "
+             "converged by the stopping rule and how many it stopped before their budget, the optimizer "
+             "steps of the weights kept, and, means over seeds, the epistemic KL (nats), the "
+             "overconfidence against the truth (mean confidence - mean p(argmax q|x); negative: "
+             "under-confident) and the true ECE against the exact posterior (10 equal-width bins)."),
     Artifact("scaling_panels", "figure",
              "Loss decomposition against N: (a) total "
              "cross-entropy (nats) with the aleatoric floor, (b) epistemic KL (nats) with power-law "

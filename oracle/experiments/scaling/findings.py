@@ -11,7 +11,7 @@ import pandas as pd
 from oracle.experiments._calibration import findings as _calibration_findings
 from oracle.experiments.scaling import report
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
-from oracle.report.captions import count_of, num, paper_says, span
+from oracle.report.captions import convergence_finding, count_of, num, paper_says, span
 from oracle.report.claims import PLATEAU_DROP, POWER_LAW_R2
 
 
@@ -21,9 +21,11 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     only shows data."""
     runs = report.select_runs(data["runs"], spec["arch_labels"])
     if name == "accuracy_vs_bayes":
-        return bayes_gap_finding(report.table(name, data, spec), runs)
+        return f"{bayes_gap_finding(report.table(name, data, spec), runs)} {convergence_finding(runs)}".strip()
     if name == "epistemic_vs_n":
-        return epistemic_finding(report.table(name, data, spec))
+        return f"{epistemic_finding(report.table(name, data, spec))} {convergence_finding(runs)}".strip()
+    if name == "learners":
+        return convergence_finding(runs)
     if name == "scaling_panels":
         return " ".join((plateau_finding(runs), exponent_finding(runs, "epistemic", "epistemic KL"),
                          bayes_gap_finding(report.accuracy_vs_bayes(runs), runs, lead="")))

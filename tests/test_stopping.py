@@ -1,0 +1,174 @@
+"""The learners' stopping rule: when it evaluates, when it stops, which weights it keeps, and
+whether a run converged by it (oracle.classifiers.stopping, oracle.classifiers.train)."""
+
+import math
+
+import pytest
+import torch
+
+import oracle.classifiers.train as training
+from oracle.classifiers.build import build_classifier
+from oracle.classifiers.specs import effective_epochs
+from oracle.classifiers.stopping import StoppingRule, convergence, is_evaluation_epoch
+from oracle.classifiers.train import train_classifier
+from oracle.errors import ConfigError
+
+HYPER = dict(batch_size=16, lr=3e-3, weight_decay=0.01, seed=7)
+
+
+def _brightness(n, flip, seed):
+    """Three classes of 8x8 images told apart by brightness; a fraction `flip` of the labels
+    replaced by a random class, so that a long training run overfits them."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % 3
+    x = (torch.randn(n, 1, 8, 8, generator=g) * 0.5 + (y.float() - 1).view(-1, 1, 1, 1) * 0.4).clamp(-1, 1)
+    noisy = torch.rand(n, generator=g) < flip
+    y = torch.where(noisy, torch.randint(0, 3, (n,), generator=g), y)
+    return x, y
+
+
+@pytest.fixture(scope="module")
+def val():
+    return _brightness(96, 0.3, seed=99)
+
+
+def _model():
+    return build_classifier("test_resnet", 3, 1, 8, seed=0)
+
+
+# --------------------------------------------------------------------------- the rule alone
+def test_evaluations_are_spaced_in_steps_not_epochs():
+    rule = StoppingRule(patience=3, eval_steps=20)
+    assert rule.eval_every(1) == 20      # 40 rows, batch 64: one step an epoch
+    assert rule.eval_every(7) == 3       # 21 steps between evaluations
+    assert rule.eval_every(25) == 1      # every epoch once an epoch has enough steps
+    assert [e for e in range(1, 11) if is_evaluation_epoch(e, 4, 10)] == [4, 8, 10]  # and the last
+
+
+@pytest.mark.parametrize("kwargs", [dict(patience=0), dict(eval_steps=0), dict(min_delta=1.0), dict(tolerance=-0.1)])
+def test_bad_rule_is_refused(kwargs):
+    with pytest.raises(ConfigError):
+        StoppingRule(**kwargs)
+
+
+def test_rule_from_a_training_block():
+    rule = StoppingRule.from_training({"epochs": 10, "patience": 4, "eval_steps": 30, "tolerance": 0.02})
+    assert (rule.patience, rule.eval_steps, rule.tolerance, rule.min_delta) == (4, 30, 0.02, 0.0)
+    assert StoppingRule.from_training({"patience": None}).patience is None
+
+
+def _history(val_losses, every=1, best=None):
+    out = []
+    for i, v in enumerate(val_losses, start=1):
+        rec = {"epoch": i * every, "steps": i * every * 3, "train_loss": 1.0 / i, "val_loss": v}
+        if best is not None:
+            rec["best_epoch"] = best
+        out.append(rec)
+    return out
+
+
+def test_convergence_of_a_run_the_rule_stopped():
+    rule = StoppingRule(patience=3)
+    h = _history([1.0, 0.8, 0.7, 0.72, 0.71, 0.75], best=3)
+    c = convergence(h, rule, budget_epochs=20)
+    assert c["converged"] and c["stopped_by"] == "patience"
+    assert (c["epochs_run"], c["kept_epoch"], c["steps"], c["kept_steps"]) == (6, 3, 18, 9)
+    assert c["monitored"] == "val_loss"
+
+
+def test_a_run_still_improving_at_the_end_of_its_budget_has_not_converged():
+    rule = StoppingRule(patience=3, tolerance=0.01)
+    falling = _history([1.0, 0.9, 0.8, 0.7, 0.6, 0.5], best=6)
+    c = convergence(falling, rule, budget_epochs=6)
+    assert not c["converged"] and c["stopped_by"] == "budget"
+    assert c["loss_change"] == pytest.approx((0.5 - 0.8) / 0.8)  # the last 3 evaluations against the 3 before
+
+
+def test_a_budget_run_whose_loss_went_flat_or_rose_converged():
+    rule = StoppingRule(patience=3, tolerance=0.01)
+    flat = _history([1.0, 0.6, 0.5, 0.499, 0.4985, 0.498], best=6)
+    assert convergence(flat, rule, budget_epochs=6)["converged"]
+    rising = _history([1.0, 0.6, 0.5, 0.55, 0.6, 0.65], best=3)
+    assert convergence(rising, rule, budget_epochs=6)["converged"]
+
+
+def test_without_validation_the_training_loss_is_watched():
+    rule = StoppingRule(patience=None)
+    h = [{"epoch": e, "steps": e, "train_loss": 1.0 / e} for e in range(1, 11)]
+    c = convergence(h, rule, budget_epochs=10)
+    assert c["monitored"] == "train_loss" and c["kept_epoch"] == 10 and not c["converged"]
+    flat = [{"epoch": e, "steps": e, "train_loss": 0.1} for e in range(1, 11)]
+    assert convergence(flat, rule, budget_epochs=10)["converged"]
+
+
+# --------------------------------------------------------------------------- the rule in training
+def test_early_stop_keeps_the_best_weights(val):
+    x, y = _brightness(48, 0.3, seed=1)
+    rule = StoppingRule(patience=3, eval_steps=6)
+    model, history = train_classifier(_model(), x, y, soft=False, epochs=200, **HYPER, stopping=rule, validation=val)
+    c = convergence(history, rule, 200)
+    assert c["stopped_by"] == "patience" and c["converged"] and c["epochs_run"] < 200
+    evaluated = [r for r in history if "val_loss" in r]
+    assert all(is_evaluation_epoch(r["epoch"], rule.eval_every(3), 200) for r in evaluated)
+    best = min(evaluated, key=lambda r: r["val_loss"])
+    assert c["kept_epoch"] == best["epoch"] < c["epochs_run"]
+    # the returned model is the kept one: its validation loss is the best recorded
+    with torch.no_grad():
+        loss = torch.nn.functional.cross_entropy(model(val[0]), val[1]).item()
+    assert loss == pytest.approx(best["val_loss"], rel=1e-4)
+
+
+def test_step_counts_are_set_by_the_rule_not_by_the_step_budget(val):
+    """Two training sizes under the same rule and a budget neither reaches: each stops where
+    its own validation loss stopped improving."""
+    rule = StoppingRule(patience=3, eval_steps=6)
+    runs = {}
+    for n in (24, 72):
+        x, y = _brightness(n, 0.3, seed=n)
+        budget = effective_epochs(n, 1, HYPER["batch_size"], min_steps=2000)
+        _, history = train_classifier(_model(), x, y, soft=False, epochs=budget, **HYPER, stopping=rule,
+                                      validation=val)
+        runs[n] = convergence(history, rule, budget)
+        assert runs[n]["stopped_by"] == "patience"
+        assert runs[n]["steps"] < 2000
+    assert runs[24]["steps"] != runs[72]["steps"]
+
+
+def test_patience_needs_validation_rows_and_only_one_kind_of_them(val):
+    x, y = _brightness(24, 0.0, seed=0)
+    with pytest.raises(ConfigError, match="validation"):
+        train_classifier(_model(), x, y, soft=False, epochs=2, **HYPER, stopping=StoppingRule(patience=2))
+    with pytest.raises(ConfigError, match="val_fraction"):
+        train_classifier(_model(), x, y, soft=False, epochs=2, **HYPER, val_fraction=0.25, validation=val)
+
+
+def test_an_early_stopped_run_resumes_to_the_same_weights(val, tmp_path, monkeypatch):
+    x, y = _brightness(48, 0.3, seed=1)
+    rule = StoppingRule(patience=3, eval_steps=6)
+    hyper = dict(soft=False, epochs=200, **HYPER, stopping=rule, validation=val)
+    full, full_history = train_classifier(_model(), x, y, **hyper)
+    stop = len(full_history)
+    real_save = training.torch_save_atomic
+
+    def save_then_die(state, path):
+        real_save(state, path)
+        if state["epoch"] == stop - 2:
+            raise KeyboardInterrupt
+
+    ckpt = tmp_path / "train.ckpt"
+    monkeypatch.setattr(training, "torch_save_atomic", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        train_classifier(_model(), x, y, **hyper, checkpoint_path=ckpt, checkpoint_seconds=0)
+    monkeypatch.setattr(training, "torch_save_atomic", real_save)
+    resumed, history = train_classifier(_model(), x, y, **hyper, checkpoint_path=ckpt, checkpoint_seconds=0)
+    assert [r["epoch"] for r in history] == [r["epoch"] for r in full_history]
+    a, b = full.state_dict(), resumed.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_losses_in_history_are_finite(val):
+    x, y = _brightness(48, 0.0, seed=2)
+    _, history = train_classifier(_model(), x, y, soft=False, epochs=30, **HYPER,
+                                  stopping=StoppingRule(patience=2, eval_steps=6), validation=val)
+    assert all(math.isfinite(r["val_loss"]) for r in history if "val_loss" in r)
+    assert all(r["best_epoch"] <= r["epoch"] for r in history if "best_epoch" in r)
