@@ -237,7 +237,7 @@ def test_learner_planning():
     assert plan.split_worlds(cfg)["tau1.5"]["seeds"] == [0, 1] and plan.split_worlds(cfg)["tau1.5"]["max_n"] == 300
     with pytest.raises(ConfigError, match="no world 'tau1.2'"):
         difficulty.training_spec(s, "tau1.2")
-    with pytest.raises(ConfigError, match=r"learner\.size': N=1100 exceeds the training pool of world 'tau0\.9'"):
+    with pytest.raises(ConfigError, match=r"learner\.size': N=1100 \+ 200 validation rows .*exceeds the training pool of world 'tau0\.9'"):
         difficulty.check("d", {**copy.deepcopy(entry), "learner": {"arch": "test_resnet", "size": 1100, "seeds": [0]}},
                          DEFAULT)
     with pytest.raises(ConfigError, match=r"learner\.arch': 'nope'"):

@@ -172,3 +172,36 @@ def test_losses_in_history_are_finite(val):
                                   stopping=StoppingRule(patience=2, eval_steps=6), validation=val)
     assert all(math.isfinite(r["val_loss"]) for r in history if "val_loss" in r)
     assert all(r["best_epoch"] <= r["epoch"] for r in history if "best_epoch" in r)
+
+
+# --------------------------------------------------------------------------- what the runs report
+def test_loglog_curvature_recovers_a_known_bend_and_is_zero_on_a_power_law():
+    import numpy as np
+
+    from oracle.measures.power_laws import fit_power_law, loglog_curvature
+
+    n = np.array([50.0, 100, 300, 1000, 2000])
+    x = np.log(n)
+    assert loglog_curvature(n, 3.0 * n ** -0.4) == pytest.approx(0.0, abs=1e-10)
+    bent = np.exp(1.0 - 0.4 * x - 0.12 * (x - x.mean()) ** 2)
+    assert loglog_curvature(n, bent) == pytest.approx(-0.12, rel=1e-9)
+    assert fit_power_law(n, bent)["curvature"] == pytest.approx(-0.12, rel=1e-9)
+    assert math.isnan(loglog_curvature(n[:2], bent[:2]))
+
+
+def test_learners_table_and_caption_count_converged_classifiers():
+    import pandas as pd
+
+    from oracle.experiments.scaling.learners import learners_table
+    from oracle.report.captions import convergence_finding
+
+    runs = pd.DataFrame({"arch": ["R"] * 4, "N": [50, 50, 300, 300], "seed": [0, 1, 0, 1],
+                         "epistemic": [1.0, 0.8, 0.4, 0.5], "overconfidence_truth": [0.1, -0.1, 0.0, 0.02],
+                         "ece_posterior": [0.1, 0.1, 0.02, 0.04], "converged": [True, True, True, False],
+                         "stopped_by": ["patience", "budget", "patience", "budget"], "kept_steps": [60, 300, 120, 304]})
+    t = learners_table(runs, ["arch", "N"])
+    assert list(t["Converged"]) == ["2/2", "1/2"] and list(t["Stopped by rule"]) == ["1/2", "1/2"]
+    assert list(t["Steps"]) == [180.0, 212.0] and t["Overconf. truth"].iloc[0] == pytest.approx(0.0)
+    text = convergence_finding(runs)
+    assert "3 of 4 classifiers" in text and "2 stopped by it" in text and "N=300 seed=1" in text
+    assert convergence_finding(runs.drop(columns=["converged"])) == ""

@@ -17,6 +17,7 @@ from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_fra
 from oracle.errors import ConfigError, DataError
 from oracle.experiments._calibration import report as _calibration_report
 from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
+from oracle.experiments.scaling.learners import learner_numbers, learners_table
 from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law_offset,
                                         fit_seed_mean, power_law)
 from oracle.report.figures import (errorbar, log_tick_labels, palette, panel_letters, reliability_diagram, save_figure,
@@ -91,31 +92,8 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.Data
         archs = spec["table_archs"] or spec["archs"]
         return epistemic_vs_n(select_runs(runs, {a: labels[a] for a in archs}, spec["table_sizes"]), with_std=True)
     if name == "learners":
-        return learners(select_runs(runs, labels), ["arch", "N"])
+        return learners_table(select_runs(runs, labels), ["arch", "N"])
     raise DataError(f"scaling: no table named {name!r} (tables: accuracy_vs_bayes, epistemic_vs_n, learners)")
-
-
-CELL_HEADERS = {"arch": "Architecture", "labels": "Labels"}
-
-
-def learners(df: pd.DataFrame, cell: Sequence[str]) -> pd.DataFrame:
-    """One row per cell (the columns `cell`, e.g. arch and N): how its classifiers trained and
-    how calibrated they came out, means over seeds: ``Converged`` (k/n by the stopping rule),
-    ``Stopped by rule`` (k/n), ``Steps`` (optimizer steps of the weights kept), ``Epistemic KL
-    (nats)``, ``Overconf. truth`` (mean confidence - mean p(argmax q|x)), ``True ECE``."""
-    _check_runs(df, [*cell, "seed", "epistemic", "overconfidence_truth", "ece_posterior"])
-    rows = []
-    for key, g in df.drop_duplicates(subset=[*cell, "seed"]).groupby(list(cell), sort=True):
-        key = key if isinstance(key, tuple) else (key,)
-        known = "converged" in g and g["converged"].notna().all()
-        rows.append({**{CELL_HEADERS.get(c, c): v for c, v in zip(cell, key)}, "Seeds": len(g),
-                     "Converged": f"{int(g['converged'].astype(bool).sum())}/{len(g)}" if known else "n/a",
-                     "Stopped by rule": f"{int((g['stopped_by'] == 'patience').sum())}/{len(g)}" if known else "n/a",
-                     "Steps": float(g["kept_steps"].mean()) if known else math.nan,
-                     "Epistemic KL (nats)": float(g["epistemic"].mean()),
-                     "Overconf. truth": float(g["overconfidence_truth"].mean()),
-                     "True ECE": float(g["ece_posterior"].mean())})
-    return pd.DataFrame(rows)
 
 
 def accuracy_vs_bayes(df: pd.DataFrame, acc_col: str = "acc") -> pd.DataFrame:
@@ -299,7 +277,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
       over seeds and the shared test rows, `over_seeds_and_rows`), and
       ``epistemic_reduction.<arch>`` = KL(N_min) / KL(N_max) of the seed means;
       ``aleatoric.<arch>``, the floor E[H(p)] on the test set its runs were scored on (se over
-      that set); the learners (`_learner_numbers`): ``curvature.<arch>`` (the log-log curvature of
+      that set); the learners (`oracle.experiments.scaling.learners.learner_numbers`): ``curvature.<arch>`` (the log-log curvature of
       its epistemic KL, mean ± std over seeds), ``converged.<arch>`` (classifiers converged by the
       stopping rule) and ``abs_overconfidence_truth.<arch>`` (mean |overconfidence against the
       truth| over its classifiers in the upper half of the grid of N);
@@ -360,7 +338,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
             out[f"aleatoric.{arch}"] = entry(float(top["aleatoric"].mean()), "nats", runs_path, (
                 f"{label}: aleatoric floor E[H(p(y|x))] on its test set at N={hi}, mean over seeds"),
                 se=float(top["aleatoric_se"].mean()), se_over="test set")
-        out.update(_learner_numbers(sub, fits, arch, label, runs_path, fits_path))
+        out.update(learner_numbers(sub, _arch_fit(fits, arch, "epistemic"), arch, label, runs_path, fits_path))
         e_lo, e_hi = sub[sub["N"] == lo]["epistemic"].mean(), sub[sub["N"] == hi]["epistemic"].mean()
         if lo != hi and e_hi > 0:
             out[f"epistemic_reduction.{arch}"] = entry(float(e_lo / e_hi), "ratio", runs_path,
@@ -368,31 +346,6 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     out.update(_bayes_gap_numbers(data, spec, runs_path))
     out.update(claim_numbers(runs, fits, spec, runs_path))
     out.update(_calibration_report.agreement_numbers(runs, runs_path))
-    return out
-
-
-def _learner_numbers(sub: pd.DataFrame, fits: pd.DataFrame, arch: str, label: str, runs_path: str,
-                     fits_path: str) -> dict[str, dict]:
-    """What an architecture's learners say of their recipe: the curvature of its KL curve in
-    log-log (a step schedule tied to N bends it), how many converged, and how far from
-    calibrated against the truth they are in the upper half of the grid of N."""
-    out: dict[str, dict] = {}
-    r = _arch_fit(fits, arch, "epistemic")
-    if r is not None and np.isfinite(r.get("curvature", np.nan)):
-        out[f"curvature.{arch}"] = entry(float(r["curvature"]), "1", fits_path, (
-            f"{label}: curvature of ln KL against ln N (coefficient of (ln N)^2 of a quadratic fit per seed), "
-            "mean ± std over seeds; 0 on a power law"), std=r.get("curvature_std"),
-            se=float(r["curvature_std"]) / math.sqrt(int(r["n_seeds"])), se_over="seeds", n_seeds=int(r["n_seeds"]))
-    one = sub.drop_duplicates(subset=["N", "seed"])
-    if "converged" in one and one["converged"].notna().all():
-        out[f"converged.{arch}"] = entry(int(one["converged"].astype(bool).sum()), "classifiers", runs_path, (
-            f"{label}: classifiers converged by the stopping rule, of {len(one)}"))
-    upper = one[one["N"] >= float(np.median(sorted(one["N"].unique())))]
-    if "overconfidence_truth" in upper and len(upper):
-        out[f"abs_overconfidence_truth.{arch}"] = entry(
-            float(upper["overconfidence_truth"].abs().mean()), "fraction", runs_path,
-            f"{label}: mean |confidence - p(argmax q | x)| per classifier at N >= {int(upper['N'].min())} (the upper "
-            f"half of the grid), over {len(upper)} classifiers")
     return out
 
 
