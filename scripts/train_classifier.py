@@ -1,8 +1,9 @@
 """Rule `train_classifier`: train one (experiment, arch, cell, seed) classifier on its world's
-oracle samples -> model.pt (spec + weights) and history.json (per-epoch loss, lr and, on
-classifiers.curve_size test rows after classifiers.curve_points epochs, accuracy and exact
-epistemic KL; with a validation split its
-per-epoch val_acc; with a training-time shift what it realised: class counts, noise std).
+oracle samples under the recipe and stopping rule of classifiers.training
+(`oracle.classifiers.stopping`) -> model.pt (spec + the kept weights) and history.json (per-epoch
+loss, lr, validation loss, whether the run converged and, on classifiers.curve_size test rows at
+each evaluation, accuracy and exact epistemic KL; with a training-time shift what it realised:
+class counts, noise std).
 
 A training checkpoint next to the outputs (train_state.pt) lets a killed job resume; it is
 removed once the outputs exist.
