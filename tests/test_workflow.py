@@ -199,9 +199,14 @@ def test_classifier_metrics_match_their_predictions(results):
         assert not (folder / "train_state.pt").exists()
         blob = json.loads((folder / "history.json").read_text())
         history = blob["history"]
-        assert [h["epoch"] for h in history] == list(range(1, row["epochs"] + 1))
-        # the curve is scored after classifiers.curve_points epochs spread evenly, the last among them
-        assert blob["curve_epochs"] == curve_epochs(row["epochs"], cfg["classifiers"]["curve_points"])
+        run = blob["convergence"]["epochs_run"]
+        assert run <= row["epochs"] and [h["epoch"] for h in history] == list(range(1, run + 1))
+        if cfg["classifiers"]["training"]["patience"] is None:
+            # a fixed budget: the curve is scored after classifiers.curve_points epochs spread evenly
+            assert blob["curve_epochs"] == curve_epochs(row["epochs"], cfg["classifiers"]["curve_points"])
+        else:
+            # the stopping rule: the curve is scored at its evaluations, where the validation loss is
+            assert blob["curve_epochs"] == [h["epoch"] for h in history if "val_loss" in h]
         scored = [h for h in history if "curve_acc" in h]
         assert [h["epoch"] for h in scored] == blob["curve_epochs"]
         assert all(0 <= h["curve_acc"] <= 1 and h["curve_epistemic"] >= 0 for h in scored)
