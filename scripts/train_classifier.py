@@ -20,9 +20,9 @@ def main(sm):
     from oracle.classifiers.build import build_classifier
     from oracle.classifiers.checkpoints import save_model
     from oracle.classifiers.data import curve_monitor, evaluation_set, training_set, validation_set
-    from oracle.classifiers.specs import training_epochs, validation_size
-    from oracle.classifiers.stopping import StoppingRule, convergence
-    from oracle.classifiers.train import curve_epochs, train_classifier
+    from oracle.classifiers.specs import validation_size
+    from oracle.classifiers.stopping import describe
+    from oracle.classifiers.train import train_by_recipe
     from oracle.devices import pick_device
     from oracle.io.atomic import write_json_atomic
 
@@ -33,22 +33,16 @@ def main(sm):
     _, c, h, _ = data.x.shape
     pretrained = arch["pretrained"] if isinstance(arch["pretrained"], str) else None
     model = build_classifier(arch["model"], data.num_classes, int(c), int(h), arch["input_size"], pretrained, seed=seed)
-    epochs = training_epochs(tr, spec["n"], spec.get("val_fraction"))
-    rule = StoppingRule.from_training(tr)
     curve_size = int(spec["curve_size"])
     monitor = curve_monitor(evaluation_set(sm.input.samples, sm.input.splits, curve_size), device) if curve_size else None
-    # with early stopping the run's length is not known in advance: the curve is scored at its evaluations
-    scored = curve_epochs(epochs, spec["curve_points"]) if curve_size and rule.patience is None else None
     state = Path(sm.output.model).with_name("train_state.pt")
-    model, history = train_classifier(
-        model, data.images(), torch.from_numpy(data.targets), soft=data.soft, epochs=epochs,
-        batch_size=tr["batch_size"], lr=tr["lr"], weight_decay=tr["weight_decay"], seed=seed, device=device,
-        checkpoint_path=state, num_classes=data.num_classes, monitor=monitor, monitor_epochs=scored,
-        val_fraction=float(spec.get("val_fraction") or 0.0), stopping=rule,
+    model, history, converged = train_by_recipe(
+        model, data.images(), torch.from_numpy(data.targets), tr, soft=data.soft, seed=seed, device=device,
+        val_fraction=float(spec.get("val_fraction") or 0.0), monitor=monitor, curve_points=spec["curve_points"],
         validation=validation_set(sm.input.samples, sm.input.splits, seed, validation_size(spec), spec["labels"],
                                   spec["hard_label"]),
-    )
-    converged = convergence(history, rule, epochs)
+        checkpoint_path=state, num_classes=data.num_classes)
+    epochs = converged["budget_epochs"]
     identity = {"experiment": wc.experiment, "arch": wc.arch, "model": arch["model"], "cell": wc.cell, "seed": seed,
                 "N": spec["n"], "world": spec["world"], "labels": spec["labels"], "hard_label": spec["hard_label"]}
     save_model(sm.output.model, model.cpu(), meta=identity)
@@ -57,9 +51,7 @@ def main(sm):
                                           "train_seconds": sum(r["seconds"] for r in history),
                                           "convergence": converged, "history": history, "shift": data.shift})
     state.unlink(missing_ok=True)
-    print(f"{wc.experiment}/{wc.arch}/{wc.cell}/seed{seed}: {converged['epochs_run']} of {epochs} epochs "
-          f"({converged['steps']} steps, kept epoch {converged['kept_epoch']}), "
-          f"{'converged' if converged['converged'] else 'NOT converged'} ({converged['stopped_by']}), "
+    print(f"{wc.experiment}/{wc.arch}/{wc.cell}/seed{seed}: {describe(converged)}, "
           f"final loss {history[-1]['train_loss']:.4f}")
     return dict(extra={"device": str(device)})
 

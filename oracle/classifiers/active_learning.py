@@ -233,24 +233,19 @@ def _train(data: ActiveData, positions: np.ndarray, arch: Mapping, s: ActiveSett
     import torch
 
     from oracle.classifiers.build import build_classifier
-    from oracle.classifiers.specs import training_epochs
-    from oracle.classifiers.stopping import StoppingRule, convergence
-    from oracle.classifiers.train import train_classifier
+    from oracle.classifiers.train import train_by_recipe
 
     _, c, h, _ = data.x.shape
     pretrained = arch["pretrained"] if isinstance(arch.get("pretrained"), str) else None
     model = build_classifier(arch["model"], data.num_classes, int(c), int(h), arch.get("input_size"), pretrained,
                              seed=seed, model_kwargs={"drop_rate": s.drop_rate})
-    epochs = training_epochs(s.training, len(positions))
-    rule = StoppingRule.from_training(s.training)
-    model, history = train_classifier(
-        model, torch.from_numpy(data.x[positions]), torch.from_numpy(data.targets[positions]), soft=data.soft,
-        epochs=epochs, batch_size=s.batch_size, lr=s.lr, weight_decay=s.weight_decay, seed=seed, device=device,
-        checkpoint_path=checkpoint, num_classes=data.num_classes, stopping=rule, validation=data.validation)
-    c = convergence(history, rule, epochs)
-    return model, {"epochs": epochs, "train_seconds": sum(r["seconds"] for r in history),
-                   "train_loss": history[-1]["train_loss"], "converged": c["converged"], "stopped_by": c["stopped_by"],
-                   "steps": c["steps"], "kept_steps": c["kept_steps"]}
+    model, history, conv = train_by_recipe(
+        model, torch.from_numpy(data.x[positions]), torch.from_numpy(data.targets[positions]), s.training,
+        soft=data.soft, seed=seed, device=device, checkpoint_path=checkpoint, num_classes=data.num_classes,
+        validation=data.validation)
+    return model, {"epochs": conv["budget_epochs"], "train_seconds": sum(r["seconds"] for r in history),
+                   "train_loss": history[-1]["train_loss"], "converged": conv["converged"],
+                   "stopped_by": conv["stopped_by"], "steps": conv["steps"], "kept_steps": conv["kept_steps"]}
 
 
 def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSettings, seed: int,

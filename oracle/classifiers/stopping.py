@@ -111,3 +111,9 @@ def convergence(history: Sequence[Mapping], rule: StoppingRule, budget_epochs: i
     return {"converged": bool(converged), "stopped_by": stopped_by, "epochs_run": epochs_run,
             "budget_epochs": int(budget_epochs), "kept_epoch": kept_epoch, "steps": steps[-1], "kept_steps": kept_steps,
             "monitored": monitored, "loss_change": change}
+
+
+def describe(c: Mapping) -> str:
+    """One line of a `convergence` result, for a job's log."""
+    return (f"{c['epochs_run']} of {c['budget_epochs']} epochs ({c['steps']} steps, kept epoch {c['kept_epoch']}), "
+            f"{'converged' if c['converged'] else 'NOT converged'} ({c['stopped_by']})")

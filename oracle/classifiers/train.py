@@ -345,3 +345,26 @@ def train_classifier(
     model.to(memory_format=torch.contiguous_format)
     model.eval()
     return model, history
+
+
+def train_by_recipe(model: nn.Module, x: Tensor | SampleRows, targets, training: Mapping, *, soft: bool, seed: int,
+                    val_fraction: float = 0.0, validation: tuple[Tensor, Tensor] | None = None,
+                    monitor: Callable[[nn.Module], Mapping[str, float]] | None = None,
+                    curve_points: int | None = None, **kwargs) -> tuple[nn.Module, list[dict], dict]:
+    """`train_classifier` under a classifiers.training block (README "How the learners are
+    trained"): its budget (`oracle.classifiers.specs.training_epochs` of the rows it fits on), its
+    stopping rule (`StoppingRule.from_training`) and hyperparameters. A `monitor` runs after
+    `curve_points` epochs spread evenly over a fixed budget, at every evaluation under early
+    stopping (whose length is not known in advance). Returns ``(model, history, convergence)``,
+    the last `oracle.classifiers.stopping.convergence` with ``budget_epochs``."""
+    from oracle.classifiers.specs import training_epochs
+    from oracle.classifiers.stopping import convergence
+
+    epochs = training_epochs(training, x.shape[0], val_fraction)
+    rule = StoppingRule.from_training(training)
+    scored = curve_epochs(epochs, curve_points) if monitor is not None and rule.patience is None else None
+    model, history = train_classifier(
+        model, x, targets, soft=soft, epochs=epochs, batch_size=int(training["batch_size"]), lr=float(training["lr"]),
+        weight_decay=float(training["weight_decay"]), seed=seed, val_fraction=val_fraction, stopping=rule,
+        validation=validation, monitor=monitor, monitor_epochs=scored, **kwargs)
+    return model, history, convergence(history, rule, epochs)
