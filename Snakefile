@@ -75,23 +75,11 @@ include: "rules/timings.smk"
 include: "rules/report.smk"
 
 
-localrules:
-    all,
-    effective_config,
-    oracle,
-    samples,
-    splits,
-    classifiers,
-    experiments,
-    validation,
-    timings,
-    report,
-
-
-# The cheap analysis rules (tables, figures, numbers, claims, each kind's collect) run where
-# Snakemake runs instead of as cluster jobs of their own, unless resources.analysis.local is
-# false: a login node's CPU is the site's policy (docs/slurm.md, "Analysis rules").
-workflow.localrules(*res.local_analysis_rules(config, kinds()))
+# The aggregate targets and the effective config, and the cheap analysis rules (tables, figures,
+# numbers, claims, each kind's collect) run where Snakemake runs instead of as cluster jobs of
+# their own, unless resources.analysis.local is false: a login node's CPU is the site's policy
+# (docs/slurm.md, "Analysis rules"). One list: oracle.workflow.plan.resources.local_rules.
+workflow.localrules(*res.local_rules(config, kinds()))
 
 
 # Before any job runs: the raw data and weights the jobs about to run read are there

@@ -5,6 +5,7 @@
 # What stays here needs Snakemake itself: the report() marks of tables and figures, and the
 # DAG's forced files of a paper target.
 
+import os
 import sys
 
 from oracle.experiments import kind_module, kinds
@@ -111,6 +112,38 @@ def check_existing_artifacts():
     if error := stale.overwrite_error(plan_now, RUN):
         print(error, file=sys.stderr)
         raise SystemExit(1)
+    if workflow.dryrun:
+        DRY_RUN_PLAN.extend(dry_run_plan())
+
+
+#: The dry run's plan, printed once Snakemake's own dry-run output has ended.
+DRY_RUN_PLAN = []
+
+
+def dry_run_plan():
+    """The lines of the dry run's one-screen plan (oracle.workflow.plan.dry_run): each job to run
+    with the resources it asks for and the group job it runs in."""
+    from oracle.workflow.plan import dry_run
+    from oracle.workflow.plan.needed_files import missing_files
+
+    dag, local = workflow.dag, set(res.local_rules(config, kinds()))
+    jobs = list(dag.needrun_jobs())
+    index = {job: i for i, job in enumerate(jobs)}
+    requests = []
+    for job in jobs:
+        r = job.resources
+        gres = str(r.get("gres") or "")
+        gpus = int(r.get("gpu") or 0) or (int(gres.rsplit(":", 1)[1]) if gres.startswith("gpu:") else 0)
+        stage = os.path.splitext(os.path.basename(job.rule.snakefile))[0].replace("Snakefile", "targets")
+        # (a line may not start with `rule=`: Snakemake parses that as the rule keyword)
+        requests.append(dry_run.JobRequest(job.rule.name, stage, group=job.group,
+            local=job.rule.name in local and job.group is None, runtime_min=float(r.get("runtime") or 0),
+            cpus=int(r.get("cpus_per_task") or r.get("_cores") or 1), gpus=gpus, nodes=int(r.get("nodes") or 1),
+            mem_mb=int(r.get("mem_mb") or 0), rows=dry_run.job_rows(config, job.rule.name, job.wildcards_dict)))
+    edges = [(index[job], index[dep]) for job in jobs for dep in dag.dependencies[job] if dep in index]
+    missing = [f"{m.label} {m.path} (config key {m.key})" for m in missing_files(config)]
+    return dry_run.plan_summary(requests, edges, group_components=dict(workflow.group_settings.group_components),
+                                row_bytes=dry_run.row_bytes(config), missing=missing)
 
 
 def install_start_check():
@@ -127,7 +160,10 @@ def install_start_check():
 
     def execute_checked(*args, **kwargs):
         executing.append(True)
-        return execute(*args, **kwargs)
+        result = execute(*args, **kwargs)
+        if DRY_RUN_PLAN:
+            print("\n".join(DRY_RUN_PLAN), file=sys.stderr)
+        return result
 
     workflow._build_dag = build_dag_checked
     workflow.execute = execute_checked

@@ -23,18 +23,21 @@ if [ -n "$config" ]; then "${PYTHON:-.venv/bin/python}" scripts/ci/place_pretrai
 verbose=$("$SNAKEMAKE" --cores all --profile slurm --dry-run --directory "$workdir" \
     ${config:+--configfile "$config"} "$@" 2>&1) || { echo "$verbose" | tail -20 >&2; exit 1; }
 
-# Local rules: the Snakefile's `localrules:` block, and the cheap analysis rules unless the
-# config sets resources.analysis.local to false (oracle.workflow.plan.resources.local_analysis_rules).
-mapfile -t local_rules < <(awk '/^localrules:/{f=1; next} f && /^[[:space:]]+[A-Za-z_]/{gsub(/[ ,\t]/,""); print; next} f{exit}' Snakefile)
-mapfile -t analysis_rules < <("${PYTHON:-.venv/bin/python}" -c 'import sys, yaml
+# Local rules: oracle.workflow.plan.resources.local_rules (the aggregate targets, and the cheap
+# analysis rules unless the config sets resources.analysis.local to false), as the Snakefile declares them.
+rules_of() { "${PYTHON:-.venv/bin/python}" -c 'import sys, yaml
 from oracle.experiments import PACKAGES
-from oracle.workflow.plan.resources import local_analysis_rules
-print("\n".join(local_analysis_rules(yaml.safe_load(open(sys.argv[1])), PACKAGES)))' "${config:-config.yaml}")
+from oracle.workflow.plan import resources as res
+cfg = yaml.safe_load(open(sys.argv[1]))
+print("\n".join(res.local_rules(cfg, PACKAGES) if sys.argv[2] == "local" else res.local_analysis_rules(cfg, PACKAGES)))' "${config:-config.yaml}" "$1"; }
+mapfile -t local_rules < <(rules_of local)
+mapfile -t analysis_rules < <(rules_of analysis)
 total=$(awk '/^total[[:space:]]/{print $2; exit}' <<<"$verbose")
-count_rule() { awk -v r="$1" '$1==r && $2 ~ /^[0-9]+$/ {n=$2; exit} END {print n+0}' <<<"$verbose"; }
+# (from Snakemake's first "job count" table only: the dry run's plan below it has lines of its own)
+count_rule() { awk -v r="$1" '/^job[[:space:]]+count/{f=1; next} f && /^total[[:space:]]/{exit} f && $1==r && $2 ~ /^[0-9]+$/ {n=$2; exit} END {print n+0}' <<<"$verbose"; }
 n_analysis=0
 for r in "${analysis_rules[@]}"; do n_analysis=$(( n_analysis + $(count_rule "$r") )); done
-n_local=$n_analysis
+n_local=0
 for r in "${local_rules[@]}"; do n_local=$(( n_local + $(count_rule "$r") )); done
 # a classifier is its training job and its prediction jobs, grouped together
 n_clf=$(count_rule train_classifier)

@@ -72,6 +72,18 @@ def analysis_local(config: Mapping) -> bool:
     return bool(config["resources"]["analysis"].get("local", True))
 
 
+#: The rules that always run where Snakemake runs: the aggregate targets (they run nothing) and
+#: the effective config (writes one small file).
+TARGET_RULES = ("all", "effective_config", "oracle", "samples", "splits", "classifiers", "experiments", "validation",
+                "timings", "report")
+
+
+def local_rules(config: Mapping, kinds: Iterable[str]) -> list[str]:
+    """Every rule that runs where Snakemake runs under `config`, never as a cluster job:
+    `TARGET_RULES` and `local_analysis_rules` (the Snakefile declares exactly these)."""
+    return [*TARGET_RULES, *local_analysis_rules(config, kinds)]
+
+
 def local_analysis_rules(config: Mapping, kinds: Iterable[str]) -> list[str]:
     """The analysis rules that run where Snakemake runs under `config`: `ANALYSIS_RULES` and the
     collect rule of every kind in `kinds`, or none when resources.analysis.local is false."""

@@ -1,0 +1,227 @@
+"""The one-screen plan a dry run ends with: what the run would submit and request, how long its
+longest job may take, the disk its samples will fill and the inputs still missing.
+
+`plan_summary(requests, ...)` turns the jobs a dry run would run (`JobRequest`, one per job, as
+the Snakefile's start hook reads them from Snakemake's DAG) into the lines printed after
+Snakemake's own job table. The disk is that of the sample rows the jobs write (`job_rows`),
+at `row_bytes(config)` each: the only outputs whose size grows with the data (float32 images
+and float64 log-likelihoods).
+
+Units: runtimes in minutes (Snakemake's `runtime` resource), hours in the printed totals. Standard library only (the Snakefile imports the planning modules while it
+builds the DAG).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from oracle.world_specs import gaussian_spec, known_num_classes, world_kind, world_specs
+
+#: Native (channels, height, width, classes) of the data kinds with a fixed shape; None where
+#: the files decide (an image folder's classes, an npz's arrays).
+DATA_SHAPES: dict[str, tuple[int, int, int, int | None]] = {
+    "digits": (1, 8, 8, 10), "mnist": (1, 28, 28, 10), "fashion_mnist": (1, 28, 28, 10),
+    "cifar10": (3, 32, 32, 10), "cifar100": (3, 32, 32, 100), "svhn": (3, 32, 32, 10),
+}
+#: Bytes per sample row besides its image and log-likelihoods: source_class, label, index (int64).
+ROW_EXTRA_BYTES = 3 * 8
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """One job of the plan as a scheduler sees it.
+
+    rule: the Snakemake rule. stage: what it belongs to (its rules file: classifiers, samples,
+    ...). group: its Snakemake group (None: submitted alone); the
+    connected jobs of a group form one component, and the profile's group-components bundle
+    that many components into one submission (`submissions`). local: runs where Snakemake runs (a
+    local rule), not submitted. runtime_min: the `runtime` resource (minutes). cpus, gpus (per
+    node), nodes, mem_mb: its other resources. rows: sample rows it writes (a shard, a noisy
+    test set; `job_rows`).
+    """
+
+    rule: str
+    stage: str
+    group: str | None
+    local: bool
+    runtime_min: float
+    cpus: int = 1
+    gpus: int = 0
+    nodes: int = 1
+    mem_mb: int = 0
+    rows: int = 0
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One scheduler submission: a job alone or a group job whose members run one after
+    another (the profile's `group_slot`: its time limit is the sum of theirs, its CPUs, GPUs
+    and memory their maxima)."""
+
+    rules: tuple[str, ...]
+    runtime_min: float
+    cpus: int
+    gpus: int
+    nodes: int
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.runtime_min / 60 * self.gpus * self.nodes
+
+    @property
+    def cpu_hours(self) -> float:
+        return self.runtime_min / 60 * self.cpus * self.nodes
+
+    @property
+    def name(self) -> str:
+        if len(self.rules) == 1:
+            return self.rules[0]
+        counts = Counter(self.rules)
+        return "group of " + ", ".join(f"{n} {r}" for r, n in counts.most_common())
+
+
+def _components(requests: Sequence[JobRequest], edges: Iterable[tuple[int, int]]) -> dict[str, list[list[int]]]:
+    """Per group, its connected components (lists of request indices, in request order): jobs of
+    one group joined by an edge (a dependency) run in one group job."""
+    parent = list(range(len(requests)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b in edges:
+        if requests[a].group is not None and requests[a].group == requests[b].group:
+            parent[root(a)] = root(b)
+    comps: dict[str, dict[int, list[int]]] = {}
+    for i, r in enumerate(requests):
+        if r.group is not None and not r.local:
+            comps.setdefault(r.group, {}).setdefault(root(i), []).append(i)
+    return {g: list(c.values()) for g, c in comps.items()}
+
+
+def submissions(requests: Sequence[JobRequest], edges: Iterable[tuple[int, int]] = (),
+                group_components: Mapping[str, int] | None = None) -> list[Submission]:
+    """The submissions of the non-local jobs: one per job outside a group; per group, its
+    connected components (`edges`: dependencies between requests, by index) bundled
+    ``group_components[group]`` (default 1) at a time, as Snakemake forms group jobs."""
+    subs = [Submission((r.rule,), r.runtime_min, r.cpus, r.gpus, r.nodes)
+            for r in requests if not r.local and r.group is None]
+    for group, comps in _components(requests, edges).items():
+        k = max(1, int((group_components or {}).get(group, 1)))
+        for start in range(0, len(comps), k):
+            members = [requests[i] for comp in comps[start:start + k] for i in comp]
+            subs.append(Submission(tuple(m.rule for m in members), sum(m.runtime_min for m in members),
+                                   max(m.cpus for m in members), max(m.gpus for m in members),
+                                   max(m.nodes for m in members)))
+    return subs
+
+
+def sample_shape(config: Mapping) -> tuple[int, int, int, int] | None:
+    """(C, H, W, K) of the run's samples when the config decides them (a Gaussian world, a data
+    kind of fixed shape, K from `data.classes` or the known data sets of
+    `oracle.workflow.gpu.cost.DATASETS`), else None."""
+    if world_kind(config) == "gaussian":
+        g = gaussian_spec(config)
+        return g["channels"], g["image_size"], g["image_size"], g["num_classes"]
+    data = config["data"]
+    c, h, w, k = DATA_SHAPES.get(data["kind"], (3, None, None, None))
+    if data.get("image_size"):
+        h = w = int(data["image_size"])
+    k = known_num_classes(config) or k
+    if k is None:
+        from oracle.workflow.gpu.cost import DATASETS  # torch only when the config leaves K open
+
+        facts = DATASETS.get(config.get("run"))
+        k = facts.num_classes if facts is not None else None
+    return None if None in (h, w, k) else (int(c), int(h), int(w), int(k))
+
+
+def row_bytes(config: Mapping) -> int | None:
+    """Bytes of one sample row in the shard format (float32 x [C, H, W], float64 loglik [K],
+    three int64; HDF5's overhead not counted), or None when the sample shape is not known before
+    the data are read (`sample_shape`)."""
+    shape = sample_shape(config)
+    if shape is None:
+        return None
+    c, h, w, k = shape
+    return c * h * w * 4 + k * 8 + ROW_EXTRA_BYTES
+
+
+def job_rows(config: Mapping, rule: str, wildcards: Mapping[str, str]) -> int:
+    """Sample rows a job of `rule` writes: a shard of `sample_shard` its share of the world's
+    n_total (`oracle.workflow.plan.flows.shard_sizes`), a noisy test set (`noisy_test_set`) the
+    world's test_size; 0 for every other rule."""
+    from oracle.workflow.plan.flows import shard_sizes
+
+    if rule not in ("sample_shard", "noisy_test_set"):
+        return 0
+    spec = world_specs(config)[wildcards["world"]]
+    if rule == "sample_shard":
+        return shard_sizes(int(spec["n_total"]), int(spec["n_shards"]))[int(wildcards["shard"])]
+    return int(spec["test_size"] or config["splits"]["test_size"])
+
+
+def _hours(x: float) -> str:
+    return f"{x:,.1f}" if x >= 0.1 or x == 0 else f"{x:.2g}"
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n} B"
+
+
+def plan_summary(requests: Sequence[JobRequest], edges: Iterable[tuple[int, int]] = (), *,
+                 group_components: Mapping[str, int] | None = None,
+                 row_bytes: int | None = None, missing: Sequence[str] = ()) -> list[str]:
+    """The lines of the dry run's plan (module docstring): jobs by rule, submissions under a
+    cluster executor (local rules run where Snakemake runs), GPU- and CPU-hours requested (each
+    submission's time limit x its GPUs or CPUs x nodes: what the scheduler reserves, an upper
+    bound on what the run uses), the longest submission, the disk of the sample rows the jobs
+    write (`row_bytes` each; None: not known before the data are read) and the missing inputs
+    (`missing`: one line each)."""
+    lines = ["", "Plan of this run (dry run):"]
+    if not requests:
+        return [*lines, "  nothing to do: every output is up to date"]
+    stages: dict[str, Counter] = {}
+    for r in requests:
+        stages.setdefault(r.stage, Counter())[r.rule] += 1
+    lines.append(f"  jobs: {len(requests)}, by stage (rules file):")
+    width = max(map(len, stages))
+    for stage, rules in sorted(stages.items(), key=lambda kv: -sum(kv[1].values())):
+        lines.append(f"    {stage:<{width}} {sum(rules.values()):>6}  " + ", ".join(f"{r} {n}" for r, n in rules.most_common()))
+    subs = submissions(requests, edges, group_components)
+    n_local = sum(r.local for r in requests)
+    grouped = sum(len(s.rules) > 1 for s in subs)
+    components = ", ".join(f"{g}={k}" for g, k in (group_components or {}).items()) or "none"
+    lines.append(f"  as cluster jobs (--profile slurm: sbatch): {len(subs)} submissions, {grouped} of them group jobs "
+                 f"(group-components: {components}); {n_local} jobs run where Snakemake runs (local rules)")
+    if subs:
+        gpu, cpu = sum(s.gpu_hours for s in subs), sum(s.cpu_hours for s in subs)
+        longest = max(subs, key=lambda s: s.runtime_min)
+        lines.append(f"  requested (time limit x GPUs or CPUs): {_hours(gpu)} GPU-hours, {_hours(cpu)} CPU-hours")
+        lines.append(f"  longest submission: {longest.name}, time limit {longest.runtime_min:,.0f} min "
+                     f"({longest.runtime_min / 60:,.1f} h)")
+    rows = Counter()
+    for r in requests:
+        rows[r.rule] += r.rows
+    if not sum(rows.values()):
+        lines.append("  disk: no sample files to write")
+    elif row_bytes is None:
+        lines.append(f"  disk: {sum(rows.values()):,} sample rows; their size is known once the data stage has "
+                     f"read the data")
+    else:
+        parts = ", ".join(f"{rule} {_size(n * row_bytes)}" for rule, n in rows.most_common() if n)
+        lines.append(f"  disk: about {_size(sum(rows.values()) * row_bytes)} of sample files ({sum(rows.values()):,} "
+                     f"rows of {row_bytes:,} B: {parts}; models, predictions and tables not counted)")
+    if missing:
+        lines.append(f"  missing inputs ({len(missing)}): the run stops before a job that reads one")
+        lines.extend(f"    {m}" for m in missing)
+    else:
+        lines.append("  missing inputs: none")
+    return lines
