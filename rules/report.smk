@@ -27,3 +27,36 @@ rule report:
         ENV
     script:
         "../scripts/report.py"
+
+
+# The reproduced paper as one PDF, results/<run>/paper.pdf (`snakemake paper`; not part of `all`:
+# it needs pdflatex): the claims table with the paper's statement beside this run's value and
+# verdict, then every figure and table of the report with its caption (oracle.report.paper_pdf).
+rule paper_pdf:
+    input:
+        RUN_TARGETS,
+        claims=f"{CLAIMS_FIGURE}.pdf",
+        claims_caption=f"{CLAIMS_FIGURE}.{CAPTION_SUFFIX}",
+        claims_csv=CLAIMS_CSV,
+    output:
+        pdf=PAPER_PDF,
+        tex=PAPER_TEX,
+    params:
+        contents=report_contents(),
+        config_keys=declared_keys("paper_pdf"),
+    log:
+        f"{LOGS}/paper_pdf.log",
+    benchmark:
+        f"{BENCHMARKS}/paper_pdf.tsv"
+    resources:
+        **res.rule_resources(config, "analysis"),
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/paper_pdf.py"
+
+
+rule paper:
+    input:
+        PAPER_PDF,

@@ -118,6 +118,8 @@ class RunPaths:
         self.TIMINGS_CSV = f"{run}/timings.csv"
         self.TIMINGS_MD = f"{run}/timings.md"
         self.REPORT_HTML = f"{run}/report.html"  # the run's report, made last (rules/report.smk)
+        self.PAPER_PDF = f"{run}/paper.pdf"  # the reproduced paper as one PDF (`snakemake paper`; rules/report.smk)
+        self.PAPER_TEX = f"{run}/paper.tex"
 
     # ------------------------------------------------------------------------- the plan
     @functools.cached_property

@@ -72,10 +72,11 @@ def analysis_local(config: Mapping) -> bool:
     return bool(config["resources"]["analysis"].get("local", True))
 
 
-#: The rules that always run where Snakemake runs: the aggregate targets (they run nothing) and
-#: the effective config (writes one small file).
+#: The rules that always run where Snakemake runs: the aggregate targets (they run nothing), the
+#: effective config (writes one small file) and the paper PDF (pdflatex on the run's own files;
+#: asked for by `snakemake paper`, in no cluster's DAG unless named).
 TARGET_RULES = ("all", "effective_config", "oracle", "samples", "splits", "classifiers", "experiments", "validation",
-                "timings", "report")
+                "timings", "report", "paper", "paper_pdf")
 
 
 def local_rules(config: Mapping, kinds: Iterable[str]) -> list[str]:

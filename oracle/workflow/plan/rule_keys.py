@@ -83,6 +83,8 @@ _RULES: dict[str, _Keys] = {
     # what it lists (experiments by name and kind, the validation's when it runs) and how it heads them
     "report": lambda c, wc, e: ["run", "paper", "validation.enabled"] + [f"experiments[{name}].kind"
                                                                          for name in c["experiments"]],
+    "paper_pdf": lambda c, wc, e: ["run", "paper", "validation.enabled"] + [f"experiments[{name}].kind"
+                                                                            for name in c["experiments"]],
 }
 
 

@@ -1,0 +1,28 @@
+"""Rule `paper_pdf`: the run's claims, figures and tables with their captions -> results/<run>/paper.tex
+and paper.pdf, compiled by pdflatex (oracle.report.paper_pdf; the report's order and labels)."""
+
+from oracle.workflow.jobs import run_job
+
+
+def main(sm):
+    from pathlib import Path
+
+    from oracle.code_version import code_version
+    from oracle.io.atomic import atomic_output
+    from oracle.report.html_report import report_intro, report_items
+    from oracle.report.paper_pdf import compile_pdf, paper_latex
+
+    c, run = sm.params.contents, Path(sm.output.pdf).parent
+    claims = Path(sm.input.claims).with_suffix("").as_posix()
+    sections = report_items(run.as_posix(), claims, c["experiments"], c["validation"], None, c["paper_labels"])
+    title, intro = report_intro(run.as_posix())
+    tex = paper_latex(sections, sm.input.claims_csv, title, f"{intro} Built from commit {code_version()['commit']}.",
+                      run_dir=run)
+    with atomic_output(sm.output.tex) as part:
+        part.write_text(tex, encoding="utf-8")
+    pages = compile_pdf(tex, sm.output.pdf, run)
+    print(f"{sm.output.pdf}: {pages} pages, {sum(len(s.items) for s in sections)} tables and figures in "
+          f"{len(sections)} sections")
+
+
+run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive
