@@ -387,29 +387,7 @@ def _check_number_in_record(number: dict, art_path: Path, holder: Path, auditor:
 # --------------------------------------------------------------------------- CLI
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0 ok, 1 flagged, 2 bad input)."""
-    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.provenance.audit", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("target", nargs="?", help="artifact path or numbers.json key (with --check-numbers: numbers.json path)")
-    ap.add_argument("--run", help="results/<run> folder (numbers.json and config.yaml live there)")
-    ap.add_argument("--configfile", help="current config to compare recorded values with (default <run>/config.yaml)")
-    ap.add_argument("--json", action="store_true", help="machine-readable report on stdout")
-    ap.add_argument("--strict-code", action="store_true", help="flag (not just warn about) code version differences")
-    ap.add_argument("--check-numbers", action="store_true",
-                    help="re-derive: every entry of numbers.json names an existing artifact and is what that "
-                         "artifact gives, recomputed with the project's code; the jobs that derive data files, "
-                         "tables, numbers, numbers.tex and claims rebuilt in a scratch folder and compared "
-                         "byte for byte; ROWS random rows of every shard re-scored with the oracle file")
-    ap.add_argument("--rows", type=int, default=8, metavar="ROWS",
-                    help="--check-numbers: rows re-scored per shard (default 8; 0: none)")
-    ap.add_argument("--rebuild", action="store_true",
-                    help="re-execute the jobs behind TARGET in a scratch folder and compare their outputs "
-                         "with the run's (exit 1 on a mismatch)")
-    ap.add_argument("--sample", type=int, metavar="K", help="--rebuild: only K jobs of the chain, drawn at random")
-    ap.add_argument("--seed", type=int, default=0, help="--rebuild --sample / --check-numbers: the random draw (default 0)")
-    ap.add_argument("--cores", type=int, default=1, help="--rebuild / --check-numbers: snakemake --cores (default 1)")
-    ap.add_argument("--scratch", help="--rebuild / --check-numbers: where the scratch folder is made "
-                                      "(default the system's temporary folder)")
-    ap.add_argument("--keep", action="store_true", help="--rebuild / --check-numbers: keep the scratch folder")
+    ap = parser()
     args = ap.parse_args(argv)
     try:
         if args.check_numbers:
@@ -424,6 +402,49 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(json.dumps(report, indent=2, default=str) if args.json else render(report))
     return 0 if report["ok"] else 1
+
+
+def parser() -> argparse.ArgumentParser:
+    """The audit's command line."""
+    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.provenance.audit", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("target", nargs="?", help="artifact path or numbers.json key (with --check-numbers: numbers.json path)")
+    ap.add_argument("--run", help="results/<run> folder (numbers.json and config.yaml live there)")
+    ap.add_argument("--configfile", help="current config to compare recorded values with (default <run>/config.yaml)")
+    ap.add_argument("--json", action="store_true", help="machine-readable report on stdout")
+    ap.add_argument("--strict-code", action="store_true", help="flag (not just warn about) code version differences")
+    ap.add_argument("--check-numbers", action="store_true",
+                    help="re-derive: every entry of numbers.json names an existing artifact and is what that "
+                         "artifact gives, recomputed with the project's code; the jobs that derive data files, "
+                         "tables, numbers, numbers.tex and claims rebuilt in a scratch folder and compared "
+                         "byte for byte; every row of every shard (or ROWS random rows) re-scored with the oracle file")
+    ap.add_argument("--rows", type=_rows_arg, default=None, metavar="ROWS",
+                    help="--check-numbers: rows re-scored per shard: 'all' (the default), K random rows "
+                         "(drawn from --seed, or a fresh seed that is printed), or 0 (none)")
+    ap.add_argument("--rebuild", action="store_true",
+                    help="re-execute the jobs behind TARGET in a scratch folder and compare their outputs "
+                         "with the run's (exit 1 on a mismatch)")
+    ap.add_argument("--sample", type=int, metavar="K", help="--rebuild: only K jobs of the chain, drawn at random")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="--rebuild --sample / --check-numbers --rows K: the random draw (default a fresh seed, printed)")
+    ap.add_argument("--cores", type=int, default=1, help="--rebuild / --check-numbers: snakemake --cores (default 1)")
+    ap.add_argument("--scratch", help="--rebuild / --check-numbers: where the scratch folder is made "
+                                      "(default the system's temporary folder)")
+    ap.add_argument("--keep", action="store_true", help="--rebuild / --check-numbers: keep the scratch folder")
+    return ap
+
+
+def _rows_arg(text: str) -> int | None:
+    """--rows: 'all' -> None (every row), else a count >= 0."""
+    if text.strip().lower() == "all":
+        return None
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither 'all' nor a row count") from None
+    if k < 0:
+        raise argparse.ArgumentTypeError(f"{k} rows: give 'all', a positive count or 0 (none)")
+    return k
 
 
 def _run_config(args: argparse.Namespace, run_dir: Path | None) -> Path:
@@ -445,7 +466,7 @@ def _check_numbers_cli(ap: argparse.ArgumentParser, args: argparse.Namespace) ->
     config = load_config(configfile)
     problems = check_numbers(path, run=run_dir, config=config)
     notes: list[str] = []
-    if args.rows > 0:
+    if args.rows != 0:
         more, notes = rescore_shards(run_dir, config, rows=args.rows, seed=args.seed)
         problems += more
     more, lines = derivation_problems(run_dir, configfile, cores=args.cores, scratch=args.scratch, keep=args.keep,
@@ -467,7 +488,10 @@ def _rebuild_cli(args: argparse.Namespace) -> int:
     art_path, shown, _, run_dir = resolve_target(args.target, args.run)
     if run_dir is None:
         raise DataError(f"{shown} lies in no results/<run> folder: pass --run")
-    report = rebuild_target(art_path, run_dir, _run_config(args, run_dir), sample=args.sample, seed=args.seed,
+    from oracle.workflow.provenance.audit_shards import fresh_seed
+
+    seed = fresh_seed() if args.seed is None else args.seed
+    report = rebuild_target(art_path, run_dir, _run_config(args, run_dir), sample=args.sample, seed=seed,
                             cores=args.cores, scratch=args.scratch, keep=args.keep,
                             log=(lambda m: None) if args.json else print)
     print(json.dumps(report, indent=2, default=str) if args.json else "\n".join(report["lines"]))
