@@ -89,13 +89,14 @@ def test_a_sample_comes_from_a_fresh_printed_seed_that_draws_the_same_rows_again
 def test_the_audit_cli_rescores_all_rows_unless_told():
     import argparse
 
-    from oracle.workflow.provenance.audit import _rows_arg, parser
+    from oracle.workflow.provenance.audit import parser
+    from oracle.workflow.provenance.audit_shards import parse_rows
 
     args = parser().parse_args(["--check-numbers", "x/numbers.json"])
     assert args.rows is None and args.seed is None  # every row; a sample's seed is fresh unless given
     args = parser().parse_args(["--check-numbers", "x/numbers.json", "--rows", "8", "--seed", "5"])
     assert (args.rows, args.seed) == (8, 5)
-    assert _rows_arg("ALL") is None and _rows_arg("0") == 0
+    assert parse_rows("ALL") is None and parse_rows("0") == 0
     for bad in ("-1", "some"):
         with pytest.raises(argparse.ArgumentTypeError):
-            _rows_arg(bad)
+            parse_rows(bad)

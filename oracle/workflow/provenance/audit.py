@@ -406,6 +406,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """The audit's command line."""
+    from oracle.workflow.provenance.audit_shards import parse_rows
+
     ap = argparse.ArgumentParser(prog="python -m oracle.workflow.provenance.audit", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("target", nargs="?", help="artifact path or numbers.json key (with --check-numbers: numbers.json path)")
@@ -418,7 +420,7 @@ def parser() -> argparse.ArgumentParser:
                          "artifact gives, recomputed with the project's code; the jobs that derive data files, "
                          "tables, numbers, numbers.tex and claims rebuilt in a scratch folder and compared "
                          "byte for byte; every row of every shard (or ROWS random rows) re-scored with the oracle file")
-    ap.add_argument("--rows", type=_rows_arg, default=None, metavar="ROWS",
+    ap.add_argument("--rows", type=parse_rows, default=None, metavar="ROWS",
                     help="--check-numbers: rows re-scored per shard: 'all' (the default), K random rows "
                          "(drawn from --seed, or a fresh seed that is printed), or 0 (none)")
     ap.add_argument("--rebuild", action="store_true",
@@ -432,19 +434,6 @@ def parser() -> argparse.ArgumentParser:
                                       "(default the system's temporary folder)")
     ap.add_argument("--keep", action="store_true", help="--rebuild / --check-numbers: keep the scratch folder")
     return ap
-
-
-def _rows_arg(text: str) -> int | None:
-    """--rows: 'all' -> None (every row), else a count >= 0."""
-    if text.strip().lower() == "all":
-        return None
-    try:
-        k = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is neither 'all' nor a row count") from None
-    if k < 0:
-        raise argparse.ArgumentTypeError(f"{k} rows: give 'all', a positive count or 0 (none)")
-    return k
 
 
 def _run_config(args: argparse.Namespace, run_dir: Path | None) -> Path:

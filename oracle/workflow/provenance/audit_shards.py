@@ -30,7 +30,7 @@ import numpy as np
 from oracle.errors import ConfigError, DataError, OracleError
 from oracle.workflow.provenance.artifact_diff import BOUND_FACTOR
 
-__all__ = ["FLOOR_NATS", "fresh_seed", "rescore_shards"]
+__all__ = ["FLOOR_NATS", "fresh_seed", "parse_rows", "rescore_shards"]
 
 #: Differences below this many nats are float64 rounding, whatever the bound.
 FLOOR_NATS = 1e-6
@@ -38,6 +38,21 @@ FLOOR_NATS = 1e-6
 
 #: Rows scored in one flow call: bounds the memory of a whole-shard re-score.
 CHUNK_ROWS = 256
+
+
+def parse_rows(text: str) -> int | None:
+    """``--rows``: 'all' -> None (every row), else a count >= 0 (0: none)."""
+    import argparse
+
+    if text.strip().lower() == "all":
+        return None
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither 'all' nor a row count") from None
+    if k < 0:
+        raise argparse.ArgumentTypeError(f"{k} rows: give 'all', a positive count or 0 (none)")
+    return k
 
 
 def fresh_seed() -> int:
