@@ -86,6 +86,16 @@ def check_existing_artifacts():
     (oracle.workflow.provenance.stale): what was made under other settings is forced (with everything
     after it), a missing output beside its record is rebuilt, and a run that would overwrite
     another run's artifacts behind a link stops with one line."""
+    from oracle.errors import OracleError
+
+    try:
+        _check_existing_artifacts()
+    except OracleError as exc:  # an unreadable record: one line, as the onstart check says it
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _check_existing_artifacts():
     from snakemake.io import is_flagged
     from snakemake.settings.enums import RerunTrigger
 

@@ -119,6 +119,61 @@ def test_a_shard_of_another_world_stops_the_run_before_anything_is_removed(smoke
     assert json.loads((tamper / RUN / "samples/base/constants.json").read_text())["base_temperature"] == 1.0
 
 
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:1000])
+
+
+def _drop_classes(path: Path) -> None:
+    with h5py.File(path, "r+") as f:
+        ll = f["loglik"][()]
+        del f["loglik"]
+        f.create_dataset("loglik", data=ll[:, :7])
+
+
+# what each damage does to its file, and the words of the one line that names it
+DAMAGES = {
+    "splits/base.h5": (_truncate, "is not a readable HDF5 file"),
+    "data/train.h5": (_truncate, "is not a readable HDF5 file"),
+    "oracle/flow.pt": (lambda p: p.write_bytes(b""), "is empty (0 bytes); expected a torch checkpoint"),
+    "samples/base/shard-0001.h5": (_drop_classes, "dataset loglik has shape (250, 7); expected (250, 10)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGES))
+def test_a_damaged_input_with_a_re_signed_record_stops_the_run_before_anything_is_removed(smoke, tamper, name):
+    """Issue 38 case 4: the bytes agree with their (re-signed) record, so only reading the file
+    shows the damage. Before, Snakemake removed the outputs of the jobs to rerun (trained models,
+    the shards of a flow, all.h5) and the job then failed, with a traceback for a zero-byte flow
+    file or a shard that lost classes. Now the start check reads each input's layout first."""
+    _, configfile = smoke
+    path = tamper / RUN / name
+    damage, words = DAMAGES[name]
+    damage(path)
+    _resign(Path(RUN, name))
+    before = _files(tamper)
+    proc = _snakemake(tamper, "--configfile", str(configfile))
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    lines = _error_lines(proc)
+    assert len(lines) == 1 and f"{RUN}/{name}" in lines[0] and words in lines[0], out[-3000:]
+    assert f"remake it: snakemake --forcerun {RUN}/{name}" in lines[0] and "Traceback" not in out
+    assert _files(tamper) == before
+
+
+def test_an_unreadable_record_stops_the_run_in_one_line(smoke, tamper):
+    """A record that is not JSON was taken for no record, so its artifact passed unchecked."""
+    _, configfile = smoke
+    model = Path(RUN, "classifiers/scaling/test_vit/N50/seed0/model.pt")
+    Path(f"{model}.prov.json").write_text('{"artifact": ')
+    before = _files(tamper)
+    proc = _snakemake(tamper, "--configfile", str(configfile))
+    assert proc.returncode != 0
+    lines = _error_lines(proc)
+    assert len(lines) == 1 and f"{model}.prov.json is not valid JSON" in lines[0], proc.stderr[-3000:]
+    assert f"snakemake --forcerun {model}" in lines[0] and "Traceback" not in proc.stdout + proc.stderr
+    assert _files(tamper) == before
+
+
 def test_a_shard_of_another_world_is_flagged_by_the_audit(tamper):
     for name in ("shard-0000.h5", "shard-0001.h5"):  # shards of one merged file must agree
         _copy_with_record(tamper / RUN / "samples/tau1.2" / name, tamper / RUN / "samples/base" / name)

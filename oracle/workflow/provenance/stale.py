@@ -68,10 +68,13 @@ class PlannedJob:
 
 
 def _record(path: str) -> dict | None:
+    """The record of `path` (None when it has none). DataError, one line with the command that
+    remakes it, when the record is there but unreadable: an artifact whose record cannot be read
+    cannot be checked, and taking it for one without a record would let it pass silently."""
     try:
         return read_record(path, missing_ok=True)
-    except DataError:
-        return None  # unreadable JSON: treated as no record
+    except DataError as exc:
+        raise DataError(f"{exc}; restore it, or remake {path}: snakemake --forcerun {path}") from None
 
 
 def _output_reasons(path: str, rec: dict | None, keys: Sequence[str], config: Mapping,
