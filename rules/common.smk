@@ -116,8 +116,9 @@ def _check_existing_artifacts():
         dag.forcefiles.update(f for i in reasons for f in jobs[i].output)
         workflow.async_run(dag.update_needrun())
         plan_now = planned()
-    if note := stale.code_drift_note(plan_now):
-        print(note, file=sys.stderr)
+    for note in (stale.code_drift_note(plan_now), stale.package_drift_note(plan_now)):
+        if note:
+            print(note, file=sys.stderr)
     if error := stale.overwrite_error(plan_now, RUN):
         print(error, file=sys.stderr)
         raise SystemExit(1)

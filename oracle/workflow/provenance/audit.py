@@ -34,8 +34,10 @@ recorded config subset and the code version. It FLAGS:
 
 Code that differs from what made an artifact is a WARNING: the repository files the job
 imported (its record's ``code.files``) whose hash differs on disk now, or, for records
-without file hashes, a different commit / dirty state. The artifact may be stale, but code
-moves on without changing old results; ``--strict-code`` turns these into flags. The report
+without file hashes, a different commit / dirty state; so are the versions of the packages
+that shape results (torch, timm, numpy, ...: `package_drift`) when they differ from the
+environment's. The artifact may be stale, but code moves on without changing old results;
+``--strict-code`` turns these into flags. The report
 ends with where the chain ends: the raw data (inputs without a record) and the oracle
 checkpoint (``results/<run>/oracle/*.pt``: flow.pt, or gaussian_world.pt for an analytic
 world). Exit status: 0 when nothing was flagged, 1 when something was, 2 for a bad command
@@ -62,7 +64,7 @@ from oracle.workflow.plan.config_paths import compare_config
 from oracle.workflow.provenance.input_identity import (declared_keys, in_results, named_by_config, oracle_hasher,
                                             place_problems, sample_attr_problems)
 from oracle.workflow.plan.paths import CONFIG_FILE, NUMBERS_FILE, RESULTS
-from oracle.workflow.provenance import REPO_ROOT, read_record, record_root, resolve_recorded_path
+from oracle.workflow.provenance import REPO_ROOT, package_drift, read_record, record_root, resolve_recorded_path
 from oracle.workflow.provenance.audit_numbers import (check_numbers, load_config, load_numbers,  # noqa: F401 - the audit API
                                            number_artifact)
 
@@ -209,6 +211,9 @@ class _Auditor:
         diff = _code_differs(record.get("code"), self.code_now)
         if diff:
             (self._flag if self.strict_code else self._warn)(node, f"code: {diff}")
+        if drift := package_drift(record.get("packages")):
+            (self._flag if self.strict_code else self._warn)(
+                node, f"packages differ from what made it: {', '.join(drift)}")
         return node, record
 
     def visit(self, path: Path, shown: str, *, is_target: bool = False, root: Path | None = None) -> dict:

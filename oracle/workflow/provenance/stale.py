@@ -25,7 +25,8 @@ refuse it with one line naming it and the command that remakes it
 
 Code that differs from what made an artifact (its record's ``code.files``) is reported in one
 line, not rerun: Snakemake reruns a job whose rule script changed, library code moves on
-without invalidating results, and ``audit --strict-code`` flags it (docs/provenance.md).
+without invalidating results, and ``audit --strict-code`` flags it (docs/provenance.md). So are
+other versions of the packages that shape results than the records name (`package_drift_note`).
 
 Then `overwrite_problems` refuses a run that would overwrite another run's or checkout's
 artifact reached through a link (`oracle.workflow.provenance.input_identity.linked_elsewhere`).
@@ -44,9 +45,9 @@ from oracle.errors import DataError
 from oracle.io.hashing import file_sha256
 from oracle.workflow.plan.config_paths import compare_config
 from oracle.workflow.provenance.input_identity import linked_elsewhere, made_from_problems, place_problems, recorded_sha256
-from oracle.workflow.provenance import REPO_ROOT, read_record, record_path, resolve_recorded_path
+from oracle.workflow.provenance import REPO_ROOT, package_drift, read_record, record_path, resolve_recorded_path
 
-__all__ = ["PlannedJob", "code_drift_note", "overwrite_error", "overwrite_problems", "stale_reasons",
+__all__ = ["PlannedJob", "code_drift_note", "overwrite_error", "overwrite_problems", "package_drift_note", "stale_reasons",
            "stale_summary"]
 
 
@@ -211,6 +212,28 @@ def code_drift_note(jobs: Sequence[PlannedJob], root: Path = REPO_ROOT) -> str |
     return (f"note: {count} existing output(s) were made by other code ({', '.join(names[:4])}"
             f"{' ...' if len(names) > 4 else ''}); they are kept, as Snakemake keeps them: "
             "`snakemake --forcerun <rule>` remakes them, `audit --strict-code` flags them")
+
+
+def package_drift_note(jobs: Sequence[PlannedJob]) -> str | None:
+    """The start check's one-line note on the existing outputs (of jobs Snakemake does not
+    rerun) whose records name other versions of the packages that shape results than the
+    environment has (`oracle.workflow.provenance.package_drift`); None when there are none.
+    Reported, not rerun, as code drift is."""
+    drift: dict[str, None] = {}
+    count = 0
+    for job in jobs:
+        if job.needrun or job.config_keys is None:
+            continue
+        for path in job.outputs:
+            rec = _record(path) if os.path.exists(path) else None
+            if mine := package_drift((rec or {}).get("packages")):
+                count += 1
+                drift.update(dict.fromkeys(mine))
+    if not count:
+        return None
+    return (f"note: {count} existing output(s) were made with other package versions ({'; '.join(list(drift)[:4])}"
+            f"{' ...' if len(drift) > 4 else ''}); they are kept: `snakemake --forcerun <rule>` remakes them, "
+            "`audit --strict-code` flags them")
 
 
 def overwrite_problems(jobs: Iterable[PlannedJob], run_dir: str | os.PathLike) -> list[str]:
