@@ -95,22 +95,37 @@ def check_existing_artifacts():
         raise SystemExit(1) from None
 
 
-def _check_existing_artifacts():
+def _planned(jobs):
+    """Snakemake's jobs as the plain values oracle.workflow.provenance.stale reads."""
     from snakemake.io import is_flagged
+
+    from oracle.workflow.provenance import stale
+
+    return [stale.PlannedJob(rule=j.rule.name, needrun=workflow.dag.needrun(j),
+                             outputs=tuple(str(f) for f in j.output if not is_flagged(f, "temp")),
+                             config_keys=getattr(j.params, "config_keys", None),
+                             inputs=tuple(str(f) for f in j.input)) for j in jobs]
+
+
+def _stale_reasons(plan_now):
     from snakemake.settings.enums import RerunTrigger
 
+    from oracle.workflow.provenance import stale
+
+    return stale.stale_reasons(plan_now, config, settings=RerunTrigger.PARAMS in workflow.rerun_triggers)
+
+
+def _check_existing_artifacts():
     from oracle.workflow.provenance import stale
 
     dag = workflow.dag
     jobs = list(dag.jobs)
 
     def planned():
-        return [stale.PlannedJob(rule=j.rule.name, needrun=dag.needrun(j),
-                                 outputs=tuple(str(f) for f in j.output if not is_flagged(f, "temp")),
-                                 config_keys=getattr(j.params, "config_keys", None)) for j in jobs]
+        return _planned(jobs)
 
     plan_now = planned()
-    reasons = stale.stale_reasons(plan_now, config, settings=RerunTrigger.PARAMS in workflow.rerun_triggers)
+    reasons = _stale_reasons(plan_now)
     if reasons:
         print("\n".join(stale.stale_summary(plan_now, reasons)), file=sys.stderr)
         dag.forcefiles.update(f for i in reasons for f in jobs[i].output)
@@ -124,21 +139,45 @@ def _check_existing_artifacts():
         raise SystemExit(1)
 
 
+def check_report_inputs():
+    """`snakemake --report` over results that are not this config's (a job still to run, or
+    outputs made under other settings) stops with one line instead of reporting them."""
+    from oracle.errors import OracleError
+    from oracle.workflow.provenance import stale
+
+    try:
+        plan_now = _planned(list(workflow.dag.jobs))
+        error = stale.report_error(plan_now, _stale_reasons(plan_now))
+    except OracleError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    if error:
+        print(f"Error: {error}", file=sys.stderr)
+        raise SystemExit(1)
+
+
 def install_start_check():
-    """Call `check_existing_artifacts` right after this invocation's `execute` has built the DAG
-    (Snakemake has no hook there; `paper_target_input` relies on the DAG's set of forced files
-    too). Other commands that build a DAG (--unlock, --report, --summary) are left alone."""
-    execute, build_dag = workflow.execute, workflow._build_dag
-    executing = []
+    """Call `check_existing_artifacts` right after this invocation's `execute` has built the DAG,
+    and `check_report_inputs` after `create_report` has (Snakemake has no hook there;
+    `paper_target_input` relies on the DAG's set of forced files too). Other commands that build
+    a DAG (--unlock, --summary) are left alone."""
+    execute, build_dag, create_report = workflow.execute, workflow._build_dag, workflow.create_report
+    mode = []
 
     def build_dag_checked():
         build_dag()
-        if executing:
+        if "execute" in mode:
             check_existing_artifacts()
+        elif "report" in mode:
+            check_report_inputs()
 
     def execute_checked(*args, **kwargs):
-        executing.append(True)
+        mode.append("execute")
         return execute(*args, **kwargs)
+
+    def create_report_checked(*args, **kwargs):
+        mode.append("report")
+        return create_report(*args, **kwargs)
 
     workflow._build_dag = build_dag_checked
     workflow.execute = execute_checked
+    workflow.create_report = create_report_checked

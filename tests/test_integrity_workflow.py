@@ -174,6 +174,22 @@ def test_an_unreadable_record_stops_the_run_in_one_line(smoke, tamper):
     assert _files(tamper) == before
 
 
+def test_a_kept_model_gone_with_its_record_comes_back_on_a_plain_rerun(smoke, tamper):
+    """Issue 38 case 2: a job server killed during training took model.pt and history.json with
+    their records, the predictions made from them stayed; the rerun ran nothing and the kept
+    model never came back (`audit --strict-code` then failed for good)."""
+    _, configfile = smoke
+    cell = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0"
+    for name in ("model.pt", "history.json"):
+        (cell / name).unlink()
+        (cell / f"{name}.prov.json").unlink()
+    proc = _snakemake(tamper, "--configfile", str(configfile))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "model.pt is missing and the records of files made from it list it" in proc.stderr
+    for name in ("model.pt", "history.json"):
+        assert (cell / name).is_file() and (cell / f"{name}.prov.json").is_file()
+
+
 def test_a_shard_of_another_world_is_flagged_by_the_audit(tamper):
     for name in ("shard-0000.h5", "shard-0001.h5"):  # shards of one merged file must agree
         _copy_with_record(tamper / RUN / "samples/tau1.2" / name, tamper / RUN / "samples/base" / name)

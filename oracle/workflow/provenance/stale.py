@@ -10,7 +10,8 @@ DAG that Snakemake would not run to `stale_reasons`, which finds, per job, from 
 records:
 
 - an output that is missing while its record is still there (a job that failed after writing
-  its records, a file deleted by hand);
+  its records, a file deleted by hand), or while the records of files made from it list it as
+  an input (a kept model gone with its record: the predictions made from it name it);
 - a config value at the keys the job's rule declares (`oracle.workflow.plan.rule_config_keys`,
   its ``params.config_keys``) that differs from the record's (Snakemake's ``params`` trigger).
 
@@ -47,7 +48,7 @@ from oracle.workflow.plan.config_paths import compare_config
 from oracle.workflow.provenance.input_identity import linked_elsewhere, made_from_problems, place_problems, recorded_sha256
 from oracle.workflow.provenance import REPO_ROOT, package_drift, read_record, record_path, resolve_recorded_path
 
-__all__ = ["PlannedJob", "code_drift_note", "overwrite_error", "overwrite_problems", "package_drift_note", "stale_reasons",
+__all__ = ["PlannedJob", "code_drift_note", "overwrite_error", "overwrite_problems", "package_drift_note", "report_error", "stale_reasons",
            "stale_summary"]
 
 
@@ -60,12 +61,14 @@ class PlannedJob:
     config_keys: the keys the rule declares for this job (its ``params.config_keys``), None
                  for a rule that writes no record (an alias, ``all``).
     needrun:     whether Snakemake runs it already.
+    inputs:      its input files (`report_error` names the first job of a chain to run).
     """
 
     rule: str
     outputs: tuple[str, ...]
     config_keys: tuple[str, ...] | None
     needrun: bool
+    inputs: tuple[str, ...] = ()
 
 
 def _record(path: str) -> dict | None:
@@ -81,7 +84,12 @@ def _record(path: str) -> dict | None:
 def _output_reasons(path: str, rec: dict | None, keys: Sequence[str], config: Mapping,
                     consumers: Mapping[str, set[str]], sha_of, *, settings: bool) -> list[str]:
     if not os.path.exists(path):
-        return [f"{path} is missing beside its record"] if record_path(path).is_file() else []
+        if record_path(path).is_file():
+            return [f"{path} is missing beside its record"]
+        # its own record went with it (a job killed mid-write): the records of the files made
+        # from it still list it, and a kept output they name must come back
+        return [f"{path} is missing and the records of files made from it list it"] \
+            if os.path.abspath(path) in consumers else []
     if rec is None or not settings or _foreign(path, rec, consumers, sha_of):
         return []  # a file without a record is not this run's: the jobs that read it refuse it
     out = []
@@ -212,6 +220,26 @@ def code_drift_note(jobs: Sequence[PlannedJob], root: Path = REPO_ROOT) -> str |
     return (f"note: {count} existing output(s) were made by other code ({', '.join(names[:4])}"
             f"{' ...' if len(names) > 4 else ''}); they are kept, as Snakemake keeps them: "
             "`snakemake --forcerun <rule>` remakes them, `audit --strict-code` flags them")
+
+
+def report_error(jobs: Sequence[PlannedJob], reasons: Mapping[int, list[str]]) -> str | None:
+    """Why ``snakemake --report`` would show results that are not this config's, in one line,
+    or None: a job of its DAG that Snakemake would run (an output missing, a setting, input or
+    rule changed in its metadata) or whose outputs were made under other settings or are missing
+    beside their records (`stale_reasons`). The report shows the files as they lie and the
+    config as it is now, so either would pair new parameters with old numbers."""
+    pending = [i for i, j in enumerate(jobs) if j.needrun and j.outputs]
+    if not pending and not reasons:
+        return None
+    if reasons:
+        why = stale_summary(jobs, reasons, limit=1)[1].strip()
+    else:
+        # name a job whose inputs are all there: where the chain to run starts
+        made = {o for i in pending for o in jobs[i].outputs}
+        first = next((jobs[i] for i in pending if not made & set(jobs[i].inputs)), jobs[pending[0]])
+        why = f"{len(pending)} job(s) are still to run (rule {first.rule}, e.g. {first.outputs[0]})"
+    return (f"the report would show results that are not this config's: {why}; run the workflow with this "
+            "config first (snakemake --configfile ...), then --report")
 
 
 def package_drift_note(jobs: Sequence[PlannedJob]) -> str | None:
