@@ -81,6 +81,18 @@ def test_a_zero_byte_or_cut_checkpoint_is_one_line(files):
     assert "is unreadable" in _one_line(exc, path)
 
 
+def test_a_safetensors_file_is_read_by_its_header(tmp_path):
+    from safetensors.torch import save_file
+
+    path = tmp_path / "weights.safetensors"
+    save_file({"w": torch.zeros(3)}, str(path))
+    check_layout(path)
+    path.write_bytes(path.read_bytes()[:20])
+    with pytest.raises(DataError) as exc:
+        check_layout(path)
+    assert "is not a readable safetensors file" in _one_line(exc, path)
+
+
 def test_a_shard_of_the_wrong_shape_names_the_dataset_and_the_shape_expected(files):
     path = files["shard"]
     with h5py.File(path, "r+") as f:

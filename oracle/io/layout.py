@@ -14,8 +14,8 @@ What is looked at, by file:
   stage's train/test files: uint8 [N, C, H, W] and labels [N]), splits (``order``/``test``: read
   whole with `oracle.io.splits.read_splits_h5`, they are small), predictions (``log_q`` [n, K]
   beside ``index`` [n]). A file holding none of these is only opened.
-- ``*.pt`` / ``*.pth`` / ``*.safetensors``: loads as a checkpoint with its tensors memory-mapped
-  (`oracle.io.state_dicts.read_checkpoint`).
+- ``*.pt`` / ``*.pth``: loads as a checkpoint with its tensors memory-mapped
+  (`oracle.io.state_dicts.read_checkpoint`); ``*.safetensors``: its header reads.
 - ``*.json``: parses as JSON.
 
 Anything else is not looked at.
@@ -111,6 +111,15 @@ def _check_checkpoint(p: Path) -> None:
 
     if p.stat().st_size == 0:
         raise DataError(f"{p} is empty (0 bytes); expected a torch checkpoint")
+    if p.suffix == ".safetensors":  # its header names every tensor: no need to read them
+        try:
+            from safetensors import safe_open
+
+            with safe_open(str(p), framework="pt") as f:
+                list(f.keys())
+        except Exception as exc:  # noqa: BLE001 - any reader failure means a damaged or foreign file
+            raise DataError(f"{p} is not a readable safetensors file ({_first_line(exc)})") from None
+        return
     read_checkpoint(p, "checkpoint", mmap=True)
 
 
