@@ -87,7 +87,8 @@ workflow.localrules(*res.local_rules(config, kinds()))
 # (oracle.workflow.provenance.input_identity) before Snakemake removes any of their outputs: a corrupt or foreign shard
 # stops the run here, not after the valid files built from the old shards were deleted.
 onstart:
-    from oracle.errors import OracleError
+    from oracle.errors import ConfigError, OracleError
+    from oracle.workflow.plan.disk import disk_problem
     from oracle.workflow.provenance.input_identity import check_pending_inputs
 
     # `--touch` runs no job, so no input is read: nothing to check (and touched outputs have no records)
@@ -97,6 +98,9 @@ onstart:
         oc.check_needed_files(config, (job.rule.name for job in _pending))
         check_pending_inputs([(str(f) for f in job.input) for job in _pending],
                              [str(f) for job in _pending for f in job.output], config)
+        # sample shards the disk cannot hold (oracle.workflow.plan.disk): refused before any job
+        if any(job.rule.name == "sample_shard" for job in _pending) and (_disk := disk_problem(config, RUN)):
+            raise ConfigError(_disk)
     except OracleError as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         raise SystemExit(1) from None

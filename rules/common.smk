@@ -87,28 +87,54 @@ def check_existing_artifacts():
     (oracle.workflow.provenance.stale): what was made under other settings is forced (with everything
     after it), a missing output beside its record is rebuilt, and a run that would overwrite
     another run's artifacts behind a link stops with one line."""
+    from oracle.errors import OracleError
+
+    try:
+        _check_existing_artifacts()
+    except OracleError as exc:  # an unreadable record: one line, as the onstart check says it
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _planned(jobs):
+    """Snakemake's jobs as the plain values oracle.workflow.provenance.stale reads."""
     from snakemake.io import is_flagged
+
+    from oracle.workflow.provenance import stale
+
+    return [stale.PlannedJob(rule=j.rule.name, needrun=workflow.dag.needrun(j),
+                             outputs=tuple(str(f) for f in j.output if not is_flagged(f, "temp")),
+                             config_keys=getattr(j.params, "config_keys", None),
+                             inputs=tuple(str(f) for f in j.input)) for j in jobs]
+
+
+def _stale_reasons(plan_now):
     from snakemake.settings.enums import RerunTrigger
 
+    from oracle.workflow.provenance import stale
+
+    return stale.stale_reasons(plan_now, config, settings=RerunTrigger.PARAMS in workflow.rerun_triggers)
+
+
+def _check_existing_artifacts():
     from oracle.workflow.provenance import stale
 
     dag = workflow.dag
     jobs = list(dag.jobs)
 
     def planned():
-        return [stale.PlannedJob(rule=j.rule.name, needrun=dag.needrun(j),
-                                 outputs=tuple(str(f) for f in j.output if not is_flagged(f, "temp")),
-                                 config_keys=getattr(j.params, "config_keys", None)) for j in jobs]
+        return _planned(jobs)
 
     plan_now = planned()
-    reasons = stale.stale_reasons(plan_now, config, settings=RerunTrigger.PARAMS in workflow.rerun_triggers)
+    reasons = _stale_reasons(plan_now)
     if reasons:
         print("\n".join(stale.stale_summary(plan_now, reasons)), file=sys.stderr)
         dag.forcefiles.update(f for i in reasons for f in jobs[i].output)
         workflow.async_run(dag.update_needrun())
         plan_now = planned()
-    if note := stale.code_drift_note(plan_now):
-        print(note, file=sys.stderr)
+    for note in (stale.code_drift_note(plan_now), stale.package_drift_note(plan_now)):
+        if note:
+            print(note, file=sys.stderr)
     if error := stale.overwrite_error(plan_now, RUN):
         print(error, file=sys.stderr)
         raise SystemExit(1)
@@ -124,6 +150,7 @@ def dry_run_plan():
     """The lines of the dry run's one-screen plan (oracle.workflow.plan.dry_run): each job to run
     with the resources it asks for and the group job it runs in."""
     from oracle.workflow.plan import dry_run
+    from oracle.workflow.plan.disk import row_bytes
     from oracle.workflow.plan.needed_files import missing_files
 
     dag, local = workflow.dag, set(res.local_rules(config, kinds()))
@@ -143,27 +170,51 @@ def dry_run_plan():
     edges = [(index[job], index[dep]) for job in jobs for dep in dag.dependencies[job] if dep in index]
     missing = [f"{m.label} {m.path} (config key {m.key})" for m in missing_files(config)]
     return dry_run.plan_summary(requests, edges, group_components=dict(workflow.group_settings.group_components),
-                                row_bytes=dry_run.row_bytes(config), missing=missing)
+                                row_bytes=row_bytes(config), missing=missing)
+
+
+def check_report_inputs():
+    """`snakemake --report` over results that are not this config's (a job still to run, or
+    outputs made under other settings) stops with one line instead of reporting them."""
+    from oracle.errors import OracleError
+    from oracle.workflow.provenance import stale
+
+    try:
+        plan_now = _planned(list(workflow.dag.jobs))
+        error = stale.report_error(plan_now, _stale_reasons(plan_now))
+    except OracleError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    if error:
+        print(f"Error: {error}", file=sys.stderr)
+        raise SystemExit(1)
 
 
 def install_start_check():
-    """Call `check_existing_artifacts` right after this invocation's `execute` has built the DAG
-    (Snakemake has no hook there; `paper_target_input` relies on the DAG's set of forced files
-    too). Other commands that build a DAG (--unlock, --report, --summary) are left alone."""
-    execute, build_dag = workflow.execute, workflow._build_dag
-    executing = []
+    """Call `check_existing_artifacts` right after this invocation's `execute` has built the DAG,
+    and `check_report_inputs` after `create_report` has (Snakemake has no hook there;
+    `paper_target_input` relies on the DAG's set of forced files too). Other commands that build
+    a DAG (--unlock, --summary) are left alone."""
+    execute, build_dag, create_report = workflow.execute, workflow._build_dag, workflow.create_report
+    mode = []
 
     def build_dag_checked():
         build_dag()
-        if executing:
+        if "execute" in mode:
             check_existing_artifacts()
+        elif "report" in mode:
+            check_report_inputs()
 
     def execute_checked(*args, **kwargs):
-        executing.append(True)
+        mode.append("execute")
         result = execute(*args, **kwargs)
         if DRY_RUN_PLAN:
             print("\n".join(DRY_RUN_PLAN), file=sys.stderr)
         return result
 
+    def create_report_checked(*args, **kwargs):
+        mode.append("report")
+        return create_report(*args, **kwargs)
+
     workflow._build_dag = build_dag_checked
     workflow.execute = execute_checked
+    workflow.create_report = create_report_checked

@@ -202,6 +202,46 @@ def test_code_difference_warns_and_strict_fails(chain, capsys):
     assert main([METRICS, "--strict-code"]) == 1
 
 
+def test_package_versions_that_differ_warn_and_strict_fails(chain, capsys):
+    """Issue 38 case 6: records whose torch, timm or numpy version was not the environment's
+    passed `--strict-code`; they are reported in one line per artifact, as code drift is."""
+    from oracle.workflow.provenance import package_drift, package_versions
+
+    now = package_versions()
+    assert package_drift({**now}) == [] and package_drift(None) == []
+    assert package_drift({"torch": "0.0.1", "snakemake": "0.0.1", "numpy": now["numpy"]}) == \
+        [f"torch 0.0.1 -> {now['torch']}"]  # snakemake runs the workflow, it shapes no result
+    assert main([METRICS, "--strict-code"]) == 0
+    side = record_path(chain / RUN / "oracle" / "flow.pt")
+    rec = json.loads(side.read_text())
+    rec["packages"] = {**rec["packages"], "torch": "1.0.0", "timm": "0.1.0"}
+    side.write_text(json.dumps(rec))
+    rep = audit(METRICS)
+    [warning] = [w["message"] for w in rep["warnings"] if "packages" in w["message"]]
+    assert rep["ok"] and f"torch 1.0.0 -> {now['torch']}" in warning and f"timm 0.1.0 -> {now['timm']}" in warning
+    assert main([METRICS]) == 0
+    capsys.readouterr()
+    assert main([METRICS, "--strict-code"]) == 1
+    assert f"packages differ from what made it: torch 1.0.0 -> {now['torch']}" in capsys.readouterr().out
+
+
+def test_the_start_check_notes_package_drift_in_one_line(chain):
+    from oracle.workflow.provenance.stale import PlannedJob, package_drift_note
+
+    flow = f"{RUN}/oracle/flow.pt"
+    job = PlannedJob(rule="oracle_train", outputs=(flow,), config_keys=("oracle",), needrun=False)
+    assert package_drift_note([job]) is None
+    side = record_path(chain / flow)
+    rec = json.loads(side.read_text())
+    rec["packages"] = {**rec["packages"], "numpy": "1.0.0"}
+    side.write_text(json.dumps(rec))
+    note = package_drift_note([job])
+    assert note.startswith("note: 1 existing output(s) were made with other package versions (numpy 1.0.0 -> ")
+    assert "\n" not in note and "audit --strict-code" in note
+    assert package_drift_note([PlannedJob(rule="oracle_train", outputs=(flow,), config_keys=("oracle",),
+                                          needrun=True)]) is None  # rerun anyway: nothing to note
+
+
 def test_moved_tree_still_audits(chain, monkeypatch):
     new = chain.parent / (chain.name + "-moved")
     chain.rename(new)

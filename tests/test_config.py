@@ -123,6 +123,26 @@ def test_enum_and_range(default, schema):
         oc.validate_config(bad, schema)
 
 
+@pytest.mark.parametrize("key, text", [("samples.n_total", "1e12"), ("oracle.train.batch_size", "1e20"),
+                                       ("samples.batch_size", "1e9"), ("worlds.base.n_total", "1e9"),
+                                       ("samples.n_shards", "1e7")])
+def test_sizes_no_machine_holds_are_refused_in_one_line(default, tmp_path, capsys, key, text):
+    """Issue 38 case 5: `samples.n_total: 1e12` started sampling (ETA 85,000 h) and a batch of
+    1e20 rows grew to 13 GB at step 0. Written as in a config file (YAML 1.1 reads 1e12 as a
+    string, which the schema takes for the number), each is refused when the config is read."""
+    cfg = copy.deepcopy(default)
+    *parents, leaf = key.split(".")
+    node = cfg
+    for k in parents:
+        node = node[k]
+    node[leaf] = "PLACEHOLDER"
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False).replace("PLACEHOLDER", text))
+    assert oc.main([str(path)]) == 1
+    out = capsys.readouterr().out.strip()
+    assert len(out.splitlines()) == 1 and f"config key '{key}'" in out and "is greater than the maximum" in out, out
+
+
 def test_missing_key_is_named(default, schema):
     del default["samples"]["n_shards"]
     with pytest.raises(ConfigError, match="'samples'.*'n_shards'"):

@@ -18,6 +18,7 @@ import yaml
 from oracle.experiments import PACKAGES
 from oracle.io.shards import ShardWriter
 from oracle.workflow.plan import dry_run
+from oracle.workflow.plan.disk import row_bytes
 from oracle.workflow.plan import resources as res
 from oracle.workflow.plan.config import fill_defaults, full_schema
 from conftest import DAG_CONFIGS, REPO
@@ -73,7 +74,7 @@ def _config(path):
 
 
 def test_row_bytes_is_the_shard_formats_bytes_per_row(tmp_path):
-    """The bytes per row of `row_bytes` are those of a shard written by the real writer: the
+    """The bytes per row of `oracle.workflow.plan.disk.row_bytes` are those of a shard written by the real writer: the
     datasets' bytes over rows (the file adds HDF5's own overhead beside them)."""
     import h5py
 
@@ -87,12 +88,14 @@ def test_row_bytes_is_the_shard_formats_bytes_per_row(tmp_path):
     with h5py.File(tmp_path / "s.h5") as f:
         data_bytes = sum(f[name].dtype.itemsize * int(np.prod(f[name].shape)) for name in f
                          if isinstance(f[name], h5py.Dataset) and f[name].shape and f[name].shape[0] == n)
-    assert dry_run.row_bytes(cfg) * n == data_bytes
+    assert row_bytes(cfg) * n == data_bytes
     # a preset whose data decide K: AFHQ's 3 classes at 256 px; an npz's shape is unknown until read
     afhq = _config(REPO / "presets" / "afhq256.yaml")
-    assert dry_run.row_bytes(afhq) == 3 * 256 * 256 * 4 + 3 * 8 + 3 * 8
+    assert row_bytes(afhq) == 3 * 256 * 256 * 4 + 3 * 8 + 3 * 8
     npz = {**afhq, "run": "mine", "data": {**afhq["data"], "kind": "npz", "image_size": None}}
-    assert dry_run.row_bytes(npz) is None
+    assert row_bytes(npz) is None
+    # K unknown before the data are read: counted as 2, a lower bound
+    assert row_bytes({**npz, "data": {**npz["data"], "image_size": 16}}) == 3 * 16 * 16 * 4 + 2 * 8 + 3 * 8
 
 
 @pytest.mark.parametrize("name", list(DAG_CONFIGS))

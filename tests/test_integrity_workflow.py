@@ -119,6 +119,77 @@ def test_a_shard_of_another_world_stops_the_run_before_anything_is_removed(smoke
     assert json.loads((tamper / RUN / "samples/base/constants.json").read_text())["base_temperature"] == 1.0
 
 
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:1000])
+
+
+def _drop_classes(path: Path) -> None:
+    with h5py.File(path, "r+") as f:
+        ll = f["loglik"][()]
+        del f["loglik"]
+        f.create_dataset("loglik", data=ll[:, :7])
+
+
+# what each damage does to its file, and the words of the one line that names it
+DAMAGES = {
+    "splits/base.h5": (_truncate, "is not a readable HDF5 file"),
+    "data/train.h5": (_truncate, "is not a readable HDF5 file"),
+    "oracle/flow.pt": (lambda p: p.write_bytes(b""), "is empty (0 bytes); expected a torch checkpoint"),
+    "samples/base/shard-0001.h5": (_drop_classes, "dataset loglik has shape (250, 7); expected (250, 10)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGES))
+def test_a_damaged_input_with_a_re_signed_record_stops_the_run_before_anything_is_removed(smoke, tamper, name):
+    """Issue 38 case 4: the bytes agree with their (re-signed) record, so only reading the file
+    shows the damage. Before, Snakemake removed the outputs of the jobs to rerun (trained models,
+    the shards of a flow, all.h5) and the job then failed, with a traceback for a zero-byte flow
+    file or a shard that lost classes. Now the start check reads each input's layout first."""
+    _, configfile = smoke
+    path = tamper / RUN / name
+    damage, words = DAMAGES[name]
+    damage(path)
+    _resign(Path(RUN, name))
+    before = _files(tamper)
+    proc = _snakemake(tamper, "--configfile", str(configfile))
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    lines = _error_lines(proc)
+    assert len(lines) == 1 and f"{RUN}/{name}" in lines[0] and words in lines[0], out[-3000:]
+    assert f"remake it: snakemake --forcerun {RUN}/{name}" in lines[0] and "Traceback" not in out
+    assert _files(tamper) == before
+
+
+def test_an_unreadable_record_stops_the_run_in_one_line(smoke, tamper):
+    """A record that is not JSON was taken for no record, so its artifact passed unchecked."""
+    _, configfile = smoke
+    model = Path(RUN, "classifiers/scaling/test_vit/N50/seed0/model.pt")
+    Path(f"{model}.prov.json").write_text('{"artifact": ')
+    before = _files(tamper)
+    proc = _snakemake(tamper, "--configfile", str(configfile))
+    assert proc.returncode != 0
+    lines = _error_lines(proc)
+    assert len(lines) == 1 and f"{model}.prov.json is not valid JSON" in lines[0], proc.stderr[-3000:]
+    assert f"snakemake --forcerun {model}" in lines[0] and "Traceback" not in proc.stdout + proc.stderr
+    assert _files(tamper) == before
+
+
+def test_a_kept_model_gone_with_its_record_comes_back_on_a_plain_rerun(smoke, tamper):
+    """Issue 38 case 2: a job server killed during training took model.pt and history.json with
+    their records, the predictions made from them stayed; the rerun ran nothing and the kept
+    model never came back (`audit --strict-code` then failed for good)."""
+    _, configfile = smoke
+    cell = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0"
+    for name in ("model.pt", "history.json"):
+        (cell / name).unlink()
+        (cell / f"{name}.prov.json").unlink()
+    proc = _snakemake(tamper, "--configfile", str(configfile))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "model.pt is missing and the records of files made from it list it" in proc.stderr
+    for name in ("model.pt", "history.json"):
+        assert (cell / name).is_file() and (cell / f"{name}.prov.json").is_file()
+
+
 def test_a_shard_of_another_world_is_flagged_by_the_audit(tamper):
     for name in ("shard-0000.h5", "shard-0001.h5"):  # shards of one merged file must agree
         _copy_with_record(tamper / RUN / "samples/tau1.2" / name, tamper / RUN / "samples/base" / name)
@@ -374,8 +445,9 @@ def test_a_model_made_from_another_runs_samples_is_not_used(smoke, tamper):
 # ----------------------------------------------------------------------------- cases 4, 5
 def test_check_numbers_re_derives_files_and_re_scores_shard_rows(smoke, tamper):
     """Forgeries whose records were re-signed, each missed by every audit before issue 31: a
-    table's CSV, the scaling data file runs.csv, numbers.tex, and log p(x|k) of a shard (+3 nats
-    in class 0, its record and all.h5's list of shard hashes re-signed)."""
+    table's CSV, the scaling data file runs.csv, numbers.tex, and log p(x|k) of one row of a
+    shard (+3 nats in class 0, its record and all.h5's list of shard hashes re-signed), which the
+    default re-scoring of every row finds (issue 38 case 1: 8 rows from a fixed seed missed it)."""
     table = Path(RUN, "scaling/scaling/tables/accuracy_vs_bayes.csv")
     text = table.read_text().splitlines()
     text[1] = text[1].replace(",", ",9", 1)
@@ -393,7 +465,9 @@ def test_check_numbers_re_derives_files_and_re_scores_shard_rows(smoke, tamper):
     _resign(tex)
     shard = Path(RUN, "samples/base/shard-0001.h5")
     with h5py.File(shard, "r+") as f:
-        f["loglik"][:, 0] += 3
+        row = f["loglik"][137]
+        row[0] += 3
+        f["loglik"][137] = row
     _resign(shard)
     _remerge()
     proc = _audit_cli(tamper, "--check-numbers", f"{RUN}/numbers.json", "--cores", "2")
@@ -402,7 +476,7 @@ def test_check_numbers_re_derives_files_and_re_scores_shard_rows(smoke, tamper):
     for forged in (table, runs, tex):
         assert f"{forged}: rebuilding it from its inputs" in out, out[-4000:]
     assert f"{shard}: log p(x|k) re-scored with the run's oracle file differs from the stored value by 3" in out, out
-    assert "samples/base/shard-0000.h5: 8 row(s) re-scored" in out
+    assert "samples/base/shard-0000.h5: 250 row(s) re-scored (all)" in out
 
 
 def test_check_numbers_passes_an_untouched_run(smoke, monkeypatch):

@@ -163,6 +163,20 @@ def test_server_switch_is_the_environment() -> None:
     assert js.socket_path(PRELOAD) != js.socket_path(("numpy", "torch"))
 
 
+def test_the_socket_is_keyed_on_the_server_code(tmp_path, monkeypatch) -> None:
+    """Issue 38 case 7: two checkouts sharing one venv shared one socket (the key was the Python
+    executable and the preload list), so the jobs of both ran in whichever's server loop started
+    first. An edited server loop gets a socket of its own."""
+    copies = [tmp_path / f.name for f in js.SERVER_CODE]
+    for src, dst in zip(js.SERVER_CODE, copies):
+        dst.write_bytes(src.read_bytes())
+    assert js.server_code_sha(copies) == js.server_code_sha()
+    same = js.socket_path(PRELOAD, tmp_path)
+    copies[1].write_text(copies[1].read_text() + "\n# another checkout's server loop\n")
+    monkeypatch.setattr(js, "SERVER_CODE", tuple(copies))
+    assert js.socket_path(PRELOAD, tmp_path) != same
+
+
 def test_a_config_with_the_old_job_server_key_says_where_it_went() -> None:
     from oracle.workflow.plan.config import validate_config
 
@@ -501,6 +515,34 @@ def test_killing_the_server_kills_its_job_and_it_is_not_rerun(scripts: Path) -> 
     assert proc.returncode == 1 and "not rerun inline" in err, err
     assert _wait(lambda: _gone(child), 10), "the job outlived its server"
     assert len((work / "m.txt.runs").read_text().splitlines()) == 1, "the job ran twice"
+
+
+def test_a_stopped_server_is_reported_by_the_waiting_client(scripts: Path) -> None:
+    """Issue 38 case 7: a job server stopped with SIGSTOP hung the run with no message. The
+    client waiting for its job says, in one line, that the server is stopped and what to do,
+    and again when it runs; the job then ends as it would have."""
+    import threading
+
+    proc, child, server = _start_delegated(scripts, "s.txt", "sleep")
+    assert js.process_state(server) in ("S", "R")
+    os.kill(server, signal.SIGSTOP)
+    watchdog = threading.Timer(30, proc.kill)  # a client that says nothing would block the reads below
+    watchdog.start()
+    try:
+        assert _wait(lambda: js.process_state(server) == "T", 10)
+        said = (ln for ln in iter(proc.stderr.readline, "") if ln.startswith("job server"))  # not the job's
+        line = next(said)  # within STALL_CHECK_S
+        assert line.startswith(f"job server: its process {server} is stopped (SIGSTOP) and makes no progress") \
+            and f"kill -CONT {server}" in line, line
+        os.kill(server, signal.SIGCONT)
+        assert next(said) == f"job server: process {server} runs again\n"
+    finally:
+        watchdog.cancel()
+        os.kill(server, signal.SIGCONT)
+        proc.kill()
+        proc.wait()
+    assert _wait(lambda: _gone(child), 10)
+    assert js.process_state(2 ** 22 + 7) is None  # no such process (above pid_max's default)
 
 
 # ----------------------------------------------------------------------------- issue 31, case 7

@@ -303,6 +303,29 @@ def test_numbers_tex_is_one_wellformed_macro_per_number(smoke):
 
 
 @pytest.mark.slow
+def test_report_over_a_changed_config_refuses_in_one_line(smoke, tmp_path):
+    """Issue 38 case 3: `--report` with classifiers.training.lr changed said "Report created",
+    showing lr 0.002 beside numbers of lr 0.001 models. It refuses in one line, with Snakemake's
+    metadata (jobs to run) and without it (a copy of the results: their records say why)."""
+    work, configfile = smoke
+    cfg = yaml.safe_load(Path(configfile).read_text())
+    cfg["classifiers"]["training"]["lr"] = 0.002
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    copy = tmp_path / "copy"
+    shutil.copytree(work / "results", copy / "results", symlinks=True)
+    for where, words in ((work, "job(s) are still to run (rule train_classifier, e.g. "),
+                         (copy, "classifiers.training.lr was 0.001, is 0.002: ")):
+        report = tmp_path / f"{where.name}-report.html"
+        proc = _snakemake(where, "--configfile", str(changed), "--report", str(report))
+        out = proc.stdout + proc.stderr
+        errors = [ln for ln in out.splitlines() if ln.startswith("Error: ")]
+        assert proc.returncode != 0 and not report.exists(), out[-3000:]
+        assert len(errors) == 1 and "the report would show results that are not this config's" in errors[0], out[-3000:]
+        assert words in errors[0] and "Traceback" not in out, errors[0]
+
+
+@pytest.mark.slow
 def test_report_builds_with_every_table_and_figure(smoke):
     work, configfile = smoke
     proc = _snakemake(work, "--configfile", str(configfile), "--report", "report.html")

@@ -148,6 +148,52 @@ def test_stale_reasons_name_the_changed_key_and_the_missing_output(run):
     assert len(lines) == 2 and "1 job(s)" in lines[0] and re.search(r"seed was 0, is 1: 1 job\(s\) \(rule data", lines[1])
 
 
+def test_a_kept_output_gone_with_its_record_is_rebuilt_when_a_record_lists_it(run):
+    """Issue 38 case 2: a job server killed during training took model.pt and history.json with
+    their records; the predictions made from them stayed, so the plain rerun ran nothing and
+    the kept model never came back. The records of the predictions list it: it is rebuilt."""
+    cfg = _config()
+    model = run / RUN / "model.pt"
+    model.parent.mkdir(parents=True)
+    model.write_text("weights")
+    write_record(model, rule="data", config=cfg, config_keys=rule_config_keys(cfg, "data"))
+    pred = run / RUN / "predictions.h5"
+    pred.write_text("p")
+    write_record(pred, rule="data", config=cfg, config_keys=rule_config_keys(cfg, "data"), inputs=[f"{RUN}/model.pt"])
+    keys = tuple(rule_config_keys(cfg, "data"))
+    train = PlannedJob("train_classifier", (f"{RUN}/model.pt",), keys, False)
+    predict = PlannedJob("predict_classifier", (f"{RUN}/predictions.h5",), keys, False)
+    model.unlink()
+    Path(f"{model}.prov.json").unlink()
+    assert stale_reasons([train, predict], cfg) == {
+        0: [f"{RUN}/model.pt is missing and the records of files made from it list it"]}
+    assert stale_reasons([train], cfg) == {}  # nothing made from it: Snakemake's to decide
+
+
+def test_the_report_refuses_results_that_are_not_this_configs(run):
+    """Issue 38 case 3: `snakemake --report` over a changed config said "Report created", showing
+    the new lr beside numbers of models trained with the old one. `report_error` is its one line."""
+    from oracle.workflow.provenance.stale import report_error
+
+    cfg = _config()
+    train = run / RUN / "data/train.h5"
+    train.parent.mkdir(parents=True)
+    train.write_text("x")
+    write_record(train, rule="data", config=cfg, config_keys=rule_config_keys(cfg, "data"))
+    data = PlannedJob("data", (f"{RUN}/data/train.h5",), tuple(rule_config_keys(cfg, "data")), False)
+    alias = PlannedJob("all", (), None, True)  # a target rule without outputs always "runs"
+    assert report_error([data, alias], stale_reasons([data, alias], cfg)) is None
+    jobs = [data, alias]
+    err = report_error(jobs, stale_reasons(jobs, {**cfg, "seed": 1}))
+    assert err.startswith("the report would show results that are not this config's: seed was 0, is 1: 1 job(s) "
+                          "(rule data, e.g. results/") and err.endswith("then --report") and "\n" not in err
+    # jobs Snakemake would run (its metadata saw a changed setting): named where the chain starts
+    model = PlannedJob("train", (f"{RUN}/model.pt",), ("x",), True, inputs=(f"{RUN}/data/train.h5",))
+    table = PlannedJob("table", (f"{RUN}/table.csv",), ("x",), True, inputs=(f"{RUN}/model.pt",))
+    err = report_error([table, data, model], {})
+    assert "2 job(s) are still to run (rule train, e.g. results/" in err
+
+
 def test_overwrite_problems_refuse_a_linked_run_of_another_checkout(run, tmp_path_factory, monkeypatch):
     other = tmp_path_factory.mktemp("other")
     monkeypatch.chdir(other)

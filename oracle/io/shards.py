@@ -417,24 +417,8 @@ def verify_shard(path: str | os.PathLike) -> None:
     """
     path = Path(path)
     with open_samples(path) as f:
-        attrs = file_attrs(f)
-        missing = [k for k in (*REQUIRED_ATTRS, "format_version", "num_classes", "event_shape")
-                   if k not in attrs]
-        if missing:
-            raise ShardError(f"{path}: missing attribute(s) {missing}")
-        K = int(attrs["num_classes"])
-        event = tuple(int(s) for s in np.asarray(attrs["event_shape"]))
-        prior = np.asarray(attrs["prior"], dtype=np.float64)
-        if prior.shape != (K,) or abs(prior.sum() - 1.0) > 1e-6 or (prior < 0).any():
-            raise ShardError(f"{path}: attribute prior={prior.tolist()} is not a distribution over K={K} classes")
-        n = f["index"].shape[0]
-        expect = {"x": (n, *event), "source_class": (n,), "label": (n,), "loglik": (n, K), "index": (n,)}
-        for name in DATASETS:
-            ds = f[name]
-            if ds.shape != expect[name]:
-                raise ShardError(f"{path}: dataset {name} has shape {ds.shape}; expected {expect[name]}")
-            if ds.dtype != DTYPES[name]:
-                raise ShardError(f"{path}: dataset {name} has dtype {ds.dtype}; expected {np.dtype(DTYPES[name])}")
+        K, n = _check_header(f, path)
+        event = tuple(f["x"].shape[1:])
         row_bytes = max(1, int(np.prod(event)) * 4)
         step = max(1, min(_VERIFY_ROWS, (64 << 20) // row_bytes))
         for i in range(0, n, step):
@@ -456,3 +440,33 @@ def verify_shard(path: str | os.PathLike) -> None:
             raise ShardError(f"{path}: index value {int(uniq[counts > 1][0])} appears more than once")
 
 
+def check_samples_header(path: str | os.PathLike) -> None:
+    """The cheap part of `verify_shard`: complete, the required attributes, and every dataset's
+    shape and dtype consistent with ``num_classes`` and ``event_shape`` (no row is read).
+    Raises ShardError naming the file and the first difference."""
+    path = Path(path)
+    with open_samples(path) as f:
+        _check_header(f, path)
+
+
+def _check_header(f, path: Path) -> tuple[int, int]:
+    """(K, n) of an open samples file whose attributes and dataset layout check out."""
+    attrs = file_attrs(f)
+    missing = [k for k in (*REQUIRED_ATTRS, "format_version", "num_classes", "event_shape")
+               if k not in attrs]
+    if missing:
+        raise ShardError(f"{path}: missing attribute(s) {missing}")
+    K = int(attrs["num_classes"])
+    event = tuple(int(s) for s in np.asarray(attrs["event_shape"]))
+    prior = np.asarray(attrs["prior"], dtype=np.float64)
+    if prior.shape != (K,) or abs(prior.sum() - 1.0) > 1e-6 or (prior < 0).any():
+        raise ShardError(f"{path}: attribute prior={prior.tolist()} is not a distribution over K={K} classes")
+    n = f["index"].shape[0]
+    expect = {"x": (n, *event), "source_class": (n,), "label": (n,), "loglik": (n, K), "index": (n,)}
+    for name in DATASETS:
+        ds = f[name]
+        if ds.shape != expect[name]:
+            raise ShardError(f"{path}: dataset {name} has shape {ds.shape}; expected {expect[name]}")
+        if ds.dtype != DTYPES[name]:
+            raise ShardError(f"{path}: dataset {name} has dtype {ds.dtype}; expected {np.dtype(DTYPES[name])}")
+    return K, n

@@ -45,8 +45,10 @@ def read_checkpoint(path: str | os.PathLike, what: str, key: str | None = None,
 
         return torch.load(p, map_location=map_location, weights_only=True, mmap=mmap and zipfile.is_zipfile(p))
     except Exception as exc:  # noqa: BLE001 - any reader failure means a damaged or foreign file
-        raise DataError(f"{_where(p, what, key)} is unreadable ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); "
-                        "is it truncated? copy it again") from None
+        # an EOFError (a zero-byte or cut file) has no message at all
+        first = (str(exc).splitlines() or [""])[0][:200]
+        raise DataError(f"{_where(p, what, key)} is unreadable ({type(exc).__name__}{': ' + first if first else ''}, "
+                        f"{p.stat().st_size} bytes); is it truncated? copy it again") from None
 
 
 def read_state_dict(path: str | os.PathLike, what: str, key: str | None = None,

@@ -38,6 +38,11 @@ its jobs with `mark_run`; the mark counts only when that process is an ancestor 
 client, owned by the same user, and for at most six hours after the run's last job): the
 flow trains inline for minutes with no job in the server, and a server that quit then would
 put its imports on the run's critical path again.
+
+A server stopped with SIGSTOP (or by a debugger) ends no job: each client waiting for one says
+so in one line on stderr within `STALL_CHECK_S` (with the `kill -CONT` that resumes it), and
+again when it runs. The socket is keyed on the server loop's own code (`server_code_sha`), so
+two checkouts sharing one environment each run their jobs in a server of their own code.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 __all__ = ["DEFAULT_PRELOAD", "JobLost", "delegate", "idle_seconds", "mark_run", "run_in_server", "runtime_dir",
-           "server_configured", "server_wanted", "socket_path"]
+           "server_code_sha", "server_configured", "server_wanted", "socket_path"]
 
 #: Imported once by the server; each is optional (a module that fails to import is skipped).
 DEFAULT_PRELOAD = ("numpy", "torch", "torchvision", "timm", "h5py", "scipy.stats", "scipy.optimize",
@@ -69,6 +74,8 @@ RUN_ENV = "ORACLE_RUN_PID"
 LOG_BYTES = 1 << 20  # the server's log is started over when a new server finds it larger
 _PROTOCOL = 2
 _START_TIMEOUT_S = 300.0
+#: How often a client waiting for its job looks whether the server can make progress at all.
+STALL_CHECK_S = 5.0
 
 
 class JobLost(RuntimeError):
@@ -141,9 +148,23 @@ def runtime_dir(directory: str | os.PathLike | None = None) -> Path:
     return path
 
 
+#: The files of the server loop: a checkout runs its jobs in a server made of its own.
+SERVER_CODE = (Path(__file__), Path(__file__).with_name("fork_server.py"))
+
+
+def server_code_sha(files: Sequence[Path] | None = None) -> str:
+    """sha256 over the bytes of the server loop's files (default `SERVER_CODE`)."""
+    h = hashlib.sha256()
+    for f in SERVER_CODE if files is None else files:
+        h.update(Path(f).read_bytes())
+    return h.hexdigest()
+
+
 def socket_path(preload: Sequence[str], directory: str | os.PathLike | None = None) -> Path:
-    """The server's Unix socket in `runtime_dir`: one per (Python executable, preload list, protocol)."""
-    key = json.dumps([_PROTOCOL, sys.executable, list(preload), os.getuid()])
+    """The server's Unix socket in `runtime_dir`: one per (Python executable, preload list, protocol,
+    server code). Two checkouts sharing one environment share a server only when their server
+    loops are the same bytes (the `oracle` modules a job imports are its own checkout's anyway)."""
+    key = json.dumps([_PROTOCOL, sys.executable, list(preload), os.getuid(), server_code_sha()])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return runtime_dir(directory) / f"{digest}.sock"
 
@@ -204,7 +225,7 @@ def run_in_server(argv: Sequence[str], preload: Sequence[str] = DEFAULT_PRELOAD,
     started = time.monotonic()
     conn = _connect_or_start(path, preload, idle_s)
     with conn:
-        _, uid, _ = _peer(conn)
+        server_pid, uid, _ = _peer(conn)
         if uid != os.getuid():
             raise OSError(f"{path} is served by uid {uid}, not this user ({os.getuid()})")
         request = {"protocol": _PROTOCOL, "argv": list(argv), "cwd": os.getcwd(), "env": dict(os.environ),
@@ -213,8 +234,14 @@ def run_in_server(argv: Sequence[str], preload: Sequence[str] = DEFAULT_PRELOAD,
         socket.send_fds(conn, [len(blob).to_bytes(8, "little")], [0, 1, 2])
         conn.sendall(blob)
         reply = b""
+        conn.settimeout(STALL_CHECK_S)
+        stopped = False
         while len(reply) < 32:
-            chunk = conn.recv(32 - len(reply))
+            try:
+                chunk = conn.recv(32 - len(reply))
+            except TimeoutError:
+                stopped = _report_stop(server_pid, stopped)
+                continue
             if not chunk:
                 raise JobLost(f"the server at {path} went away before the job ended")
             reply += chunk
@@ -223,6 +250,29 @@ def run_in_server(argv: Sequence[str], preload: Sequence[str] = DEFAULT_PRELOAD,
         usage.update(max_rss_mib=round(rss_kib / 1024, 1), user_s=user_us / 1e6, system_s=system_us / 1e6,
                      wall_s=round(time.monotonic() - started, 3))
     return status
+
+
+def process_state(pid: int) -> str | None:
+    """The one-letter state of process `pid` from /proc (``T``: stopped, ``t``: stopped by a
+    tracer, ``Z``: a zombie, ...); None when there is no such process."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat_line[stat_line.rindex(")") + 2:].split(" ", 1)[0]  # the name may hold spaces
+
+
+def _report_stop(pid: int, reported: bool) -> bool:
+    """A client whose job has not ended: one line on stderr when its server is stopped (no job
+    of it can end until it continues) and one when it runs again; returns whether it is stopped."""
+    stopped = process_state(pid) in ("T", "t")
+    if stopped and not reported:
+        print(f"job server: its process {pid} is stopped (SIGSTOP) and makes no progress: this job waits for "
+              f"it; `kill -CONT {pid}` resumes it, `kill {pid}` ends it (the job then fails)", file=sys.stderr,
+              flush=True)
+    elif reported and not stopped:
+        print(f"job server: process {pid} runs again", file=sys.stderr, flush=True)
+    return stopped
 
 
 def _connect_or_start(path: Path, preload: Sequence[str], idle_s: float) -> socket.socket:

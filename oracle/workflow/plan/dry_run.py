@@ -4,7 +4,7 @@ longest job may take, the disk its samples will fill and the inputs still missin
 `plan_summary(requests, ...)` turns the jobs a dry run would run (`JobRequest`, one per job, as
 the Snakefile's start hook reads them from Snakemake's DAG) into the lines printed after
 Snakemake's own job table. The disk is that of the sample rows the jobs write (`job_rows`),
-at `row_bytes(config)` each: the only outputs whose size grows with the data (float32 images
+at `oracle.workflow.plan.disk.row_bytes(config)` each: the only outputs whose size grows with the data (float32 images
 and float64 log-likelihoods).
 
 Units: runtimes in minutes (Snakemake's `runtime` resource), hours in the printed totals. Standard library only (the Snakefile imports the planning modules while it
@@ -17,17 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from oracle.world_specs import gaussian_spec, known_num_classes, world_kind, world_specs
-
-#: Native (channels, height, width, classes) of the data kinds with a fixed shape; None where
-#: the files decide (an image folder's classes, an npz's arrays).
-DATA_SHAPES: dict[str, tuple[int, int, int, int | None]] = {
-    "digits": (1, 8, 8, 10), "mnist": (1, 28, 28, 10), "fashion_mnist": (1, 28, 28, 10),
-    "cifar10": (3, 32, 32, 10), "cifar100": (3, 32, 32, 100), "svhn": (3, 32, 32, 10),
-}
-#: Bytes per sample row besides its image and log-likelihoods: source_class, label, index (int64).
-ROW_EXTRA_BYTES = 3 * 8
-
+from oracle.world_specs import world_specs
 
 @dataclass(frozen=True)
 class JobRequest:
@@ -118,37 +108,6 @@ def submissions(requests: Sequence[JobRequest], edges: Iterable[tuple[int, int]]
                                    max(m.cpus for m in members), max(m.gpus for m in members),
                                    max(m.nodes for m in members)))
     return subs
-
-
-def sample_shape(config: Mapping) -> tuple[int, int, int, int] | None:
-    """(C, H, W, K) of the run's samples when the config decides them (a Gaussian world, a data
-    kind of fixed shape, K from `data.classes` or the known data sets of
-    `oracle.workflow.gpu.cost.DATASETS`), else None."""
-    if world_kind(config) == "gaussian":
-        g = gaussian_spec(config)
-        return g["channels"], g["image_size"], g["image_size"], g["num_classes"]
-    data = config["data"]
-    c, h, w, k = DATA_SHAPES.get(data["kind"], (3, None, None, None))
-    if data.get("image_size"):
-        h = w = int(data["image_size"])
-    k = known_num_classes(config) or k
-    if k is None:
-        from oracle.workflow.gpu.cost import DATASETS  # torch only when the config leaves K open
-
-        facts = DATASETS.get(config.get("run"))
-        k = facts.num_classes if facts is not None else None
-    return None if None in (h, w, k) else (int(c), int(h), int(w), int(k))
-
-
-def row_bytes(config: Mapping) -> int | None:
-    """Bytes of one sample row in the shard format (float32 x [C, H, W], float64 loglik [K],
-    three int64; HDF5's overhead not counted), or None when the sample shape is not known before
-    the data are read (`sample_shape`)."""
-    shape = sample_shape(config)
-    if shape is None:
-        return None
-    c, h, w, k = shape
-    return c * h * w * 4 + k * 8 + ROW_EXTRA_BYTES
 
 
 def job_rows(config: Mapping, rule: str, wildcards: Mapping[str, str]) -> int:

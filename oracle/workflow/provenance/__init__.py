@@ -142,6 +142,21 @@ def package_versions() -> dict[str, str | None]:
     return dict(_package_versions())
 
 
+#: Recorded packages whose version can change a result (the tools that only run the workflow,
+#: snakemake and PyYAML, and this project, whose files are compared one by one, are left out).
+RESULT_PACKAGES = ("python", "torch", "torchvision", "numpy", "scipy", "h5py", "timm", "scikit-learn", "pillow",
+                   "pandas", "matplotlib")
+
+
+def package_drift(recorded: Mapping | None, now: Mapping | None = None) -> list[str]:
+    """``"torch 2.3.0 -> 2.4.1"`` for each of `RESULT_PACKAGES` whose version in a record's
+    ``packages`` differs from `now` (default the environment's, `package_versions`); a package
+    the record does not list is not compared ([] for a record without ``packages``)."""
+    now = package_versions() if now is None else now
+    return [f"{name} {recorded[name]} -> {now.get(name) or 'not installed'}" for name in RESULT_PACKAGES
+            if name in (recorded or {}) and (recorded or {})[name] != now.get(name)]
+
+
 def describe_device() -> str:
     """The compute device in words, without importing torch if the caller did not."""
     torch = sys.modules.get("torch")

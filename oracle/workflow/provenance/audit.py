@@ -34,8 +34,10 @@ recorded config subset and the code version. It FLAGS:
 
 Code that differs from what made an artifact is a WARNING: the repository files the job
 imported (its record's ``code.files``) whose hash differs on disk now, or, for records
-without file hashes, a different commit / dirty state. The artifact may be stale, but code
-moves on without changing old results; ``--strict-code`` turns these into flags. The report
+without file hashes, a different commit / dirty state; so are the versions of the packages
+that shape results (torch, timm, numpy, ...: `package_drift`) when they differ from the
+environment's. The artifact may be stale, but code moves on without changing old results;
+``--strict-code`` turns these into flags. The report
 ends with where the chain ends: the raw data (inputs without a record) and the oracle
 checkpoint (``results/<run>/oracle/*.pt``: flow.pt, or gaussian_world.pt for an analytic
 world). Exit status: 0 when nothing was flagged, 1 when something was, 2 for a bad command
@@ -62,7 +64,7 @@ from oracle.workflow.plan.config_paths import compare_config
 from oracle.workflow.provenance.input_identity import (declared_keys, in_results, named_by_config, oracle_hasher,
                                             place_problems, sample_attr_problems)
 from oracle.workflow.plan.paths import CONFIG_FILE, NUMBERS_FILE, RESULTS
-from oracle.workflow.provenance import REPO_ROOT, read_record, record_root, resolve_recorded_path
+from oracle.workflow.provenance import REPO_ROOT, package_drift, read_record, record_root, resolve_recorded_path
 from oracle.workflow.provenance.audit_numbers import (check_numbers, load_config, load_numbers,  # noqa: F401 - the audit API
                                            number_artifact)
 
@@ -209,6 +211,9 @@ class _Auditor:
         diff = _code_differs(record.get("code"), self.code_now)
         if diff:
             (self._flag if self.strict_code else self._warn)(node, f"code: {diff}")
+        if drift := package_drift(record.get("packages")):
+            (self._flag if self.strict_code else self._warn)(
+                node, f"packages differ from what made it: {', '.join(drift)}")
         return node, record
 
     def visit(self, path: Path, shown: str, *, is_target: bool = False, root: Path | None = None) -> dict:
@@ -387,29 +392,7 @@ def _check_number_in_record(number: dict, art_path: Path, holder: Path, auditor:
 # --------------------------------------------------------------------------- CLI
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0 ok, 1 flagged, 2 bad input)."""
-    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.provenance.audit", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("target", nargs="?", help="artifact path or numbers.json key (with --check-numbers: numbers.json path)")
-    ap.add_argument("--run", help="results/<run> folder (numbers.json and config.yaml live there)")
-    ap.add_argument("--configfile", help="current config to compare recorded values with (default <run>/config.yaml)")
-    ap.add_argument("--json", action="store_true", help="machine-readable report on stdout")
-    ap.add_argument("--strict-code", action="store_true", help="flag (not just warn about) code version differences")
-    ap.add_argument("--check-numbers", action="store_true",
-                    help="re-derive: every entry of numbers.json names an existing artifact and is what that "
-                         "artifact gives, recomputed with the project's code; the jobs that derive data files, "
-                         "tables, numbers, numbers.tex and claims rebuilt in a scratch folder and compared "
-                         "byte for byte; ROWS random rows of every shard re-scored with the oracle file")
-    ap.add_argument("--rows", type=int, default=8, metavar="ROWS",
-                    help="--check-numbers: rows re-scored per shard (default 8; 0: none)")
-    ap.add_argument("--rebuild", action="store_true",
-                    help="re-execute the jobs behind TARGET in a scratch folder and compare their outputs "
-                         "with the run's (exit 1 on a mismatch)")
-    ap.add_argument("--sample", type=int, metavar="K", help="--rebuild: only K jobs of the chain, drawn at random")
-    ap.add_argument("--seed", type=int, default=0, help="--rebuild --sample / --check-numbers: the random draw (default 0)")
-    ap.add_argument("--cores", type=int, default=1, help="--rebuild / --check-numbers: snakemake --cores (default 1)")
-    ap.add_argument("--scratch", help="--rebuild / --check-numbers: where the scratch folder is made "
-                                      "(default the system's temporary folder)")
-    ap.add_argument("--keep", action="store_true", help="--rebuild / --check-numbers: keep the scratch folder")
+    ap = parser()
     args = ap.parse_args(argv)
     try:
         if args.check_numbers:
@@ -424,6 +407,38 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(json.dumps(report, indent=2, default=str) if args.json else render(report))
     return 0 if report["ok"] else 1
+
+
+def parser() -> argparse.ArgumentParser:
+    """The audit's command line."""
+    from oracle.workflow.provenance.audit_shards import parse_rows
+
+    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.provenance.audit", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("target", nargs="?", help="artifact path or numbers.json key (with --check-numbers: numbers.json path)")
+    ap.add_argument("--run", help="results/<run> folder (numbers.json and config.yaml live there)")
+    ap.add_argument("--configfile", help="current config to compare recorded values with (default <run>/config.yaml)")
+    ap.add_argument("--json", action="store_true", help="machine-readable report on stdout")
+    ap.add_argument("--strict-code", action="store_true", help="flag (not just warn about) code version differences")
+    ap.add_argument("--check-numbers", action="store_true",
+                    help="re-derive: every entry of numbers.json names an existing artifact and is what that "
+                         "artifact gives, recomputed with the project's code; the jobs that derive data files, "
+                         "tables, numbers, numbers.tex and claims rebuilt in a scratch folder and compared "
+                         "byte for byte; every row of every shard (or ROWS random rows) re-scored with the oracle file")
+    ap.add_argument("--rows", type=parse_rows, default=None, metavar="ROWS",
+                    help="--check-numbers: rows re-scored per shard: 'all' (the default), K random rows "
+                         "(drawn from --seed, or a fresh seed that is printed), or 0 (none)")
+    ap.add_argument("--rebuild", action="store_true",
+                    help="re-execute the jobs behind TARGET in a scratch folder and compare their outputs "
+                         "with the run's (exit 1 on a mismatch)")
+    ap.add_argument("--sample", type=int, metavar="K", help="--rebuild: only K jobs of the chain, drawn at random")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="--rebuild --sample / --check-numbers --rows K: the random draw (default a fresh seed, printed)")
+    ap.add_argument("--cores", type=int, default=1, help="--rebuild / --check-numbers: snakemake --cores (default 1)")
+    ap.add_argument("--scratch", help="--rebuild / --check-numbers: where the scratch folder is made "
+                                      "(default the system's temporary folder)")
+    ap.add_argument("--keep", action="store_true", help="--rebuild / --check-numbers: keep the scratch folder")
+    return ap
 
 
 def _run_config(args: argparse.Namespace, run_dir: Path | None) -> Path:
@@ -445,7 +460,7 @@ def _check_numbers_cli(ap: argparse.ArgumentParser, args: argparse.Namespace) ->
     config = load_config(configfile)
     problems = check_numbers(path, run=run_dir, config=config)
     notes: list[str] = []
-    if args.rows > 0:
+    if args.rows != 0:
         more, notes = rescore_shards(run_dir, config, rows=args.rows, seed=args.seed)
         problems += more
     more, lines = derivation_problems(run_dir, configfile, cores=args.cores, scratch=args.scratch, keep=args.keep,
@@ -467,7 +482,10 @@ def _rebuild_cli(args: argparse.Namespace) -> int:
     art_path, shown, _, run_dir = resolve_target(args.target, args.run)
     if run_dir is None:
         raise DataError(f"{shown} lies in no results/<run> folder: pass --run")
-    report = rebuild_target(art_path, run_dir, _run_config(args, run_dir), sample=args.sample, seed=args.seed,
+    from oracle.workflow.provenance.audit_shards import fresh_seed
+
+    seed = fresh_seed() if args.seed is None else args.seed
+    report = rebuild_target(art_path, run_dir, _run_config(args, run_dir), sample=args.sample, seed=seed,
                             cores=args.cores, scratch=args.scratch, keep=args.keep,
                             log=(lambda m: None) if args.json else print)
     print(json.dumps(report, indent=2, default=str) if args.json else "\n".join(report["lines"]))

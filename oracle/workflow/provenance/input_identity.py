@@ -19,6 +19,8 @@ that record must describe the file as it lies now and the run as it is configure
   noisy test sets): ``world_name``, prior, temperatures and seed are those of the world the
   record's ``world`` wildcard names in the current config, ``shard`` and ``n_shards`` are the
   shard's, and ``oracle_sha256`` is the sha256 of the run's oracle file now;
+- it is in the layout its readers expect (`oracle.io.layout`: HDF5 shapes and dtypes, a checkpoint
+  that loads, JSON that parses), so a damaged file whose record was re-signed is refused here;
 - a file that only refers to others (``extra.references``: the shards behind ``all.h5``) has
   each of them checked the same way, and each must still have the sha256 that the referring
   file's record lists for it.
@@ -39,6 +41,7 @@ from typing import Any
 from oracle.errors import ConfigError, DataError
 from oracle.workflow.plan.config_paths import compare_config
 from oracle.io.hashing import file_sha256
+from oracle.io.layout import check_layout
 from oracle.workflow.plan.paths import RESULTS, run_dir, world_file
 from oracle.workflow.provenance import read_record, resolve_recorded_path
 
@@ -362,9 +365,12 @@ def check_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
             if config is not None and not named_by_config(path, config):
                 raise DataError(f"{path} has no provenance record and the config names no such raw file: "
                                 "only data roots, checkpoints and weight files the config names are raw inputs")
+            _check_layout(path, None)
             continue
         if path.is_file():
             _check_bytes(path, rec, expected, referrer)
+            # bytes as recorded can still be unreadable (a record re-signed over a damaged file)
+            _check_layout(path, rec)
         problems = place_problems(path, rec)
         if config is not None:
             problems += config_problems(rec, config, experiments())
@@ -381,6 +387,14 @@ def check_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
             rpath = resolve_recorded_path(ref, rec, path)
             queue.append((rpath, recorded_inputs.get(os.path.abspath(rpath)), path))
     return checked
+
+
+def _check_layout(path: Path, rec: Mapping | None) -> None:
+    """`oracle.io.layout.check_layout`, its one line ending with how to remake the file."""
+    try:
+        check_layout(path)
+    except DataError as exc:
+        raise DataError(f"{exc}: restore it" + (f", or remake it: {_rerun(rec, path)}" if rec else "")) from None
 
 
 def _check_bytes(path: Path, rec: Mapping, expected: str | None, referrer: Path | None) -> None:

@@ -10,7 +10,8 @@ DAG that Snakemake would not run to `stale_reasons`, which finds, per job, from 
 records:
 
 - an output that is missing while its record is still there (a job that failed after writing
-  its records, a file deleted by hand);
+  its records, a file deleted by hand), or while the records of files made from it list it as
+  an input (a kept model gone with its record: the predictions made from it name it);
 - a config value at the keys the job's rule declares (`oracle.workflow.plan.rule_config_keys`,
   its ``params.config_keys``) that differs from the record's (Snakemake's ``params`` trigger).
 
@@ -25,7 +26,8 @@ refuse it with one line naming it and the command that remakes it
 
 Code that differs from what made an artifact (its record's ``code.files``) is reported in one
 line, not rerun: Snakemake reruns a job whose rule script changed, library code moves on
-without invalidating results, and ``audit --strict-code`` flags it (docs/provenance.md).
+without invalidating results, and ``audit --strict-code`` flags it (docs/provenance.md). So are
+other versions of the packages that shape results than the records name (`package_drift_note`).
 
 Then `overwrite_problems` refuses a run that would overwrite another run's or checkout's
 artifact reached through a link (`oracle.workflow.provenance.input_identity.linked_elsewhere`).
@@ -44,9 +46,9 @@ from oracle.errors import DataError
 from oracle.io.hashing import file_sha256
 from oracle.workflow.plan.config_paths import compare_config
 from oracle.workflow.provenance.input_identity import linked_elsewhere, made_from_problems, place_problems, recorded_sha256
-from oracle.workflow.provenance import REPO_ROOT, read_record, record_path, resolve_recorded_path
+from oracle.workflow.provenance import REPO_ROOT, package_drift, read_record, record_path, resolve_recorded_path
 
-__all__ = ["PlannedJob", "code_drift_note", "overwrite_error", "overwrite_problems", "stale_reasons",
+__all__ = ["PlannedJob", "code_drift_note", "overwrite_error", "overwrite_problems", "package_drift_note", "report_error", "stale_reasons",
            "stale_summary"]
 
 
@@ -59,25 +61,35 @@ class PlannedJob:
     config_keys: the keys the rule declares for this job (its ``params.config_keys``), None
                  for a rule that writes no record (an alias, ``all``).
     needrun:     whether Snakemake runs it already.
+    inputs:      its input files (`report_error` names the first job of a chain to run).
     """
 
     rule: str
     outputs: tuple[str, ...]
     config_keys: tuple[str, ...] | None
     needrun: bool
+    inputs: tuple[str, ...] = ()
 
 
 def _record(path: str) -> dict | None:
+    """The record of `path` (None when it has none). DataError, one line with the command that
+    remakes it, when the record is there but unreadable: an artifact whose record cannot be read
+    cannot be checked, and taking it for one without a record would let it pass silently."""
     try:
         return read_record(path, missing_ok=True)
-    except DataError:
-        return None  # unreadable JSON: treated as no record
+    except DataError as exc:
+        raise DataError(f"{exc}; restore it, or remake {path}: snakemake --forcerun {path}") from None
 
 
 def _output_reasons(path: str, rec: dict | None, keys: Sequence[str], config: Mapping,
                     consumers: Mapping[str, set[str]], sha_of, *, settings: bool) -> list[str]:
     if not os.path.exists(path):
-        return [f"{path} is missing beside its record"] if record_path(path).is_file() else []
+        if record_path(path).is_file():
+            return [f"{path} is missing beside its record"]
+        # its own record went with it (a job killed mid-write): the records of the files made
+        # from it still list it, and a kept output they name must come back
+        return [f"{path} is missing and the records of files made from it list it"] \
+            if os.path.abspath(path) in consumers else []
     if rec is None or not settings or _foreign(path, rec, consumers, sha_of):
         return []  # a file without a record is not this run's: the jobs that read it refuse it
     out = []
@@ -208,6 +220,48 @@ def code_drift_note(jobs: Sequence[PlannedJob], root: Path = REPO_ROOT) -> str |
     return (f"note: {count} existing output(s) were made by other code ({', '.join(names[:4])}"
             f"{' ...' if len(names) > 4 else ''}); they are kept, as Snakemake keeps them: "
             "`snakemake --forcerun <rule>` remakes them, `audit --strict-code` flags them")
+
+
+def report_error(jobs: Sequence[PlannedJob], reasons: Mapping[int, list[str]]) -> str | None:
+    """Why ``snakemake --report`` would show results that are not this config's, in one line,
+    or None: a job of its DAG that Snakemake would run (an output missing, a setting, input or
+    rule changed in its metadata) or whose outputs were made under other settings or are missing
+    beside their records (`stale_reasons`). The report shows the files as they lie and the
+    config as it is now, so either would pair new parameters with old numbers."""
+    pending = [i for i, j in enumerate(jobs) if j.needrun and j.outputs]
+    if not pending and not reasons:
+        return None
+    if reasons:
+        why = stale_summary(jobs, reasons, limit=1)[1].strip()
+    else:
+        # name a job whose inputs are all there: where the chain to run starts
+        made = {o for i in pending for o in jobs[i].outputs}
+        first = next((jobs[i] for i in pending if not made & set(jobs[i].inputs)), jobs[pending[0]])
+        why = f"{len(pending)} job(s) are still to run (rule {first.rule}, e.g. {first.outputs[0]})"
+    return (f"the report would show results that are not this config's: {why}; run the workflow with this "
+            "config first (snakemake --configfile ...), then --report")
+
+
+def package_drift_note(jobs: Sequence[PlannedJob]) -> str | None:
+    """The start check's one-line note on the existing outputs (of jobs Snakemake does not
+    rerun) whose records name other versions of the packages that shape results than the
+    environment has (`oracle.workflow.provenance.package_drift`); None when there are none.
+    Reported, not rerun, as code drift is."""
+    drift: dict[str, None] = {}
+    count = 0
+    for job in jobs:
+        if job.needrun or job.config_keys is None:
+            continue
+        for path in job.outputs:
+            rec = _record(path) if os.path.exists(path) else None
+            if mine := package_drift((rec or {}).get("packages")):
+                count += 1
+                drift.update(dict.fromkeys(mine))
+    if not count:
+        return None
+    return (f"note: {count} existing output(s) were made with other package versions ({'; '.join(list(drift)[:4])}"
+            f"{' ...' if len(drift) > 4 else ''}); they are kept: `snakemake --forcerun <rule>` remakes them, "
+            "`audit --strict-code` flags them")
 
 
 def overwrite_problems(jobs: Iterable[PlannedJob], run_dir: str | os.PathLike) -> list[str]:
