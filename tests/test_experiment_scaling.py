@@ -14,6 +14,7 @@ from PIL import Image
 from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import scaling
+from oracle.measures.power_laws import loglog_curvature
 from oracle.report.numbers import spread_problems
 
 ALPHAS = {"resnet18": [0.04, 0.05, 0.06], "vit_base_patch16_224": [0.02, 0.03, 0.04],
@@ -249,6 +250,11 @@ def test_numbers_recover_the_exponents(runs):
         sub = runs["runs"][runs["runs"]["arch"] == arch]
         per_seed = [-np.polyfit(np.log(g["N"]), np.log(g["ece"]), 1)[0] for _, g in sub.groupby("seed")]
         assert math.isclose(nums[f"ece_alpha.{arch}"]["value"], np.mean(per_seed), rel_tol=1e-9)
+        # the ECE's log-log curvature, mean and SE over seeds: the claims' lack-of-fit test of ece_rate
+        bends = [loglog_curvature(g["N"], g["ece"]) for _, g in sub.groupby("seed")]
+        bend = nums[f"ece_curvature.{arch}"]
+        assert bend["value"] == pytest.approx(np.mean(bends), rel=1e-9, abs=1e-12)
+        assert bend["se"] == pytest.approx(np.std(bends, ddof=1) / math.sqrt(len(bends)), rel=1e-9, abs=1e-12)
         assert f"true_ece_alpha.{arch}" in nums and f"true_ece.{arch}" in nums
 
 

@@ -17,7 +17,7 @@ from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_fra
 from oracle.errors import ConfigError, DataError
 from oracle.experiments._calibration import report as _calibration_report
 from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
-from oracle.experiments.scaling.learners import learner_numbers, learners_table
+from oracle.experiments.scaling.learners import curvature_entry, learner_numbers, learners_table
 from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law_offset,
                                         fit_seed_mean, power_law)
 from oracle.report.figures import (errorbar, log_tick_labels, palette, panel_letters, reliability_diagram, save_figure,
@@ -359,7 +359,8 @@ def claim_numbers(runs: pd.DataFrame, fits: pd.DataFrame, spec: Mapping, path: s
       ``nll_regret_min``: the smallest E[log p(y|x) - log q(y|x)] over the classifiers (each an
       unbiased estimate of its KL >= 0 when the labels are drawn from p), the one whose 95%
       interval reaches lowest;
-    * per architecture: ``kl_r2``/``ece_r2`` (mean per-seed R^2 of the log-log fits); ``total_drop_last`` (the seed-mean total
+    * per architecture: ``kl_r2``/``ece_r2`` (mean per-seed R^2 of the log-log fits), ``ece_curvature``
+      (the ECE's log-log curvature, as ``curvature`` is the KL's); ``total_drop_last`` (the seed-mean total
       cross-entropy's relative drop per doubling of N over the last step of N) and
       ``kl_fall_last`` (KL(N_prev) - KL(N_last) per seed, nats); ``log_kl_drop_low``
       (ln KL(N_min) / KL(N_mid) per seed, N_mid the middle size: the low-data half);
@@ -394,6 +395,10 @@ def claim_numbers(runs: pd.DataFrame, fits: pd.DataFrame, spec: Mapping, path: s
                 out[f"{key}.{arch}"] = entry(float(r["r2"]), "1", path, (
                     f"{label}: R^2 of the log-log power-law fit of the {'epistemic KL' if value == 'epistemic' else 'ECE'}"
                     " against N, mean over per-seed fits"))
+        # the KL's curvature is the learners' (`learner_numbers`); the ECE's sits beside its R^2
+        ece_bend = curvature_entry(_arch_fit(fits, arch, "ece"), label, "ECE", path)
+        if ece_bend is not None:
+            out[f"ece_curvature.{arch}"] = ece_bend
         arch_sizes = sorted(int(n) for n in sub["N"].unique())
         hi = arch_sizes[-1]
         if len(arch_sizes) < 2 or "total" not in sub:
