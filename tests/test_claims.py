@@ -325,3 +325,15 @@ def test_a_world_check_and_a_shared_arm_are_shown_but_not_counted():
     assert cl.verdict_cell(by_id["floor_exact"]) == "contradicted (not counted)"
     # a claims.csv from before the column: every row counts
     assert sum(cl.verdict_counts([{k: v for k, v in r.items() if k != "counted"} for r in rows]).values()) == 13
+
+
+def test_active_learning_shows_how_alike_entropy_and_the_exact_kl_rank_the_pool():
+    """Entropy is only a poor proxy where it is not mostly epistemic: the row shows the Spearman
+    rho of max-entropy scores with the exact KL over the pool beside the verdict, not in it."""
+    row = next(r for r in cl.claims(base_numbers(), EXPERIMENTS) if r["id"] == "active_learning")
+    assert "Spearman" not in row["this run"]
+    numbers = {**base_numbers(), "active.spearman_epistemic.test_resnet.max_entropy": seeds(0.89, 0.01)}
+    row = next(r for r in cl.claims(numbers, EXPERIMENTS) if r["id"] == "active_learning")
+    half = stats.t.ppf(0.975, 2) * 0.01
+    assert f"exact epistemic KL at Spearman 0.89 (95% CI [{0.89 - half:.4g}, {0.89 + half:.4g}])" in row["this run"]
+    assert row["verdict"] == "supported" and "active.spearman_epistemic.test_resnet.max_entropy" in row["numbers"]

@@ -321,13 +321,16 @@ def _active(n, x, spec) -> Judgement:
         raise Missing(f"{x}.gain_ratio.<arch>")
     ratio, fewer = estimate(n, f"{x}.gain_ratio.{arch}"), estimate(n, f"{x}.fewer_labels.{arch}")
     parts = [_sided(ratio.side(ACTIVE_RATIO_MARGIN), +1), _sided(fewer.side(ACTIVE_FEWER_MARGIN), +1)]
-    rank = n.get(f"{x}.entropy_epistemic_spearman.{arch}", {}).get("value")
-    beside = (f"; over the pool, max-entropy scores rank like the exact epistemic KL with Spearman {rank:.3g}"
-              if rank is not None else "")
+    rank_key = f"{x}.spearman_epistemic.{arch}.max_entropy"
+    beside, rank_keys = "", []
+    if n.get(rank_key, {}).get("value") is not None:
+        rank = estimate(n, rank_key)
+        beside, rank_keys = (f"; over the pool, max-entropy scores rank with the exact epistemic KL at Spearman "
+                             f"{rank.text()} ({rank.ci_text()})"), [rank_key]
     return (f"{arch} on world {world} (Bayes error {100 * noise:.3g}%): gain ratio {ratio.text()}x, "
             f"{100 * fewer.value:.3g}% fewer labels{beside}",
             f"ratio {ratio.ci_text()}; fewer labels {fewer.ci_text()}", _combine(parts),
-            [*ratio.keys, *fewer.keys, f"world.{world}.bayes_error"],
+            [*ratio.keys, *fewer.keys, f"world.{world}.bayes_error", *rank_keys],
             [Check("gain ratio max epistemic / max entropy", ratio, ACTIVE_RATIO_MARGIN, PAPER_GAIN_RATIO),
              Check("fraction fewer labels", fewer, ACTIVE_FEWER_MARGIN, PAPER_FEWER_LABELS)])
 
