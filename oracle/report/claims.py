@@ -447,8 +447,8 @@ FINDINGS: tuple[Finding, ...] = (
             "other side, else unresolved", _soft_calibration),
     Finding("ece_rate", "scaling", "ECE falls with N at a different rate than the epistemic KL",
             "alpha_ECE != alpha_KL",
-            f"posed for the architectures where both the ECE and the KL are straight on a log-log plot (the {_CI} of "
-            f"each one's log-log curvature contains 0, as in power_law); per such architecture, the Bonferroni "
+            f"posed for the architectures where both the ECE and the KL are straight on a log-log plot (the 95% CI "
+            f"of each one's log-log curvature contains 0, as in power_law); per such architecture, the Bonferroni "
             f"{_CI} of alpha_ECE - alpha_KL: "
             f"supported if one excludes 0; contradicted if every one lies within ± max({SAME_RATE_MIN:g}, "
             f"{SAME_RATE_REL:g} alpha_KL); else unresolved", _ece_rate),
