@@ -392,8 +392,8 @@ class Finding:
     uncounted: str = ""
 
 
-_CI = ("95% CI (value ± t SE: over seeds, and over the shared test rows where the seeds shared them; 1.96 SE "
-       "for a Monte Carlo SE)")
+_CI = ("95% CI (value ± t SE: over seeds, and over the shared test rows where the seeds shared them, a difference "
+       "of two classifiers on the same rows paired per row; 1.96 SE for a Monte Carlo SE)")
 
 FINDINGS: tuple[Finding, ...] = (
     Finding("power_law", "scaling", "epistemic error follows a power law KL ∝ N^-alpha (a nearly perfect straight "
@@ -434,9 +434,8 @@ FINDINGS: tuple[Finding, ...] = (
             "supported if both lie above 0, contradicted if either lies below 0, else unresolved", _exponents_differ),
     Finding("soft_labels", "labels", "soft labels beat hard at most N", "soft > hard at 4 of 5 sizes, up to ~1 pp",
             f"not posed where the world's posteriors are nearly one-hot (Bayes error x N_max below "
-            f"{SOFT_LABEL_MASS:g} rows); per N, the 95% CI (t over seeds) of the paired accuracy gain (soft - hard, the "
-            "same training images "
-            "and test rows): supported if it lies above 0 at more than half of the sizes; contradicted if below 0 "
+            f"{SOFT_LABEL_MASS:g} rows); per N, the {_CI} of the accuracy gain (soft - hard, the same training "
+            "images and test rows): supported if it lies above 0 at more than half of the sizes; contradicted if below 0 "
             "at half or more; else unresolved", _soft_beats_hard),
     Finding("soft_calibration", "labels", "soft labels give near-perfect calibration",
             "ECE = 0.018 (against the labels)",
