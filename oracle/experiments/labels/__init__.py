@@ -109,9 +109,10 @@ def evaluation_sets(spec: Mapping) -> list[str]:
 
 def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """Its classifiers' metrics files, predictions and training histories, and its world's
-    samples (the posterior at the test rows)."""
+    samples and the shards behind them (the posterior at the test rows)."""
     return {"metrics": paths.experiment_metrics(name), "histories": paths.experiment_histories(name),
-            "predictions": paths.experiment_predictions(name), "samples": [paths.world_samples(spec["world"])]}
+            "predictions": paths.experiment_predictions(name), "samples": [paths.world_samples(spec["world"])],
+            "shards": paths.world_shards(spec["world"])}
 
 
 SCHEMA = entry_schema(__file__)

@@ -103,9 +103,10 @@ def evaluation_sets(spec: Mapping) -> list[str]:
 
 def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """Its classifiers' metrics and predictions files on every evaluation set, and its world's
-    samples (the posterior at the test rows, which pairs the KLs per row)."""
+    samples and the shards behind them (the posterior at the test rows, which pairs the KLs per row)."""
     return {"metrics": paths.experiment_metrics(name), "predictions": paths.experiment_predictions(name),
-            "samples": [paths.world_samples(spec["world"])]}
+            "samples": [paths.world_samples(spec["world"])],
+            "shards": paths.world_shards(spec["world"])}
 
 
 SCHEMA = entry_schema(__file__)

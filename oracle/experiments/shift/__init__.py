@@ -162,11 +162,12 @@ def shift_type(spec: Mapping, cell: str) -> str:
 
 
 def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
-    """Metrics, predictions and histories of its classifiers, the baseline world's samples (the
+    """Metrics, predictions and histories of its classifiers, the baseline world's samples and shards (the
     posterior at the test rows, which pairs two configurations per row), the exact-KL checks of
     its variant training worlds, the oracle's posterior shift at its noise levels."""
     return {"metrics": paths.experiment_metrics(name), "histories": paths.experiment_histories(name),
             "predictions": paths.experiment_predictions(name), "samples": [paths.world_samples(spec["world"])],
+            "shards": paths.world_shards(spec["world"]),
             "divergences": paths.divergences(variant_worlds(spec), spec["world"]),
             "noise": paths.noisy_constants(spec["world"], noise_levels(spec))}
 
