@@ -12,14 +12,13 @@ def main(sm):
 
     import pandas as pd
 
-    from oracle.report.claims import VERDICTS, claims
+    from oracle.report.claims import claims, counts_text
     from oracle.report.tables import write_csv_markdown
 
     rows = claims(json.loads(Path(sm.input.numbers).read_text()), sm.params.experiments)
-    counts = pd.Series([r["verdict"] for r in rows]).value_counts()
     write_csv_markdown(pd.DataFrame(rows), sm.output.csv, sm.output.md,
                        "The paper's findings against this run's numbers (verdict under each row's rule)",
-                       notes="Verdicts: " + ", ".join(f"{v} {counts.get(v, 0)}" for v in VERDICTS) + ".",
+                       notes=f"Verdicts: {counts_text(rows)}.",
                        csv_only=("checks",))
     from oracle.report.captions import write_caption
     from oracle.report.claims_figure import claims_caption, claims_forest

@@ -268,3 +268,14 @@ def test_active_epistemic_gaining_less_is_said():
     assert f"The paper: {paper_says('active_learning')}." in cap
     better = artifact_findings("active", "rounds", _rounds(0.16, 0.10), ACTIVE_SPEC)
     assert "gain is 1.6x" in better and "fewer labels than Max Entropy" in better
+
+
+def test_ece_rate_caption_judges_straightness_by_the_curvature_not_r2():
+    """The caption reads straightness as the claims do (`oracle.report.claims.straightness`):
+    exact power laws are straight, whatever round-off their per-seed curvatures carry; an ECE
+    that flattens onto an offset bends, though its log-log R^2 is 0.99."""
+    runs = _scaling_runs(lambda n: 0.9, lambda n: 2.0 * n ** -0.4)
+    assert "for 2 of 2 architectures" in _scaling(runs, "calibration_vs_n")
+    bent = runs.assign(ece=runs["ece"] + 0.05)
+    text = _scaling(bent, "calibration_vs_n")
+    assert "(R^2 0.99)" in text and "for 0 of 2 architectures" in text and "a curve bends" in text

@@ -195,6 +195,9 @@ def test_learner_against_brute_force(tmp_path):
     assert f"{100 * gaps.mean():.3g} ± " in text  # the gap at the largest tau, with its SE
     widens = np.diff(t["Gap (pp)"].to_numpy()) > 0
     assert ("widens at every step" in text) == bool(widens.all())
+    # "close" as the claims read it (bayes_bound's 3 pp), from the gap at the smallest tau
+    near = "within" if t["Gap (pp)"].iloc[0] <= 3 else "beyond"
+    assert f"the learner is {near} the 3 pp the claims read as close" in text
     assert "Theisen" in text
     assert findings("difficulty_curve", data, learner_spec()).startswith("This run: the Bayes error goes from 10%")
     # a seed's own-world metrics missing: one-line error naming it

@@ -16,7 +16,8 @@ from PIL import Image
 from oracle.classifiers.evaluate import evaluate_predictions
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import labels
-from oracle.report.numbers import spread_problems
+from oracle.report.numbers import SEEDS_AND_ROWS, spread_problems
+from paired_rows import brute_force, write_classifier, write_world
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -74,44 +75,77 @@ def _log_softmax(a):
 MODES_SEED = {"hard": 0, "soft": 1}
 
 
-def _write_classifier(root: Path, mode: str, n: int, seed: int) -> tuple[Path, Path]:
-    """A metrics file from real evaluate_predictions output and a training history."""
+#: The world's 60 test rows: log p(x|k), prior, labels (y ~ p(y|x)) and the posterior.
+_WORLD_RNG = np.random.default_rng(21)
+WORLD_LOGLIK, WORLD_PRIOR = 2 * _WORLD_RNG.normal(size=(60, 3)), [0.4, 0.35, 0.25]
+WORLD_LOG_P = _log_softmax(WORLD_LOGLIK + np.log(WORLD_PRIOR))
+WORLD_Y = np.array([_WORLD_RNG.choice(3, p=row) for row in np.exp(WORLD_LOG_P)])
+
+
+def _write_classifier(root: Path, mode: str, n: int, seed: int) -> tuple[Path, Path, Path, np.ndarray]:
+    """A metrics file from real evaluate_predictions output on the world's test rows, the
+    predictions it was computed from and a training history; and the classifier's log q."""
     rng = np.random.default_rng([MODES_SEED[mode], n, seed])  # not hash(): str hashes differ per process
-    log_p = _log_softmax(2 * rng.normal(size=(60, 3)))
+    log_p, y = WORLD_LOG_P, WORLD_Y
     sharp = 3.0 if mode == "hard" else 1.0
     log_q = _log_softmax(sharp * (log_p + rng.normal(0, 1.0 / math.sqrt(n / 100), size=(60, 3))))
-    y = np.array([rng.choice(3, p=row) for row in np.exp(log_p)])
     ident = {"experiment": "labels", "arch": "test_resnet", "cell": f"{mode}-N{n}", "seed": seed, "N": n,
              "labels": mode, "hard_label": "posterior_argmax" if mode == "hard" else None}
     metrics = root / f"{mode}-{n}-{seed}.json"
     metrics.write_text(json.dumps({**ident, "evalset": "base", "metrics": evaluate_predictions(log_q, log_p, y),
                                    "epochs": 4, "train_seconds": 1.0}))
+    predictions = write_classifier(root / f"{mode}-{n}-{seed}.h5", ident, log_q, y, np.arange(60))
     history = root / f"{mode}-{n}-{seed}.history.json"
     records = [{"epoch": e, "train_loss": 1.0 / e, "lr": 1e-3, "seconds": 0.1, "curve_acc": 0.5 + 0.05 * e,
                 "curve_epistemic": 0.3 / e} for e in range(1, 5)]
     history.write_text(json.dumps({**ident, "history": records}))
-    return metrics, history
+    return metrics, history, predictions, log_q
 
 
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
     root = tmp_path_factory.mktemp("labels")
-    files = [_write_classifier(root, m, n, s) for n in NS for m in ("hard", "soft") for s in SEEDS]
+    write_world(root / "all.h5", WORLD_LOGLIK, WORLD_Y, WORLD_PRIOR)
+    files = {(m, n, s): _write_classifier(root, m, n, s) for n in NS for m in ("hard", "soft") for s in SEEDS}
     spec = labels.check("labels", entry(sizes=NS, seeds=SEEDS), DEFAULT)
-    data = labels.collect(spec, {"metrics": [f[0] for f in files], "histories": [f[1] for f in files]})
-    return spec, data
+    data = labels.collect(spec, {"metrics": [f[0] for f in files.values()], "histories": [f[1] for f in files.values()],
+                                 "predictions": [f[2] for f in files.values()], "samples": [root / "all.h5"]})
+    return spec, data, {k: f[3] for k, f in files.items()}
 
 
 def test_collect_reads_runs_curves_and_reliability(collected):
-    spec, data = collected
+    spec, data, _ = collected
     runs, curves, rel = data["runs"], data["curves"], data["reliability"]
     assert len(runs) == len(NS) * 2 * len(SEEDS) and set(runs["labels"]) == {"hard", "soft"}
     assert len(curves) == len(runs) * 4 and {"curve_acc", "curve_epistemic", "epoch"} <= set(curves.columns)
     assert len(rel) == len(runs) * 10 and (rel.groupby(["cell", "seed"])["count"].sum() == 60).all()
 
 
+def test_gain_is_paired_per_test_row_with_a_rows_part(collected):
+    """soft - hard per N and seed: the correctness difference paired on the shared test rows (a
+    loop over rows computes the same), and gain.N<n> holds the rows' part beside the seeds'."""
+    spec, data, log_qs = collected
+    pairs = data["pairs"]
+    assert len(pairs) == len(NS) * len(SEEDS) and set(pairs["value"]) == {"acc"}
+    for _, r in pairs.iterrows():
+        n = int(r["a"].split("-N")[1])
+        assert (r["a"], r["b"]) == (f"soft-N{n}", f"hard-N{n}")
+        mean, se = brute_force(log_qs[("soft", n, r["seed"])], log_qs[("hard", n, r["seed"])], WORLD_LOG_P, WORLD_Y,
+                               "acc")
+        assert math.isclose(r["diff"], mean, abs_tol=1e-15) and math.isclose(r["diff_se"], se, rel_tol=1e-9)
+    nums = labels.numbers(data, spec, {d: f"{d}.csv" for d in labels.DATA})
+    runs = data["runs"]
+    for n in NS:
+        g, at = nums[f"gain.N{n}"], pairs[pairs["a"] == f"soft-N{n}"]
+        assert g["se_over"] == SEEDS_AND_ROWS and g["artifact"] == "pairs.csv"
+        assert math.isclose(g["se_rows"], 100 * at["diff_se"].mean(), rel_tol=1e-12)
+        # the rows' part paired: at most the unpaired hypot of the two arms' test-set SEs
+        arms = [runs[(runs["cell"] == f"{m}-N{n}")]["acc_se"].mean() for m in ("soft", "hard")]
+        assert g["se_rows"] <= 100 * math.hypot(*arms) + 1e-12
+
+
 def test_collect_needs_training_curves(tmp_path):
-    m, h = _write_classifier(tmp_path, "hard", 100, 0)
+    m, h, _, _ = _write_classifier(tmp_path, "hard", 100, 0)
     blob = json.loads(h.read_text())
     for r in blob["history"]:
         del r["curve_acc"], r["curve_epistemic"]
@@ -137,7 +171,7 @@ def test_gains_are_paired_by_seed(collected):
 
 
 def test_table_equals_seed_aggregates(collected):
-    spec, data = collected
+    spec, data, _ = collected
     t = labels.table("label_comparison", data, spec)
     runs = data["runs"]
     assert len(t) == 2 * len(NS)
@@ -153,7 +187,7 @@ def test_table_equals_seed_aggregates(collected):
 
 
 def test_figures_write_pdf_and_png(collected, tmp_path):
-    spec, data = collected
+    spec, data, _ = collected
     for name in ("soft_vs_hard", "reliability", "calibration_agreement"):
         paths = labels.figure(name, data, spec, tmp_path / name)
         assert paths["pdf"].read_bytes()[:5] == b"%PDF-"
@@ -164,9 +198,9 @@ def test_figures_write_pdf_and_png(collected, tmp_path):
 
 
 def test_numbers_count_wins_and_name_the_largest_gain(collected):
-    spec, data = collected
+    spec, data, _ = collected
     runs = data["runs"]
-    nums = labels.numbers(data, spec, {"runs": "runs.csv", "curves": "curves.csv", "reliability": "rel.csv"})
+    nums = labels.numbers(data, spec, {d: f"{d}.csv" for d in labels.DATA})
     assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     means = runs.groupby(["N", "labels"])["acc"].mean().unstack()
     gain = means["soft"] - means["hard"]

@@ -14,12 +14,17 @@ from PIL import Image
 from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import scaling
+from oracle.experiments._pairs import COLUMNS as PAIR_COLUMNS
+from oracle.measures.power_laws import loglog_curvature
 from oracle.report.numbers import spread_problems
+from paired_rows import brute_force, write_classifier, write_world
 
 ALPHAS = {"resnet18": [0.04, 0.05, 0.06], "vit_base_patch16_224": [0.02, 0.03, 0.04],
           "mobilenetv3_large_100": [0.12, 0.14, 0.15]}
 LABELS = {"resnet18": "ResNet-18", "vit_base_patch16_224": "ViT-Base", "mobilenetv3_large_100": "MobileNet"}
 NS = [100, 1000, 5000, 10000]
+#: The pairs data of classifiers without predictions (the plateau's KL fall is then not computed).
+NO_PAIRS = pd.DataFrame(columns=list(PAIR_COLUMNS))
 
 
 def log_softmax_np(a: np.ndarray) -> np.ndarray:
@@ -57,28 +62,43 @@ def runs():
                     "calibration_pointwise": 0.03 + 0.5 * epi, "nll": 0.02 + epi, "bayes_accuracy": 0.9977, "bayes_accuracy_se": 0.001,
                 })
     df = pd.DataFrame(rows)
-    return {"runs": df, "fits": scaling.all_fits(df)}
+    return {"runs": df, "fits": scaling.all_fits(df), "pairs": NO_PAIRS}
 
 
-def _write_metrics(root, arch, n, seed, epistemic):
+@pytest.fixture
+def world(tmp_path):
+    """A world file of 60 rows, K = 3, and its posterior and labels at its 50 test rows."""
+    rng = np.random.default_rng(11)
+    labels = rng.integers(0, 3, 60)
+    log_p = write_world(tmp_path / "all.h5", rng.normal(size=(60, 3)) * 2.0, labels, [0.5, 0.3, 0.2])
+    rows = np.arange(5, 55)
+    return tmp_path / "all.h5", log_p[rows], labels[rows], rows
+
+
+def _write_metrics(root, arch, n, seed, epistemic, world):
+    """A classifier's metrics (its epistemic KL replaced by `epistemic`, so the fits are known) and
+    its predictions on the world's test rows -> (metrics path, predictions path, log q)."""
     from oracle.classifiers.evaluate import evaluate_predictions
 
+    _, log_p, labels, rows = world
     rng = np.random.default_rng(n + seed)
-    m = evaluate_predictions(log_softmax_np(rng.normal(size=(50, 3))), log_softmax_np(rng.normal(size=(50, 3))),
-                             rng.integers(0, 3, 50))
+    log_q = log_softmax_np(log_p * rng.uniform(0.2, 1.0) + rng.normal(size=(50, 3)))
+    m = evaluate_predictions(log_q, log_p, labels)
     m["epistemic"] = {"mean": epistemic, "se": 0.01}
     path = root / f"{arch}-N{n}-s{seed}.json"
-    path.write_text(json.dumps({"experiment": "scaling", "arch": arch, "cell": f"N{n}", "N": n, "seed": seed,
-                                "evalset": "base", "labels": "hard", "hard_label": "label", "metrics": m,
-                                "epochs": 3, "train_seconds": 1.0}))
-    return path
+    ident = {"experiment": "scaling", "arch": arch, "cell": f"N{n}", "N": n, "seed": seed, "evalset": "base",
+             "labels": "hard", "hard_label": "label"}
+    path.write_text(json.dumps({**ident, "metrics": m, "epochs": 3, "train_seconds": 1.0}))
+    return path, write_classifier(root / f"{arch}-N{n}-s{seed}.h5", ident, log_q, labels, rows), log_q
 
 
-def test_collect_reads_every_metrics_file_and_fits_each_seed(tmp_path):
+def test_collect_reads_every_metrics_file_and_fits_each_seed(tmp_path, world):
     alphas = {"a": [0.30, 0.32, 0.34], "b": [0.10, 0.10, 0.13]}
-    paths = [_write_metrics(tmp_path, arch, n, seed, 2.0 * n ** -alpha)
-             for arch, per_seed in alphas.items() for seed, alpha in enumerate(per_seed) for n in (10, 100, 1000, 10000)]
-    data = scaling.collect(spec(archs=list(alphas)), {"metrics": paths})
+    written = {(arch, n, seed): _write_metrics(tmp_path, arch, n, seed, 2.0 * n ** -alpha, world)
+               for arch, per_seed in alphas.items() for seed, alpha in enumerate(per_seed) for n in (10, 100, 1000, 10000)}
+    paths = [w[0] for w in written.values()]
+    data = scaling.collect(spec(archs=list(alphas)), {"metrics": paths, "predictions": [w[1] for w in written.values()],
+                                                      "samples": [world[0]]})
     df, fits = data["runs"], data["fits"]
     assert len(df) == 24 and list(df["N"][:4]) == [10, 10, 10, 100]  # sorted by arch, N, seed
     assert {"experiment", "arch", "cell", "N", "seed", "evalset", "epistemic", "epistemic_se", "acc", "ece",
@@ -100,6 +120,28 @@ def test_collect_reads_every_metrics_file_and_fits_each_seed(tmp_path):
     # reliability: one row per (classifier, bin), the bins' counts add up to the test set
     rel = data["reliability"]
     assert len(rel) == 24 * 10 and (rel.groupby(["arch", "N", "seed"])["count"].sum() == 50).all()
+    # pairs: every next step of N per (arch, seed), the KL difference paired per test row, as a loop computes it
+    _, log_p, labels, _ = world
+    pairs = data["pairs"]
+    assert len(pairs) == 2 * 3 * 3 and set(pairs["value"]) == {"epistemic"} and (pairs["n_rows"] == 50).all()
+    for _, r in pairs.iterrows():
+        lo, hi = int(r["a"][1:]), int(r["b"][1:])
+        assert hi == 10 * lo
+        mean, se = brute_force(written[(r["arch"], lo, r["seed"])][2], written[(r["arch"], hi, r["seed"])][2], log_p,
+                               labels, "epistemic")
+        assert math.isclose(r["diff"], mean, rel_tol=1e-10) and math.isclose(r["diff_se"], se, rel_tol=1e-9)
+    # the plateau's KL fall over the last step of N: mean over seeds of the paired differences, the rows' part the
+    # mean of their paired SEs (not the unpaired hypot of the two sizes' test-set SEs)
+    nums = scaling.numbers(data, spec(archs=list(alphas), arch_labels={"a": "A", "b": "B"}),
+                           {d: f"{d}.csv" for d in scaling.DATA})
+    for arch in alphas:
+        last = pairs[(pairs["arch"] == arch) & (pairs["a"] == "N1000")]
+        fall = nums[f"kl_fall_last.{arch}"]
+        assert fall["artifact"] == "pairs.csv" and fall["n_seeds"] == 3 and fall["df"] is not None
+        assert math.isclose(fall["value"], last["diff"].mean(), rel_tol=1e-12)
+        assert math.isclose(fall["se_rows"], last["diff_se"].mean(), rel_tol=1e-12)
+        assert math.isclose(fall["se_seeds"], last["diff"].std(ddof=1) / math.sqrt(3), rel_tol=1e-12)
+    assert spread_problems({k: v for k, v in nums.items() if k.startswith("kl_fall_last")}) == []
 
 
 def test_metrics_file_without_its_identity_is_refused(tmp_path):
@@ -196,9 +238,9 @@ def test_numbers_spread_over_seeds_and_bayes_gaps():
              "cell": f"N{n}", "acc_se": 0.02, "ece": 0.05, "ece_posterior": 0.04, "calibration_pointwise": 0.06, "epistemic": 0.3 / n ** 0.2 + 0.001 * seed, "epistemic_se": 0.004,
              "bayes_accuracy": 0.8, "bayes_accuracy_se": 0.01, "n": 400}
             for arch in ("r18", "vit") for n in (10, 100) for seed in ((0, 1) if arch == "r18" else (0,))]
-    data = {"runs": pd.DataFrame(rows), "fits": pd.DataFrame()}
+    data = {"runs": pd.DataFrame(rows), "fits": pd.DataFrame(), "pairs": NO_PAIRS}
     s = spec(archs=["r18", "vit"], sizes=[10, 100], arch_labels={"r18": "ResNet-18", "vit": "ViT"})
-    nums = scaling.numbers(data, s, {"runs": "runs.csv", "fits": "fits.csv"})
+    nums = scaling.numbers(data, s, {"runs": "runs.csv", "fits": "fits.csv", "pairs": "pairs.csv"})
     two = data["runs"][(data["runs"]["arch"] == "r18") & (data["runs"]["N"] == 100)]["acc"].to_numpy()
     acc = nums["accuracy.r18"]
     assert acc["se_over"] == "seeds" and acc["n_seeds"] == 2 and acc["artifact"] == "runs.csv"
@@ -238,7 +280,7 @@ def test_calibration_figures(runs, tmp_path):
 
 
 def test_numbers_recover_the_exponents(runs):
-    nums = scaling.numbers(runs, spec(), {"runs": "runs.csv", "fits": "fits.csv"})
+    nums = scaling.numbers(runs, spec(), {"runs": "runs.csv", "fits": "fits.csv", "pairs": "pairs.csv"})
     assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     for arch, alphas in ALPHAS.items():
         assert math.isclose(nums[f"alpha.{arch}"]["value"], np.mean(alphas), rel_tol=1e-9)
@@ -249,6 +291,11 @@ def test_numbers_recover_the_exponents(runs):
         sub = runs["runs"][runs["runs"]["arch"] == arch]
         per_seed = [-np.polyfit(np.log(g["N"]), np.log(g["ece"]), 1)[0] for _, g in sub.groupby("seed")]
         assert math.isclose(nums[f"ece_alpha.{arch}"]["value"], np.mean(per_seed), rel_tol=1e-9)
+        # the ECE's log-log curvature, mean and SE over seeds: the claims' lack-of-fit test of ece_rate
+        bends = [loglog_curvature(g["N"], g["ece"]) for _, g in sub.groupby("seed")]
+        bend = nums[f"ece_curvature.{arch}"]
+        assert bend["value"] == pytest.approx(np.mean(bends), rel=1e-9, abs=1e-12)
+        assert bend["se"] == pytest.approx(np.std(bends, ddof=1) / math.sqrt(len(bends)), rel=1e-9, abs=1e-12)
         assert f"true_ece_alpha.{arch}" in nums and f"true_ece.{arch}" in nums
 
 

@@ -15,7 +15,8 @@ import pytest
 from oracle.errors import ConfigError
 from oracle.experiments import shift
 from oracle.measures.divergences import label_kl, tau_kl
-from oracle.report.numbers import spread_problems
+from oracle.report.numbers import SEEDS_AND_ROWS, spread_problems
+from paired_rows import write_classifier, write_world
 from tests.test_experiment_kinds import DEFAULT
 
 PAPER = {  # Table 7 / 8 style: name -> (prior, sigma, world, accuracy per seed)
@@ -80,10 +81,30 @@ def counts_of(prior, seed):
     return [int(round(1000 * p)) + d for p, d in zip(prior, (seed, -seed, 0))]
 
 
+TEST_ROWS = 2000
+
+
+def _predictions(root, world, cell, seed, acc):
+    """Predictions on the world's test rows right on exactly round(acc * rows) of them: the easiest
+    rows of one shared order, so two classifiers' errors share their rows, as on real test sets."""
+    order, labels = world
+    right = np.zeros(TEST_ROWS, bool)
+    right[order[: round(acc * TEST_ROWS)]] = True
+    guess = np.where(right, labels, (labels + 1) % 3)
+    log_q = np.log(np.full((TEST_ROWS, 3), 0.1))
+    log_q[np.arange(TEST_ROWS), guess] = np.log(0.8)
+    ident = {"experiment": "sh", "arch": "test_resnet", "cell": cell, "seed": seed, "evalset": "base"}
+    return str(write_classifier(root / f"p-{cell}-{seed}.h5", ident, log_q, labels, np.arange(TEST_ROWS)))
+
+
 @pytest.fixture
 def collected(tmp_path):
     s = spec()
-    metrics, histories = [], []
+    metrics, histories, predictions = [], [], []
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 3, TEST_ROWS)
+    write_world(tmp_path / "all.h5", rng.normal(size=(TEST_ROWS, 3)), labels, [1 / 3, 1 / 3, 1 / 3])
+    world = (rng.permutation(TEST_ROWS), labels)
     for cell, (prior, _, _, accs) in PAPER.items():
         for seed, acc in zip(SEEDS, accs):
             m = tmp_path / f"m-{cell}-{seed}.json"
@@ -98,6 +119,7 @@ def collected(tmp_path):
                                      "history": [{"val_acc": 0.5}, {"val_acc": acc + 0.005}], "shift": shift_info}))
             metrics.append(str(m))
             histories.append(str(h))
+            predictions.append(_predictions(tmp_path, world, cell, seed, acc))
     div = tmp_path / "kl.json"
     div.write_text(json.dumps({"world": "tau0.9", "closed_form": {"prior": 0.0, "tau": tau_kl(64, 0.9), "total": tau_kl(64, 0.9)},
                                "monte_carlo": {"mean": 0.65, "se": 0.02, "n": 4096}, "z": -0.6}))
@@ -107,7 +129,8 @@ def collected(tmp_path):
         p.write_text(json.dumps({"sigma": sigma, "posterior_shift": {"mean": sigma * 2, "se": 0.01},
                                  "oracle_accuracy_noisy": {"mean": 1 - sigma, "se": 0.004}}))
         noise.append(str(p))
-    data = shift.collect(s, {"metrics": metrics, "histories": histories, "divergences": [str(div)], "noise": noise})
+    data = shift.collect(s, {"metrics": metrics, "histories": histories, "divergences": [str(div)], "noise": noise,
+                             "predictions": predictions, "samples": [tmp_path / "all.h5"]})
     return s, csv_roundtrip(data, tmp_path)
 
 
@@ -169,16 +192,42 @@ def test_drop_fits_and_numbers(collected, tmp_path):
     ex = c[np.isfinite(c["kl_exact"])]
     assert fits["exact"]["n"] == 4  # balanced, two imbalances, the tau variant
     assert fits["exact"]["r2"] == pytest.approx(np.corrcoef(ex["kl_exact"], -ex["delta_pp"])[0, 1] ** 2, rel=1e-9)
-    nums = shift.numbers(data, s, {"runs": "runs.csv", "configurations": "conf.csv"})
+    nums = shift.numbers(data, s, {"runs": "runs.csv", "configurations": "conf.csv", "pairs": "pairs.csv"})
     assert spread_problems(nums) == []  # every mean over seeds: std, se, se_over, n_seeds
     assert nums["r2_drop_vs_kl_y"]["value"] == pytest.approx(fits["kl_y"]["r2"])
     assert nums["accuracy.noise0.15"]["value"] == pytest.approx(np.mean(PAPER["noise0.15"][3]))
     assert nums["kl_exact.tau"]["value"] == pytest.approx(tau_kl(64, 0.9))
     assert nums["kl_monte_carlo.tau"]["se"] == 0.02 and nums["posterior_shift.noise0.1"]["unit"] == "nats"
     assert "kl_exact.noise0.1" not in nums and nums["oracle_accuracy_noisy.noise0.1"]["unit"] == "fraction"
-    assert all(e["artifact"] == "conf.csv" for e in nums.values())
+    assert all(e["artifact"] == "pairs.csv" if k.endswith("_vs_imbalance") else e["artifact"] == "conf.csv"
+               for k, e in nums.items())
     paths = shift.figure("shift_panels", data, s, tmp_path / "fig3")
     assert paths["pdf"].read_bytes().startswith(b"%PDF") and paths["png"].stat().st_size > 20_000
+
+
+def test_type_comparisons_pair_the_two_configurations_per_test_row(collected):
+    """noise_vs_imbalance: acc(imbalance) - acc(noise) per seed, paired on the baseline's test rows
+    (the classifiers' errors share rows): the rows' part is the mean of the paired SEs, well below
+    the unpaired hypot of the two configurations' test-set SEs."""
+    s, data = collected
+    pairs = data["pairs"]
+    cells = list(PAPER)
+    assert len(pairs) == len(SEEDS) * len(cells) * (len(cells) - 1) // 2 and set(pairs["value"]) == {"acc"}
+    for _, r in pairs.iterrows():  # each pair's mean difference is the two accuracies' difference
+        acc = {c: PAPER[c][3][SEEDS.index(r["seed"])] for c in (r["a"], r["b"])}
+        assert r["diff"] == pytest.approx(acc[r["a"]] - acc[r["b"]], abs=1e-12)
+    nums = shift.numbers(data, s, {"runs": "runs.csv", "configurations": "conf.csv", "pairs": "pairs.csv"})
+    d = nums["noise_vs_imbalance"]
+    # the noise-only configuration with the largest drop (noise0.15) against the prior-only one (imb70)
+    imb, noise = np.array(PAPER["imb70"][3]), np.array(PAPER["noise0.15"][3])
+    assert d["value"] == pytest.approx(100 * (imb - noise).mean(), abs=1e-9) and d["se_over"] == SEEDS_AND_ROWS
+    assert d["se_seeds"] == pytest.approx(100 * np.std(imb - noise, ddof=1) / math.sqrt(3), rel=1e-9)
+    # nested correct sets: each row's difference is 0 or 1, so the paired SE is that of a proportion
+    p = imb - noise
+    assert d["se_rows"] == pytest.approx(100 * np.mean(np.sqrt(p * (1 - p) / (TEST_ROWS - 1))), rel=1e-9)
+    unpaired = 100 * math.hypot(np.mean(np.sqrt(imb * (1 - imb) / TEST_ROWS)),
+                                np.mean(np.sqrt(noise * (1 - noise) / TEST_ROWS)))
+    assert d["se_rows"] < 0.9 * unpaired  # 0.86 against 0.97 pp: the noise arm's own spread dominates both
 
 
 def test_paper_preset_has_the_ten_configurations_of_table_7():

@@ -155,3 +155,14 @@ def test_the_claims_figure_heads_the_claims_section_when_the_run_has_it(tmp_path
     text, copies = findings_page(run, tmp_path / "docs" / "findings.md", "cmd")
     assert "![claims](findings/claims.png)" in text
     assert copies[run / "claims.png"] == tmp_path / "docs" / "findings" / "claims.png"
+
+
+def test_claims_section_shows_an_uncounted_row_and_leaves_it_out_of_the_counts():
+    frame = _claims()
+    extra = {**frame.iloc[0].to_dict(), "id": "floor_exact", "verdict": "supported",
+             "counted": "a check of the world, not a finding"}
+    frame = pd.concat([frame.assign(counted="yes"), pd.DataFrame([extra])], ignore_index=True)
+    text = claims_section(frame)
+    assert ("Verdicts: supported 1, contradicted 0, unresolved 1, not posed 0, not run 1 (not counted: floor_exact)."
+            in text)
+    assert "**supported (not counted)**" in text

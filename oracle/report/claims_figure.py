@@ -21,7 +21,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from oracle.errors import DataError
-from oracle.report.claims import VERDICTS
+from oracle.report.claims import counted, counts_text, verdict_counts
 from oracle.report.figures import save_figure, style
 
 #: Colour per verdict (colourblind-safe: blue, vermilion, grey, sky, black outline).
@@ -93,10 +93,9 @@ def claims_forest(claims: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pa
             ax.set_xlim(*_limits(row))
             ax.tick_params(axis="x", labelsize=6, pad=1, length=2)
             ax.set_ylim(-0.6, 0.6)
-        counts = pd.Series([r["verdict"] for r in claims.to_dict("records")]).value_counts()
-        fig.suptitle("The paper's findings against this run: " + ", ".join(
-            f"{v} {int(counts.get(v, 0))}" for v in VERDICTS) + "\ndot and bar: this run's estimate and 95% interval; "
-            "dashed: the rule's reference; diamond: the paper's value", fontsize=8)
+        fig.suptitle("The paper's findings against this run: " + counts_text(claims.to_dict("records"))
+                     + "\ndot and bar: this run's estimate and 95% interval; dashed: the rule's reference; "
+                     "diamond: the paper's value", fontsize=8)
         fig.tight_layout(h_pad=0.3)
         return save_figure(fig, stem)
 
@@ -104,10 +103,13 @@ def claims_forest(claims: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pa
 def claims_caption(claims: pd.DataFrame) -> str:
     """The figure's caption, from the run's verdicts: what is drawn and how many findings each
     verdict got."""
-    counts = pd.Series(list(claims["verdict"])).value_counts()
-    tally = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICTS if counts.get(v, 0))
+    records = claims.to_dict("records")
+    counts = verdict_counts(records)
+    tally = ", ".join(f"{c} {v}" for v, c in counts.items() if c)
+    shown = [r["id"] for r in records if not counted(r)]
     return (f"Every interval the claims' rules compared, one row each, grouped by finding: this run's estimate "
             f"(dot) and 95% interval (bar), the value the rule compares it with (dashed), the paper's value where "
             f"it gives one (open diamond); each row on its own axis, in the check's units. Colour and the right "
-            f"margin: the finding's verdict. This run: {len(claims)} findings, {tally}. The rule of each row is in "
+            f"margin: the finding's verdict. This run: {sum(counts.values())} findings counted, {tally}"
+            + (f"; shown, not counted: {', '.join(shown)}" if shown else "") + f". The rule of each row is in "
             f"claims.md.")

@@ -21,7 +21,7 @@ import yaml
 
 from oracle.errors import DataError
 from oracle.io.atomic import atomic_output
-from oracle.report.claims import VERDICTS
+from oracle.report.claims import counts_text, verdict_cell
 from oracle.report.tables import markdown_cell
 from oracle.report.timings import benchmark_files, job_intervals, read_benchmark, wall_time
 
@@ -64,9 +64,8 @@ def claims_section(claims: pd.DataFrame) -> str:
     rows = claims.to_dict("records")
     for i, r in enumerate(rows, 1):
         lines.append(f"| {i} | {markdown_cell(r['finding'])} | {markdown_cell(r['paper'])} | {markdown_cell(r['this run'])} | "
-                     f"{markdown_cell(r['uncertainty'])} | **{markdown_cell(r['verdict'])}** |")
-    counts = claims["verdict"].value_counts()
-    lines += ["", "Verdicts: " + ", ".join(f"{v} {int(counts.get(v, 0))}" for v in VERDICTS) + ".", "",
+                     f"{markdown_cell(r['uncertainty'])} | **{markdown_cell(verdict_cell(r))}** |")
+    lines += ["", f"Verdicts: {counts_text(rows)}.", "",
               "The rule behind each verdict (the 95% intervals are over seeds unless a row says otherwise):", ""]
     lines += [f"{i}. `{r['id']}`: {r['rule']}" for i, r in enumerate(rows, 1)]
     return "\n".join(lines)
@@ -185,15 +184,14 @@ def readme_block(run_dir: str | os.PathLike, command: str, conditions: str = "")
     run_dir = Path(run_dir)
     config, claims, numbers = _run_inputs(run_dir)
     facts = run_facts(run_dir)
-    verdicts = claims["verdict"].value_counts()
     lines = [f"A run of the embedded default, `{config['run']}` (generated from its artifacts):", "",
              *_facts_lines(run_dir, command, facts, conditions), "",
              "Which world poses which question (Bayes error and floor ± SE over the world's samples):", "",
              worlds_section(config, numbers, claims), "",
-             "Verdicts: " + ", ".join(f"{v} {int(verdicts.get(v, 0))}" for v in VERDICTS)
+             f"Verdicts: {counts_text(claims.to_dict('records'))}"
              + f" (`results/{config['run']}/claims.md` has each row's value, interval and rule):", "",
              "| finding | this run | verdict |", "|---|---|---|"]
-    lines += [f"| `{r['id']}`: {markdown_cell(r['finding'])} | {markdown_cell(r['this run'])} | **{r['verdict']}** |"
+    lines += [f"| `{r['id']}`: {markdown_cell(r['finding'])} | {markdown_cell(r['this run'])} | **{verdict_cell(r)}** |"
               for r in claims.to_dict("records")]
     return "\n".join(lines) + "\n"
 

@@ -5,7 +5,9 @@ of freedom (``df`` where it states one, e.g. a mean over seeds that shared one t
 SE holds both parts; ``n_seeds - 1`` for an SE over seeds) or the normal quantile (an SE over a
 test set or samples). A difference of two entries takes ``se = sqrt(se1^2 + se2^2)``
 (numbers.json has no covariances: conservative when the two are positively correlated) and the
-smaller of the two degrees of freedom. ``m`` comparisons at once widen each interval to the
+smaller of the two degrees of freedom; a ratio of two positive entries is judged as the
+difference of their logarithms, ``se = sqrt((se1/v1)^2 + (se2/v2)^2)`` (delta method). ``m``
+comparisons at once widen each interval to the
 1 - 0.05/m level (Bonferroni). An entry with ``posed`` False stands for a question the run does
 not pose (`NotPosed`); a missing one raises `Missing`.
 """
@@ -18,8 +20,8 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-__all__ = ["Check", "Estimate", "Missing", "NotPosed", "difference", "estimate", "keys_of", "scaled", "suffixes",
-           "value"]
+__all__ = ["Check", "Estimate", "Missing", "NotPosed", "difference", "estimate", "keys_of", "log_ratio", "scaled",
+           "suffixes", "value"]
 
 
 class Missing(Exception):
@@ -105,6 +107,20 @@ def difference(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Es
     dfs = [d for d in (_df(ea), _df(eb)) if d is not None]
     se = math.hypot(float(ea["se"]), float(eb["se"]))
     return Estimate(diff, _quantile(min(dfs) if dfs else None, m) * se, (a, b))
+
+
+def log_ratio(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Estimate:
+    """ln(numbers[a] / numbers[b]) with the interval of the module docstring (None without both
+    se); NotPosed unless both values are > 0."""
+    ea, eb = _entry(numbers, a), _entry(numbers, b)
+    va, vb = float(ea["value"]), float(eb["value"])
+    if va <= 0 or vb <= 0:
+        raise NotPosed(f"{a} = {va:.4g} and {b} = {vb:.4g}: a ratio needs both > 0")
+    if ea.get("se") is None or eb.get("se") is None:
+        return Estimate(math.log(va / vb), None, (a, b))
+    dfs = [d for d in (_df(ea), _df(eb)) if d is not None]
+    se = math.hypot(float(ea["se"]) / va, float(eb["se"]) / vb)
+    return Estimate(math.log(va / vb), _quantile(min(dfs) if dfs else None, m) * se, (a, b))
 
 
 def scaled(e: Estimate, offset: float, factor: float) -> Estimate:

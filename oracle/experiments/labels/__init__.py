@@ -3,13 +3,15 @@
 One architecture trained on the same images of one world with two kinds of target: *hard*,
 one class per image (by default the argmax of the world's posterior, the paper's "one-hot
 argmax"), and *soft*, the exact posterior vector p_T(y|x) itself. Both arms of a seed train
-on the same rows (the seed's nested subset), so the soft-minus-hard gain is paired by seed.
+on the same rows (the seed's nested subset), so the soft-minus-hard gain is paired by seed; both
+are scored on the same test rows, so it is paired per test row too.
 Every classifier is scored on the world's test set against its labels and against the truth
 (`oracle.experiments._calibration.report`).
 
 Cells are ``hard-N<n>`` and ``soft-N<n>``. Data: ``runs`` (one row per classifier),
 ``curves`` (per-epoch test accuracy and epistemic KL on classifiers.curve_size test rows,
-from the training histories) and ``reliability`` (per-bin calibration data). Accuracies are
+from the training histories), ``reliability`` (per-bin calibration data) and ``pairs``
+(`oracle.experiments._pairs`: per N and seed, soft minus hard correctness paired per test row). Accuracies are
 fractions in data and numbers, percentages in tables and figures; gains are percentage points.
 """
 
@@ -24,7 +26,7 @@ from oracle.experiments import _calibration, _training, entry_schema, reporting_
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "labels"
-DATA = ("runs", "curves", "reliability")
+DATA = ("runs", "curves", "reliability", "pairs")
 MODES = ("hard", "soft")
 COLORS = {"soft": "#1f77b4", "hard": "#d62728"}  # the paper's blue and red
 ARTIFACTS = artifacts_by_name(
@@ -106,8 +108,11 @@ def evaluation_sets(spec: Mapping) -> list[str]:
 
 
 def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
-    """Its classifiers' metrics files and training histories."""
-    return {"metrics": paths.experiment_metrics(name), "histories": paths.experiment_histories(name)}
+    """Its classifiers' metrics files, predictions and training histories, and its world's
+    samples and the shards behind them (the posterior at the test rows)."""
+    return {"metrics": paths.experiment_metrics(name), "histories": paths.experiment_histories(name),
+            "predictions": paths.experiment_predictions(name), "samples": [paths.world_samples(spec["world"])],
+            "shards": paths.world_shards(spec["world"])}
 
 
 SCHEMA = entry_schema(__file__)

@@ -14,23 +14,30 @@ from matplotlib.figure import Figure
 from oracle.classifiers.evaluate import read_history_frame, read_metrics_frame, read_reliability_frame
 from oracle.errors import DataError
 from oracle.experiments._calibration import report as _calibration_report
-from oracle.experiments.labels import ARTIFACTS, COLORS, MODES
+from oracle.experiments._pairs import one_file, pair_rows, pairs_frame
+from oracle.experiments.labels import ARTIFACTS, COLORS, MODES, cell_name
 from oracle.measures.power_laws import aggregate_over_seeds
 from oracle.report.figures import errorbar, panel_letters, reliability_diagram, save_figure, size_ticks, style
-from oracle.report.numbers import entry, mean_spread, over_seeds
+from oracle.report.numbers import entry, mean_spread, over_seeds, over_seeds_and_rows
 
 
 # --------------------------------------------------------------------------- data
 def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
     """``runs`` and ``reliability`` from the metrics files (``inputs["metrics"]``), ``curves``
-    from the training histories (``inputs["histories"]``)."""
+    from the training histories (``inputs["histories"]``), ``pairs`` (soft - hard accuracy per
+    N and seed, paired per test row) from the predictions (``inputs["predictions"]``) and the
+    world's samples (``inputs["samples"]``)."""
     runs = read_metrics_frame(inputs["metrics"])
     curves = read_history_frame(inputs["histories"])
     if "curve_acc" not in curves.columns:
         raise DataError("labels: the training histories have no test-accuracy curve; set classifiers.curve_size > 0")
     curves = curves[["arch", "cell", "seed", "N", "labels", "epoch", "train_loss", "curve_acc", "curve_epistemic"]]
+    g = paired_gains(runs)
+    arch = spec["archs"][0] if spec.get("archs") else str(runs["arch"].iloc[0])
+    wanted = [(arch, int(s), cell_name("soft", n), cell_name("hard", n)) for n, s in zip(g["N"], g["seed"])]
     return {"runs": runs, "curves": curves.sort_values(["labels", "N", "seed", "epoch"]).reset_index(drop=True),
-            "reliability": read_reliability_frame(inputs["metrics"])}
+            "reliability": read_reliability_frame(inputs["metrics"]),
+            "pairs": pairs_frame(inputs["predictions"], one_file(inputs, "samples"), wanted, ("acc",))}
 
 
 def paired_gains(runs: pd.DataFrame, col: str = "acc") -> pd.DataFrame:
@@ -56,6 +63,17 @@ def gain_summary(runs: pd.DataFrame) -> pd.DataFrame:
     # accuracies are multiples of 1/n: a tie must not become a win through rounding
     out["soft_wins"] = out["gain"] > 1e-12
     return out
+
+
+def gain_spread(pairs: pd.DataFrame, n: int) -> dict:
+    """Soft - hard test accuracy at size `n` in percentage points, as `entry` keywords: the mean
+    over seeds of the per-seed gains paired per test row (`pairs`), with the seeds' spread and the
+    rows' part (`oracle.report.numbers.over_seeds_and_rows`). DataError when `pairs` lacks the size."""
+    rows = pair_rows(pairs, "acc", cell_name("soft", n), cell_name("hard", n))
+    if rows.empty:
+        raise DataError(f"labels: pairs hold no soft - hard accuracy at N={n}; rerun the experiment's collect job")
+    return over_seeds_and_rows(rows.assign(diff=100.0 * rows["diff"], diff_se=100.0 * rows["diff_se"]), "diff",
+                               int(rows["n_rows"].iloc[0]))
 
 
 # --------------------------------------------------------------------------- tables
@@ -152,8 +170,9 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     """The numbers of section 4.2 / appendix D, each an `oracle.report.numbers.entry`:
     * ``n_sizes`` and ``soft_wins``: at how many sizes the seed-mean accuracy of soft labels
       exceeds that of hard labels (the paper: 4 of 5);
-    * ``gain.N<n>`` per size and ``largest_gain`` (percentage points, soft - hard, mean ±
-      std over seeds of the paired difference; the paper: up to ~1);
+    * ``gain.N<n>`` per size and ``largest_gain`` (percentage points, soft - hard, mean over
+      seeds of the difference paired per test row, SE over seeds and test rows: `gain_spread`;
+      the paper: up to ~1);
     * at the largest N, per arm: ``accuracy_<mode>_max_n``, ``epistemic_<mode>_max_n`` (nats),
       ``ece_<mode>_max_n`` against the labels (the paper: ECE = 0.018 for soft) and
       ``true_ece_<mode>_max_n`` against the exact posterior, and ``true_ece_reduction_max_n``
@@ -168,16 +187,13 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
                               f"sizes (of {len(gains)}) at which soft labels reach a higher seed-mean test "
                               "accuracy than hard labels")}
     for _, g in gains.iterrows():
-        out[f"gain.N{int(g['N'])}"] = entry(100 * g["gain"], "percentage points", path,
-                                            f"test accuracy of soft minus hard labels at N={int(g['N'])}, mean "
-                                            "over seeds of the paired difference",
-                                            std=100 * g["gain_std"], se=100 * g["gain_se"], se_over="seeds",
-                                            n_seeds=int(g["n_seeds"]))
+        out[f"gain.N{int(g['N'])}"] = entry(unit="percentage points", artifact=data_paths["pairs"], description=(
+            f"test accuracy of soft minus hard labels at N={int(g['N'])}, mean over seeds of the difference paired "
+            "per test row (SE over seeds and the shared test rows)"), **gain_spread(data["pairs"], int(g["N"])))
     best = gains.loc[gains["gain"].idxmax()]
-    out["largest_gain"] = entry(100 * best["gain"], "percentage points", path,
-                                f"largest accuracy gain of soft over hard labels, at N={int(best['N'])}",
-                                std=100 * best["gain_std"], se=100 * best["gain_se"], se_over="seeds",
-                                n_seeds=int(best["n_seeds"]))
+    out["largest_gain"] = entry(unit="percentage points", artifact=data_paths["pairs"], description=(
+        f"largest accuracy gain of soft over hard labels, at N={int(best['N'])}"),
+        **gain_spread(data["pairs"], int(best["N"])))
     n_max = int(runs["N"].max())
     for mode in MODES:
         at = runs[(runs["N"] == n_max) & (runs["labels"] == mode)]

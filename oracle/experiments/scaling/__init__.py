@@ -8,8 +8,9 @@ it (the paper: the rates differ), and calibration is measured against the labels
 the truth (`oracle.experiments._calibration.report`).
 
 Data: ``runs`` (one row per classifier: `oracle.classifiers.evaluate.read_metrics_frame`),
-``fits`` (`power_law_fits` of the epistemic KL, the ECE against labels and the true ECE) and
-``reliability`` (per-bin calibration data). Accuracies are fractions in data and numbers,
+``fits`` (`power_law_fits` of the epistemic KL, the ECE against labels and the true ECE),
+``reliability`` (per-bin calibration data) and ``pairs`` (`oracle.experiments._pairs`: per
+(arch, seed) the epistemic KL at each N minus at the next, paired per test row). Accuracies are fractions in data and numbers,
 percentages in tables and figures.
 """
 
@@ -23,7 +24,7 @@ from oracle.experiments import _calibration, _training, entry_schema, reporting_
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "scaling"
-DATA = ("runs", "fits", "reliability")
+DATA = ("runs", "fits", "reliability", "pairs")
 #: The values with power-law fits in ``fits``: epistemic KL (nats), ECE against the labels and
 #: the true ECE against the exact posterior (fractions).
 FIT_VALUES = ("epistemic", "ece", "ece_posterior")
@@ -101,8 +102,11 @@ def evaluation_sets(spec: Mapping) -> list[str]:
 
 
 def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
-    """Its classifiers' metrics files on every evaluation set."""
-    return {"metrics": paths.experiment_metrics(name)}
+    """Its classifiers' metrics and predictions files on every evaluation set, and its world's
+    samples and the shards behind them (the posterior at the test rows, which pairs the KLs per row)."""
+    return {"metrics": paths.experiment_metrics(name), "predictions": paths.experiment_predictions(name),
+            "samples": [paths.world_samples(spec["world"])],
+            "shards": paths.world_shards(spec["world"])}
 
 
 SCHEMA = entry_schema(__file__)

@@ -12,7 +12,9 @@ from oracle.experiments._calibration import findings as _calibration_findings
 from oracle.experiments.scaling import report
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
 from oracle.report.captions import convergence_finding, count_of, num, paper_says, span
-from oracle.report.claims import PLATEAU_DROP, POWER_LAW_R2
+from oracle.report.claims import PLATEAU_DROP, straightness
+from oracle.report.intervals import estimate
+from oracle.report.numbers import mean_spread
 
 
 
@@ -129,10 +131,20 @@ def exponent_finding(runs: pd.DataFrame, value: str, what: str) -> str:
             f"{count_of(positive, len(fits), 'architectures')}. The paper: {paper_says('power_law')}.")
 
 
+def _straight(fit: pd.Series) -> int:
+    """`oracle.report.claims.straightness` of one fit row's curvature (mean, std and count over
+    seeds): +1 straight, -1 bent, 0 unknown (one seed, or fewer than three N)."""
+    if not np.isfinite(fit.get("curvature", np.nan)):
+        return 0
+    std = fit.get("curvature_std")
+    e = {"value": float(fit["curvature"]), **mean_spread(None if std is None else float(std), int(fit["n_seeds"]))}
+    return straightness(estimate({"curvature": e}, "curvature"))
+
+
 def ece_rate_finding(runs: pd.DataFrame) -> str:
-    """alpha_ECE - alpha_KL per architecture (means of per-seed fits), with each fit's mean
-    per-seed log-log R^2: where either is below the claims' `POWER_LAW_R2` the curve is no
-    power law and its exponent is no rate to compare."""
+    """alpha_ECE - alpha_KL per architecture (means of per-seed fits), with the lack-of-fit test
+    the claims use (`oracle.report.claims.straightness`): where either curve bends on a log-log
+    plot, or its bend has no interval, its exponent is no rate to compare."""
     kl_fits, ece_fits = _fits(runs, "epistemic"), _fits(runs, "ece")
     kl, ece = kl_fits["alpha"], ece_fits["alpha"]
     diffs = {a: float(ece[a] - kl[a]) for a in kl.index if a in ece.index}
@@ -140,8 +152,10 @@ def ece_rate_finding(runs: pd.DataFrame) -> str:
         return ""
     parts = "; ".join(f"{a} {num(ece[a])} (R^2 {num(ece_fits.loc[a, 'r2'], 2)}) vs {num(kl[a])} "
                       f"(R^2 {num(kl_fits.loc[a, 'r2'], 2)})" for a in diffs)
-    laws = [a for a in diffs if min(ece_fits.loc[a, "r2"], kl_fits.loc[a, "r2"]) >= POWER_LAW_R2]
-    note = (f"both are power laws (R^2 >= {POWER_LAW_R2:g}) for {count_of(len(laws), len(diffs), 'architectures')}"
-            + ("" if len(laws) == len(diffs) else "; elsewhere the exponent fits no straight line and is no rate"))
+    laws = [a for a in diffs if _straight(ece_fits.loc[a]) == 1 and _straight(kl_fits.loc[a]) == 1]
+    note = (f"both are straight on a log-log plot (the 95% CI of the curvature over seeds contains 0) for "
+            f"{count_of(len(laws), len(diffs), 'architectures')}"
+            + ("" if len(laws) == len(diffs) else "; elsewhere a curve bends or its bend is unknown, and its exponent "
+               "is no rate"))
     return (f"This run: alpha_ECE vs alpha_KL {parts} (difference {span(diffs.values())}); {note}. "
             f"The paper: {paper_says('ece_rate')}.")

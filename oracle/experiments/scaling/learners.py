@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from oracle.errors import DataError
-from oracle.report.numbers import entry
+from oracle.report.numbers import entry, mean_spread
 
 CELL_HEADERS = {"arch": "Architecture", "labels": "Labels"}
 
@@ -37,6 +37,19 @@ def learners_table(df: pd.DataFrame, cell: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def curvature_entry(fit: pd.Series | None, label: str, what: str, fits_path: str) -> dict | None:
+    """The log-log curvature of a fitted curve (`fit`: a ``kind="arch"`` row of the power-law
+    fits, with ``curvature``, ``curvature_std`` and ``n_seeds``) as a numbers entry, mean ± std
+    and SE over seeds (the claims' lack-of-fit test of a power law); None without a finite one."""
+    if fit is None or not np.isfinite(fit.get("curvature", np.nan)):
+        return None
+    n = int(fit["n_seeds"])
+    std = fit.get("curvature_std")
+    return entry(float(fit["curvature"]), "1", fits_path, (
+        f"{label}: curvature of ln {what} against ln N (coefficient of (ln N)^2 of a quadratic fit per seed), "
+        "mean ± std over seeds; 0 on a power law"), **mean_spread(None if std is None else float(std), n))
+
+
 def learner_numbers(sub: pd.DataFrame, fit: pd.Series | None, arch: str, label: str, runs_path: str,
                      fits_path: str) -> dict[str, dict]:
     """What an architecture's learners say of their recipe: the curvature of its KL curve in
@@ -44,12 +57,9 @@ def learner_numbers(sub: pd.DataFrame, fit: pd.Series | None, arch: str, label: 
     calibrated against the truth they are in the upper half of the grid of N. `sub`: the runs of
     architecture `arch`; `fit`: its row of the epistemic fits (`report.power_law_fits`, kind arch)."""
     out: dict[str, dict] = {}
-    r = fit
-    if r is not None and np.isfinite(r.get("curvature", np.nan)):
-        out[f"curvature.{arch}"] = entry(float(r["curvature"]), "1", fits_path, (
-            f"{label}: curvature of ln KL against ln N (coefficient of (ln N)^2 of a quadratic fit per seed), "
-            "mean ± std over seeds; 0 on a power law"), std=r.get("curvature_std"),
-            se=float(r["curvature_std"]) / math.sqrt(int(r["n_seeds"])), se_over="seeds", n_seeds=int(r["n_seeds"]))
+    curvature = curvature_entry(fit, label, "KL", fits_path)
+    if curvature is not None:
+        out[f"curvature.{arch}"] = curvature
     one = sub.drop_duplicates(subset=["N", "seed"])
     if "converged" in one and one["converged"].notna().all():
         out[f"converged.{arch}"] = entry(int(one["converged"].astype(bool).sum()), "classifiers", runs_path, (

@@ -16,21 +16,37 @@ from matplotlib.figure import Figure
 from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_frame
 from oracle.errors import ConfigError, DataError
 from oracle.experiments._calibration import report as _calibration_report
+from oracle.experiments._pairs import Pair, one_file, pair_rows, pairs_frame
 from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
-from oracle.experiments.scaling.learners import learner_numbers, learners_table
+from oracle.experiments.scaling.learners import curvature_entry, learner_numbers, learners_table
 from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law_offset,
                                         fit_seed_mean, power_law)
 from oracle.report.figures import (errorbar, log_tick_labels, palette, panel_letters, reliability_diagram, save_figure,
                                    size_ticks, style)
-from oracle.report.numbers import SEEDS_AND_ROWS, entry, mean_spread, over_seeds, over_seeds_and_rows, welch_df
+from oracle.report.numbers import entry, mean_spread, over_seeds, over_seeds_and_rows
 
 
 # --------------------------------------------------------------------------- data
 def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
     """``runs`` and ``reliability`` from the classifiers' metrics files (``inputs["metrics"]``),
-    ``fits`` (every value of `FIT_VALUES`) from runs."""
+    ``fits`` (every value of `FIT_VALUES`) from runs, ``pairs`` (`next_size_pairs`) from their
+    predictions (``inputs["predictions"]``) and the world's samples (``inputs["samples"]``)."""
     runs = read_metrics_frame(inputs["metrics"])
-    return {"runs": runs, "fits": all_fits(runs), "reliability": read_reliability_frame(inputs["metrics"])}
+    pairs = pairs_frame(inputs["predictions"], one_file(inputs, "samples"), next_size_pairs(runs), ("epistemic",))
+    return {"runs": runs, "fits": all_fits(runs), "reliability": read_reliability_frame(inputs["metrics"]),
+            "pairs": pairs}
+
+
+def next_size_pairs(runs: pd.DataFrame) -> list[Pair]:
+    """(arch, seed, cell at N, cell at the next N of the arch) for every seed trained at both:
+    the pairs whose KL difference the plateau claim reads (its last step of N)."""
+    out = []
+    for arch, sub in runs.groupby("arch", sort=True):
+        cells = sub.drop_duplicates("N").sort_values("N")[["N", "cell"]].to_numpy().tolist()
+        for (_, lo), (_, hi) in zip(cells, cells[1:]):
+            seeds = set(sub.loc[sub["cell"] == lo, "seed"]) & set(sub.loc[sub["cell"] == hi, "seed"])
+            out += [(arch, int(s), lo, hi) for s in sorted(seeds)]
+    return out
 
 
 def all_fits(runs: pd.DataFrame) -> pd.DataFrame:
@@ -344,12 +360,13 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
             out[f"epistemic_reduction.{arch}"] = entry(float(e_lo / e_hi), "ratio", runs_path,
                                                        f"{label}: epistemic KL at N={lo} over N={hi} (seed means)")
     out.update(_bayes_gap_numbers(data, spec, runs_path))
-    out.update(claim_numbers(runs, fits, spec, runs_path))
+    out.update(claim_numbers(runs, fits, data["pairs"], spec, runs_path, data_paths["pairs"]))
     out.update(_calibration_report.agreement_numbers(runs, runs_path))
     return out
 
 
-def claim_numbers(runs: pd.DataFrame, fits: pd.DataFrame, spec: Mapping, path: str) -> dict[str, dict]:
+def claim_numbers(runs: pd.DataFrame, fits: pd.DataFrame, pairs: pd.DataFrame, spec: Mapping, path: str,
+                  pairs_path: str) -> dict[str, dict]:
     """The numbers `oracle.report.claims` judges the section's findings on (every seed of an
     architecture is scored on the same test rows, so spreads of one N hold the test rows' error
     too: `over_seeds_and_rows`):
@@ -359,14 +376,15 @@ def claim_numbers(runs: pd.DataFrame, fits: pd.DataFrame, spec: Mapping, path: s
       ``nll_regret_min``: the smallest E[log p(y|x) - log q(y|x)] over the classifiers (each an
       unbiased estimate of its KL >= 0 when the labels are drawn from p), the one whose 95%
       interval reaches lowest;
-    * per architecture: ``kl_r2``/``ece_r2`` (mean per-seed R^2 of the log-log fits); ``total_drop_last`` (the seed-mean total
+    * per architecture: ``kl_r2``/``ece_r2`` (mean per-seed R^2 of the log-log fits), ``ece_curvature``
+      (the ECE's log-log curvature, as ``curvature`` is the KL's); ``total_drop_last`` (the seed-mean total
       cross-entropy's relative drop per doubling of N over the last step of N) and
-      ``kl_fall_last`` (KL(N_prev) - KL(N_last) per seed, nats); ``log_kl_drop_low``
+      ``kl_fall_last`` (KL(N_prev) - KL(N_last) per seed, paired per test row: `pairs`, read from
+      `pairs_path`; nats); ``log_kl_drop_low``
       (ln KL(N_min) / KL(N_mid) per seed, N_mid the middle size: the low-data half);
       ``total_asymptote`` (c of L(N) = a N^-b + c fitted per seed to the total alone, nats).
     """
     out: dict[str, dict] = {}
-    n_rows = int(runs["n"].iloc[0])
     if "num_classes" in runs:
         out["num_classes"] = entry(int(runs["num_classes"].iloc[0]), "classes", path, "K, classes of the world")
     if "oracle_nll_minus_floor" in runs:
@@ -394,6 +412,10 @@ def claim_numbers(runs: pd.DataFrame, fits: pd.DataFrame, spec: Mapping, path: s
                 out[f"{key}.{arch}"] = entry(float(r["r2"]), "1", path, (
                     f"{label}: R^2 of the log-log power-law fit of the {'epistemic KL' if value == 'epistemic' else 'ECE'}"
                     " against N, mean over per-seed fits"))
+        # the KL's curvature is the learners' (`learner_numbers`); the ECE's sits beside its R^2
+        ece_bend = curvature_entry(_arch_fit(fits, arch, "ece"), label, "ECE", path)
+        if ece_bend is not None:
+            out[f"ece_curvature.{arch}"] = ece_bend
         arch_sizes = sorted(int(n) for n in sub["N"].unique())
         hi = arch_sizes[-1]
         if len(arch_sizes) < 2 or "total" not in sub:
@@ -403,16 +425,13 @@ def claim_numbers(runs: pd.DataFrame, fits: pd.DataFrame, spec: Mapping, path: s
         doublings = math.log2(hi / prev)
         out[f"total_drop_last.{arch}"] = entry(1.0 - (agg[hi] / agg[prev]) ** (1.0 / doublings), "fraction", path, (
             f"{label}: relative drop of the seed-mean total cross-entropy per doubling of N from N={prev} to N={hi}"))
-        paired = sub[sub["N"].isin([prev, hi])].pivot(index="seed", columns="N", values="epistemic").dropna()
-        fall = (paired[prev] - paired[hi]).to_numpy(float)
+        cell = {int(n): c for n, c in zip(sub["N"], sub["cell"])}
+        fall = pair_rows(pairs, "epistemic", cell[prev], cell[hi], arch)
         if len(fall) >= 2:
-            se_rows = math.hypot(*(float(sub[sub["N"] == n]["epistemic_se"].mean()) for n in (prev, hi)))
-            se_seeds = float(np.std(fall, ddof=1)) / math.sqrt(len(fall))
-            out[f"kl_fall_last.{arch}"] = entry(float(fall.mean()), "nats", path, (
-                f"{label}: epistemic KL at N={prev} minus at N={hi}, mean over seeds of the paired difference (SE over "
-                "seeds and test rows; the rows' part unpaired, an upper bound)"), std=float(np.std(fall, ddof=1)),
-                se=math.hypot(se_seeds, se_rows), se_over=SEEDS_AND_ROWS, n_seeds=len(fall), se_seeds=se_seeds,
-                se_rows=se_rows, df=welch_df([(se_seeds**2, len(fall) - 1), (se_rows**2, n_rows - 1)]))
+            out[f"kl_fall_last.{arch}"] = entry(unit="nats", artifact=pairs_path, description=(
+                f"{label}: epistemic KL at N={prev} minus at N={hi}, mean over seeds of the difference paired per "
+                "test row (SE over seeds and test rows, the rows' part paired per row)"),
+                **over_seeds_and_rows(fall, "diff", int(fall["n_rows"].iloc[0])))
         mid = arch_sizes[(len(arch_sizes) - 1) // 2]
         if mid > arch_sizes[0]:
             low = sub[sub["N"].isin([arch_sizes[0], mid])].pivot(index="seed", columns="N", values="epistemic").dropna()

@@ -42,7 +42,7 @@ from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import known_num_classes, world_specs
 
 KIND = "shift"
-DATA = ("runs", "configurations")
+DATA = ("runs", "configurations", "pairs")
 ARTIFACTS = artifacts_by_name(
     Artifact("shift_configurations", "table",
              "Controlled shift configurations: class prior pi, noise sigma, training world; KL_y target "
@@ -162,9 +162,12 @@ def shift_type(spec: Mapping, cell: str) -> str:
 
 
 def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
-    """Metrics and histories of its classifiers, the exact-KL checks of its variant training
-    worlds, the oracle's posterior shift at its noise levels."""
+    """Metrics, predictions and histories of its classifiers, the baseline world's samples and shards (the
+    posterior at the test rows, which pairs two configurations per row), the exact-KL checks of
+    its variant training worlds, the oracle's posterior shift at its noise levels."""
     return {"metrics": paths.experiment_metrics(name), "histories": paths.experiment_histories(name),
+            "predictions": paths.experiment_predictions(name), "samples": [paths.world_samples(spec["world"])],
+            "shards": paths.world_shards(spec["world"]),
             "divergences": paths.divergences(variant_worlds(spec), spec["world"]),
             "noise": paths.noisy_constants(spec["world"], noise_levels(spec))}
 

@@ -14,11 +14,12 @@ import pandas as pd
 
 from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import DataError
+from oracle.experiments._pairs import Pair, one_file, pair_rows, pairs_frame
 from oracle.experiments.shift import ARTIFACTS, shift_type
 from oracle.experiments.shift.panels import shift_panels
 from oracle.measures.divergences import categorical_kl, counts_kl, label_kl
 from oracle.measures.accuracy_estimators import r2
-from oracle.report.numbers import SEEDS_AND_ROWS, entry, mean_spread, welch_df
+from oracle.report.numbers import entry, mean_spread, over_seeds_and_rows
 
 
 # --------------------------------------------------------------------------- data
@@ -33,7 +34,9 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     """``runs`` from the metrics (``inputs["metrics"]``) and histories (``inputs["histories"]``:
     validation accuracy, realised class counts); ``configurations`` from runs, the world
     variants' divergence checks (``inputs["divergences"]``) and the noisy test sets' constants
-    (``inputs["noise"]``)."""
+    (``inputs["noise"]``); ``pairs`` (`configuration_pairs`: accuracy of one configuration minus
+    another's, per arch and seed, paired per test row) from the predictions
+    (``inputs["predictions"]``) and the baseline world's samples (``inputs["samples"]``)."""
 
 
     runs = read_metrics_frame(inputs["metrics"])
@@ -56,7 +59,19 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     runs.insert(3, "shift_type", [shift_type(spec, c) for c in runs["cell"]])
     divergences = {d["world"]: d for d in map(_read_json, inputs.get("divergences", []))}
     noise = {round(float(n["sigma"]), 12): n for n in map(_read_json, inputs.get("noise", []))}
-    return {"runs": runs, "configurations": configuration_frame(spec, runs, divergences, noise)}
+    return {"runs": runs, "configurations": configuration_frame(spec, runs, divergences, noise),
+            "pairs": pairs_frame(inputs["predictions"], one_file(inputs, "samples"), configuration_pairs(spec, runs),
+                                 ("acc",))}
+
+
+def configuration_pairs(spec: Mapping, runs: pd.DataFrame) -> list[Pair]:
+    """(arch, seed, cell a, cell b) for every two configurations (a before b in config order)
+    that a classifier of the same arch and seed trained on: every difference of accuracies the
+    shift claims may compare, each to be paired on the baseline's test rows."""
+    cells = list(spec["configurations"])
+    have = set(zip(runs["arch"], runs["cell"], runs["seed"].astype(int)))
+    return [(arch, int(seed), a, b) for arch, seed in sorted({(a, int(s)) for a, _, s in have})
+            for i, a in enumerate(cells) for b in cells[i + 1:] if (arch, a, seed) in have and (arch, b, seed) in have]
 
 
 def configuration_frame(spec: Mapping, runs: pd.DataFrame, divergences: Mapping[str, Mapping],
@@ -121,12 +136,13 @@ def drop_fits(conf: pd.DataFrame) -> dict[str, dict]:
     return out
 
 
-def type_comparisons(conf: pd.DataFrame, path: str) -> dict[str, dict]:
+def type_comparisons(conf: pd.DataFrame, pairs: pd.DataFrame, path: str) -> dict[str, dict]:
     """The paper's "shift type matters more than magnitude", asked directly: how many more
     percentage points of accuracy a shift of p(x|y) costs than a shift of the prior at a
     comparable divergence, both scored on the baseline's test set (the baseline cancels: the
-    difference is acc(imbalance) - acc(other)). SE over seeds and test rows (the rows' part
-    unpaired, an upper bound), Welch-Satterthwaite df.
+    difference is acc(imbalance) - acc(other)), the mean over (arch, seed) of the two classifiers'
+    difference paired per test row (`pairs`, read from `path`); SE over those and the test rows
+    (`oracle.report.numbers.over_seeds_and_rows`: the rows' part the mean of the paired SEs).
 
     * ``noise_vs_imbalance``: the noise-only configuration with the largest drop against the
       prior-only configuration with the largest drop, at the paper's measure of divergence
@@ -151,17 +167,16 @@ def type_comparisons(conf: pd.DataFrame, path: str) -> dict[str, dict]:
             out[key] = entry(None, "percentage points", path, f"not posed: {why_not}", posed=False)
             return
         i = imb_rows.loc[drop[imb_rows.index].idxmax()]
-        n_i, n_o = int(i["n_runs"]), int(other["n_runs"])
-        se_seeds = 100.0 * math.hypot(i["acc_std"] / math.sqrt(n_i), other["acc_std"] / math.sqrt(n_o))
-        se_rows = 100.0 * math.hypot(i["acc_se_rows"], other["acc_se_rows"])
-        # the rows' part is over hundreds of test rows: its degrees of freedom count as infinite
-        df = welch_df([((100.0 * i["acc_std"]) ** 2 / n_i, n_i - 1), ((100.0 * other["acc_std"]) ** 2 / n_o, n_o - 1),
-                       (se_rows**2, math.inf)]) if n_i > 1 and n_o > 1 else None
-        out[key] = entry(100.0 * (i["acc"] - other["acc"]), "percentage points", path, (
+        rows = pair_rows(pairs, "acc", i["cell"], other["cell"])
+        if rows.empty:
+            raise DataError(f"shift: pairs hold no accuracy of {i['cell']!r} against {other['cell']!r}; rerun the "
+                            "experiment's collect job")
+        rows = rows.assign(diff=100.0 * rows["diff"], diff_se=100.0 * rows["diff_se"])
+        out[key] = entry(unit="percentage points", artifact=path, description=(
             f"accuracy drop of {other['label']} ({what}) minus that of {i['label']} (exact KL {i['kl_exact']:.3g} nats, "
             f"KL_y {i['kl_y_empirical']:.3g}), the prior shift with the largest drop at a divergence at least as "
-            "large; > 0: the shift of p(x|y) costs more"), se=math.hypot(se_seeds, se_rows),
-            se_over=SEEDS_AND_ROWS, n_seeds=min(n_i, n_o), se_seeds=se_seeds, se_rows=se_rows, df=df, posed=True)
+            "large; > 0: the shift of p(x|y) costs more. Mean over (arch, seed) of the difference paired per test "
+            "row"), posed=True, **over_seeds_and_rows(rows, "diff", int(rows["n_rows"].iloc[0])))
 
     n_best = noise.loc[drop[noise.index].idxmax()] if len(noise) else None
     compare("noise_vs_imbalance", n_best, imb,
@@ -242,7 +257,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
         out[f"r2_drop_vs_{name}"] = entry(
             fit["r2"], "1", path, f"R^2 of a linear fit of the accuracy drop against {what} ({fit['n']} configurations)")
         out[f"r2_points_{name}"] = entry(fit["n"], "configurations", path, f"configurations in the fit of r2_drop_vs_{name}")
-    out.update(type_comparisons(c, path))
+    out.update(type_comparisons(c, data["pairs"], data_paths["pairs"]))
     for _, r in c.iterrows():
         cell, lab, n = r["cell"], r["label"], int(r["n_runs"])
         out[f"accuracy.{cell}"] = entry(r["acc"], "fraction", path, f"{lab}: baseline test accuracy, mean over {n} runs",

@@ -147,6 +147,12 @@ class RunPaths:
         """samples/<world>/all.h5 of one world."""
         return self.SAMPLES.format(world=world)
 
+    def world_shards(self, world: str) -> list[str]:
+        """samples/<world>/shard-XXXX.h5 of one world: the files its all.h5 (a virtual dataset)
+        reads through. A job that reads all.h5's rows lists them too, so that the audit's rebuild
+        in a scratch folder, which places a job's inputs only, has them."""
+        return [self.SHARD.format(world=world, shard=s) for s in plan.shard_ids(self.worlds[world]["n_shards"])]
+
     def world_splits(self, world: str) -> str:
         """splits/<world>.h5 of one world."""
         return self.SPLITS.format(world=world)
@@ -314,7 +320,7 @@ class RunPaths:
                      SAMPLE_TARGETS=self.sample_targets(), CLASSIFIER_TARGETS=self.classifier_targets(),
                      EXPERIMENT_TARGETS=self.experiment_targets(), VALIDATION_TARGETS=self.validation_targets(),
                      RUN_TARGETS=self.run_targets(), PAPER_TARGETS=self.paper_files())
-        for name in ("world_samples", "world_splits", "world_constants", "noisy_constants", "divergences",
+        for name in ("world_samples", "world_shards", "world_splits", "world_constants", "noisy_constants", "divergences",
                      "evalset_inputs", "classifier_dir", "experiment_metrics", "experiment_predictions",
                      "experiment_histories", "active_rounds", "collect_inputs", "experiment_data", "artifact_stem",
                      "artifact_files", "experiment_artifacts", "numbers_parts", "report_contents"):
