@@ -168,7 +168,9 @@ def _configurations(drop_of) -> pd.DataFrame:
 
 def test_shift_magnitude_explaining_the_drop_is_said():
     conf = _configurations(lambda kl, s: 30.0 * kl + 0.5 * (s > 0))  # drop ~ KL_y; noise costs little
-    cap = artifact_findings("shift", "shift_panels", {"configurations": conf}, {})
+    runs = pd.DataFrame({"arch": ["a", "b"] * 2, "seed": [0, 0, 1, 1]})
+    cap = artifact_findings("shift", "shift_panels", {"configurations": conf, "runs": runs}, {})
+    assert "Error bars in (a)-(d): mean ± std over 4 runs (2 arch x 2 seed)." in cap
     r2 = shift_report.drop_fits(conf)["kl_y"]["r2"]
     assert r2 > 0.9 and f"against KL_y {r2:.3g}" in cap
     assert f"The paper: {paper_says('shift_type')}." in cap
@@ -240,7 +242,7 @@ def test_rst_escape_and_span():
 def test_scaling_with_one_size_states_no_exponent():
     runs = _scaling_runs(lambda n: 0.8, lambda n: 1.0)
     one = runs[runs["N"] == 100]
-    assert _scaling(one, "epistemic_curves") == ""
+    assert _scaling(one, "epistemic_curves") == "Error bars: mean ± std over 2 seeds."  # no exponent sentence
     assert "percentage points" in _scaling(one, "accuracy_vs_bayes")
 
 
@@ -268,3 +270,21 @@ def test_active_epistemic_gaining_less_is_said():
     assert f"The paper: {paper_says('active_learning')}." in cap
     better = artifact_findings("active", "rounds", _rounds(0.16, 0.10), ACTIVE_SPEC)
     assert "gain is 1.6x" in better and "fewer labels than Max Entropy" in better
+
+
+def test_error_bar_note_counts_what_the_spread_is_over():
+    from oracle.report.captions import error_bar_note
+
+    runs = pd.DataFrame({"arch": ["a", "a", "b", "b", "a", "b"], "seed": [0, 1, 0, 1, 2, 2]})
+    assert error_bar_note(runs) == "Error bars: mean ± std over 3 seeds."
+    assert error_bar_note(runs, "(a)-(d)", ("arch", "seed")) == \
+        "Error bars in (a)-(d): mean ± std over 6 runs (2 arch x 3 seed)."
+    assert error_bar_note(runs[runs["seed"] == 0].iloc[:1]) == "One seed: no error bars."
+
+
+def test_figure_findings_name_their_error_bars():
+    runs = _scaling_runs(lambda n: 0.8, lambda n: 10.0 * n ** -0.4)  # seeds 0 and 1
+    assert "Error bars in (a)-(c): mean ± std over 2 seeds." in _scaling(runs, "scaling_panels")
+    assert "Error bars: mean ± std over 2 seeds." in _scaling(runs, "epistemic_curves")
+    one = _scaling(runs[runs["seed"] == 0], "scaling_panels")
+    assert "One seed: no error bars in (a)-(c)." in one

@@ -54,7 +54,7 @@ def parse(text: str) -> list:
 
 
 def figure_file(stem, caption):
-    fig = Figure(figsize=(2, 2))
+    fig = Figure(figsize=(3.3, 2), layout="constrained")
     fig.add_subplot().plot([0, 1], [0, 1])
     save_figure(fig, stem)
     write_caption(f"{stem}.caption.rst", caption)
