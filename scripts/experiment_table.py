@@ -18,7 +18,8 @@ def main(sm):
     frame = kind_module(sm.wildcards.kind).table(sm.wildcards.artifact, data, sm.params.spec)
     caption = full_caption(sm.params.caption, artifact_findings(sm.wildcards.kind, sm.wildcards.artifact, data,
                                                                 sm.params.spec))
-    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=caption)
+    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=caption,
+                label=f"{sm.wildcards.experiment}:{sm.wildcards.artifact}")
     write_caption(sm.output[-1], caption)
     print(caption)
     print(frame.to_string())

@@ -17,7 +17,7 @@ def main(sm):
     metrics = json.loads(Path(sm.input.metrics).read_text())
     frame = validation_table(sm.wildcards.artifact, metrics, sm.params.dataset_name)
     caption = full_caption(sm.params.caption, findings(sm.wildcards.artifact, metrics))
-    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=caption)
+    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=caption, label=f"validation:{sm.wildcards.artifact}")
     write_caption(sm.output[-1], caption)
     print(caption)
     print(frame.to_string())
