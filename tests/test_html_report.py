@@ -242,3 +242,28 @@ def test_the_report_of_a_smoke_run_in_headless_chromium(smoke_results, tmp_path)
     assert proc.returncode == 0 and shot.stat().st_size > 50_000, proc.stderr[-2000:]
     if os.environ.get("ORACLE_REPORT_SCREENSHOT"):  # where a person looks at it
         shutil.copy(shot, os.environ["ORACLE_REPORT_SCREENSHOT"])
+
+
+def test_the_first_screen_says_what_run_this_is_and_what_it_found(run):
+    from oracle.report.claims_figure import VERDICT_COLORS
+    from oracle.report.html_report import run_facts
+
+    record = {"code": {"commit": "8aa4875c552d80fb9d47e5701274fcf95f7109e1", "dirty": False},
+              "hostname": "vm", "device": "cpu: x86_64 x2", "created_utc": "2026-11-28T08:59:52Z",
+              "config_sha256": "efff906a36b9127a318094b46d5ca77547d6a4053077f1d81067c4dc712837a0"}
+    facts = run_facts(record, run / "claims.csv", 402.0)
+    assert facts.verdicts["supported"] == 1 and facts.verdicts["not posed"] == 1 and facts.verdicts["contradicted"] == 0
+    text = write_report(sections_of(run), run / "report.html", "Run r", "intro", facts=facts).read_text()
+    els = parse(text)
+    facts_text = " ".join(t for tag, _, t in els if tag in ("dt", "dd"))
+    for shown in ("8aa4875c552d", "2026-11-28T08:59:52Z", "vm (cpu: x86_64 x2)", "sha256 efff906a36b9", "6m42s"):
+        assert shown in facts_text, (shown, facts_text)
+    badges = [t for tag, a, t in els if tag == "span" and "badge" in a.get("class", "")]
+    assert "supported 1" in badges and "unresolved 1" in badges and "contradicted 0" in badges
+    # the header, then the first table: commit and verdict counts come before it
+    assert text.index("8aa4875c552d") < text.index("verdicts") < text.index("<table")
+    # one colour per verdict, the claims figure's, in the page's style
+    for verdict, color in VERDICT_COLORS.items():
+        assert re.search(rf"\.verdict-{verdict.replace(' ', '-')} {{[^}}]*{color}", text), verdict
+    with pytest.raises(DataError, match="lacks 'config_sha256'"):
+        run_facts({k: v for k, v in record.items() if k != "config_sha256"}, run / "claims.csv", None)
