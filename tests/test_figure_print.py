@@ -59,6 +59,9 @@ def test_shared_figures_print(tmp_path):
         assert min(pdf_facts(out["pdf"].read_bytes())["text_pt"]) >= MIN_TEXT_PT
     rng = np.random.default_rng(0)
     images, labels = rng.uniform(-1, 1, (80, 1, 8, 8)), np.repeat(np.arange(10), 8)
+    # titles as long as the validation job's (scripts/validation_samples_grid.py)
     out = sample_grid_figure(images, labels, [f"class {k}" for k in range(10)], tmp_path / "grid",
-                             real=images, real_labels=labels)
+                             title="oracle samples (no guidance, no denoising), 8 per class, 10 of the 100 classes",
+                             real=images, real_labels=labels,
+                             real_title="real training images (data/train.h5), 8 per class")
     assert pdf_facts(out["pdf"].read_bytes())["width_in"] == pytest.approx(PAGE_WIDTH, abs=0.01)

@@ -214,7 +214,8 @@ def sample_grid_figure(images: np.ndarray, labels: np.ndarray, class_names: Sequ
                 ax.set_yticks([])
             ax.set_xticks([])
             ax.grid(False)
-            ax.set_title(name)
+            # wrapped to the panel: at 9 pt a title as long as the validation's ran past the figure
+            ax.set_title(textwrap.fill(name, int((width - 1.0) / len(grids) / 0.09)))
         panel_letters(axes)
         return save_figure(fig, stem)
 
