@@ -43,7 +43,7 @@ def test_the_main_experiment_heads_its_variants_and_the_verdicts_are_counted(tmp
     assert headline_numbers(numbers) == ["scaling.alpha.resnet = 0.41", "scaling.alpha.vit = 0.37"]
     run = tmp_path / "r"
     run.mkdir()
-    (run / "claims.csv").write_text("id,verdict\na,supported\nb,contradicted\nc,supported\nd,not posed\n")
+    (run / "claims.csv").write_text("id,verdict\nd,not posed\na,supported\nb,contradicted\nc,supported\n")
     assert f"claims:  4 findings: 2 supported, 1 contradicted, 1 not posed  ({run}/claims.md)" in run_summary(run, 1.0)
     (run / "claims.csv").write_text("id\na\n")  # no verdict column: no line rather than a wrong one
     assert "claims:" not in run_summary(run, 1.0)

@@ -41,8 +41,8 @@ def headline_numbers(numbers: dict, headlines: Sequence[tuple[str, int]] = HEADL
 
 
 def claims_line(claims_csv: str | os.PathLike) -> str | None:
-    """"13 findings: 11 supported, 1 contradicted, 1 unresolved" from a claims.csv (verdicts
-    with no finding left out); None when the file cannot be read or has no verdict column."""
+    """"13 findings: 11 supported, 1 contradicted, 1 unresolved" from a claims.csv (in the
+    order of `oracle.report.claims.VERDICTS`; verdicts with no finding left out); None when the file cannot be read or has no verdict column."""
     import csv
 
     try:
@@ -50,7 +50,10 @@ def claims_line(claims_csv: str | os.PathLike) -> str | None:
             verdicts = [r["verdict"] for r in csv.DictReader(f)]
     except (OSError, KeyError, csv.Error):
         return None
-    counts = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
+    from oracle.report.claims import VERDICTS
+
+    order = [v for v in VERDICTS if v in verdicts] + [v for v in dict.fromkeys(verdicts) if v not in VERDICTS]
+    counts = {v: verdicts.count(v) for v in order}
     return f"{len(verdicts)} findings: " + ", ".join(f"{n} {v}" for v, n in counts.items())
 
 
