@@ -153,6 +153,8 @@ def test_soft_labels_losing_everywhere_is_said(name):
 def test_soft_labels_winning_is_said():
     cap = artifact_findings("labels", "soft_vs_hard", {"runs": _label_runs(1.5)}, {})
     assert "soft labels win at 3 of 3 sizes" in cap and cap.count("+1.50 pp") == 3
+    seeds = _label_runs(1.5)["seed"].nunique()
+    assert cap.endswith(f"Error bars: mean ± std over {seeds} seeds.")
 
 
 # --------------------------------------------------------------------------- shift

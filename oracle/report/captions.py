@@ -112,11 +112,13 @@ def convergence_finding(runs: "pd.DataFrame", who: tuple[str, ...] = ("arch", "N
     return text + "."
 
 
-def error_bar_note(runs: "pd.DataFrame", panels: str = "", over: tuple[str, ...] = ("seed",)) -> str:  # noqa: F821
+def error_bar_note(runs: "pd.DataFrame", panels: str = "", over: tuple[str, ...] = ("seed",),  # noqa: F821
+                   what: str = "mean ± std") -> str:
     """What a figure's error bars are, counted from the data drawn: "Error bars[ in <panels>]:
     mean ± std over S seeds." (`over` = ("seed",)), or "... over R runs (2 arch x 3 seed)."
-    when the spread pools several columns of `runs`; with one run: "One seed: no error bars.".
-    A reader cannot tell a std over 2 seeds from one over 20 by the bar."""
+    when the spread pools several columns of `runs` (`what`: "mean ± SE" where the bars are
+    standard errors); with one run: "One seed: no error bars.". A reader cannot tell a std
+    over 2 seeds from one over 20 by the bar."""
     counts = {c: int(runs[c].nunique()) for c in over if c in runs}
     where = f" in {panels}" if panels else ""
     total = 1
@@ -126,6 +128,6 @@ def error_bar_note(runs: "pd.DataFrame", panels: str = "", over: tuple[str, ...]
         return f"One {over[0]}: no error bars{where}."
     if len(counts) == 1:
         (col, n), = counts.items()
-        return f"Error bars{where}: mean ± std over {n} {col}s."
+        return f"Error bars{where}: {what} over {n} {col}s."
     parts = " x ".join(f"{n} {c}" for c, n in counts.items())
-    return f"Error bars{where}: mean ± std over {total} runs ({parts})."
+    return f"Error bars{where}: {what} over {total} runs ({parts})."

@@ -18,7 +18,8 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
         bars = error_bar_note(data["rounds"]) if name != "rounds" else ""
         return f"{comparison_finding(data, spec)} {rounds_convergence_finding(data['rounds'])} {bars}".strip()
     if name == "proxy_correlations":
-        return proxy_finding(data["correlations"], spec)
+        bars = error_bar_note(data["correlations"], over=("strategy", "seed"))
+        return f"{proxy_finding(data['correlations'], spec)} {bars}".strip()
     return ""
 
 

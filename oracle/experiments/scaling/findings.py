@@ -33,9 +33,9 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     if name == "epistemic_curves":
         return f"{exponent_finding(runs, 'epistemic', 'epistemic KL')} {error_bar_note(runs)}".strip()
     if name == "calibration_vs_n":
-        return ece_rate_finding(runs)
+        return f"{ece_rate_finding(runs)} {error_bar_note(runs)}".strip()
     if name == "calibration_agreement":
-        return _calibration_findings.agreement_finding(runs)
+        return f"{_calibration_findings.agreement_finding(runs)} {error_bar_note(runs, '(b)')}".strip()
     return ""
 
 
