@@ -100,6 +100,60 @@ def _facts_html(facts: RunFacts) -> str:
 
 
 @dataclass(frozen=True)
+class WorldRow:
+    """One world of the run as the first screen shows it: its `name`, the experiments that use
+    it (`questions`, "<experiment> (<kind>)"), its Bayes error (fraction) and aleatoric floor
+    E[H(p(y|x))] (nats), each with its Monte Carlo SE over `n` samples, and `num_classes`."""
+
+    name: str
+    questions: tuple[str, ...]
+    bayes_error: float
+    bayes_error_se: float
+    aleatoric_nats: float
+    aleatoric_se: float
+    n: int
+    num_classes: int
+
+
+def world_rows(worlds: Sequence[Mapping]) -> list[WorldRow]:
+    """The `WorldRow` of each world of `worlds` ([{"name", "constants": path of its
+    constants.json, "experiments": [...]}], `RunPaths.report_contents`), read from the numbers
+    of its constants.json (``all``: `oracle.measures.world_constants`). DataError naming the file
+    and the missing key."""
+    import json
+
+    rows = []
+    for w in worlds:
+        path = w["constants"]
+        try:
+            with open(path, encoding="utf-8") as f:
+                c = json.load(f)["all"]
+            rows.append(WorldRow(str(w["name"]), tuple(w.get("experiments") or ()),
+                                 float(c["bayes_error"]["mean"]), float(c["bayes_error"]["se"]),
+                                 float(c["aleatoric"]["mean"]), float(c["aleatoric"]["se"]),
+                                 int(c["n"]), int(c["num_classes"])))
+        except OSError as exc:
+            raise DataError(f"report: cannot read {path}: {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataError(f"{path}: no {exc} among the world's constants (rerun the samples rule)") from None
+    return rows
+
+
+def _worlds_html(rows: Sequence[WorldRow]) -> str:
+    """The worlds as a table: which experiments each serves, its Bayes error and floor ± SE."""
+    body = "".join(
+        f"<tr><td>{html.escape(r.name)}</td><td>{html.escape(', '.join(r.questions) or 'none')}</td>"
+        f'<td class="r">{100 * r.bayes_error:.2f} ± {100 * r.bayes_error_se:.2f}</td>'
+        f'<td class="r">{r.aleatoric_nats:.4f} ± {r.aleatoric_se:.4f}</td>'
+        f'<td class="r">{r.num_classes}</td><td class="r">{r.n}</td></tr>' for r in rows)
+    return ('<div class="table-wrap"><table class="worlds"><caption>The worlds of this run: the experiments that '
+            "ask a question of each, its exact Bayes error and aleatoric floor (± Monte Carlo SE over its "
+            "oracle samples)</caption><thead><tr><th>world</th><th>used by (experiment, kind)</th>"
+            '<th class="r">Bayes error (%)</th><th class="r">aleatoric floor (nats)</th><th class="r">K</th>'
+            f'<th class="r">samples</th></tr></thead><tbody>{body}</tbody></table></div>')
+
+
+@dataclass(frozen=True)
 class Item:
     """One artifact of the report: a ``figure`` (<stem>.png and .pdf) or a ``table`` (<stem>.md,
     .csv and .tex, or only .md and .csv), each with <stem>.caption.rst unless `caption` is
@@ -256,8 +310,17 @@ def _folded(text: str, head: int = 90) -> str:
 def _table(item: Item) -> tuple[str, str]:
     """(the table as HTML, the caption of its .md) of a table item."""
     md = read_markdown_table(f"{item.stem}.md")
-    head = "".join(f"<th{_ALIGN[a]}>{html.escape(h)}</th>" for h, a in zip(md.header, md.align))
+    # the verdict right after the row's name (claims.md keeps its column order; only the page
+    # moves it), so what was found reads before the long rule and numbers cells
+    order = list(range(len(md.header)))
     verdict = [i for i, h in enumerate(md.header) if h.strip().lower() == "verdict"]
+    if verdict and verdict[0] > 1:
+        order.remove(verdict[0])
+        order.insert(1, verdict[0])
+    md = md._replace(header=[md.header[i] for i in order], align=[md.align[i] for i in order],
+                     rows=[[row[i] for i in order] for row in md.rows])
+    head = "".join(f"<th{_ALIGN[a]}>{html.escape(h)}</th>" for h, a in zip(md.header, md.align))
+    verdict = [1] if verdict else []
     rows = []
     for row in md.rows:
         cells = []
@@ -298,10 +361,11 @@ def _caption(item: Item, fallback: str = "") -> str:
 
 
 def render_report(sections: Sequence[Section], out: str | os.PathLike, title: str, intro: str = "",
-                  facts: RunFacts | None = None) -> str:
+                  facts: RunFacts | None = None, worlds: Sequence[WorldRow] = ()) -> str:
     """The report page as HTML text (`out` is where it will be written: the artifacts' links
-    are relative to its folder); `facts`, when given, right under the title, before the intro
-    and any table. DataError naming the file when an artifact is missing."""
+    are relative to its folder); `facts`, when given, right under the title, then the table of
+    `worlds`, before the intro and any other table. DataError naming the file when an artifact
+    is missing."""
     out_dir = Path(out).parent
     nav, body = [], []
     for sec in sections:
@@ -325,15 +389,15 @@ def render_report(sections: Sequence[Section], out: str | os.PathLike, title: st
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
             f"<style>{_CSS}{_verdict_css()}</style></head><body><header><h1>{html.escape(title)}</h1>"
-            f"{_facts_html(facts) if facts else ''}"
+            f"{_facts_html(facts) if facts else ''}{_worlds_html(worlds) if worlds else ''}"
             f"{''.join(f'<p class=note>{_inline(p)}</p>' for p in intro.split(chr(10) * 2) if p.strip())}"
             f"<nav><ul>{''.join(nav)}</ul></nav></header>\n{chr(10).join(body)}\n</body></html>\n")
 
 
 def write_report(sections: Sequence[Section], out: str | os.PathLike, title: str, intro: str = "",
-                 facts: RunFacts | None = None) -> Path:
+                 facts: RunFacts | None = None, worlds: Sequence[WorldRow] = ()) -> Path:
     """Render the report (`render_report`) and write it to `out` atomically."""
-    text = render_report(sections, out, title, intro, facts)
+    text = render_report(sections, out, title, intro, facts, worlds)
     with atomic_output(out) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(out)
