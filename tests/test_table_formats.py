@@ -89,3 +89,26 @@ def test_labels_name_the_experiment(tmp_path):
     two = write_table(frame, tmp_path / "scaling-floor" / "rounds", caption="c", label="scaling-floor:rounds")["tex"]
     assert latex_labels([one, two]) == ["tab:scaling:rounds", "tab:scaling-floor:rounds"]
     assert latex_labels([write_table(frame, tmp_path / "plain", caption="c")["tex"]]) == ["tab:plain"]
+
+
+def test_the_caption_says_what_the_table_shows_and_the_finding_is_a_note_under_it(tmp_path):
+    import re
+
+    from oracle.report.tables import read_markdown_table
+
+    description = "Test accuracy against the Bayes accuracy (percent), mean ± std over seeds."
+    finding = ("This run: at the largest N the gap is 8.07 to 13.6 percentage points. "
+               "The paper: 97-98% against 99.77% (Table 1).")
+    paths = write_table(pd.DataFrame({"Arch": ["ResNet"], "Accuracy (%)": [91.2]}), tmp_path / "acc",
+                        caption=description, note=finding, label="scaling:acc")
+    tex = paths["tex"].read_text()
+    caption = re.search(r"\\caption\{(.*)\}\n", tex).group(1)
+    assert "This run" not in caption and "paper:" not in caption and caption.startswith("Test accuracy")
+    # the note in small type after the tabular, inside the float
+    after = tex[tex.index("\\end{tabular}"):tex.index("\\end{table}")]
+    assert "\\footnotesize This run: at the largest N" in after and "The paper: 97-98" in after
+    # the Markdown (and so the report) still shows the description and the finding
+    assert read_markdown_table(paths["md"]).caption == f"{description} {finding}"
+    status, errors = compile_tables([paths["tex"]], tmp_path)
+    assert status == 0, errors
+    assert max(overfull_pt(tmp_path), default=0.0) <= 10.0

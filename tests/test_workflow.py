@@ -6,6 +6,8 @@ repository's results/. Marked slow: `make test-fast` skips it.
 
 from __future__ import annotations
 
+import re
+
 import copy
 import json
 import math
@@ -127,6 +129,9 @@ def test_every_table_of_the_run_works_in_its_tool(results, tmp_path):
     assert max(overfull_pt(tmp_path), default=0.0) <= 10.0  # every table fits a plain article's text width
     labels = latex_labels(tex)
     assert len(labels) == len(set(labels)), labels  # unique per run: the experiment is in the label
+    for path in tex[:-1]:  # the caption says what the table shows; this run's finding is a note under it
+        caption = re.search(r"\\caption\{(.*)\}\n", path.read_text()).group(1)
+        assert "This run" not in caption and "The paper:" not in caption, (path, caption)
     md = sorted(results.rglob("tables/*.md")) + [results / "claims.md", results / "timings.md"]
     for path in md:
         blocks, block = [], []

@@ -5,8 +5,9 @@ claims nothing. What the run found is a sentence (or a few) computed from the sa
 artifact is drawn from, by its kind's ``findings(name, data, spec)``
 (``oracle/experiments/<kind>/findings.py``) or `oracle.validation.findings`; where the paper
 states a result, the paper's value stands beside this run's (`paper_says`), never instead of
-it. The table and figure jobs join the two (`full_caption`): tables in their Markdown and LaTeX
-captions, and every artifact in ``<stem>.caption.rst``, which the report's caption template
+it. The table and figure jobs join the two (`full_caption`): tables in their Markdown caption
+(in LaTeX the caption is the description and the finding a note under the tabular,
+`oracle.report.tables.write_table`), and every artifact in ``<stem>.caption.rst``, which the report's caption template
 (report/artifact.rst) includes.
 """
 

@@ -318,12 +318,14 @@ def _column_parts(headers: list[str], cells: list[list[str]], keys: int, scale: 
     return [*parts, current]
 
 
-def _render_latex(df: pd.DataFrame, caption: str, label: str) -> str:
+def _render_latex(df: pd.DataFrame, caption: str, label: str, note: str = "") -> str:
     """The table as LaTeX that fits `TEXT_WIDTH_PT`: value and spread in one cell, headers on
     short lines, the largest of `LATEX_SIZES` at which the estimated width fits; when none does,
     split (at the first smaller size where that works) into parts stacked in one float, each repeating the key columns
     (the leading columns that are not floats); only when a part cannot fit, ``\\resizebox`` to
-    the text width (graphicx; the comment line says so)."""
+    the text width (graphicx; the comment line says so). `note` (the run's finding, the paper's
+    value) goes in small type under the tabular, inside the float: the caption says only what the
+    table shows."""
     rows, numeric = _format_frame(df, None, missing="--")
     keys = next((j for j, c in enumerate(df.columns) if pd.api.types.is_float_dtype(df[c])), len(df.columns))
     kept = [c for j, c in enumerate(df.columns) if j < keys]
@@ -375,6 +377,8 @@ def _render_latex(df: pd.DataFrame, caption: str, label: str) -> str:
         ]
         lines += [" & ".join(row[j] for j in cols) + " \\\\" for row in cells]
         lines += ["\\bottomrule", "\\end{tabular}" + ("}" if shrink else "")]
+    if note.strip():
+        lines.append(f"\\par\\smallskip{{\\footnotesize {latex_escape(note.strip())}\\par}}")
     lines.append("\\end{table}")
     return "\n".join(lines) + "\n"
 
@@ -386,13 +390,17 @@ def write_all(contents: Mapping[Path, bytes]) -> None:
             tmp.write_bytes(data)
 
 
-def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str, label: str | None = None) -> dict[str, Path]:
+def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str, label: str | None = None,
+                note: str = "") -> dict[str, Path]:
     """Write ``df`` as ``<stem>.csv``, ``<stem>.md`` and ``<stem>.tex``.
 
     Args:
         df: the table; its index is not written (reset it first if it carries data).
         stem: output path without suffix; parent folders are created.
-        caption: table caption (Markdown ``Table:`` line, LaTeX ``\\caption``).
+        caption: what the table shows (LaTeX ``\\caption``; the Markdown ``Table:`` line is it
+            and then `note`, the same text as the run's caption file).
+        note: what this run found and the paper's value beside it: in LaTeX a note in small
+            type under the tabular, inside the table float, not in the caption.
         label: the LaTeX label's name, unique in a run: ``<experiment>:<artifact>`` (two
             experiments of one kind write tables of the same name); default the stem's name.
     Floats in .md and .tex follow the module's rule (`column_kind`, `format_cell`); the CSV
@@ -407,8 +415,8 @@ def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str, label: 
     paths = {ext: stem.with_name(f"{stem.name}.{ext}") for ext in ("csv", "md", "tex")}
     contents = {
         paths["csv"]: df.to_csv(index=False, lineterminator="\n").encode("utf-8"),
-        paths["md"]: _render_markdown(df, caption).encode("utf-8"),
-        paths["tex"]: _render_latex(df, caption, label or stem.name).encode("utf-8"),
+        paths["md"]: _render_markdown(df, " ".join(p.strip() for p in (caption, note) if p.strip())).encode("utf-8"),
+        paths["tex"]: _render_latex(df, caption, label or stem.name, note).encode("utf-8"),
     }
     write_all(contents)
     return paths
