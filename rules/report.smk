@@ -11,6 +11,7 @@ rule report:
         claims_caption=f"{CLAIMS_FIGURE}.{CAPTION_SUFFIX}",
         timings=TIMINGS_MD,
         timings_csv=TIMINGS_CSV,
+        constants=[w["constants"] for w in report_contents()["worlds"]],
     output:
         REPORT_HTML,
     params:

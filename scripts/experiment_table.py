@@ -16,9 +16,11 @@ def main(sm):
 
     data = {name: pd.read_csv(path) for name, path in sm.input.items()}
     frame = kind_module(sm.wildcards.kind).table(sm.wildcards.artifact, data, sm.params.spec)
-    caption = full_caption(sm.params.caption, artifact_findings(sm.wildcards.kind, sm.wildcards.artifact, data,
-                                                                sm.params.spec))
-    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=caption)
+    finding = artifact_findings(sm.wildcards.kind, sm.wildcards.artifact, data, sm.params.spec)
+    caption = full_caption(sm.params.caption, finding)
+    # the .tex caption says what the table shows; the finding (this run, the paper) is a note under it
+    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=sm.params.caption, note=finding,
+                label=f"{sm.wildcards.experiment}:{sm.wildcards.artifact}")
     write_caption(sm.output[-1], caption)
     print(caption)
     print(frame.to_string())

@@ -16,8 +16,10 @@ def main(sm):
 
     metrics = json.loads(Path(sm.input.metrics).read_text())
     frame = validation_table(sm.wildcards.artifact, metrics, sm.params.dataset_name)
-    caption = full_caption(sm.params.caption, findings(sm.wildcards.artifact, metrics))
-    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=caption)
+    finding = findings(sm.wildcards.artifact, metrics)
+    caption = full_caption(sm.params.caption, finding)
+    write_table(frame, Path(sm.output[0]).with_suffix(""), caption=sm.params.caption, note=finding,
+                label=f"validation:{sm.wildcards.artifact}")
     write_caption(sm.output[-1], caption)
     print(caption)
     print(frame.to_string())

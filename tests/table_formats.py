@@ -52,3 +52,15 @@ def compile_tables(tex_files: Iterable[Path], workdir: Path) -> tuple[int, str]:
                           capture_output=True, text=True, timeout=300)
     errors = [line for line in proc.stdout.splitlines() if line.startswith("!") or "Error" in line]
     return proc.returncode, "\n".join(errors[:20] + [f"({len(files)} files)"])
+
+
+def overfull_pt(workdir: Path) -> list[float]:
+    """How far (pt) each overfull box of the last `compile_tables` in `workdir` sticks out
+    (its log's "Overfull \\hbox (12.3pt too wide)" lines): a table wider than the text."""
+    log = (Path(workdir) / "tables.log").read_text(errors="replace")
+    return [float(v) for v in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)]
+
+
+def latex_labels(tex_files: Iterable[Path]) -> list[str]:
+    """Every ``\\label{...}`` of `tex_files`, in order (a repeated one breaks \\ref)."""
+    return [m for p in tex_files for m in re.findall(r"\\label\{([^}]*)\}", Path(p).read_text())]

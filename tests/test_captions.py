@@ -153,6 +153,8 @@ def test_soft_labels_losing_everywhere_is_said(name):
 def test_soft_labels_winning_is_said():
     cap = artifact_findings("labels", "soft_vs_hard", {"runs": _label_runs(1.5)}, {})
     assert "soft labels win at 3 of 3 sizes" in cap and cap.count("+1.50 pp") == 3
+    seeds = _label_runs(1.5)["seed"].nunique()
+    assert cap.endswith(f"Error bars: mean ± std over {seeds} seeds.")
 
 
 # --------------------------------------------------------------------------- shift
@@ -168,7 +170,9 @@ def _configurations(drop_of) -> pd.DataFrame:
 
 def test_shift_magnitude_explaining_the_drop_is_said():
     conf = _configurations(lambda kl, s: 30.0 * kl + 0.5 * (s > 0))  # drop ~ KL_y; noise costs little
-    cap = artifact_findings("shift", "shift_panels", {"configurations": conf}, {})
+    runs = pd.DataFrame({"arch": ["a", "b"] * 2, "seed": [0, 0, 1, 1]})
+    cap = artifact_findings("shift", "shift_panels", {"configurations": conf, "runs": runs}, {})
+    assert "Error bars in (a)-(d): mean ± std over 4 runs (2 arch x 2 seed)." in cap
     r2 = shift_report.drop_fits(conf)["kl_y"]["r2"]
     assert r2 > 0.9 and f"against KL_y {r2:.3g}" in cap
     assert f"The paper: {paper_says('shift_type')}." in cap
@@ -240,7 +244,7 @@ def test_rst_escape_and_span():
 def test_scaling_with_one_size_states_no_exponent():
     runs = _scaling_runs(lambda n: 0.8, lambda n: 1.0)
     one = runs[runs["N"] == 100]
-    assert _scaling(one, "epistemic_curves") == ""
+    assert _scaling(one, "epistemic_curves") == "Error bars: mean ± std over 2 seeds."  # no exponent sentence
     assert "percentage points" in _scaling(one, "accuracy_vs_bayes")
 
 
@@ -279,3 +283,21 @@ def test_ece_rate_caption_judges_straightness_by_the_curvature_not_r2():
     bent = runs.assign(ece=runs["ece"] + 0.05)
     text = _scaling(bent, "calibration_vs_n")
     assert "(R^2 0.99)" in text and "for 0 of 2 architectures" in text and "a curve bends" in text
+
+
+def test_error_bar_note_counts_what_the_spread_is_over():
+    from oracle.report.captions import error_bar_note
+
+    runs = pd.DataFrame({"arch": ["a", "a", "b", "b", "a", "b"], "seed": [0, 1, 0, 1, 2, 2]})
+    assert error_bar_note(runs) == "Error bars: mean ± std over 3 seeds."
+    assert error_bar_note(runs, "(a)-(d)", ("arch", "seed")) == \
+        "Error bars in (a)-(d): mean ± std over 6 runs (2 arch x 3 seed)."
+    assert error_bar_note(runs[runs["seed"] == 0].iloc[:1]) == "One seed: no error bars."
+
+
+def test_figure_findings_name_their_error_bars():
+    runs = _scaling_runs(lambda n: 0.8, lambda n: 10.0 * n ** -0.4)  # seeds 0 and 1
+    assert "Error bars in (a)-(c): mean ± std over 2 seeds." in _scaling(runs, "scaling_panels")
+    assert "Error bars: mean ± std over 2 seeds." in _scaling(runs, "epistemic_curves")
+    one = _scaling(runs[runs["seed"] == 0], "scaling_panels")
+    assert "One seed: no error bars in (a)-(c)." in one

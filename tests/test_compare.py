@@ -124,3 +124,56 @@ def test_the_command_lists_every_number_and_fails_when_asked(tmp_path):
     bad = compare_cli(a, tmp_path / "nowhere")
     assert bad.returncode == 2 and "nowhere/numbers.json" in bad.stderr and "Traceback" not in bad.stderr
     assert compare_cli(a, b, "--fail-on", "nonsense").returncode == 2
+
+
+def write_config(folder, **sections):
+    import yaml
+
+    (folder / "config.yaml").write_text(yaml.safe_dump({"seed": 0, "worlds": {"base": {"tau": 0.7}},
+                                                       "classifiers": {"epochs": 40}, **sections}))
+
+
+def test_config_differences_key_by_key_and_the_world_warning():
+    from oracle.report.compare import config_differences, world_warning
+
+    a = {"seed": 0, "worlds": {"base": {"tau": 0.7}}, "classifiers": {"epochs": 40, "seeds": [0, 1]}}
+    b = {"seed": 0, "worlds": {"base": {"tau": 1.0}}, "classifiers": {"epochs": 2, "seeds": [0, 1]}, "extra": 1}
+    diff = config_differences({"A": a, "B": b}).set_index("key")
+    assert list(diff.index) == ["classifiers.epochs", "extra", "worlds.base.tau"]  # seeds, seed: the same
+    assert diff.loc["classifiers.epochs", "A"] == "40" and diff.loc["extra", "A"] == "" and diff["world"].sum() == 1
+    assert "different worlds" in world_warning(config_differences({"A": a, "B": b})) and "worlds.base.tau" in \
+        world_warning(config_differences({"A": a, "B": b}))
+    same_world = {**b, "worlds": a["worlds"]}
+    assert world_warning(config_differences({"A": a, "B": same_world})) == ""
+
+
+def test_the_command_shows_runs_configs_claims_and_more_than_two_runs(tmp_path):
+    runs = []
+    for i, (tau, x, verdict) in enumerate(((0.7, 1.0, "supported"), (0.7, 1.02, "supported"), (1.5, 3.0, "contradicted"))):
+        r = write_run(tmp_path / f"r{i}", {"x": entry(x, se=0.1, se_over="seeds")}, {"power_law": verdict})
+        write_config(r, worlds={"base": {"tau": tau}})
+        (r / "numbers.json.prov.json").write_text(json.dumps(
+            {"code": {"commit": f"{i}" * 40, "dirty": i == 1}, "created_utc": f"2026-11-2{i}T00:00:00Z",
+             "hostname": f"host{i}", "device": "cpu", "config_sha256": "ab" * 32}))
+        runs.append(r)
+    two = compare_cli(runs[0], runs[1], "--markdown", tmp_path / "two.md")
+    assert two.returncode == 0, two.stderr
+    assert "0000000000000" not in two.stdout and "000000000000 " in two.stdout and "111111111111+dirty" in two.stdout
+    assert "host1 (cpu)" in two.stdout and "2026-11-21T00:00:00Z" in two.stdout
+    assert "The effective configs are the same." in two.stdout and "different worlds" not in two.stderr
+    md = (tmp_path / "two.md").read_text()
+    assert md.startswith("## Runs") and "| within | x" in md.replace("  ", " ").replace("  ", " ")
+    world = compare_cli(runs[0], runs[2])
+    assert "WARNING: the runs are different worlds" in world.stderr and "worlds.base.tau" in world.stdout
+    assert "| power_law | supported" in world.stdout.replace("  ", " ").replace("  ", " ")  # claims side by side
+    many = compare_cli(*runs, "--markdown", tmp_path / "many.md")
+    assert many.returncode == 0, many.stderr
+    table = read_markdown_table_text((tmp_path / "many.md").read_text().split("## Numbers")[1])
+    assert table[0][:4] == ["key", str(runs[0]), str(runs[1]), str(runs[2])]
+    assert table[1][:4] == ["x", "1 ± 0.1", "1.02 ± 0.1", "3 ± 0.1"]
+    assert compare_cli(*runs, "--fail-on", "moved").returncode == 2  # A and B: two runs only
+
+
+def read_markdown_table_text(text):
+    lines = [ln for ln in text.splitlines() if ln.startswith("|")]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[:1] + lines[2:]]

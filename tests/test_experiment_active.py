@@ -445,6 +445,8 @@ def test_proxy_caption_names_a_score_anti_correlated_with_the_exact_kl(collected
     text = findings("proxy_correlations", data, spec)
     # max entropy: 0.2 at seed 0 and 0.3 at seed 1, mean 0.25; nothing below 0
     assert "Max Entropy 0.25 (seeds 0.2 to 0.3)" in text and "Anti-correlated" not in text
+    n_runs = data["correlations"]["strategy"].nunique() * data["correlations"]["seed"].nunique()
+    assert text.endswith(f"over {n_runs} runs ({data['correlations']['strategy'].nunique()} strategy x 2 seed).")
     corr = data["correlations"].copy()
     mine = (corr["score"] == "max_entropy") & (corr["target"] == "exact_epistemic")
     corr.loc[mine, "spearman"] = -corr.loc[mine, "spearman"]

@@ -189,7 +189,7 @@ def test_learner_against_brute_force(tmp_path):
     from oracle.experiments.difficulty.findings import findings
 
     text = findings("learner_vs_bayes_curve", data, learner_spec())
-    assert text == findings("learner_vs_bayes", data, learner_spec())
+    assert text == findings("learner_vs_bayes", data, learner_spec()) + " Error bars: mean ± SE over 3 seeds."
     b_lo, b_hi = (100 * np.mean([truth[w, s][1] for s in (0, 1, 2)]) for w in ("tau0.5", "tau2"))
     assert f"Bayes error {b_lo:.3g}% at tau=0.5 to {b_hi:.3g}% at tau=2" in text and "0.1%" not in text
     assert f"{100 * gaps.mean():.3g} ± " in text  # the gap at the largest tau, with its SE

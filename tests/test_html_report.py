@@ -54,7 +54,7 @@ def parse(text: str) -> list:
 
 
 def figure_file(stem, caption):
-    fig = Figure(figsize=(2, 2))
+    fig = Figure(figsize=(3.3, 2), layout="constrained")
     fig.add_subplot().plot([0, 1], [0, 1])
     save_figure(fig, stem)
     write_caption(f"{stem}.caption.rst", caption)
@@ -242,3 +242,129 @@ def test_the_report_of_a_smoke_run_in_headless_chromium(smoke_results, tmp_path)
     assert proc.returncode == 0 and shot.stat().st_size > 50_000, proc.stderr[-2000:]
     if os.environ.get("ORACLE_REPORT_SCREENSHOT"):  # where a person looks at it
         shutil.copy(shot, os.environ["ORACLE_REPORT_SCREENSHOT"])
+
+
+def test_the_first_screen_says_what_run_this_is_and_what_it_found(run):
+    from oracle.report.claims_figure import VERDICT_COLORS
+    from oracle.report.html_report import run_facts
+
+    record = {"code": {"commit": "8aa4875c552d80fb9d47e5701274fcf95f7109e1", "dirty": False},
+              "hostname": "vm", "device": "cpu: x86_64 x2", "created_utc": "2026-11-28T08:59:52Z",
+              "config_sha256": "efff906a36b9127a318094b46d5ca77547d6a4053077f1d81067c4dc712837a0"}
+    facts = run_facts(record, run / "claims.csv", 402.0)
+    assert facts.verdicts["supported"] == 1 and facts.verdicts["not posed"] == 1 and facts.verdicts["contradicted"] == 0
+    text = write_report(sections_of(run), run / "report.html", "Run r", "intro", facts=facts).read_text()
+    els = parse(text)
+    facts_text = " ".join(t for tag, _, t in els if tag in ("dt", "dd"))
+    for shown in ("8aa4875c552d", "2026-11-28T08:59:52Z", "vm (cpu: x86_64 x2)", "sha256 efff906a36b9", "6m42s"):
+        assert shown in facts_text, (shown, facts_text)
+    badges = [t for tag, a, t in els if tag == "span" and "badge" in a.get("class", "")]
+    assert "supported 1" in badges and "unresolved 1" in badges and "contradicted 0" in badges
+    # the header, then the first table: commit and verdict counts come before it
+    assert text.index("8aa4875c552d") < text.index("verdicts") < text.index("<table")
+    # one colour per verdict, the claims figure's, in the page's style
+    for verdict, color in VERDICT_COLORS.items():
+        assert re.search(rf"\.verdict-{verdict.replace(' ', '-')} {{[^}}]*{color}", text), verdict
+    with pytest.raises(DataError, match="lacks 'config_sha256'"):
+        run_facts({k: v for k, v in record.items() if k != "config_sha256"}, run / "claims.csv", None)
+
+
+def world_constants_file(path, bayes_error, floor, n=500, k=10):
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"all": {"aleatoric": {"mean": floor, "se": floor / 100},
+                                        "bayes_error": {"mean": bayes_error, "se": 0.004},
+                                        "bayes_accuracy": {"mean": 1 - bayes_error, "se": 0.004},
+                                        "n": n, "num_classes": k}}))
+    return str(path)
+
+
+def test_after_the_header_the_worlds_then_the_claims_with_their_verdict_second(run):
+    from oracle.report.html_report import world_rows
+
+    worlds = world_rows([
+        {"name": "base", "constants": world_constants_file(run / "samples/base/constants.json", 0.0123, 0.0456),
+         "experiments": ["scaling (scaling)", "shift (shift)"]},
+        {"name": "tau1.2", "constants": world_constants_file(run / "samples/tau1.2/constants.json", 0.25, 0.61),
+         "experiments": ["shift (shift)"]}])
+    text = write_report(sections_of(run), run / "report.html", "Run r", "intro", worlds=worlds).read_text()
+    els = parse(text)
+    tables = [(a, t) for tag, a, t in els if tag == "table"]
+    assert tables[0][0].get("class") == "worlds"  # the first table of the page
+    rows = [t for tag, _, t in els if tag == "tr"]
+    assert "basescaling (scaling), shift (shift)1.23 ± 0.400.0456 ± 0.000510500" in rows
+    assert "tau1.2shift (shift)25.00 ± 0.400.6100 ± 0.006110500" in rows
+    # the claims table comes next, its verdict the second column though claims.md has it last
+    claims = [i for i, (tag, a, _) in enumerate(els) if tag == "table"][1]
+    header = [t for tag, _, t in els[claims:] if tag == "th"][:3]
+    assert header == ["id", "verdict", "rule"], header
+    first_row = next(i for i in range(claims, len(els)) if els[i][0] == "tr" and "power_law" in els[i][2])
+    assert [t for tag, _, t in els[first_row + 1:first_row + 3]] == ["power_law", "supported"]
+    assert read_markdown_table(run / "claims.md").header == ["id", "rule", "verdict"]  # the file is unchanged
+    with pytest.raises(DataError, match=r"constants.json: no 'bayes_error'"):
+        bad = run / "samples/bad/constants.json"
+        bad.parent.mkdir(parents=True)
+        bad.write_text('{"all": {"aleatoric": {"mean": 1, "se": 0}, "n": 5, "num_classes": 2}}')
+        world_rows([{"name": "bad", "constants": str(bad), "experiments": []}])
+
+
+#: The page's width as the browser laid it out: the document's scroll width, the window's, the
+#: widest element's right edge and the right edge of the last verdict cell (not scrolled to).
+WIDTH_PROBE = """<script>
+window.addEventListener('load', () => {
+  const b = document.body, right = el => Math.ceil(el.getBoundingClientRect().right);
+  b.dataset.scrollWidth = document.documentElement.scrollWidth;
+  b.dataset.innerWidth = window.innerWidth;
+  b.dataset.widest = Math.max(...[...document.querySelectorAll('body *')]
+    .filter(el => !el.closest('.table-wrap') || el.classList.contains('table-wrap')).map(right));
+  b.dataset.verdictRight = Math.max(...[...document.querySelectorAll('td[class^=verdict]')].map(right));
+  b.dataset.worldsRight = right(document.querySelector('table.worlds'));
+  b.dataset.probe = 'done';
+});
+</script>"""
+
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (800, 1400)])
+def test_nothing_of_the_first_screen_is_clipped_at_1280_or_800_px(run, tmp_path, width, height):
+    """The report at 1280 and 800 px wide in headless Chromium: no horizontal scroll of the page,
+    no element past the window, and the verdicts and the world table in view without scrolling
+    a table sideways (a claims table as long as a real run's)."""
+    from oracle.report.html_report import RunFacts, world_rows
+
+    exe = chromium_binary()
+    if exe is None:
+        if os.environ.get("ORACLE_REQUIRE_CHROMIUM") == "1":
+            pytest.fail("ORACLE_REQUIRE_CHROMIUM=1 but no chromium on the PATH (scripts/ci/install_chromium.sh)")
+        pytest.skip("no chromium on the PATH (scripts/ci/install_chromium.sh installs it)")
+    # a claims table with the columns and cell lengths of a real run's claims.md
+    words = "the 95% CI (value ± t SE: over seeds, and over the shared test rows) of alpha lies above 0 " * 4
+    write_csv_markdown(pd.DataFrame({
+        "id": ["power_law", "archs_differ_at_the_largest_training_size"],
+        "finding": ["epistemic error follows a power law KL ∝ N^-alpha (a nearly perfect straight line)"] * 2,
+        "paper": ["KL ∝ N^-alpha, alpha > 0 for every architecture (Figure 2b)"] * 2,
+        "this run": ["epistemic KL at the largest N (nats): test_resnet 0.2294, test_vit 0.2567"] * 2,
+        "uncertainty": ["Bonferroni 95% (m=1) CI [-0.06979, 0.01503]"] * 2, "rule": [words] * 2,
+        "verdict": ["supported", "not posed"],
+        "numbers": ["scaling.epistemic_max_n.test_resnet scaling.epistemic_max_n.test_vit"] * 2}),
+        run / "claims.csv", run / "claims.md", "The paper's findings")
+    worlds = world_rows([{"name": f"world_with_a_long_name_{i}", "experiments": [
+        "scaling-floor (scaling)", "shift (shift)", "calibration (calibration)", "labels (labels)"],
+        "constants": world_constants_file(run / f"samples/w{i}/constants.json", 0.0123, 0.0456)} for i in range(2)])
+    facts = RunFacts("8aa4875c552d80fb9d47e5701274fcf95f7109e1", True, "2026-11-28T08:59:52Z",
+                     "a-rather-long-hostname.cluster.example.org (cuda: NVIDIA H200 x1)", "e" * 64, 402.0,
+                     {"supported": 1, "contradicted": 0, "unresolved": 0, "not posed": 1})
+    text = write_report(sections_of(run), run / "report.html", "Run r: " + "a long title " * 8, "intro",
+                        facts=facts, worlds=worlds).read_text()
+    probe = tmp_path / "probe.html"
+    probe.write_text(text.replace("</body>", WIDTH_PROBE + "</body>"), encoding="utf-8")
+    proc = run_chromium(exe, probe.as_uri(), tmp_path / "profile", f"--window-size={width},{height}",
+                        "--virtual-time-budget=5000", "--dump-dom")
+    assert proc.returncode == 0 and "data-probe=\"done\"" in proc.stdout, proc.stderr[-3000:]
+    body = next(a for tag, a, _ in parse(proc.stdout) if tag == "body")
+    inner = int(body["data-inner-width"])
+    assert inner == width
+    assert int(body["data-scroll-width"]) <= inner, body
+    assert int(body["data-widest"]) <= inner, body
+    assert int(body["data-verdict-right"]) <= inner, body  # every verdict in view, no sideways scroll
+    assert int(body["data-worlds-right"]) <= inner, body

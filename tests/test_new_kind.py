@@ -88,7 +88,7 @@ TOY = {
 
 
         def figure(name, data, spec, stem):
-            fig = Figure(figsize=(4, 3))
+            fig = Figure(figsize=(3.3, 2.5), layout="constrained")
             ax = fig.subplots()
             ax.hist(data["rows"]["entropy"], bins=30)
             ax.set(xlabel="H(p(y|x)) (nats)", ylabel="test rows")

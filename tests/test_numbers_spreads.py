@@ -104,3 +104,13 @@ def test_irreducible_share_is_blank_where_the_accuracy_rose():
     t = estimators_report.table("shifted_sets", {"sets": sets}, {})
     share = t.set_index("Set")["Irreducible share"]
     assert math.isnan(share["base"]) and math.isnan(share["tau0.9"]) and share["tau1.5"] == pytest.approx(10 / 12)
+
+
+def test_numbers_tex_says_which_key_each_macro_is():
+    nums = {"scaling.alpha.resnet": {"value": 0.4, "se": 0.05}, "world.base.bayes_error": {"value": 0.012}}
+    lines = [ln for ln in numbers_tex(nums, {"fig2": "runs/r/figures/panels"}).splitlines() if "newcommand" in ln]
+    comments = {NEWCOMMAND.search(ln).group(1): ln.split("} % ", 1)[1] for ln in lines}
+    assert comments["numScalingAlphaResnet"] == "numbers.json: scaling.alpha.resnet"
+    assert comments["numScalingAlphaResnetSE"] == "numbers.json: scaling.alpha.resnet (se)"
+    assert comments["numWorldBaseBayesError"] == "numbers.json: world.base.bayes_error"
+    assert comments["paperFigTwo"] == "paper artifact: fig2"

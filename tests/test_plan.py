@@ -107,3 +107,18 @@ def test_flow_spec_checks_divisibility(default):
     default["oracle"]["flow"]["patch_size"] = 3
     with pytest.raises(ConfigError, match="patch_size"):
         plan.flow_spec(default, 1, 8, 10)
+
+
+def test_world_questions_name_the_experiments_of_each_world(default):
+    q = plan.world_questions(default)
+    assert list(q) == list(default["worlds"])  # every world, in config order, used or not
+    # an experiment that trains and tests in one world (its `world` key) is listed there and nowhere else
+    for name in ("scaling", "scaling-floor", "labels"):
+        world = default["experiments"][name]["world"]
+        kind = default["experiments"][name]["kind"]
+        assert [w for w, users in q.items() if f"{name} ({kind})" in users] == [world], name
+    # shift is asked in its training world and in each shifted world it tests on
+    shifted = {c["world"] for c in default["experiments"]["shift"]["configurations"].values() if "world" in c}
+    assert {w for w, users in q.items() if "shift (shift)" in users} == {default["experiments"]["shift"]["world"]} | shifted
+    default["worlds"]["unused"] = default["worlds"]["base"]
+    assert plan.world_questions(default)["unused"] == []

@@ -22,7 +22,7 @@ def test_write_table_outputs_parse(tmp_path):
     tex = paths["tex"].read_text()
     assert "\\begin{tabular}{lrr}" in tex and "\\end{tabular}" in tex
     assert "\\caption{Accuracy \\& error at N = 40,000}" in tex and "\\label{tab:tab}" in tex
-    assert "ResNet\\_18 & 97.73 & 100 \\\\" in tex and "Accuracy (\\%)" in tex
+    assert "ResNet\\_18 & 97.73 & 100 \\\\" in tex and "Accuracy \\\\ (\\%)" in tex  # header on two lines
     assert "ViT & -- & 40000" in tex
     assert not list((tmp_path / "sub").glob(".*"))
 

@@ -34,3 +34,16 @@ def test_run_summary(tmp_path):
     text = run_summary(run, 5.0)
     assert f"timings: {run / 'timings.md'}" in text
     assert text.splitlines()[-1] == "    world.base.bayes_accuracy = 0.9 fraction"
+
+
+def test_the_main_experiment_heads_its_variants_and_the_verdicts_are_counted(tmp_path):
+    numbers = {"scaling-floor.alpha.resnet": {"value": 0.05, "unit": "1"},
+               "scaling-floor.alpha.vit": {"value": 0.04, "unit": "1"},
+               "scaling.alpha.resnet": {"value": 0.41, "unit": "1"}, "scaling.alpha.vit": {"value": 0.37, "unit": "1"}}
+    assert headline_numbers(numbers) == ["scaling.alpha.resnet = 0.41", "scaling.alpha.vit = 0.37"]
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "claims.csv").write_text("id,verdict\nd,not posed\na,supported\nb,contradicted\nc,supported\n")
+    assert f"claims:  4 findings: 2 supported, 1 contradicted, 1 not posed  ({run}/claims.md)" in run_summary(run, 1.0)
+    (run / "claims.csv").write_text("id\na\n")  # no verdict column: no line rather than a wrong one
+    assert "claims:" not in run_summary(run, 1.0)

@@ -4,12 +4,13 @@ table's columns. Every table of a smoke run is checked the same way in the smoke
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from oracle.errors import OracleError
 from oracle.report.tables import _LATEX_MATH, _LATEX_SPECIAL, latex_escape, markdown_cell, write_table
-from tests.table_formats import compile_tables, markdown_column_counts
+from tests.table_formats import compile_tables, latex_labels, markdown_column_counts, overfull_pt
 
 #: What the tables of this project write: Greek letters, math signs, arrows, a hat, dashes.
 UNICODE = "σ τ ρ π Δ α − ≈ ↑ ↓ ± ∝ → ² ŷ – — ‖ µ ≤ ≥ ×"
@@ -45,3 +46,69 @@ def test_markdown_tables_keep_their_columns_with_a_pipe_in_a_cell(tmp_path):
     assert markdown_cell("a | b\nc") == "a \\| b c"
     # the checker itself: an unescaped pipe does shift the count
     assert markdown_column_counts("| a | b |\n|---|---|\n| x | y | z |") == [2, 2, 3]
+
+
+def _wide_frames() -> dict[str, pd.DataFrame]:
+    """Tables shaped like the widest a run writes: 7 seed-averaged measures with a std each
+    beside 5 key columns (calibration_under_shift), and text columns with long cells and a
+    comma list without spaces (shift_configurations)."""
+    rng = np.random.default_rng(0)
+    n = 12
+    keys = {"Architecture": ["EfficientNet (test)"] * n, "N": [2000] * n, "Set": [f"tau0.7-noise0.{i:02d}" for i in range(n)],
+            "Shift": [f"σ=0.{i}" for i in range(n)], "Seeds": [2] * n}
+    measures = {}
+    for name in ("Accuracy (%)", "ECE", "True ECE", "Pointwise true CE", "Brier", "Overconf.", "Overconf. (truth)"):
+        measures[name] = rng.uniform(0.01, 0.9, n)
+        measures[f"{name} std"] = rng.uniform(1e-4, 1e-2, n)
+    text = {"Configuration": ["Mild imbalance, the second configuration"] * 4,
+            "pi": ["(0.2,0.16,0.13,0.11,0.09,0.08,0.07,0.06,0.05,0.05)"] * 4,
+            "World": ["tau0.7"] * 4, "KL_y (target)": [0.1, 0.2, 0.3, 0.4], "± std": [0.01] * 4,
+            "Exact KL": [0.1, 0.2, 0.3, 0.4], "Monte Carlo KL": [0.11, 0.2, 0.3, 0.4], "± SE": [0.01] * 4}
+    metrics = {"Metric": ["FD (domain features) ↓", "IS-like score (domain classifier) ↑"], "Value": ["1.11", "3.95 ± 0.22"],
+               "Feature space": ["domain CNN trained on digits train split (128-d penultimate layer)"] * 2}
+    return {"measures": pd.DataFrame({**keys, **measures}), "text": pd.DataFrame(text), "metrics": pd.DataFrame(metrics)}
+
+
+def test_wide_tables_fit_the_text_width_of_a_plain_article(tmp_path):
+    paths = [write_table(frame, tmp_path / name, caption=f"a wide table ({name})", label=f"exp:{name}")["tex"]
+             for name, frame in _wide_frames().items()]
+    status, errors = compile_tables(paths, tmp_path)
+    assert status == 0, errors
+    assert max(overfull_pt(tmp_path), default=0.0) <= 10.0, [p.read_text()[:400] for p in paths]
+    for p in paths:
+        tex = p.read_text()
+        assert "resizebox" not in tex  # narrowed by layout (size, split, wrapped text), not scaled
+    measures = paths[0].read_text()
+    # value and std in one cell: "0.0203 $\\pm$ 0.0013", the std column gone from the header
+    assert "$\\pm$" in measures and "ECE std" not in measures
+
+
+def test_labels_name_the_experiment(tmp_path):
+    frame = pd.DataFrame({"a": [1.0]})
+    one = write_table(frame, tmp_path / "scaling" / "rounds", caption="c", label="scaling:rounds")["tex"]
+    two = write_table(frame, tmp_path / "scaling-floor" / "rounds", caption="c", label="scaling-floor:rounds")["tex"]
+    assert latex_labels([one, two]) == ["tab:scaling:rounds", "tab:scaling-floor:rounds"]
+    assert latex_labels([write_table(frame, tmp_path / "plain", caption="c")["tex"]]) == ["tab:plain"]
+
+
+def test_the_caption_says_what_the_table_shows_and_the_finding_is_a_note_under_it(tmp_path):
+    import re
+
+    from oracle.report.tables import read_markdown_table
+
+    description = "Test accuracy against the Bayes accuracy (percent), mean ± std over seeds."
+    finding = ("This run: at the largest N the gap is 8.07 to 13.6 percentage points. "
+               "The paper: 97-98% against 99.77% (Table 1).")
+    paths = write_table(pd.DataFrame({"Arch": ["ResNet"], "Accuracy (%)": [91.2]}), tmp_path / "acc",
+                        caption=description, note=finding, label="scaling:acc")
+    tex = paths["tex"].read_text()
+    caption = re.search(r"\\caption\{(.*)\}\n", tex).group(1)
+    assert "This run" not in caption and "paper:" not in caption and caption.startswith("Test accuracy")
+    # the note in small type after the tabular, inside the float
+    after = tex[tex.index("\\end{tabular}"):tex.index("\\end{table}")]
+    assert "\\footnotesize This run: at the largest N" in after and "The paper: 97-98" in after
+    # the Markdown (and so the report) still shows the description and the finding
+    assert read_markdown_table(paths["md"]).caption == f"{description} {finding}"
+    status, errors = compile_tables([paths["tex"]], tmp_path)
+    assert status == 0, errors
+    assert max(overfull_pt(tmp_path), default=0.0) <= 10.0

@@ -80,7 +80,21 @@ def test_wall_time_is_the_span_and_busy_time_of_the_jobs(tmp_path):
         os.utime(root / name, (1e9 + end, 1e9 + end))
     got = wall_time(job_intervals(root))
     assert got["span_s"] == pytest.approx(130.0) and got["busy_s"] == pytest.approx(50.0)
-    assert math.isnan(wall_time([])["span_s"])
+    # the gap of 80 s with no job: c.tsv is the last invocation, alone (a redrawn figure)
+    assert got["last_s"] == pytest.approx(30.0) and got["last_jobs"] == 1
+    assert wall_time(job_intervals(root), gap_s=100.0)["last_s"] == pytest.approx(130.0)  # one invocation
+    assert math.isnan(wall_time([])["span_s"]) and math.isnan(wall_time([])["last_s"])
+
+
+def test_timing_notes_give_the_last_invocation_and_say_when_older_jobs_count(tmp_path):
+    from oracle.report.timings import timing_notes
+
+    table = pd.DataFrame([{"rule": "total", "jobs": 3, "job_s": 55.0, "max_job_s": 30.0, "max_rss_mb": 1.0}])
+    notes = timing_notes(table, {"span_s": 130.0, "busy_s": 50.0, "last_s": 30.0, "last_jobs": 1}, 0.0, [])
+    assert "Wall time: 30.0 s, the jobs of the last invocation (1 job after" in notes
+    assert "over all jobs, 130.0 s" in notes
+    one = timing_notes(table, {"span_s": 30.0, "busy_s": 30.0, "last_s": 30.0, "last_jobs": 3}, 0.0, [])
+    assert "Wall time: 30.0 s" in one and "Earlier invocations" not in one
 
 
 def job(rule, seconds, outputs, inputs=(), **wildcards):
@@ -159,7 +173,7 @@ def test_provenance_jobs_and_benchmark_times(tmp_path):
     seconds, chain = critical_path(jobs)
     assert (seconds, chain) == (16.0, ["sample_shard[shard=0001, world=base]", "train_classifier[seed=10]"])
     table = pd.DataFrame([{"rule": "total", "jobs": 3, "job_s": 19.0, "max_job_s": 12.0, "max_rss_mb": 1.0}])
-    notes = timing_notes(table, {"span_s": 17.5, "busy_s": 17.0}, seconds, chain, jobs)
+    notes = timing_notes(table, {"span_s": 17.5, "busy_s": 17.0, "last_s": 17.5, "last_jobs": 3}, seconds, chain, jobs)
     assert "Job-seconds: 19.0 s over 3 jobs" in notes and "Wall time: 17.5 s" in notes
     assert "Critical path" in notes and "16.0 s over 2 jobs" in notes and "timed by their script" not in notes
 

@@ -6,6 +6,8 @@ repository's results/. Marked slow: `make test-fast` skips it.
 
 from __future__ import annotations
 
+import re
+
 import copy
 import json
 import math
@@ -22,7 +24,7 @@ import yaml
 
 from oracle.classifiers.train import curve_epochs
 from oracle.report.claims import FINDINGS
-from tests.table_formats import compile_tables, markdown_column_counts
+from tests.table_formats import compile_tables, latex_labels, markdown_column_counts, overfull_pt
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "tests" / "smoke" / "config.yaml"
@@ -124,6 +126,12 @@ def test_every_table_of_the_run_works_in_its_tool(results, tmp_path):
     assert len(tex) >= 3, tex  # the smoke run: scaling's two tables, the validation summary, numbers.tex
     status, errors = compile_tables(tex, tmp_path)
     assert status == 0, errors
+    assert max(overfull_pt(tmp_path), default=0.0) <= 10.0  # every table fits a plain article's text width
+    labels = latex_labels(tex)
+    assert len(labels) == len(set(labels)), labels  # unique per run: the experiment is in the label
+    for path in tex[:-1]:  # the caption says what the table shows; this run's finding is a note under it
+        caption = re.search(r"\\caption\{(.*)\}\n", path.read_text()).group(1)
+        assert "This run" not in caption and "The paper:" not in caption, (path, caption)
     md = sorted(results.rglob("tables/*.md")) + [results / "claims.md", results / "timings.md"]
     for path in md:
         blocks, block = [], []

@@ -5,8 +5,9 @@ claims nothing. What the run found is a sentence (or a few) computed from the sa
 artifact is drawn from, by its kind's ``findings(name, data, spec)``
 (``oracle/experiments/<kind>/findings.py``) or `oracle.validation.findings`; where the paper
 states a result, the paper's value stands beside this run's (`paper_says`), never instead of
-it. The table and figure jobs join the two (`full_caption`): tables in their Markdown and LaTeX
-captions, and every artifact in ``<stem>.caption.rst``, which the report's caption template
+it. The table and figure jobs join the two (`full_caption`): tables in their Markdown caption
+(in LaTeX the caption is the description and the finding a note under the tabular,
+`oracle.report.tables.write_table`), and every artifact in ``<stem>.caption.rst``, which the report's caption template
 (report/artifact.rst) includes.
 """
 
@@ -110,3 +111,24 @@ def convergence_finding(runs: "pd.DataFrame", who: tuple[str, ...] = ("arch", "N
         names = ", ".join(" ".join(f"{c}={r[c]}" for c in who if c in late) for _, r in late.head(5).iterrows())
         text += f"; not converged: {names}{' ...' if len(late) > 5 else ''}"
     return text + "."
+
+
+def error_bar_note(runs: "pd.DataFrame", panels: str = "", over: tuple[str, ...] = ("seed",),  # noqa: F821
+                   what: str = "mean ± std") -> str:
+    """What a figure's error bars are, counted from the data drawn: "Error bars[ in <panels>]:
+    mean ± std over S seeds." (`over` = ("seed",)), or "... over R runs (2 arch x 3 seed)."
+    when the spread pools several columns of `runs` (`what`: "mean ± SE" where the bars are
+    standard errors); with one run: "One seed: no error bars.". A reader cannot tell a std
+    over 2 seeds from one over 20 by the bar."""
+    counts = {c: int(runs[c].nunique()) for c in over if c in runs}
+    where = f" in {panels}" if panels else ""
+    total = 1
+    for n in counts.values():
+        total *= n
+    if total <= 1:
+        return f"One {over[0]}: no error bars{where}."
+    if len(counts) == 1:
+        (col, n), = counts.items()
+        return f"Error bars{where}: {what} over {n} {col}s."
+    parts = " x ".join(f"{n} {c}" for c, n in counts.items())
+    return f"Error bars{where}: {what} over {total} runs ({parts})."

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from oracle.errors import DataError
 from oracle.report.claims import counted, counts_text, verdict_counts
-from oracle.report.figures import save_figure, style
+from oracle.report.figures import PAGE_WIDTH, save_figure, style
 
 #: Colour per verdict (colourblind-safe: blue, vermilion, grey, sky, black outline).
 VERDICT_COLORS = {"supported": "#0072B2", "contradicted": "#D55E00", "unresolved": "#7f7f7f",
@@ -54,7 +55,8 @@ def _limits(row: dict) -> tuple[float, float]:
     points = [v for k in ("value", "lo", "hi", "reference", "paper") if (v := row.get(k)) is not None
               and math.isfinite(v)]
     lo, hi = min(points), max(points)
-    pad = 0.08 * (hi - lo) if hi > lo else max(abs(hi), 1.0) * 0.1
+    # wide enough that a marker at an end (the paper's diamond, most often) is drawn whole
+    pad = 0.15 * (hi - lo) if hi > lo else max(abs(hi), 1.0) * 0.15
     return lo - pad, hi + pad
 
 
@@ -64,7 +66,8 @@ def claims_forest(claims: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pa
     if not rows:
         raise DataError("claims.csv holds no finding")
     with style():
-        fig = Figure(figsize=(9.5, 0.42 * len(rows) + 0.9))
+        height = 0.45 * len(rows) + 1.0
+        fig = Figure(figsize=(PAGE_WIDTH, height))
         axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
         previous = None
         for ax, row in zip(axes, rows):
@@ -75,9 +78,10 @@ def claims_forest(claims: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pa
             for side in ("left", "right", "top"):
                 ax.spines[side].set_visible(False)
             name = f"{row['id']}: " if first else ""
-            ax.set_ylabel(textwrap.shorten(f"{name}{row['label']}", 70, placeholder="..."), rotation=0, ha="right",
-                          va="center", fontsize=7)
-            ax.text(1.01, 0.5, row["verdict"] if first else "", transform=ax.transAxes, color=color, fontsize=8,
+            # two lines of at most 44 characters: the label's start and end both show at 6.8 in
+            label = textwrap.fill(textwrap.shorten(f"{name}{row['label']}", 88, placeholder="..."), 44)
+            ax.set_ylabel(label, rotation=0, ha="right", va="center", labelpad=4)
+            ax.text(1.02, 0.5, row["verdict"] if first else "", transform=ax.transAxes, color=color,
                     va="center", fontweight="bold")
             if row.get("value") is None:
                 ax.set_xticks([])
@@ -91,12 +95,14 @@ def claims_forest(claims: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pa
             if row.get("paper") is not None:
                 ax.plot([row["paper"]], [0], "D", mfc="none", mec="k", ms=5)
             ax.set_xlim(*_limits(row))
-            ax.tick_params(axis="x", labelsize=6, pad=1, length=2)
+            ax.xaxis.set_major_locator(MaxNLocator(5))  # 8 pt labels of 7 ticks ran into each other
+            ax.tick_params(axis="x", pad=1, length=2)
             ax.set_ylim(-0.6, 0.6)
         fig.suptitle("The paper's findings against this run: " + counts_text(claims.to_dict("records"))
-                     + "\ndot and bar: this run's estimate and 95% interval; dashed: the rule's reference; "
-                     "diamond: the paper's value", fontsize=8)
-        fig.tight_layout(h_pad=0.3)
+                     + "\ndot and bar: this run's estimate and 95% interval; dashed: the rule's reference;\n"
+                     "diamond: the paper's value")
+        # fixed margins: the labels are wrapped to a known width (left), the verdicts are one word
+        fig.subplots_adjust(left=0.43, right=0.84, top=1 - 0.75 / height, bottom=0.3 / height, hspace=0.9)
         return save_figure(fig, stem)
 
 

@@ -172,3 +172,141 @@ def format_comparison(df: pd.DataFrame, claims: pd.DataFrame | None, names: tupl
         lines.append("  ".join(str(c).ljust(w) if i in (0, 1, 6) else str(c).rjust(w) for i, (c, w) in
                                enumerate(zip(row, widths))) + f"  {row[-1]}")
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- runs, configs, many runs
+#: Config sections that define the worlds a run measures (the data, the flow that is the oracle,
+#: the worlds' constants): two runs that differ in one of them measure different quantities, so
+#: a "moved" number says nothing about reproducibility.
+WORLD_SECTIONS = ("data", "oracle", "worlds")
+
+
+def flatten_config(config: Mapping, prefix: str = "") -> dict[str, object]:
+    """A nested config as ``{"dotted.key": value}``; lists and scalars are values (a list of
+    seeds is one setting)."""
+    out: dict[str, object] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flatten_config(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def config_differences(configs: Mapping[str, Mapping]) -> pd.DataFrame:
+    """The config keys whose value differs between the runs (`configs`: {run name: effective
+    config}): one row per dotted key, one column per run ("" where a run lacks the key), and
+    ``world`` (True for a key under `WORLD_SECTIONS`); keys in order."""
+    flat = {name: flatten_config(c) for name, c in configs.items()}
+    keys = sorted(set().union(*flat.values())) if flat else []
+    rows = []
+    for k in keys:
+        values = [flat[n].get(k, "") for n in flat]
+        if any(json.dumps(v, sort_keys=True, default=str) != json.dumps(values[0], sort_keys=True, default=str)
+               for v in values[1:]):
+            rows.append({"key": k, **{n: "" if v == "" else json.dumps(v, default=str) if not isinstance(v, str) else v
+                                      for n, v in zip(flat, values)},
+                         "world": k.split(".")[0] in WORLD_SECTIONS})
+    return pd.DataFrame(rows, columns=["key", *flat, "world"])
+
+
+def world_warning(diff: pd.DataFrame) -> str:
+    """One line warning that the runs measure different worlds (the world keys of a
+    `config_differences` frame, the first five named), "" when they measure the same."""
+    world = diff[diff["world"]]["key"].tolist() if len(diff) else []
+    if not world:
+        return ""
+    return (f"WARNING: the runs are different worlds ({len(world)} of the {', '.join(WORLD_SECTIONS)} settings differ: "
+            f"{', '.join(world[:5])}{' ...' if len(world) > 5 else ''}): their numbers measure different quantities, "
+            "so 'moved' says nothing about reproducibility.")
+
+
+def run_metadata(records: Mapping[str, Mapping | None], configs: Mapping[str, Mapping]) -> pd.DataFrame:
+    """One row per run: run, commit (12 hex, "+dirty" with uncommitted changes), date (UTC),
+    machine (host and device), seed and config sha256 (12 hex), from the provenance record of
+    each run's numbers.json (`records`, None when it has none: "?") and its config."""
+    rows = []
+    for name, rec in records.items():
+        rec = rec or {}
+        code = rec.get("code") or {}
+        commit = str(code.get("commit") or "?")[:12] + ("+dirty" if code.get("dirty") else "")
+        machine = " ".join(str(v) for v in (rec.get("hostname"), f"({rec['device']})" if rec.get("device") else None)
+                           if v) or "?"
+        rows.append({"run": name, "commit": commit, "date": rec.get("created_utc") or "?", "machine": machine,
+                     "seed": configs.get(name, {}).get("seed", "?"),
+                     "config": str(rec.get("config_sha256") or "?")[:12]})
+    return pd.DataFrame(rows, columns=["run", "commit", "date", "machine", "seed", "config"])
+
+
+def numbers_by_run(numbers: Mapping[str, Mapping[str, Mapping]]) -> pd.DataFrame:
+    """A table of runs by number (`numbers`: {run name: numbers.json}): one row per key of any
+    run, one column per run with "value ± spread" (`entry_spread`; "-" where the run lacks it
+    or it is not a number), and the unit; keys in order."""
+    keys = sorted(set().union(*[set(n) for n in numbers.values()])) if numbers else []
+    rows = []
+    for k in keys:
+        row = {"key": k}
+        for name, nums in numbers.items():
+            e = nums.get(k)
+            v = _value(e) if e is not None else math.nan
+            s = entry_spread(e)[0] if isinstance(e, Mapping) else math.nan
+            row[name] = _num(v) + (f" ± {s:.2g}" if math.isfinite(v) and math.isfinite(s) else "")
+            if isinstance(e, Mapping) and e.get("unit") and "unit" not in row:
+                row["unit"] = e["unit"]
+        rows.append({**row, "unit": row.get("unit", "")})
+    return pd.DataFrame(rows, columns=["key", *numbers, "unit"])
+
+
+def claims_by_run(claims: Mapping[str, pd.DataFrame | None]) -> pd.DataFrame:
+    """The verdict of each finding in each run (`claims`: {run name: claims.csv frame or None}),
+    with the run's value ("this run" column, where there is one) beside it: one row per finding,
+    per run a column "<run>" (verdict) and "<run> value"; ``same`` says whether every run with
+    claims gave it one verdict."""
+    present = {n: c for n, c in claims.items() if c is not None}
+    ids = list(dict.fromkeys(i for c in present.values() for i in c["id"].astype(str)))
+    rows = []
+    for i in ids:
+        row = {"id": i}
+        for name, c in present.items():
+            hit = c[c["id"].astype(str) == i]
+            row[name] = str(hit["verdict"].iloc[0]) if len(hit) else ""
+            row[f"{name} value"] = str(hit["this run"].iloc[0]) if len(hit) and "this run" in c else ""
+        row["same"] = len({row[n] for n in present}) == 1
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["id", *[c for n in present for c in (n, f"{n} value")], "same"])
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """A frame as a Markdown pipe table (cells as text, pipes escaped)."""
+    from tabulate import tabulate
+
+    from oracle.report.tables import markdown_cell
+
+    return tabulate([[markdown_cell(v) for v in r] for r in df.astype(str).itertuples(index=False)],
+                    headers=[markdown_cell(c) for c in df.columns], tablefmt="pipe", disable_numparse=True) + "\n"
+
+
+def format_runs_markdown(meta: pd.DataFrame, diff: pd.DataFrame, claims: pd.DataFrame | None,
+                         numbers: pd.DataFrame, pair: pd.DataFrame | None = None, z_max: float = 3.0) -> str:
+    """The comparison of two or more runs as Markdown: the runs' metadata, the world warning
+    (`world_warning`), the config keys that differ, the claims side by side, then for two runs
+    the numbers with B - A, z and flag (`pair`, a `compare_numbers` frame) and for more a table
+    of runs by number."""
+    parts = ["## Runs", "", markdown_table(meta)]
+    if warning := world_warning(diff):
+        parts += [f"**{warning}**", ""]
+    parts += ["## Config differences", "",
+              markdown_table(diff.drop(columns="world")) if len(diff) else "The effective configs are the same.\n"]
+    if claims is not None and len(claims):
+        parts += ["## Claims", "", markdown_table(claims)]
+    parts += ["## Numbers", ""]
+    if pair is not None:
+        counts = pair["flag"].value_counts()
+        parts += [f"{len(pair)} numbers: " + ", ".join(f"{counts.get(f, 0)} {f}" for f in FLAGS)
+                  + f" (moved: |z| > {z_max:g}).", "",
+                  markdown_table(pair.assign(**{c: pair[c].map(_num) for c in ("a", "b", "diff", "z")})[
+                      ["flag", "key", "a", "b", "diff", "z", "unit", "spread"]])]
+    else:
+        parts += [markdown_table(numbers)]
+    return "\n".join(parts)

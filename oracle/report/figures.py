@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import textwrap
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
+import matplotlib.text
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -19,12 +23,78 @@ from oracle.errors import OracleError
 from oracle.report.tables import write_all
 
 
+#: Print widths (inches) a figure is drawn at: one column, or the text width of a two-column
+#: paper (a 6.5 in single-column \\textwidth takes the 6.8 in figure at 96%, text >= 7.7 pt).
+COLUMN_WIDTH = 3.3
+PAGE_WIDTH = 6.8
+PRINT_WIDTHS = (COLUMN_WIDTH, PAGE_WIDTH)
+#: The smallest text (points) a figure may print at its print width: journals ask 7-8 pt.
+MIN_TEXT_PT = 8.0
+
+#: Embed fonts as TrueType (Type 42): the default Type 3 bitmaps/procedures are refused by
+#: journals' PDF checks (IEEE PDF eXpress, ACM TAPS).
+_FONT_RC = {"pdf.fonttype": 42, "ps.fonttype": 42}
+
+
 def style():
-    """The seaborn whitegrid/paper style of every figure, as a context manager."""
+    """The seaborn whitegrid/paper style of every figure, as a context manager: text at
+    `MIN_TEXT_PT` (titles 1 pt larger), fonts embedded as TrueType."""
     import seaborn as sns
 
-    return matplotlib.rc_context({**sns.axes_style("whitegrid"), **sns.plotting_context("paper"),
-                                  "axes.titlesize": 10, "legend.fontsize": 7})
+    sizes = {k: MIN_TEXT_PT for k in ("font.size", "axes.labelsize", "xtick.labelsize", "ytick.labelsize",
+                                      "legend.fontsize", "legend.title_fontsize")}
+    return matplotlib.rc_context({**sns.axes_style("whitegrid"), **sns.plotting_context("paper"), **sizes,
+                                  "axes.titlesize": MIN_TEXT_PT + 1, "figure.titlesize": MIN_TEXT_PT + 1,
+                                  **_FONT_RC})
+
+
+def pdf_facts(pdf: bytes) -> dict:
+    """What a saved figure prints as, read from its PDF bytes (as matplotlib writes them: one
+    page, Flate streams): ``{"width_in", "height_in"}`` (MediaBox, inches), ``"text_pt"`` (sorted
+    sizes of every text run, points, from the content streams' ``Tf`` operators) and
+    ``"font_types"`` (the ``/Subtype`` of every font object, e.g. ``Type3``, ``TrueType``,
+    ``Type0``)."""
+    box = re.search(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]", pdf)
+    if box is None:
+        raise OracleError("pdf_facts: no /MediaBox: not a matplotlib PDF")
+    x0, y0, x1, y1 = (float(v) for v in box.groups())
+    sizes = []
+    for stream in re.findall(rb"stream\r?\n(.*?)\r?\nendstream", pdf, flags=re.S):
+        try:
+            text = zlib.decompress(stream)
+        except zlib.error:
+            text = stream
+        sizes += [float(v) for v in re.findall(rb"/\S+\s+([\d.]+)\s+Tf\b", text)]
+    fonts = re.findall(rb"/Type\s*/Font\s*/Subtype\s*/(\w+)|/Subtype\s*/(\w+)\s*/Type\s*/Font", pdf)
+    return {"width_in": (x1 - x0) / 72.0, "height_in": (y1 - y0) / 72.0, "text_pt": sorted(sizes),
+            "font_types": sorted({(a or b).decode() for a, b in fonts})}
+
+
+def print_problems(fig: Figure, pdf: bytes) -> list[str]:
+    """Why ``fig`` (saved as ``pdf``) would not print in a paper, one line each; empty when it
+    would: its width is not one of `PRINT_WIDTHS`, a text is smaller than `MIN_TEXT_PT`, a font
+    is embedded as Type 3, or something is drawn outside the canvas (it would be cut off: the
+    figure is saved at its size, not cropped to its content)."""
+    facts = pdf_facts(pdf)
+    problems = []
+    if not any(abs(facts["width_in"] - w) < 0.01 for w in PRINT_WIDTHS):
+        problems.append(f"width {facts['width_in']:.2f} in is neither one column ({COLUMN_WIDTH} in) "
+                        f"nor two ({PAGE_WIDTH} in)")
+    small = [t for t in fig.findobj(matplotlib.text.Text)
+             if t.get_visible() and t.get_text().strip() and t.get_fontsize() < MIN_TEXT_PT - 1e-6]
+    if small or (facts["text_pt"] and facts["text_pt"][0] < MIN_TEXT_PT - 1e-6):
+        named = ", ".join(f"{t.get_text()[:30]!r} {t.get_fontsize():g} pt" for t in small[:4])
+        problems.append(f"text smaller than {MIN_TEXT_PT:g} pt ({named or str(min(facts['text_pt'])) + ' pt'})")
+    if "Type3" in facts["font_types"]:
+        problems.append("a Type 3 font is embedded")
+    renderer = fig.canvas.get_renderer()
+    inside = fig.get_tightbbox(renderer)
+    w, h = fig.get_size_inches()
+    slack = 0.03  # inches: antialiasing and line caps reach a hair past the axes' edge
+    if inside.x0 < -slack or inside.y0 < -slack or inside.x1 > w + slack or inside.y1 > h + slack:
+        problems.append(f"content reaches outside the {w:g} x {h:g} in canvas "
+                        f"(x {inside.x0:.2f}..{inside.x1:.2f}, y {inside.y0:.2f}..{inside.y1:.2f} in)")
+    return problems
 
 
 def palette(archs: Sequence[str]) -> dict[str, tuple]:
@@ -39,14 +109,21 @@ FIGURE_DPI = 200
 
 
 def save_figure(fig: Figure, stem: str | os.PathLike, dpi: int = FIGURE_DPI) -> dict[str, Path]:
-    """Save ``fig`` as ``<stem>.pdf`` and ``<stem>.png`` atomically; returns ``{"pdf", "png"}``."""
+    """Save ``fig`` as ``<stem>.pdf`` and ``<stem>.png`` atomically; returns ``{"pdf", "png"}``.
+
+    Saved at its own size (no cropping to the content, which would change the print width):
+    OracleError, and nothing written, when `print_problems` finds the figure unprintable."""
     stem = Path(stem)
     FigureCanvasAgg(fig)
     rendered = {}
-    for ext, meta in (("pdf", {"CreationDate": None}), ("png", {"Software": None})):
-        buf = io.BytesIO()
-        fig.savefig(buf, format=ext, dpi=dpi, bbox_inches="tight", metadata=meta)
-        rendered[stem.with_name(f"{stem.name}.{ext}")] = buf.getvalue()
+    with matplotlib.rc_context(_FONT_RC):
+        for ext, meta in (("pdf", {"CreationDate": None}), ("png", {"Software": None})):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=ext, dpi=dpi, metadata=meta)
+            rendered[stem.with_name(f"{stem.name}.{ext}")] = buf.getvalue()
+    problems = print_problems(fig, rendered[stem.with_name(f"{stem.name}.pdf")])
+    if problems:
+        raise OracleError(f"figure {stem.name}: " + "; ".join(problems))
     write_all(rendered)
     return {p.suffix[1:]: p for p in rendered}
 
@@ -122,8 +199,10 @@ def sample_grid_figure(images: np.ndarray, labels: np.ndarray, class_names: Sequ
     grids = [(grid_of(images, labels), title)]
     if real is not None:
         grids.insert(0, (grid_of(real, real_labels), real_title))
+    width = PAGE_WIDTH if len(grids) > 1 else COLUMN_WIDTH
+    pitch = (width - 1.0) / (per_class * len(grids))  # inches per image, 1 in for the class names
     with style():
-        fig = Figure(figsize=(0.6 + 0.9 * per_class * len(grids), 0.45 + 0.9 * k))
+        fig = Figure(figsize=(width, 0.5 + pitch * k), layout="constrained")
         axes = np.atleast_1d(fig.subplots(1, len(grids), squeeze=False)).ravel()
         for i, (ax, (grid, name)) in enumerate(zip(axes, grids)):
             h = (grid.shape[0] + 1) / k  # tile pitch, gap included
@@ -135,9 +214,9 @@ def sample_grid_figure(images: np.ndarray, labels: np.ndarray, class_names: Sequ
                 ax.set_yticks([])
             ax.set_xticks([])
             ax.grid(False)
-            ax.set_title(name)
+            # wrapped to the panel: at 9 pt a title as long as the validation's ran past the figure
+            ax.set_title(textwrap.fill(name, int((width - 1.0) / len(grids) / 0.09)))
         panel_letters(axes)
-        fig.tight_layout()
         return save_figure(fig, stem)
 
 
@@ -236,11 +315,12 @@ def reliability_diagram(panels: Mapping[str, Mapping[str, np.ndarray]], stem: st
     if not panels:
         raise OracleError("reliability_diagram: no panels given")
     names = list(panels)
-    ncols = ncols or min(4, len(names))
+    ncols = ncols or min(3, len(names))
     nrows = -(-len(names) // ncols)
+    width = COLUMN_WIDTH if ncols == 1 else PAGE_WIDTH
     any_sparse = False
     with style():
-        fig = Figure(figsize=(3.0 * ncols, 3.0 * nrows))
+        fig = Figure(figsize=(width, (width / ncols) * nrows + 0.9), layout="constrained")
         axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
         for ax, name in zip(axes, names):
             b = panels[name]
@@ -255,11 +335,15 @@ def reliability_diagram(panels: Mapping[str, Mapping[str, np.ndarray]], stem: st
                     ax.plot(np.asarray(b["confidence"])[keep], np.asarray(b["true_probability"])[keep], "o", ms=4,
                             color="C3", **({"mfc": "none", "alpha": 0.6} if faded else {}))
             ax.plot([0, 1], [0, 1], "k--", lw=1)
+            # upright counts at 8 pt: a bin is too narrow for more than one digit across
             for lo, hi, c in zip(lower[count > 0], upper[count > 0], count[count > 0]):
-                ax.text((lo + hi) / 2, 0.02, f"{int(c)}", ha="center", fontsize=5, rotation=90 if c >= 1000 else 0,
+                ax.text((lo + hi) / 2, 0.02, f"{int(c)}", ha="center", va="bottom", rotation=90,
                         color="k" if c >= sparse else "0.4")
-            ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence max q(y|x)", ylabel="probability correct",
-                   title=str(name))
+            # titles wrapped to the panel: at 9 pt a long one ran past the figure's edge
+            ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence max q(y|x)",
+                   title=textwrap.fill(str(name), int(width / ncols / 0.09)))
+        for ax in axes[::ncols]:
+            ax.set_ylabel("probability correct")
         for ax in axes[len(names):]:
             ax.set_visible(False)
         panel_letters(axes[:len(names)])
@@ -272,8 +356,6 @@ def reliability_diagram(panels: Mapping[str, Mapping[str, np.ndarray]], stem: st
         if any_sparse:
             handles.append(Patch(facecolor="C0", alpha=0.2, hatch="////", edgecolor="k", lw=0.5,
                                  label=f"bin of < {sparse} predictions (faded)"))
-        fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False, fontsize=7)
-        fig.text(0.5, 0.0, "number under each bar: predictions in the bin", ha="center", va="bottom", fontsize=6,
-                 color="0.3")
-        fig.tight_layout(rect=(0, 0.25 / fig.get_figheight(), 1, 1 - 0.3 / fig.get_figheight()))
+        fig.legend(handles=handles, loc="outside upper center", ncol=1 if ncols == 1 else 2, frameon=False)
+        fig.supxlabel("number in each bar: predictions in the bin", fontsize=MIN_TEXT_PT, color="0.3")
         return save_figure(fig, stem)

@@ -26,7 +26,131 @@ from pathlib import Path
 from oracle.errors import DataError
 from oracle.io.atomic import atomic_output
 from oracle.report.captions import CAPTION_SUFFIX, read_caption
+from oracle.report.claims import VERDICTS
+from oracle.report.claims_figure import VERDICT_COLORS
 from oracle.report.tables import read_markdown_table
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the report's first screen says about the run, before any table: the code
+    (`commit`, `dirty`), when (`date_utc`, ISO), where (`machine`), the effective config's
+    `config_sha256`, the wall time `wall_s` (seconds; None when unknown) and the number of
+    findings per verdict (`verdicts`, claims.csv's column)."""
+
+    commit: str
+    dirty: bool
+    date_utc: str
+    machine: str
+    config_sha256: str
+    wall_s: float | None
+    verdicts: Mapping[str, int]
+
+
+def verdict_counts(claims_csv: str | os.PathLike) -> dict[str, int]:
+    """Findings per verdict of a claims.csv (every verdict of `VERDICTS`, 0 when none).
+    DataError naming the file when it cannot be read or has no ``verdict`` column."""
+    import csv
+
+    try:
+        with open(claims_csv, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as exc:
+        raise DataError(f"report: cannot read {claims_csv}: {exc}") from None
+    if rows and "verdict" not in rows[0]:
+        raise DataError(f"{claims_csv}: no verdict column (rerun the claims rule)")
+    counts = {v: 0 for v in VERDICTS}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    return counts
+
+
+def run_facts(record: Mapping, claims_csv: str | os.PathLike, wall_s: float | None) -> RunFacts:
+    """The `RunFacts` of a run from the provenance record of its claims.csv (`record`: the code,
+    the job's host and device, the config hash, when it was made), the verdicts of
+    `claims_csv` and its wall time `wall_s` (NaN or None: unknown). DataError naming the
+    missing field of the record."""
+    try:
+        code = record["code"]
+        machine = f"{record['hostname']} ({record['device']})" if record.get("device") else str(record["hostname"])
+        facts = RunFacts(commit=str(code["commit"] or "unknown"), dirty=bool(code.get("dirty")),
+                         date_utc=str(record["created_utc"]), machine=machine,
+                         config_sha256=str(record["config_sha256"]),
+                         wall_s=None if wall_s is None or wall_s != wall_s else float(wall_s),
+                         verdicts=verdict_counts(claims_csv))
+    except (KeyError, TypeError) as exc:
+        raise DataError(f"report: the provenance record of {claims_csv} lacks {exc} (rerun the claims rule)") from None
+    return facts
+
+
+def _facts_html(facts: RunFacts) -> str:
+    """The run's facts as a definition list and the verdict counts as coloured badges."""
+    from oracle.progress import format_seconds
+
+    commit = facts.commit[:12] + (" (uncommitted changes)" if facts.dirty else "")
+    wall = "unknown" if facts.wall_s is None else f"{format_seconds(facts.wall_s)} ({facts.wall_s:.0f} s)"
+    rows = [("commit", commit), ("date", facts.date_utc), ("machine", facts.machine),
+            ("config hash", f"sha256 {facts.config_sha256[:12]}"), ("wall time", wall)]
+    facts_dl = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in rows)
+    badges = "".join(f'<span class="badge verdict-{_anchor(v)}">{html.escape(v)} <b>{int(n)}</b></span>'
+                     for v, n in facts.verdicts.items())
+    total = sum(int(n) for n in facts.verdicts.values())
+    return (f'<dl class="run-facts">{facts_dl}</dl>'
+            f'<p class="verdicts">The paper\'s {total} findings on this run: {badges}</p>')
+
+
+@dataclass(frozen=True)
+class WorldRow:
+    """One world of the run as the first screen shows it: its `name`, the experiments that use
+    it (`questions`, "<experiment> (<kind>)"), its Bayes error (fraction) and aleatoric floor
+    E[H(p(y|x))] (nats), each with its Monte Carlo SE over `n` samples, and `num_classes`."""
+
+    name: str
+    questions: tuple[str, ...]
+    bayes_error: float
+    bayes_error_se: float
+    aleatoric_nats: float
+    aleatoric_se: float
+    n: int
+    num_classes: int
+
+
+def world_rows(worlds: Sequence[Mapping]) -> list[WorldRow]:
+    """The `WorldRow` of each world of `worlds` ([{"name", "constants": path of its
+    constants.json, "experiments": [...]}], `RunPaths.report_contents`), read from the numbers
+    of its constants.json (``all``: `oracle.measures.world_constants`). DataError naming the file
+    and the missing key."""
+    import json
+
+    rows = []
+    for w in worlds:
+        path = w["constants"]
+        try:
+            with open(path, encoding="utf-8") as f:
+                c = json.load(f)["all"]
+            rows.append(WorldRow(str(w["name"]), tuple(w.get("experiments") or ()),
+                                 float(c["bayes_error"]["mean"]), float(c["bayes_error"]["se"]),
+                                 float(c["aleatoric"]["mean"]), float(c["aleatoric"]["se"]),
+                                 int(c["n"]), int(c["num_classes"])))
+        except OSError as exc:
+            raise DataError(f"report: cannot read {path}: {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataError(f"{path}: no {exc} among the world's constants (rerun the samples rule)") from None
+    return rows
+
+
+def _worlds_html(rows: Sequence[WorldRow]) -> str:
+    """The worlds as a table: which experiments each serves, its Bayes error and floor ± SE."""
+    body = "".join(
+        f"<tr><td>{html.escape(r.name)}</td><td>{html.escape(', '.join(r.questions) or 'none')}</td>"
+        f'<td class="r">{100 * r.bayes_error:.2f} ± {100 * r.bayes_error_se:.2f}</td>'
+        f'<td class="r">{r.aleatoric_nats:.4f} ± {r.aleatoric_se:.4f}</td>'
+        f'<td class="r">{r.num_classes}</td><td class="r">{r.n}</td></tr>' for r in rows)
+    return ('<div class="table-wrap"><table class="worlds"><caption>The worlds of this run: the experiments that '
+            "ask a question of each, its exact Bayes error and aleatoric floor (± Monte Carlo SE over its "
+            "oracle samples)</caption><thead><tr><th>world</th><th>used by (experiment, kind)</th>"
+            '<th class="r">Bayes error (%)</th><th class="r">aleatoric floor (nats)</th><th class="r">K</th>'
+            f'<th class="r">samples</th></tr></thead><tbody>{body}</tbody></table></div>')
 
 
 @dataclass(frozen=True)
@@ -122,11 +246,19 @@ th { border-bottom: 2px solid #888; background: #f6f6f6; position: sticky; top: 
 td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; } td.c, th.c { text-align: center; }
 td.long { min-width: 14em; max-width: 28em; } summary { cursor: pointer; }
 details[open] summary { display: none; }
-.verdict-supported { background: #e3f4e1; } .verdict-contradicted { background: #fbe1de; }
-.verdict-unresolved { background: #fff5d6; } .verdict-not-posed, .verdict-not-run { background: #eee; }
+.run-facts { display: grid; grid-template-columns: max-content 1fr; gap: .1em 1em; margin: .6em 0; }
+.run-facts dt { color: #555; } .run-facts dd { margin: 0; font-variant-numeric: tabular-nums; }
+.badge { display: inline-block; padding: .1em .6em; margin: 0 .3em .3em 0; border-radius: .3em; }
 .files { font-size: .8em; color: #666; } .files a { color: #555; }
 .note { color: #444; max-width: 60em; } code { font-size: .9em; }
 """
+
+
+def _verdict_css() -> str:
+    """One colour per verdict, the claims figure's (`VERDICT_COLORS`): a tint of it behind the
+    verdict's cells and badges, the colour itself as their left border."""
+    return "\n".join(f".verdict-{_anchor(v)} {{ background: {c}26; border-left: 4px solid {c}; }}"
+                     for v, c in VERDICT_COLORS.items())
 
 
 def _files(item: Item, out_dir: Path) -> str:
@@ -178,8 +310,17 @@ def _folded(text: str, head: int = 90) -> str:
 def _table(item: Item) -> tuple[str, str]:
     """(the table as HTML, the caption of its .md) of a table item."""
     md = read_markdown_table(f"{item.stem}.md")
-    head = "".join(f"<th{_ALIGN[a]}>{html.escape(h)}</th>" for h, a in zip(md.header, md.align))
+    # the verdict right after the row's name (claims.md keeps its column order; only the page
+    # moves it), so what was found reads before the long rule and numbers cells
+    order = list(range(len(md.header)))
     verdict = [i for i, h in enumerate(md.header) if h.strip().lower() == "verdict"]
+    if verdict and verdict[0] > 1:
+        order.remove(verdict[0])
+        order.insert(1, verdict[0])
+    md = md._replace(header=[md.header[i] for i in order], align=[md.align[i] for i in order],
+                     rows=[[row[i] for i in order] for row in md.rows])
+    head = "".join(f"<th{_ALIGN[a]}>{html.escape(h)}</th>" for h, a in zip(md.header, md.align))
+    verdict = [1] if verdict else []
     rows = []
     for row in md.rows:
         cells = []
@@ -219,9 +360,12 @@ def _caption(item: Item, fallback: str = "") -> str:
     return read_caption(f"{item.stem}.{CAPTION_SUFFIX}")
 
 
-def render_report(sections: Sequence[Section], out: str | os.PathLike, title: str, intro: str = "") -> str:
+def render_report(sections: Sequence[Section], out: str | os.PathLike, title: str, intro: str = "",
+                  facts: RunFacts | None = None, worlds: Sequence[WorldRow] = ()) -> str:
     """The report page as HTML text (`out` is where it will be written: the artifacts' links
-    are relative to its folder). DataError naming the file when an artifact is missing."""
+    are relative to its folder); `facts`, when given, right under the title, then the table of
+    `worlds`, before the intro and any other table. DataError naming the file when an artifact
+    is missing."""
     out_dir = Path(out).parent
     nav, body = [], []
     for sec in sections:
@@ -244,14 +388,16 @@ def render_report(sections: Sequence[Section], out: str | os.PathLike, title: st
         body.append("</section>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
-            f"<style>{_CSS}</style></head><body><header><h1>{html.escape(title)}</h1>"
+            f"<style>{_CSS}{_verdict_css()}</style></head><body><header><h1>{html.escape(title)}</h1>"
+            f"{_facts_html(facts) if facts else ''}{_worlds_html(worlds) if worlds else ''}"
             f"{''.join(f'<p class=note>{_inline(p)}</p>' for p in intro.split(chr(10) * 2) if p.strip())}"
             f"<nav><ul>{''.join(nav)}</ul></nav></header>\n{chr(10).join(body)}\n</body></html>\n")
 
 
-def write_report(sections: Sequence[Section], out: str | os.PathLike, title: str, intro: str = "") -> Path:
+def write_report(sections: Sequence[Section], out: str | os.PathLike, title: str, intro: str = "",
+                 facts: RunFacts | None = None, worlds: Sequence[WorldRow] = ()) -> Path:
     """Render the report (`render_report`) and write it to `out` atomically."""
-    text = render_report(sections, out, title, intro)
+    text = render_report(sections, out, title, intro, facts, worlds)
     with atomic_output(out) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(out)

@@ -205,17 +205,19 @@ def numbers_tex(numbers: Mapping[str, Mapping], paper: Mapping[str, str] | None 
     ``\numScalingAlphaResnetSE`` and ``\numScalingAlphaResnetToSE`` from ``se``,
     ``...Std`` and ``...ToStd`` from ``std``, so ``$\numXToSE \pm \numXSE$`` reads "0.26 ±
     0.01". With `paper` ({paper id: artifact path without suffix}) also one macro per paper
-    artifact, ``\paperFigTwo`` -> its path, for ``\includegraphics``/``\input``. Raises
+    artifact, ``\paperFigTwo`` -> its path, for ``\includegraphics``/``\input``. Each line ends
+    with a comment naming what the macro is (``% numbers.json: scaling.alpha.resnet (se)``, ``%
+    paper artifact: fig2``): a macro name alone does not say which key it was made from. Raises
     DataError when two keys map to the same macro."""
     lines = ["% generated from numbers.json by the workflow; do not edit"]
     seen: dict[str, str] = {}
 
-    def add(name: str, key: str, text: str) -> None:
+    def add(name: str, key: str, text: str, source: str = "numbers.json") -> None:
         if name in seen:
             raise DataError(f"numbers.json keys {seen[name]!r} and {key!r} both map to the LaTeX macro "
                             f"\\{name}: rename one (e.g. the architecture in classifiers.archs)")
         seen[name] = key
-        lines.append(f"\\newcommand{{\\{name}}}{{{text}}}")
+        lines.append(f"\\newcommand{{\\{name}}}{{{text}}} % {source}: {' '.join(key.split())}")
 
     for key in sorted(numbers):
         name, value = tex_macro_name(key), numbers[key]["value"]
@@ -228,5 +230,5 @@ def numbers_tex(numbers: Mapping[str, Mapping], paper: Mapping[str, str] | None 
             add(name + spread_suffix, f"{key} ({field})", s or "--")
             add(name + value_suffix, f"{key} (rounded to its {field})", v)
     for pid, path in sorted((paper or {}).items()):
-        add(tex_macro_name(pid, prefix="paper"), pid, str(path))
+        add(tex_macro_name(pid, prefix="paper"), pid, str(path), "paper artifact")
     return "\n".join(lines) + "\n"

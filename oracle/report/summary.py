@@ -13,7 +13,9 @@ from pathlib import Path
 from oracle.progress import format_seconds
 
 #: Headline numbers: (numbers.json key pattern, most keys shown). Worlds other than ``base``
-#: and experiments named otherwise match too; ``base`` comes first.
+#: and experiments named otherwise match too; ``base`` comes first, then keys in the order of
+#: their dotted parts, so the experiment named as its kind (``scaling.alpha.x``) comes before
+#: its variants (``scaling-floor.alpha.x``; as plain strings "-" sorts before ".").
 HEADLINES: tuple[tuple[str, int], ...] = (
     ("world.*.bayes_accuracy", 1),
     ("world.*.bayes_error_closed_form", 1),
@@ -28,7 +30,7 @@ def headline_numbers(numbers: dict, headlines: Sequence[tuple[str, int]] = HEADL
     """``key = value unit`` for each headline key present in `numbers` (numbers.json's dict)."""
     lines = []
     for pattern, most in headlines:
-        keys = sorted(fnmatch.filter(numbers, pattern), key=lambda k: (".base." not in k, k))[:most]
+        keys = sorted(fnmatch.filter(numbers, pattern), key=lambda k: (".base." not in k, k.split(".")))[:most]
         for key in keys:
             entry = numbers[key]
             value = entry.get("value") if isinstance(entry, dict) else entry
@@ -36,6 +38,23 @@ def headline_numbers(numbers: dict, headlines: Sequence[tuple[str, int]] = HEADL
                 unit = entry.get("unit", "") if isinstance(entry, dict) else ""
                 lines.append(f"{key} = {value:.4g}{f' {unit}' if unit and unit != '1' else ''}")
     return lines
+
+
+def claims_line(claims_csv: str | os.PathLike) -> str | None:
+    """"13 findings: 11 supported, 1 contradicted, 1 unresolved" from a claims.csv (in the
+    order of `oracle.report.claims.VERDICTS`; verdicts with no finding left out); None when the file cannot be read or has no verdict column."""
+    import csv
+
+    try:
+        with open(claims_csv, newline="", encoding="utf-8") as f:
+            verdicts = [r["verdict"] for r in csv.DictReader(f)]
+    except (OSError, KeyError, csv.Error):
+        return None
+    from oracle.report.claims import VERDICTS
+
+    order = [v for v in VERDICTS if v in verdicts] + [v for v in dict.fromkeys(verdicts) if v not in VERDICTS]
+    counts = {v: verdicts.count(v) for v in order}
+    return f"{len(verdicts)} findings: " + ", ".join(f"{n} {v}" for v, n in counts.items())
 
 
 def run_summary(run: str | os.PathLike, wall_s: float, *, numbers: str | os.PathLike | None = None,
@@ -51,6 +70,8 @@ def run_summary(run: str | os.PathLike, wall_s: float, *, numbers: str | os.Path
              f"  report:  {run}/report.html  (open it in a browser: the claims, every figure and table with its caption)"]
     if timings.is_file():
         lines.append(f"  timings: {timings}  (job-seconds per rule, wall time, critical path)")
+    if (claims := claims_line(run / "claims.csv")) is not None:
+        lines.append(f"  claims:  {claims}  ({run}/claims.md)")
     try:
         values = json.loads(numbers.read_text())
     except (OSError, ValueError):

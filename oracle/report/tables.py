@@ -225,22 +225,161 @@ def _render_markdown(df: pd.DataFrame, caption: str, float_format: FloatFormat |
     return f"Table: {caption}\n\n{table}\n"
 
 
-def _render_latex(df: pd.DataFrame, caption: str, label: str) -> str:
+#: The text width (pt) a table must fit: a plain ``article`` at 10 pt (the narrowest common
+#: \\textwidth; a 6.5 in journal text width is 468 pt).
+TEXT_WIDTH_PT = 345.0
+#: Font sizes a table may be set in, largest first: (command, size relative to 10 pt).
+LATEX_SIZES = (("\\small", 0.9), ("\\footnotesize", 0.8), ("\\scriptsize", 0.7))
+#: Column separation (pt, each side) of every table: LaTeX's default 6 pt spends 12 pt a column.
+TABCOLSEP_PT = 3.0
+#: Mean width (pt) of one character of a table cell at 10 pt (Computer Modern digits are 5 pt,
+#: capitals 7 pt): an over-estimate, so a table chosen to fit does fit.
+_CHAR_PT = 5.5
+#: A header is broken into lines of at most this many characters (at spaces).
+HEADER_LINE = 11
+#: A text column with a longer cell is set as a paragraph column this many characters wide
+#: (``p{...}``; the text wraps) instead of one line as wide as its longest cell.
+WRAP_CHARS = 26
+
+
+def _latex_columns(df: pd.DataFrame, rows: list[list[str]], numeric: list[bool]) -> tuple[list[str], list[list[str]],
+                                                                                         list[bool]]:
+    """Headers and cells of the LaTeX table: a spread column right after its value (a std or SE,
+    `column_kinds`) joins it as ``value $\\pm$ spread`` under the value's header, which halves
+    the columns of a seed-averaged table. Returns (headers, rows, numeric)."""
+    kinds = column_kinds(df.columns)
+    headers, cols, num = [], [], []
+    for j, h in enumerate(df.columns):
+        joins = (j > 0 and _SPREAD_HEADER.search(str(h).strip()) and numeric[j] and numeric[j - 1]
+                 and not _SPREAD_HEADER.search(str(df.columns[j - 1]).strip()))
+        cells = [latex_escape(r[j]) for r in rows]
+        if joins:
+            cols[-1] = [v if s in ("--", "") or v == "--" else f"{v} $\\pm$ {s}" for v, s in zip(cols[-1], cells)]
+            headers[-1] = headers[-1] + " ± " + ("SE" if "SE" in str(h) else "std")
+            continue
+        headers.append(str(h))
+        cols.append(cells)
+        num.append(numeric[j])
+    return headers, [list(r) for r in zip(*cols)] if cols else [], num
+
+
+def _header_lines(header: str) -> list[str]:
+    """`header` broken at spaces into lines of at most `HEADER_LINE` characters (a longer word
+    stays whole)."""
+    import textwrap
+
+    return textwrap.wrap(header, HEADER_LINE, break_long_words=False, break_on_hyphens=False) or [""]
+
+
+def _visible_length(latex: str) -> float:
+    """About how many characters wide a LaTeX cell prints (commands count as one character)."""
+    text = re.sub(r"\\ensuremath\{\\?([a-zA-Z]*)\}|\\[a-zA-Z]+(\{\})?|\$", "x", latex)
+    return len(text.replace("{", "").replace("}", "").replace("\\", ""))
+
+
+def _wrapped(rows: list[list[str]], numeric: list[bool]) -> set[int]:
+    """The text columns set as paragraphs: a cell longer than `WRAP_CHARS`."""
+    return {j for j, n in enumerate(numeric) if not n and any(_visible_length(r[j]) > WRAP_CHARS for r in rows)}
+
+
+def latex_table_width(headers: list[str], rows: list[list[str]], scale: float = 1.0,
+                      wrapped: set[int] = frozenset()) -> float:
+    """Estimated printed width (pt) of a table of `headers` (broken by `_header_lines`) and
+    LaTeX `rows`, at font size `scale` x 10 pt with `TABCOLSEP_PT` between columns; the
+    columns `wrapped` are `WRAP_CHARS` wide."""
+    width = 0.0
+    for j, h in enumerate(headers):
+        chars = max([_visible_length(latex_escape(line)) for line in _header_lines(h)]
+                    + [WRAP_CHARS if j in wrapped else _visible_length(r[j]) for r in rows])
+        width += chars * _CHAR_PT * scale + 2 * TABCOLSEP_PT
+    return width
+
+
+def _column_parts(headers: list[str], cells: list[list[str]], keys: int, scale: float,
+                  wrapped: set[int] = frozenset()) -> list[list[int]] | None:
+    """The columns of each part when the table is split into parts that each fit
+    `TEXT_WIDTH_PT` at `scale`: the first `keys` columns (what a row is) in every part, the
+    others filled in order; None when the keys and a single other column do not fit."""
+    def width(cols):
+        return latex_table_width([headers[j] for j in cols], [[r[j] for j in cols] for r in cells], scale,
+                                 {i for i, j in enumerate(cols) if j in wrapped})
+
+    parts, current = [], list(range(keys))
+    for j in range(keys, len(headers)):
+        if width([*current, j]) <= TEXT_WIDTH_PT:
+            current.append(j)
+        elif len(current) > keys:
+            parts.append(current)
+            current = [*range(keys), j]
+            if width(current) > TEXT_WIDTH_PT:
+                return None
+        else:
+            return None
+    return [*parts, current]
+
+
+def _render_latex(df: pd.DataFrame, caption: str, label: str, note: str = "") -> str:
+    """The table as LaTeX that fits `TEXT_WIDTH_PT`: value and spread in one cell, headers on
+    short lines, the largest of `LATEX_SIZES` at which the estimated width fits; when none does,
+    split (at the first smaller size where that works) into parts stacked in one float, each repeating the key columns
+    (the leading columns that are not floats); only when a part cannot fit, ``\\resizebox`` to
+    the text width (graphicx; the comment line says so). `note` (the run's finding, the paper's
+    value) goes in small type under the tabular, inside the float: the caption says only what the
+    table shows."""
     rows, numeric = _format_frame(df, None, missing="--")
-    align = "".join("r" if n else "l" for n in numeric)
+    keys = next((j for j, c in enumerate(df.columns) if pd.api.types.is_float_dtype(df[c])), len(df.columns))
+    kept = [c for j, c in enumerate(df.columns) if j < keys]
+    headers, cells, numeric = _latex_columns(df, rows, numeric)
+    keys = len([h for h in headers if h in kept][:keys])
+    align = ["r" if n else "l" for n in numeric]
+    wrapped = _wrapped(cells, numeric)
+    fits = [(c, f) for c, f in LATEX_SIZES if latex_table_width(headers, cells, f, wrapped) <= TEXT_WIDTH_PT]
+    shrink = False
+    if fits:
+        (size, scale), parts = fits[0], [list(range(len(headers)))]
+    else:
+        parts = None
+        for size, scale in LATEX_SIZES[1:]:
+            parts = _column_parts(headers, cells, keys, scale, wrapped) if 0 < keys < len(headers) else None
+            if parts is not None:
+                break
+        if parts is None:
+            parts, shrink = [list(range(len(headers)))], True
+    column = [f"p{{{WRAP_CHARS * _CHAR_PT * scale:.0f}pt}}" if j in wrapped else a for j, a in enumerate(align)]
+    # a paragraph column breaks only at spaces and hyphens: a list "0.3,0.2,..." also after commas
+    cells = [[c.replace(",", ",\\allowbreak{}") if j in wrapped else c for j, c in enumerate(r)] for r in cells]
+
+    def head(h: str, a: str) -> str:
+        lines = [latex_escape(line) for line in _header_lines(h)]
+        stacked = " \\\\ ".join(lines)
+        return lines[0] if len(lines) == 1 else f"\\begin{{tabular}}[b]{{@{{}}{a}@{{}}}}{stacked}\\end{{tabular}}"
+
+    needs = ("booktabs and graphicx (\\resizebox: too wide at \\scriptsize)" if shrink else "booktabs only")
     lines = [
-        "% generated by oracle.report.tables.write_table; needs \\usepackage{booktabs} only (plain LaTeX, ASCII)",
+        f"% generated by oracle.report.tables.write_table; needs {needs} (plain LaTeX, ASCII)",
         "\\begin{table}[t]",
         "\\centering",
+        size,
+        f"\\setlength{{\\tabcolsep}}{{{TABCOLSEP_PT:g}pt}}",
         f"\\caption{{{latex_escape(caption)}}}",
         f"\\label{{tab:{label}}}",
-        f"\\begin{{tabular}}{{{align}}}",
-        "\\toprule",
-        " & ".join(latex_escape(c) for c in df.columns) + " \\\\",
-        "\\midrule",
     ]
-    lines += [" & ".join(latex_escape(c) for c in row) + " \\\\" for row in rows]
-    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+    for i, cols in enumerate(parts):
+        if i:
+            lines.append("\\par\\medskip")  # the next part of the same table, under it
+        if shrink:
+            lines.append("\\resizebox{\\textwidth}{!}{%")
+        lines += [
+            f"\\begin{{tabular}}{{{''.join(column[j] for j in cols)}}}",
+            "\\toprule",
+            " & ".join(head(headers[j], align[j]) for j in cols) + " \\\\",
+            "\\midrule",
+        ]
+        lines += [" & ".join(row[j] for j in cols) + " \\\\" for row in cells]
+        lines += ["\\bottomrule", "\\end{tabular}" + ("}" if shrink else "")]
+    if note.strip():
+        lines.append(f"\\par\\smallskip{{\\footnotesize {latex_escape(note.strip())}\\par}}")
+    lines.append("\\end{table}")
     return "\n".join(lines) + "\n"
 
 
@@ -251,18 +390,24 @@ def write_all(contents: Mapping[Path, bytes]) -> None:
             tmp.write_bytes(data)
 
 
-def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str) -> dict[str, Path]:
+def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str, label: str | None = None,
+                note: str = "") -> dict[str, Path]:
     """Write ``df`` as ``<stem>.csv``, ``<stem>.md`` and ``<stem>.tex``.
 
     Args:
         df: the table; its index is not written (reset it first if it carries data).
         stem: output path without suffix; parent folders are created.
-        caption: table caption (Markdown ``Table:`` line, LaTeX ``\\caption``).
+        caption: what the table shows (LaTeX ``\\caption``; the Markdown ``Table:`` line is it
+            and then `note`, the same text as the run's caption file).
+        note: what this run found and the paper's value beside it: in LaTeX a note in small
+            type under the tabular, inside the table float, not in the caption.
+        label: the LaTeX label's name, unique in a run: ``<experiment>:<artifact>`` (two
+            experiments of one kind write tables of the same name); default the stem's name.
     Floats in .md and .tex follow the module's rule (`column_kind`, `format_cell`); the CSV
     keeps full precision (``repr`` of each float) for audits.
 
     Returns:
-        ``{"csv", "md", "tex"}`` -> paths. The LaTeX label is ``tab:<stem name>``.
+        ``{"csv", "md", "tex"}`` -> paths. The LaTeX label is ``tab:<label>``.
     """
     if not isinstance(df, pd.DataFrame):
         raise OracleError(f"write_table: expected a pandas DataFrame, got {type(df).__name__}")
@@ -270,8 +415,8 @@ def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str) -> dict
     paths = {ext: stem.with_name(f"{stem.name}.{ext}") for ext in ("csv", "md", "tex")}
     contents = {
         paths["csv"]: df.to_csv(index=False, lineterminator="\n").encode("utf-8"),
-        paths["md"]: _render_markdown(df, caption).encode("utf-8"),
-        paths["tex"]: _render_latex(df, caption, stem.name).encode("utf-8"),
+        paths["md"]: _render_markdown(df, " ".join(p.strip() for p in (caption, note) if p.strip())).encode("utf-8"),
+        paths["tex"]: _render_latex(df, caption, label or stem.name, note).encode("utf-8"),
     }
     write_all(contents)
     return paths

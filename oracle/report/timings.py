@@ -97,22 +97,35 @@ def job_intervals(root: str | os.PathLike) -> list[tuple[float, float]]:
     return out
 
 
-def wall_time(intervals: list[tuple[float, float]]) -> dict[str, float]:
+#: A pause longer than this (seconds) with no job running separates two invocations: within one,
+#: Snakemake starts the next job within seconds of the one it waited for.
+INVOCATION_GAP_S = 60.0
+
+
+def wall_time(intervals: list[tuple[float, float]], gap_s: float = INVOCATION_GAP_S) -> dict[str, float]:
     """``span_s``: first job start to last job end; ``busy_s``: the time at least one job ran
-    (the span less the gaps, e.g. between two invocations that made the results). NaN when
-    there is no interval."""
+    (the span less the gaps, e.g. between two invocations that made the results);
+    ``last_s``: first start to last end of the last invocation's jobs (the jobs after the last
+    pause longer than `gap_s` with no job running), ``last_jobs`` their number: after one
+    redrawn figure, that figure's job alone, not the run that made everything else. NaN (and
+    0 jobs) when there is no interval."""
     if not intervals:
-        return {"span_s": float("nan"), "busy_s": float("nan")}
+        return {"span_s": float("nan"), "busy_s": float("nan"), "last_s": float("nan"), "last_jobs": 0}
     ordered = sorted(intervals)
     busy, (cur_start, cur_end) = 0.0, ordered[0]
+    last_start, last_jobs = ordered[0][0], 1
     for start, end in ordered[1:]:
+        if start > cur_end + gap_s:
+            last_start, last_jobs = start, 0
+        last_jobs += 1
         if start > cur_end:
             busy += cur_end - cur_start
             cur_start, cur_end = start, end
         else:
             cur_end = max(cur_end, end)
     busy += cur_end - cur_start
-    return {"span_s": max(e for _, e in ordered) - ordered[0][0], "busy_s": busy}
+    end = max(e for _, e in ordered)
+    return {"span_s": end - ordered[0][0], "busy_s": busy, "last_s": end - last_start, "last_jobs": last_jobs}
 
 
 # --------------------------------------------------------------------------- the critical path
@@ -264,9 +277,14 @@ def timing_notes(table: pd.DataFrame, wall: Mapping[str, float], path_s: float, 
     if len(total):
         lines.append(f"- Job-seconds: {float(total['job_s'].iloc[0]):.1f} s over {int(total['jobs'].iloc[0])} jobs "
                      "(summed over jobs that ran side by side: not the wall time).")
-    if np.isfinite(wall.get("span_s", float("nan"))):
-        lines.append(f"- Wall time: {wall['span_s']:.1f} s from the first job's start to the last job's end "
-                     f"(jobs running during {wall['busy_s']:.1f} s of it).")
+    if np.isfinite(wall.get("last_s", float("nan"))):
+        n = wall['last_jobs']
+        lines.append(f"- Wall time: {wall['last_s']:.1f} s, the jobs of the last invocation ({n} job{'s' if n != 1 else ''} "
+                     f"after the last pause of over {INVOCATION_GAP_S:.0f} s with no job running).")
+        if wall["last_s"] < wall["span_s"] - 1.0:
+            lines.append(f"- Earlier invocations made the other results: over all jobs, {wall['span_s']:.1f} s "
+                         f"from the first job's start to the last job's end, jobs running during "
+                         f"{wall['busy_s']:.1f} s of it.")
     if chain:
         steps = [f"{name} {float(jobs[name]['seconds']):.1f} s" if jobs else name for name in chain]
         script = [name for name in chain if jobs and jobs[name].get("timed_by") == "script"]

@@ -208,21 +208,20 @@ def figure4(metrics: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """Figure 4: histogram of generated->train NN distances, test->train as the reference."""
     from matplotlib.figure import Figure
 
-    from oracle.report.figures import palette, save_figure, style
+    from oracle.report.figures import COLUMN_WIDTH, palette, save_figure, style
 
     nn = metrics["nn_distances"]
     gen, ref = np.asarray(nn["samples_to_train"]), np.asarray(nn["test_to_train"])
     colors = palette(["real", "oracle"])
     with style():
-        fig = Figure(figsize=(4.8, 3.4))
+        fig = Figure(figsize=(COLUMN_WIDTH, 2.8), layout="constrained")
         ax = fig.add_subplot()
         bins = np.histogram_bin_edges(np.concatenate([gen, ref]), bins=40)
         ax.hist(ref, bins=bins, density=True, alpha=0.5, color=colors["real"], label="held-out real → train")
         ax.hist(gen, bins=bins, density=True, alpha=0.5, color=colors["oracle"], label="oracle samples → train")
         ax.axvline(nn["threshold"], color="k", ls="--", lw=1, label=f"threshold d={nn['threshold']:.3g}")
         # the feature space's name is long: wrapped, not shrunk
-        ax.set_xlabel("\n".join(textwrap.wrap(f"nearest-neighbour distance ({nn['feature_space']})", 55)))
+        ax.set_xlabel("\n".join(textwrap.wrap(f"nearest-neighbour distance ({nn['feature_space']})", 40)))
         ax.set_ylabel("density")
         ax.legend(loc="best")
-        fig.tight_layout()
         return save_figure(fig, stem)

@@ -30,7 +30,7 @@ from scipy import stats
 from oracle.errors import DataError
 from oracle.measures.calibration import pool_reliability
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
-from oracle.report.figures import errorbar, log_tick_labels, palette, panel_letters, save_figure, size_ticks, style
+from oracle.report.figures import PAGE_WIDTH, errorbar, log_tick_labels, palette, panel_letters, save_figure, size_ticks, style
 from oracle.report.numbers import entry
 
 
@@ -66,7 +66,7 @@ def agreement_figure(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
     span = max(float(n_log.max() - n_log.min()), 1e-9)
     sizes = 12 + 40 * (n_log - n_log.min()) / span
     with style():
-        fig = Figure(figsize=(8.0, 3.6))
+        fig = Figure(figsize=(PAGE_WIDTH, 3.2), layout="constrained")
         ax_a, ax_b = fig.subplots(1, 2)
         top = float(max(runs["ece"].max(), runs["ece_posterior"].max())) * 1.05 + 1e-3
         for g in groups:
@@ -79,15 +79,13 @@ def agreement_figure(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
                           ms=3, capsize=2, lw=1.2, label=g)
         ax_a.plot([0, top], [0, top], "k--", lw=1)
         ax_a.set(xlim=(0, top), ylim=(0, top), xlabel="true ECE (exact p(ŷ|x), 10 bins)",
-                 ylabel="ECE against labels (10 bins)", title="one point per classifier; size ~ log N")
+                 ylabel="ECE against labels (10 bins)", title="per classifier; size ~ log N")
         ax_b.axhline(0.0, color="k", lw=1)
-        ax_b.set(xlabel="dataset size N (samples)", ylabel="label ECE - true ECE",
-                 title="difference, mean ± std over seeds")
+        ax_b.set(xlabel="dataset size N", ylabel="label ECE - true ECE", title="difference, mean ± std")
         size_ticks(ax_b, runs["N"])
         for ax in (ax_a, ax_b):
             ax.legend(loc="best")
         panel_letters([ax_a, ax_b])
-        fig.tight_layout()
         return save_figure(fig, stem)
 
 
@@ -117,15 +115,15 @@ def calibration_vs_n(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
                 fit = fit_per_seed(sub, col, group_cols=(group,)).iloc[0]
                 alphas[g, name] = (fit["alpha"], 0.0 if np.isnan(fit["alpha_std"]) else fit["alpha_std"])
     with style():
-        fig = Figure(figsize=(9.0, 3.6))
+        fig = Figure(figsize=(PAGE_WIDTH, 3.2), layout="constrained")
         ax_a, ax_b = fig.subplots(1, 2)
         for g in groups:
             a = agg[agg[group] == g]
             errorbar(ax_a, a, "ece", colors[g], f"{g}: labels")
             ax_a.errorbar(a["N"], a["ece_posterior_mean"], yerr=a["ece_posterior_std"].fillna(0.0), color=colors[g],
                           ls="--", marker="s", ms=3, capsize=2, lw=1, label=f"{g}: truth")
-        ax_a.set(yscale="log", xlabel="dataset size N (samples)", ylabel="ECE (fraction, 10 bins)",
-                 title="ECE against labels (solid) and truth (dashed)")
+        ax_a.set(yscale="log", xlabel="dataset size N", ylabel="ECE (fraction, 10 bins)",
+                 title="ECE: labels solid, truth dashed")
         ax_a.legend(loc="best", ncol=2 if len(groups) > 2 else 1)
         size_ticks(ax_a, runs["N"])
         log_tick_labels(ax_a, "y")
@@ -138,10 +136,9 @@ def calibration_vs_n(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
                      lw=0.5, hatch=METRIC_HATCHES[j])
         ax_b.set_xticks(x, [str(g) for g in groups], rotation=30, ha="right")
         ax_b.axhline(0.0, color="k", lw=0.8)
-        ax_b.set(ylabel="exponent α (value ∝ N^-α)", title="exponents, mean ± std over seeds")
+        ax_b.set(ylabel="exponent α (value ∝ N^-α)", title="exponents, mean ± std")
         ax_b.legend(loc="best")
         panel_letters([ax_a, ax_b])
-        fig.tight_layout()
         return save_figure(fig, stem)
 
 

@@ -8,16 +8,18 @@ from collections.abc import Mapping
 import pandas as pd
 
 from oracle.experiments.active import report
-from oracle.report.captions import num, paper_says
+from oracle.report.captions import error_bar_note, num, paper_says
 
 
 def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     """The finding of artifact `name` (`oracle.experiments.active.ARTIFACTS`); "" for one that
     only shows data."""
     if name in ("rounds", "acquisition_panels", "accuracy_vs_labels"):
-        return f"{comparison_finding(data, spec)} {rounds_convergence_finding(data['rounds'])}".strip()
+        bars = error_bar_note(data["rounds"]) if name != "rounds" else ""
+        return f"{comparison_finding(data, spec)} {rounds_convergence_finding(data['rounds'])} {bars}".strip()
     if name == "proxy_correlations":
-        return proxy_finding(data["correlations"], spec)
+        bars = error_bar_note(data["correlations"], over=("strategy", "seed"))
+        return f"{proxy_finding(data['correlations'], spec)} {bars}".strip()
     return ""
 
 

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from oracle.errors import DataError
 from oracle.experiments.active import ARTIFACTS, STRATEGY_COLORS, STRATEGY_LABELS, TARGET_LABELS, TARGETS
 from oracle.measures.power_laws import aggregate_over_seeds
-from oracle.report.figures import panel_letters, save_figure, style
+from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
 from oracle.report.numbers import entry
 
 # --------------------------------------------------------------------------- data
@@ -122,7 +122,7 @@ def acquisition_panels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathL
     agg = _curves(rounds, ["acc", "epistemic"])
     archs = [a for a in spec["archs"] if a in set(agg["arch"])]
     with style():
-        fig = Figure(figsize=(11, 3.3 * len(archs)))
+        fig = Figure(figsize=(PAGE_WIDTH, 2.4 * len(archs) + 0.4), layout="constrained")
         axes = np.atleast_2d(fig.subplots(len(archs), 3, squeeze=False))
         for row, arch in zip(axes, archs):
             a = agg[agg["arch"] == arch]
@@ -137,21 +137,21 @@ def acquisition_panels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathL
             # points, not bars: the axis is zoomed like the paper's panel (c), and a bar cut off at
             # the axis' lower end would show a length that means nothing
             for xi, s, ai, ei in zip(x, strategies, acc, err):
-                row[2].errorbar(xi, ai, yerr=ei, fmt="o", ms=7, capsize=4, color=STRATEGY_COLORS[s])
+                row[2].errorbar(xi, ai, yerr=ei, fmt="o", ms=5, capsize=3, color=STRATEGY_COLORS[s])
             # every error bar stays inside
             lo, hi = float(np.nanmin(acc - err)), float(np.nanmax(acc + err))
             pad = max(1.0, 0.25 * (hi - lo))
             row[2].set_ylim(max(0.0, lo - pad), min(100.0, hi + pad))
             row[2].set_xlim(-0.5, len(strategies) - 0.5)
-            row[2].set_xticks(x, [STRATEGY_LABELS[s] for s in strategies], rotation=20, ha="right")
+            row[2].set_xticks(x, [STRATEGY_LABELS[s] for s in strategies], rotation=30, ha="right")
             label = spec["arch_labels"][arch]
-            row[0].set(xlabel="labels (initial set included)", ylabel="test accuracy (%)", title=f"{label}: accuracy")
-            row[1].set(xlabel="labels (initial set included)", ylabel="epistemic KL(p || q) (nats)",
-                       title="exact epistemic KL on the test set")
+            row[0].set(xlabel="labels", ylabel="test accuracy (%)", title=f"{label}: accuracy")
+            row[1].set(xlabel="labels", ylabel="epistemic KL(p || q) (nats)", title="exact epistemic KL")
             row[2].set(ylabel="final test accuracy (%)", title=f"at {int(a['labelled'].max())} labels")
-            row[0].legend(loc="best")
+        # one legend of the strategies above the rows: inside panel (a) it covered the BALD curve
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside upper center", ncol=min(4, len(labels)), frameon=False)
         panel_letters(axes)
-        fig.tight_layout()
         return save_figure(fig, stem)
 
 
@@ -164,7 +164,7 @@ def proxy_correlations(corr: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
     if not archs:
         raise DataError("active: no correlations (the experiment needs a strategy other than random)")
     with style():
-        fig = Figure(figsize=(9, 3.3 * len(archs)))
+        fig = Figure(figsize=(PAGE_WIDTH, 2.6 * len(archs) + 0.4), layout="constrained")
         axes = np.atleast_2d(fig.subplots(len(archs), 2, squeeze=False))
         for row, arch in zip(axes, archs):
             for ax, target in zip(row, TARGETS):
@@ -174,12 +174,12 @@ def proxy_correlations(corr: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
                     ax.errorbar(g["labelled"], g["mean"], yerr=g["std"].fillna(0.0), marker="o", ms=3, capsize=2,
                                 lw=1.2, color=STRATEGY_COLORS[score], label=f"{STRATEGY_LABELS[score]} score")
                 ax.axhline(0.0, color="k", lw=0.8)
-                ax.set(ylim=(-1.05, 1.05), xlabel="labels when scored (initial set included)",
+                ax.set(ylim=(-1.05, 1.05), xlabel="labels when scored",
                        ylabel=f"Spearman ρ with {TARGET_LABELS[target]}",
                        title=f"{spec['arch_labels'][arch]}: vs {TARGET_LABELS[target]}")
-            row[0].legend(loc="best")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside upper center", ncol=min(4, len(labels)), frameon=False)
         panel_letters(axes)
-        fig.tight_layout()
         return save_figure(fig, stem)
 
 

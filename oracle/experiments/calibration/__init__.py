@@ -57,8 +57,8 @@ ARTIFACTS = artifacts_by_name(
              "row against the noise sigma (0 = clean test set), bottom row against the base temperature tau of "
              "world variants (the models' world at its own tau); columns: ECE against labels (solid) and true "
              "ECE (dashed), Brier score, overconfidence against labels (solid) and truth (dashed), and label ECE "
-             "minus true ECE, mean ± SE over models (black). The noise row has no truth lines: the flow's p(y|x') "
-             "at a noisy input is not the posterior of the set's labels."),
+             "minus true ECE, mean ± SE over models (black). The noise row has no truth lines and no fourth panel: "
+             "the flow's p(y|x') at a noisy input is not the posterior of the set's labels."),
     Artifact("reliability_under_shift", "figure",
              "Reliability diagrams of one model (the reliability architecture at the largest N, pooled over "
              "seeds) across shift magnitudes, 10 equal-width bins: bars, the empirical frequency of correct "

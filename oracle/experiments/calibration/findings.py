@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from oracle.report.captions import num
+from oracle.report.captions import error_bar_note, num
 
 #: |z| above which the label ECE and the true ECE of a set are said to differ.
 Z_DIFFERS = 2.0
@@ -46,6 +46,7 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     if name == "ece_labels_vs_truth_under_shift":
         return _label_vs_truth(sets)
     if name in ("calibration_under_shift", "calibration_vs_shift"):
+        bars = error_bar_note(data["runs"], "of the coloured lines") if name == "calibration_vs_shift" else ""
         return " ".join(s for s in (_true_ece_range(sets), _label_vs_truth(sets) if name == "calibration_vs_shift"
-                                    else "") if s)
+                                    else "", bars) if s)
     return ""

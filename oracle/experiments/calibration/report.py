@@ -17,7 +17,7 @@ from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_fra
 from oracle.errors import DataError
 from oracle.experiments._calibration.report import reliability_panels
 from oracle.experiments.calibration import evaluation_sets
-from oracle.report.figures import palette, panel_letters, reliability_diagram, save_figure, style
+from oracle.report.figures import PAGE_WIDTH, palette, panel_letters, reliability_diagram, save_figure, style
 from oracle.report.numbers import entry
 
 #: The calibration metrics of a model on a set (fractions), as named in the metrics files.
@@ -139,8 +139,8 @@ def _rows(spec: Mapping, frame: pd.DataFrame) -> list[tuple[str, str, pd.DataFra
     and noisy sets against sigma; the clean set and tau-only variants against tau."""
     noise = frame[frame["shift"].isin(["clean", "noise"])]
     tau = frame[frame["shift"].isin(["clean", "variant"]) & ~frame["prior_shifted"].astype(bool)]
-    return [("sigma", "noise σ (0 = clean test set)", noise, "under noise"),
-            ("tau", "base temperature τ of the test world", tau, "under τ shift")]
+    return [("sigma", "noise σ (0 = clean)", noise, "vs noise"),
+            ("tau", "test world's τ", tau, "vs τ")]
 
 
 def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
@@ -153,48 +153,54 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
         label = spec["arch_labels"].get(spec["reliability_arch"], spec["reliability_arch"])
         selections = [(f"{label}, N={n}: {r['parameter']}", {"evalset": r["evalset"]}) for _, r in sets.iterrows()
                       if (rel["evalset"] == r["evalset"]).any()]
-        return reliability_diagram(reliability_panels(rel, selections), stem, ncols=min(4, len(selections)))
+        return reliability_diagram(reliability_panels(rel, selections), stem, ncols=min(3, len(selections)))
     if name != "calibration_vs_shift":
         raise DataError(f"calibration: no figure named {name!r} (figures: calibration_vs_shift, "
                         "reliability_under_shift)")
     b = _by_model(data["runs"])
     models = list(dict.fromkeys(zip(b["arch"], b["N"].astype(int))))
     colors = palette([f"{a}, N={n}" for a, n in models])
-    panels = (("ece", "ece_posterior", "ECE: labels (solid), truth (dashed)", "ECE"),
-              ("brier", None, "Brier score", "Brier score"),
-              ("overconfidence", "overconfidence_truth", "overconfidence: labels (solid), truth (dashed)",
-               "overconfidence"))
+    panels = (("ece", "ece_posterior", "ECE", "ECE"), ("brier", None, "Brier score", "Brier"),
+              ("overconfidence", "overconfidence_truth", "overconfidence", "overconf."))
     with style():
-        fig = Figure(figsize=(15.0, 7.4))
+        fig = Figure(figsize=(PAGE_WIDTH, 4.9), layout="constrained")
         axes = fig.subplots(2, 4)
         for row, (x, xlabel, sub, shift) in zip(axes, _rows(spec, b)):
+            s = data["sets"]
+            s = s[s["evalset"].isin(sub["evalset"])].sort_values(x)
+            # the truth exists only on sets whose labels the flow's posterior describes: on
+            # noisy sets no dashed line and no label-minus-truth panel (it would be empty)
+            truth = bool(np.isfinite(s["ece_diff"].to_numpy(float)[s["shift"].to_numpy() != "clean"]).any())
             for a, n in models:
                 g = sub[(sub["arch"] == a) & (sub["N"].astype(int) == n)].sort_values(x)
                 c = colors[f"{a}, N={n}"]
                 for ax, (solid, dashed, _, _) in zip(row, panels):
                     ax.errorbar(g[x], g[f"{solid}_mean"], yerr=g[f"{solid}_std"].fillna(0.0), color=c, marker="o",
                                 ms=3, capsize=2, lw=1.2, label=f"{spec['arch_labels'].get(a, a)}, N={n}")
-                    if dashed:
+                    if dashed and truth:
                         ax.errorbar(g[x], g[f"{dashed}_mean"], yerr=g[f"{dashed}_std"].fillna(0.0), color=c, ls="--",
                                     marker="s", ms=3, capsize=2, lw=1.0)
-                row[3].plot(g[x], g["ece_mean"] - g["ece_posterior_mean"], color=c, lw=0.8, alpha=0.5)
-            s = data["sets"]
-            s = s[s["evalset"].isin(sub["evalset"])].sort_values(x)
-            row[3].errorbar(s[x], s["ece_diff"], yerr=s["ece_diff_se"].fillna(0.0), color="k", marker="o", ms=4,
-                            capsize=3, lw=1.6, label="label - true ECE, mean ± SE over models")
-            row[3].axhline(0.0, color="k", lw=0.8)
-            if not np.isfinite(s["ece_diff"].to_numpy(float)[s["shift"].to_numpy() != "clean"]).any():
-                row[3].text(0.97, 0.04, "no truth on noisy sets:\nthe flow's p(y|x') is not\nthe labels' posterior",
-                            transform=row[3].transAxes, ha="right", va="bottom", fontsize=8, color="0.3")
-            for ax, (_, _, ylabel, title) in zip(row, [*panels, (None, None, "label ECE - true ECE", "label - true ECE")]):
-                ax.set(xlabel=xlabel, ylabel=ylabel, title=f"{title} {shift}")
-        panel_letters(axes)
-        # one legend for all eight panels, above them: the models' colours, then the black mean
+                if truth:
+                    row[3].plot(g[x], g["ece_mean"] - g["ece_posterior_mean"], color=c, lw=0.8, alpha=0.5)
+            if truth:
+                row[3].errorbar(s[x], s["ece_diff"], yerr=s["ece_diff_se"].fillna(0.0), color="k", marker="o", ms=4,
+                                capsize=3, lw=1.6, label="mean ± SE over models")
+                row[3].axhline(0.0, color="k", lw=0.8)
+            else:
+                row[3].set_visible(False)
+            used = [*panels, (None, None, "label - true ECE", "ECE gap")] if truth else list(panels)
+            for ax, (_, dashed, ylabel, title) in zip(row, used):
+                lines = " (labels solid,\ntruth dashed)" if dashed and truth else ""
+                ax.set(xlabel=xlabel, ylabel=ylabel + lines, title=f"{title} {shift}")
+                # ticks at the magnitudes run: autoscaling put a negative σ on a noise axis
+                ticks = sorted(set(sub[x].dropna().astype(float)))
+                ax.set_xticks(ticks, [f"{t:g}" for t in ticks], rotation=45 if len(ticks) > 4 else 0)
+        panel_letters([ax for ax in axes.ravel() if ax.get_visible()])
+        # one legend for all panels, above them: the models' colours, then the black mean
         handles, labels = axes[0][0].get_legend_handles_labels()
-        more, more_labels = axes[0][3].get_legend_handles_labels()
-        fig.legend([*handles, *more], [*labels, *more_labels], loc="upper center", ncol=len(labels) + len(more_labels),
-                   frameon=False, fontsize=9)
-        fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))
+        more, more_labels = next((ax.get_legend_handles_labels() for ax in axes[:, 3] if ax.get_visible()), ([], []))
+        fig.legend([*handles, *more], [*labels, *more_labels], loc="outside upper center",
+                   ncol=min(4, len(labels) + len(more_labels)), frameon=False)
         return save_figure(fig, stem)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from oracle.report.captions import num, span
+from oracle.report.captions import error_bar_note, num, span
 from oracle.report.claims import BAYES_GAP_PP
 
 
@@ -16,7 +16,10 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     """The finding of artifact `name` (`oracle.experiments.difficulty.ARTIFACTS`): how the
     Bayes error moves with tau (the curve, over all of each world's samples), or for the
     learner's table and figure how its gap to the Bayes error of its own test rows moves."""
-    if name in ("learner_vs_bayes", "learner_vs_bayes_curve"):
+    if name == "learner_vs_bayes_curve":
+        bars = error_bar_note(data["learner"], what="mean ± SE") if len(data["learner"]) else ""
+        return f"{learner_finding(data['learner'], spec)} {bars}".strip()
+    if name == "learner_vs_bayes":
         return learner_finding(data["learner"], spec)
     c = data["curve"].sort_values("base_temperature", kind="stable")
     if len(c) < 2:

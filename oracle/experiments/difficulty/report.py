@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from oracle.errors import DataError
-from oracle.report.figures import panel_letters, save_figure, style
+from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
 from oracle.report.numbers import entry, over_seeds, over_seeds_and_rows
 
 #: Columns of the ``learner`` data (one row per world and seed of the learner).
@@ -141,10 +141,10 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
     c = data["curve"].sort_values("base_temperature", kind="stable")
     tau = c["base_temperature"].to_numpy(float)
     panels = (("bayes_error", "bayes_error_se", 100.0, "Bayes error (%)"),
-              ("aleatoric", "aleatoric_se", 1.0, "aleatoric floor E[H(p(y|x))] (nats)"),
+              ("aleatoric", "aleatoric_se", 1.0, "floor E[H(p(y|x))] (nats)"),
               ("mutual_information_bits", "mutual_information_se", 1.0, "I(X;Y) (bits)"))
     with style():
-        fig = Figure(figsize=(10, 3.4))
+        fig = Figure(figsize=(PAGE_WIDTH, 2.8), layout="constrained")
         axes = fig.subplots(1, 3)
         for ax, (col, se, scale, label) in zip(axes, panels):
             ax.errorbar(tau, scale * c[col], yerr=scale * c[se].fillna(0.0), marker="o", ms=4, capsize=2, lw=1.2,
@@ -155,7 +155,6 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
             ax.set(xlabel="base temperature τ", ylabel=label, title=label.split(" (")[0])
             ax.legend(loc="best")
         panel_letters(axes)
-        fig.tight_layout()
         return save_figure(fig, stem)
 
 
@@ -167,13 +166,12 @@ def _arch_label(spec: Mapping, arch: str) -> str:
 def _learner_figure(learner: pd.DataFrame, spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """Left: test error and Bayes error (%) against tau; right: gap and excess error (pp)."""
     with style():
-        fig = Figure(figsize=(8.0, 3.4))
+        fig = Figure(figsize=(PAGE_WIDTH, 3.0), layout="constrained")
         ax_a, ax_b = fig.subplots(1, 2)
         if learner.empty:
             for ax in (ax_a, ax_b):
                 ax.axis("off")
-            ax_a.text(0.0, 0.5, "no learner in this experiment\n(config key experiments.<name>.learner)", fontsize=9)
-            fig.tight_layout()
+            ax_a.text(0.0, 0.5, "no learner in this experiment\n(config key experiments.<name>.learner)")
             return save_figure(fig, stem)
         s = learner_summary(learner)
         tau = s["base_temperature"].to_numpy(float)
@@ -182,17 +180,16 @@ def _learner_figure(learner: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
         ax_a.errorbar(tau, 100 * s["test_error"], yerr=100 * s["test_error_se"].fillna(0.0), color="C0", marker="o",
                       ms=4, capsize=2, lw=1.4, label=f"{_arch_label(spec, s['arch'].iloc[0])}, N={int(s['N'].iloc[0])}: test error")
         ax_a.plot(tau, 100 * s["bayes_error"], "s--", color="k", ms=5, mfc="none", label="Bayes error (same rows)")
-        ax_a.set(xlabel="base temperature τ", ylabel="error (%)", title="learner beside the Bayes error")
+        ax_a.set(xlabel="base temperature τ", ylabel="error (%)", title="learner and Bayes error")
         ax_b.errorbar(tau, 100 * s["gap"], yerr=100 * s["gap_se"].fillna(0.0), marker="o", ms=4, capsize=2, lw=1.4,
-                      label="gap: test error - Bayes error")
+                      label="gap to Bayes error")
         ax_b.errorbar(tau, 100 * s["excess_error_truth"], yerr=100 * s["excess_error_truth_se"].fillna(0.0),
-                      marker="s", ms=4, capsize=2, lw=1.2, ls="--", label="excess vs truth E[max p - p(ŷ|x)]")
+                      marker="s", ms=4, capsize=2, lw=1.2, ls="--", label="excess vs truth")
         ax_b.axhline(0.0, color="k", lw=0.8)
         ax_b.set(xlabel="base temperature τ", ylabel="percentage points", title="gap, mean ± SE over seeds")
         for ax in (ax_a, ax_b):
             ax.legend(loc="best")
         panel_letters([ax_a, ax_b])
-        fig.tight_layout()
         return save_figure(fig, stem)
 
 

@@ -19,7 +19,7 @@ from oracle.experiments.estimators import evaluation_sets
 from oracle.io.predictions import read_predictions
 from oracle.measures import accuracy_estimators as est
 from oracle.measures.accuracy_estimators import METHODS
-from oracle.report.figures import panel_letters, save_figure, style
+from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
 from oracle.report.numbers import entry, mean_spread
 
 
@@ -184,7 +184,7 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
     colors = dict(zip(("noise", "variant", "clean"), sns.color_palette("colorblind", 3)))
     with style():
         cols = math.ceil(len(METHODS) / 2)
-        fig = Figure(figsize=(11 * cols / 3, 6.5))
+        fig = Figure(figsize=(PAGE_WIDTH, 5.2), layout="constrained")
         axes = fig.subplots(2, cols).ravel()
         for ax in axes[len(METHODS):]:
             ax.axis("off")
@@ -200,10 +200,9 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
             r = s.loc[(method, "accuracy")]
             ax.set(xlabel="true accuracy (%)",
                    ylabel=SCORE_AXES.get(method, f"{label} estimate" + (" (%)" if predicts else " (score)")),
-                   title=f"{label}: R² = {r['r2_mean']:.3f}, ρ = {r['spearman_mean']:.3f}")
+                   title=f"{label}\nR² {r['r2_mean']:.3f}, ρ {r['spearman_mean']:.3f}")
             ax.legend(loc="best")
         panel_letters(axes[:len(METHODS)])
-        fig.tight_layout()
         return save_figure(fig, stem)
 
 

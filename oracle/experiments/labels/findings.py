@@ -9,7 +9,7 @@ import pandas as pd
 
 from oracle.experiments._calibration import findings as _calibration_findings
 from oracle.experiments.labels import report
-from oracle.report.captions import convergence_finding, count_of, num, paper_says
+from oracle.report.captions import convergence_finding, count_of, error_bar_note, num, paper_says
 
 
 def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
@@ -19,9 +19,10 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     if name == "label_comparison":
         return f"{gain_finding(runs)} {soft_ece_finding(runs)} {convergence_finding(runs, ('labels', 'N', 'seed'))}".strip()
     if name == "soft_vs_hard":
-        return gain_finding(runs)
+        return f"{gain_finding(runs)} {error_bar_note(runs)}".strip()
     if name == "calibration_agreement":
-        return _calibration_findings.agreement_finding(runs, who=("cell", "seed"))
+        return (f"{_calibration_findings.agreement_finding(runs, who=('cell', 'seed'))} "
+                f"{error_bar_note(runs, '(b)')}").strip()
     return ""
 
 

@@ -17,7 +17,7 @@ from oracle.experiments._calibration import report as _calibration_report
 from oracle.experiments._pairs import one_file, pair_rows, pairs_frame
 from oracle.experiments.labels import ARTIFACTS, COLORS, MODES, cell_name
 from oracle.measures.power_laws import aggregate_over_seeds
-from oracle.report.figures import errorbar, panel_letters, reliability_diagram, save_figure, size_ticks, style
+from oracle.report.figures import PAGE_WIDTH, errorbar, panel_letters, reliability_diagram, save_figure, size_ticks, style
 from oracle.report.numbers import entry, mean_spread, over_seeds, over_seeds_and_rows
 
 
@@ -129,7 +129,7 @@ def soft_vs_hard(runs: pd.DataFrame, curves: pd.DataFrame, curve_sizes: Sequence
     gains = gain_summary(runs)
     bayes = 100.0 * float(runs["bayes_accuracy"].mean())
     with style():
-        fig = Figure(figsize=(3.3 * max(3, len(curve_sizes)), 6.4))
+        fig = Figure(figsize=(PAGE_WIDTH, 5.0), layout="constrained")
         grid = fig.add_gridspec(2, 2 * len(curve_sizes))
         panels = []
         for i, n in enumerate(curve_sizes):
@@ -141,27 +141,26 @@ def soft_vs_hard(runs: pd.DataFrame, curves: pd.DataFrame, curve_sizes: Sequence
                 ax.plot(per_epoch.index, per_epoch["mean"], color=COLORS[mode], lw=1.2, label=f"{mode} labels")
                 ax.fill_between(per_epoch.index, per_epoch["mean"] - per_epoch["std"],
                                 per_epoch["mean"] + per_epoch["std"], color=COLORS[mode], alpha=0.2, lw=0)
-            ax.set(xlabel="epoch", ylabel="test accuracy (%)", title=f"N = {n}")
-            ax.legend(loc="lower right")
+            ax.set(xlabel="epoch", ylabel="test accuracy (%)" if i == 0 else "", title=f"N = {n}")
+            if i == 0:
+                ax.legend(loc="lower right")
         half = len(curve_sizes)
         ax_acc = fig.add_subplot(grid[1, :half])
         for mode in MODES:
             errorbar(ax_acc, agg[agg["labels"] == mode], "acc", COLORS[mode], f"{mode} labels", scale=100.0)
         ax_acc.axhline(bayes, color="k", ls=":", lw=1.2, label=f"Bayes-optimal {bayes:.2f}%")
         wins = int(gains["soft_wins"].sum())
-        ax_acc.set(xlabel="dataset size N (samples)", ylabel="final test accuracy (%)",
-                   title=f"final accuracy; soft wins at {wins} of {len(gains)} sizes")
+        ax_acc.set(xlabel="dataset size N", ylabel="final test accuracy (%)",
+                   title=f"final accuracy; soft wins {wins} of {len(gains)}")
         ax_acc.legend(loc="lower right")
         ax_gain = fig.add_subplot(grid[1, half:])
         ax_gain.errorbar(gains["N"], 100 * gains["gain"], yerr=100 * gains["gain_std"].fillna(0.0), color="k",
                          marker="o", ms=4, capsize=3, lw=1.2)
         ax_gain.axhline(0.0, color="0.5", lw=1)
-        ax_gain.set(xlabel="dataset size N (samples)",
-                    ylabel="accuracy gain, soft - hard (pp)", title="gain of soft labels, mean ± std over seeds")
+        ax_gain.set(xlabel="dataset size N", ylabel="soft - hard accuracy (pp)", title="gain of soft labels, mean ± std")
         for ax in (ax_acc, ax_gain):
             size_ticks(ax, gains["N"])
         panel_letters([*panels, ax_acc, ax_gain])
-        fig.tight_layout()
         return save_figure(fig, stem)
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from oracle.experiments._calibration import findings as _calibration_findings
 from oracle.experiments.scaling import report
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
-from oracle.report.captions import convergence_finding, count_of, num, paper_says, span
+from oracle.report.captions import convergence_finding, count_of, error_bar_note, num, paper_says, span
 from oracle.report.claims import PLATEAU_DROP, straightness
 from oracle.report.intervals import estimate
 from oracle.report.numbers import mean_spread
@@ -30,13 +30,14 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
         return convergence_finding(runs)
     if name == "scaling_panels":
         return " ".join((plateau_finding(runs), exponent_finding(runs, "epistemic", "epistemic KL"),
-                         bayes_gap_finding(report.accuracy_vs_bayes(runs), runs, lead="")))
+                         bayes_gap_finding(report.accuracy_vs_bayes(runs), runs, lead=""),
+                         error_bar_note(runs, "(a)-(c)")))
     if name == "epistemic_curves":
-        return exponent_finding(runs, "epistemic", "epistemic KL")
+        return f"{exponent_finding(runs, 'epistemic', 'epistemic KL')} {error_bar_note(runs)}".strip()
     if name == "calibration_vs_n":
-        return ece_rate_finding(runs)
+        return f"{ece_rate_finding(runs)} {error_bar_note(runs)}".strip()
     if name == "calibration_agreement":
-        return _calibration_findings.agreement_finding(runs)
+        return f"{_calibration_findings.agreement_finding(runs)} {error_bar_note(runs, '(b)')}".strip()
     return ""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
 from oracle.experiments.scaling.learners import curvature_entry, learner_numbers, learners_table
 from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law_offset,
                                         fit_seed_mean, power_law)
-from oracle.report.figures import (errorbar, log_tick_labels, palette, panel_letters, reliability_diagram, save_figure,
+from oracle.report.figures import (COLUMN_WIDTH, PAGE_WIDTH, errorbar, log_tick_labels, palette, panel_letters,
+                                   reliability_diagram, save_figure,
                                    size_ticks, style)
 from oracle.report.numbers import entry, mean_spread, over_seeds, over_seeds_and_rows
 
@@ -195,10 +197,10 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
     """Four panels over dataset size N (mean ± std over seeds): (a) total cross-entropy
     (nats), log-log, with the aleatoric floor E[H(p)] as a line; (b) epistemic KL (nats),
     log-log, dashed power-law fits to the seed-mean curves; (c) accuracy (%) against the
-    Bayes-optimal accuracy line; (d) exponent alpha per architecture, mean ± std over
-    per-seed fits."""
-
-
+    Bayes-optimal accuracy line; (d) the total loss stacked: the aleatoric floor (grey) and
+    each architecture's epistemic KL above it (shaded to its seed-mean total), linear y. The
+    exponent alpha per architecture (mean ± std over per-seed fits) is in (b)'s legend: as its
+    own bar panel it was a whole panel for one bar in a one-architecture experiment."""
     _check_runs(df, ["arch", "N", "seed", "total", "aleatoric", "epistemic", acc_col, "bayes_accuracy"])
     archs = sorted(df["arch"].unique())
     colors = palette(archs)
@@ -209,34 +211,35 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
     bayes = 100.0 * float(df["bayes_accuracy"].mean())
     n_grid = np.geomspace(df["N"].min(), df["N"].max(), 50)
     with style():
-        fig = Figure(figsize=(10, 7.5))
+        fig = Figure(figsize=(PAGE_WIDTH, 5.4), layout="constrained")
         (ax_a, ax_b), (ax_c, ax_d) = fig.subplots(2, 2)
         for arch in archs:
             a = agg[agg["arch"] == arch]
+            s = seed_fits.loc[arch]
+            spread = "" if math.isnan(s["alpha_std"]) else f" ± {s['alpha_std']:.2f}"
             errorbar(ax_a, a, "total", colors[arch], arch)
-            errorbar(ax_b, a, "epistemic", colors[arch], arch)
+            errorbar(ax_b, a, "epistemic", colors[arch], f"{arch}: α = {s['alpha']:.2f}{spread}")
             fit = mean_fits.loc[arch]
             ax_b.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), ls="--", lw=1, color=colors[arch])
             errorbar(ax_c, a, acc_col, colors[arch], arch, scale=100.0)
-        ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"aleatoric floor {floor:.3g} nats (test rows)")
-        ax_a.set(yscale="log", xlabel="dataset size N (samples)", ylabel="total cross-entropy (nats)",
-                 title="total loss")
-        ax_b.set(yscale="log", xlabel="dataset size N (samples)",
-                 ylabel="epistemic KL(p || q) (nats)", title="epistemic error; dashed: fits")
+            if len(archs) <= 2:  # more shaded bands than two only muddy each other
+                ax_d.fill_between(a["N"], floor, floor + a["epistemic_mean"], color=colors[arch], alpha=0.2, lw=0)
+            ax_d.plot(a["N"], floor + a["epistemic_mean"], color=colors[arch], marker="o", ms=3, lw=1.2,
+                      label=f"{arch}: floor + epistemic")
+        ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"floor E[H(p)] {floor:.3g}")
+        ax_a.set(yscale="log", xlabel="dataset size N", ylabel="total cross-entropy (nats)", title="total loss")
+        ax_b.set(yscale="log", xlabel="dataset size N", ylabel="epistemic KL(p || q) (nats)",
+                 title="epistemic error, fits dashed")
         ax_c.axhline(bayes, color="k", ls=":", lw=1.2, label=f"Bayes-optimal {bayes:.2f}%")
-        ax_c.set(xlabel="dataset size N (samples)", ylabel="test accuracy (%)", title="accuracy")
-        for ax in (ax_a, ax_b, ax_c):
+        ax_c.set(xlabel="dataset size N", ylabel="test accuracy (%)", title="accuracy")
+        ax_d.fill_between(n_grid, 0.0, floor, color="0.8", lw=0, label=f"aleatoric floor {floor:.3g}")
+        ax_d.set(xlabel="dataset size N", ylabel="cross-entropy (nats)", title="floor + epistemic", ylim=(0, None))
+        for ax in (ax_a, ax_b, ax_c, ax_d):
             ax.legend(loc="best")
             size_ticks(ax, df["N"])
-            log_tick_labels(ax, "y")
-        x = np.arange(len(archs))
-        alpha = seed_fits.loc[archs, "alpha"].to_numpy()
-        err = seed_fits.loc[archs, "alpha_std"].fillna(0.0).to_numpy()
-        ax_d.bar(x, alpha, yerr=err, capsize=3, color=[colors[a] for a in archs])
-        ax_d.set_xticks(x, archs, rotation=30, ha="right")
-        ax_d.set(ylabel="scaling exponent α (KL ∝ N^-α)", title="exponent, mean ± std over seeds")
+            if ax is not ax_d:
+                log_tick_labels(ax, "y")
         panel_letters([ax_a, ax_b, ax_c, ax_d])
-        fig.tight_layout()
         return save_figure(fig, stem)
 
 
@@ -255,7 +258,8 @@ def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pat
     ncols = min(3, len(archs))
     nrows = math.ceil(len(archs) / ncols)
     with style():
-        fig = Figure(figsize=(3.4 * ncols, 2.9 * nrows))
+        width = COLUMN_WIDTH if ncols == 1 else PAGE_WIDTH
+        fig = Figure(figsize=(width, (width / ncols) * 0.9 * nrows + 0.2), layout="constrained")
         axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
         for ax, arch in zip(axes, archs):
             runs = df[df["arch"] == arch]
@@ -268,15 +272,14 @@ def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pat
             ax.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), "k--", lw=1, label="power-law fit")
             s = seed_fits.loc[arch]
             spread = "" if math.isnan(s["alpha_std"]) else f" ± {s['alpha_std']:.3f}"
-            ax.set(yscale="log", xlabel="dataset size N (samples)", ylabel="epistemic KL (nats)",
-                   title=f"{arch}: α = {s['alpha']:.3f}{spread}")
+            ax.set(yscale="log", xlabel="dataset size N", ylabel="epistemic KL (nats)",
+                   title=textwrap.fill(f"{arch}: α = {s['alpha']:.3f}{spread}", int(width / ncols / 0.09)))
             size_ticks(ax, runs["N"])
             log_tick_labels(ax, "y")
             ax.legend(loc="best")
         for ax in axes[len(archs):]:
             ax.set_visible(False)
         panel_letters(axes)
-        fig.tight_layout()
         return save_figure(fig, stem)
 
 

@@ -63,7 +63,7 @@ ARTIFACTS = artifacts_by_name(
              "against KL (nats): KL_y for the paper's configurations, the exact KL for world variants; "
              "(c) prior shift only against KL_y; (d) noise only against sigma, with the oracle's accuracy "
              "on x'; (e) mean drop per shift type; (f) linear fits of the drop against KL_y (the paper's) "
-             "and against the exact KL, with R^2. Error bars: std over seeds."),
+             "and against the exact KL, with R^2."),
 )
 
 #: Shift types, in display order.

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from oracle.experiments.shift import report
-from oracle.report.captions import num, paper_says
+from oracle.report.captions import error_bar_note, num, paper_says
 
 
 def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
@@ -16,7 +16,7 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     only shows data."""
     conf = data["configurations"]
     if name == "shift_panels":
-        return f"{fit_finding(conf)} {type_finding(conf)}"
+        return f"{fit_finding(conf)} {type_finding(conf)} {error_bar_note(data['runs'], '(a)-(d)', ('arch', 'seed'))}"
     if name == "shift_accuracy":
         return change_finding(conf)
     if name == "shift_axes":

@@ -13,7 +13,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.transforms import offset_copy
 
-from oracle.report.figures import panel_letters, save_figure, style
+from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
 
 #: Marker and colour index of each shift type (`oracle.experiments.shift.TYPES`).
 _STYLE = {"baseline": ("o", 7), "prior": ("D", 0), "noise": ("v", 3), "prior+noise": ("s", 1),
@@ -28,7 +28,7 @@ def _kl_axis(conf: pd.DataFrame) -> np.ndarray:
     return np.where(variant & np.isfinite(exact), exact, kl_y)
 
 
-def _dodge(x: np.ndarray, points: float = 8.0) -> np.ndarray:
+def _dodge(x: np.ndarray, points: float = 6.0) -> np.ndarray:
     """Horizontal offsets (points) that set side by side the markers of panels (a), (b) whose x
     lie within 1.5% of the x range of each other (the baseline and the noise configurations all
     have KL_y near 0); the data x is unchanged, only where the marker is drawn."""
@@ -45,16 +45,15 @@ def _dodge(x: np.ndarray, points: float = 8.0) -> np.ndarray:
 
 
 def shift_panels(conf: pd.DataFrame, fits: Mapping[str, Mapping], stem: str | os.PathLike) -> dict[str, Path]:
-    """Six panels (module docstring of `oracle.experiments.shift`); error bars: std over runs."""
-
-
+    """Six panels (module docstring of `oracle.experiments.shift`); error bars: std over runs.
+    Accuracies are on each configuration's own (shifted) test set."""
     colors = sns.color_palette("colorblind", 8)
     x = _kl_axis(conf)
     acc, acc_std = 100 * conf["acc"].to_numpy(float), 100 * conf["acc_std"].fillna(0.0).to_numpy(float)
     drop = -conf["delta_pp"].to_numpy(float)
     types = conf["shift_type"].to_numpy()
     with style():
-        fig = Figure(figsize=(13, 7.5))
+        fig = Figure(figsize=(PAGE_WIDTH, 5.6), layout="constrained")
         axes = fig.subplots(2, 3).ravel()
         offsets = _dodge(x)
         for t, (marker, ci) in _STYLE.items():
@@ -64,42 +63,48 @@ def shift_panels(conf: pd.DataFrame, fits: Mapping[str, Mapping], stem: str | os
             label = {"variant": "world variant (exact KL)", "variant+noise": "variant + noise"}.get(t, t)
             for ax, y, err in ((axes[0], acc, acc_std), (axes[1], drop, acc_std)):
                 for k, i in enumerate(np.flatnonzero(m)):
-                    ax.errorbar(x[i], y[i], yerr=err[i], fmt=marker, color=colors[ci], ms=7, capsize=2,
+                    ax.errorbar(x[i], y[i], yerr=err[i], fmt=marker, color=colors[ci], ms=4.5, capsize=2,
                                 label=label if k == 0 else None,
                                 transform=offset_copy(ax.transData, fig=fig, x=offsets[i], units="points"))
         for ax, y in ((axes[0], acc), (axes[1], drop)):
             # a marker drawn through an offset transform does not grow the axis limits by itself
             ax.update_datalim(np.column_stack([np.r_[x, x], np.r_[y - acc_std, y + acc_std]]))
+            ax.margins(x=0.08)  # room for the dodged markers at the ends
             ax.autoscale_view()
-        axes[0].set(xlabel="KL (nats): KL_y, or exact for world variants", ylabel="baseline test accuracy (%)",
-                    title="accuracy vs KL")
+        axes[0].set(xlabel="KL (nats)", ylabel="test accuracy under shift (%)", title="accuracy vs KL")
         axes[1].axhline(0.0, color="k", lw=0.8)
-        axes[1].set(xlabel="KL (nats): KL_y, or exact for world variants", ylabel="accuracy drop (pp)",
-                    title="drop vs KL")
+        axes[1].set(xlabel="KL (nats)", ylabel="accuracy drop (pp)", title="drop vs KL")
         prior = conf[conf["shift_type"].isin(["baseline", "prior"])].sort_values("kl_y_empirical")
         axes[2].errorbar(prior["kl_y_empirical"], 100 * prior["acc"], yerr=100 * prior["acc_std"].fillna(0.0),
                          marker="D", color=colors[0], capsize=2)
-        axes[2].set(xlabel="KL_y empirical (nats)", ylabel="baseline test accuracy (%)", title="prior shift only")
+        axes[2].set(xlabel="KL_y empirical (nats)", ylabel="test accuracy under shift (%)",
+                    title="prior shift only")
         noise = conf[conf["shift_type"].isin(["baseline", "noise"])].sort_values("noise_std")
         axes[3].errorbar(noise["noise_std"], 100 * noise["acc"], yerr=100 * noise["acc_std"].fillna(0.0),
-                         marker="v", color=colors[3], capsize=2, label="classifiers trained on x'")
+                         marker="v", color=colors[3], capsize=2, label="trained on x'")
         oracle = noise[np.isfinite(noise["oracle_acc_noisy"].to_numpy(float))]
         if len(oracle):
             axes[3].errorbar(oracle["noise_std"], 100 * oracle["oracle_acc_noisy"],
                              yerr=100 * oracle["oracle_acc_noisy_se"], marker="x", ls="--", color="k", capsize=2,
-                             label="oracle argmax p(y|x') on noised test x'")
-        axes[3].set(xlabel="noise σ (on the [-1, 1] scale)", ylabel="accuracy (%)", title="covariate shift only")
-        axes[3].legend(loc="best")
+                             label="oracle on x'")
+        axes[3].set(xlabel="noise σ ([-1, 1] scale)", ylabel="accuracy (%)", title="covariate shift only")
+        axes[3].legend(loc="best", handlelength=1.2)
         present = [t for t in _STYLE if t != "baseline" and (types == t).any()]
         means = [drop[types == t].mean() for t in present]
         spread = [drop[types == t].std(ddof=1) if (types == t).sum() > 1 else 0.0 for t in present]
-        axes[4].bar(range(len(present)), means, yerr=spread, capsize=3, color=[colors[_STYLE[t][1]] for t in present])
-        axes[4].set_xticks(range(len(present)), present, rotation=20, ha="right")
-        axes[4].set(ylabel="mean accuracy drop (pp)", title="drop by shift type (± std over configurations)")
+        bars = axes[4].bar(range(len(present)), means, yerr=spread, capsize=3, edgecolor="k", lw=0.6,
+                           color=[colors[_STYLE[t][1]] for t in present])
+        # the value on every bar: a drop near 0 pp is a bar of no height, seen only by its label
+        axes[4].bar_label(bars, labels=[f"{m:.1f}" for m in means], padding=2)
+        axes[4].axhline(0.0, color="k", lw=0.8)
+        axes[4].margins(y=0.2)
+        axes[4].set_xticks(range(len(present)), present, rotation=30, ha="right")
+        axes[4].set(ylabel="mean accuracy drop (pp)", title="drop by shift type")
         _fit_panel(axes[5], conf, fits, colors)
-        axes[0].legend(loc="best")
+        # one legend of the shift types for (a) and (b), above the panels: inside, it covered points
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside upper center", ncol=3, frameon=False)
         panel_letters(axes)
-        fig.tight_layout()
         return save_figure(fig, stem)
 
 
@@ -108,15 +113,15 @@ def _fit_panel(ax, conf: pd.DataFrame, fits: Mapping[str, Mapping], colors) -> N
     kl_y = conf["kl_y_empirical"].fillna(conf["kl_y_target"]).fillna(0.0).to_numpy(float)
     paper = ~conf["shift_type"].str.startswith("variant").to_numpy()
     exact = conf["kl_exact"].to_numpy(float)
-    for name, xs, mask, color, what in (("kl_y", kl_y, paper, colors[0], "drop ~ KL_y (paper's configurations)"),
-                                        ("exact", exact, np.isfinite(exact), colors[2], "drop ~ exact KL")):
+    for name, xs, mask, color, what in (("kl_y", kl_y, paper, colors[0], "on KL_y"),
+                                        ("exact", exact, np.isfinite(exact), colors[2], "on exact KL")):
         fit = fits[name]
         ax.scatter(xs[mask], drop[mask], color=color, s=25)
         if np.isfinite(fit["r2"]):
             grid = np.linspace(np.nanmin(xs[mask]), np.nanmax(xs[mask]), 20)
             ax.plot(grid, fit["intercept"] + fit["slope"] * grid, color=color, lw=1.2,
-                    label=f"{what}: R² = {fit['r2']:.3f} (n = {fit['n']})")
+                    label=f"{what}: R² {fit['r2']:.2f}, n {fit['n']}")
     ax.axhline(0.0, color="k", lw=0.8)
     ax.set(xlabel="KL (nats)", ylabel="accuracy drop (pp)", title="linear fits of drop on KL")
     # under the axes: inside, "best" still covered a point (the data fill every corner)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, handlelength=1.2, borderaxespad=0)

@@ -165,6 +165,23 @@ def split_worlds(config: Mapping) -> dict[str, dict]:
             for w, v in out.items()}
 
 
+def world_questions(config: Mapping) -> dict[str, list[str]]:
+    """The experiments that use each world, in config order: {world: ["<experiment> (<kind>)"]},
+    an experiment counted in every world it trains in or is evaluated on (a noisy copy of a
+    world's test set counts as that world). Worlds no experiment uses map to []."""
+    names = list(config["worlds"])
+    out: dict[str, list[str]] = {w: [] for w in names}
+    for name, spec in experiment_specs(config).items():
+        mod = kind_module(spec["kind"])
+        used = {parse_evalset(e, names)[0] for e in mod.evaluation_sets(spec)}
+        used |= {mod.training_spec(spec, run["cell"])["world"] for run in mod.classifier_runs(spec)}
+        used |= set(mod.split_needs(spec)) if hasattr(mod, "split_needs") else set()
+        for w in names:
+            if w in used:
+                out[w].append(f"{name} ({spec['kind']})")
+    return out
+
+
 def largest_training_size(config: Mapping) -> int:
     """The largest training-set size of any classifier of the run (1 when there is none)."""
     return max([v["max_n"] for v in split_worlds(config).values()] + [1])

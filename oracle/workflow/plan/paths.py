@@ -268,7 +268,8 @@ class RunPaths:
     def report_contents(self) -> dict[str, Any]:
         """What the run's report shows besides the claims and timings (`oracle.report.html_report.
         report_items`): every experiment's tables and figures in config order, the validation's when
-        it runs, and the paper's labels of each artifact ("Figure 2"), in the paper map's order."""
+        it runs, the paper's labels of each artifact ("Figure 2"), in the paper map's order, and each
+        world with its constants.json and the experiments that use it (`plan.world_questions`)."""
         from oracle.report.paper import paper_label
         from oracle.validation.artifacts import ARTIFACTS
 
@@ -282,7 +283,9 @@ class RunPaths:
                                  "artifacts": arts(name, kind_module(spec["kind"]).ARTIFACTS)}
                                 for name, spec in self.experiments.items()],
                 "validation": arts("validation", ARTIFACTS) if self.config["validation"]["enabled"] else [],
-                "paper_labels": labels}
+                "paper_labels": labels,
+                "worlds": [{"name": w, "constants": self.CONSTANTS.format(world=w), "experiments": users}
+                           for w, users in plan.world_questions(self.config).items()]}
 
     # ------------------------------------------------------------------------- targets
     def sample_targets(self) -> list[str]:

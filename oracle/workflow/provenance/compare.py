@@ -1,10 +1,14 @@
-"""Compare two finished runs number by number (`oracle.report.compare`):
+"""Compare finished runs number by number (`oracle.report.compare`):
 
     python -m oracle.workflow.provenance.compare results/default results/default-seed1
     python -m oracle.workflow.provenance.compare RUN_A RUN_B --fail-on moved,verdict   # exit 1 when any moved
+    python -m oracle.workflow.provenance.compare RUN_A RUN_B RUN_C --markdown cmp.md   # a table of runs by number
 
-Prints every number of either numbers.json with B - A, z from the two runs' spreads and a flag
-(moved, changed, undefined, only_a, only_b, within, same), and the claims whose verdict changed.
+First the runs (commit, date, machine, seed, config hash), a warning when they are different
+worlds (their data, oracle or worlds settings differ), the config keys that differ and the claims
+side by side (verdict and value per run). Then, for two runs, every number of either numbers.json
+with B - A, z from the two runs' spreads and a flag (moved, changed, undefined, only_a, only_b,
+within, same); for more, every number in every run. --markdown writes the same as Markdown.
 Exit status: 0; 1 when a number carries a flag named by --fail-on (``verdict``: a claim's verdict
 changed); 2 on a usage error or a run folder without numbers.json (one line naming the file).
 """
@@ -14,17 +18,38 @@ from __future__ import annotations
 import argparse
 import sys
 
-from oracle.errors import OracleError
+from pathlib import Path
+
+from oracle.errors import DataError, OracleError
+from oracle.io.atomic import atomic_output
+from oracle.workflow.provenance import read_record
+
+
+def _config(run: str) -> dict:
+    """The effective config of a run folder (its config.yaml); {} when the run has none (a run
+    made before the config was written there). DataError when it is not YAML."""
+    import yaml
+
+    path = Path(run) / "config.yaml"
+    if not path.is_file():
+        return {}
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise DataError(f"{path}: not YAML ({exc})") from None
+    if not isinstance(config, dict):
+        raise DataError(f"{path}: expected a mapping of config keys")
+    return config
 
 FAIL_ON = ("moved", "changed", "undefined", "only_a", "only_b", "verdict")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from oracle.report.compare import compare_claims, compare_numbers, format_comparison, read_run
+    from oracle.report import compare as cmp
 
     parser = argparse.ArgumentParser(prog="python -m oracle.workflow.provenance.compare", description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_a", help="a run folder, results/<run>")
-    parser.add_argument("run_b", help="the run to compare with it")
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="two or more run folders, results/<run> (the first is A)")
+    parser.add_argument("--markdown", help="also write the comparison as Markdown to this file")
     parser.add_argument("--z", type=float, default=3.0, help="|z| beyond which a number has moved (default 3)")
     parser.add_argument("--fail-on", default="", help=f"comma-separated flags that make the exit status 1: {', '.join(FAIL_ON)}")
     parser.add_argument("--flagged", action="store_true", help="list only the numbers that are not within or same")
@@ -33,14 +58,38 @@ def main(argv: list[str] | None = None) -> int:
     fail_on = [f for f in args.fail_on.split(",") if f]
     if bad := [f for f in fail_on if f not in FAIL_ON]:
         parser.error(f"--fail-on: unknown flag(s) {', '.join(bad)} (choose from {', '.join(FAIL_ON)})")
+    if len(args.runs) < 2:
+        parser.error("give at least two run folders")
+    if len(args.runs) > 2 and (fail_on or args.csv or args.flagged):
+        parser.error("--fail-on, --csv and --flagged compare two runs (A and B); give two run folders")
     try:
-        (a, claims_a), (b, claims_b) = read_run(args.run_a), read_run(args.run_b)
+        loaded = {run: cmp.read_run(run) for run in args.runs}
+        configs = {run: _config(run) for run in args.runs}
+        records = {run: read_record(Path(run) / "numbers.json", missing_ok=True) for run in args.runs}
     except OracleError as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    df = compare_numbers(a, b, args.z)
-    claims = compare_claims(claims_a, claims_b) if claims_a is not None and claims_b is not None else None
-    sys.stdout.write(format_comparison(df, claims, (args.run_a, args.run_b), args.z, flagged_only=args.flagged))
+    meta, diff = cmp.run_metadata(records, configs), cmp.config_differences(configs)
+    side = cmp.claims_by_run({run: c for run, (_, c) in loaded.items()})
+    numbers = cmp.numbers_by_run({run: n for run, (n, _) in loaded.items()})
+    df = claims = None
+    if len(args.runs) == 2:
+        (a, claims_a), (b, claims_b) = loaded.values()
+        df = cmp.compare_numbers(a, b, args.z)
+        claims = cmp.compare_claims(claims_a, claims_b) if claims_a is not None and claims_b is not None else None
+    if warning := cmp.world_warning(diff):
+        print(warning, file=sys.stderr)
+    head = cmp.format_runs_markdown(meta, diff, side, numbers, None, args.z).split("## Numbers")[0]
+    sys.stdout.write(head)
+    if df is not None:
+        sys.stdout.write("## Numbers\n\n" + cmp.format_comparison(df, claims, tuple(args.runs), args.z,
+                                                                  flagged_only=args.flagged))
+    else:
+        sys.stdout.write("## Numbers\n\n" + cmp.markdown_table(numbers))
+    if args.markdown:
+        text = cmp.format_runs_markdown(meta, diff, side, numbers, df, args.z)
+        with atomic_output(args.markdown) as tmp:
+            tmp.write_text(text, encoding="utf-8")
     if args.csv:
         df.to_csv(args.csv, index=False)
     failed = [f"{int((df['flag'] == f).sum())} number(s) flagged {f}" for f in fail_on

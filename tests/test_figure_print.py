@@ -1,0 +1,67 @@
+"""oracle.report.figures: every saved figure prints in a paper: TrueType fonts (never Type 3),
+one or two columns wide, no text under 8 pt at that width, nothing cut off."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from oracle.errors import OracleError
+from oracle.report.figures import (COLUMN_WIDTH, MIN_TEXT_PT, PAGE_WIDTH, pdf_facts, reliability_diagram,
+                                   sample_grid_figure, save_figure, style)
+
+
+def _figure(width: float, fontsize: float | None = None) -> Figure:
+    with style():
+        fig = Figure(figsize=(width, 2.4))
+        ax = fig.subplots()
+        ax.plot([1, 2, 3], [3, 1, 2], label="a line")
+        ax.set(xlabel="N", ylabel="error", title="a title")
+        ax.legend()
+        if fontsize is not None:
+            ax.text(1.5, 2, "small", fontsize=fontsize)
+        fig.tight_layout()
+    return fig
+
+
+def test_a_saved_figure_embeds_truetype_at_its_print_width(tmp_path):
+    out = save_figure(_figure(COLUMN_WIDTH), tmp_path / "one")
+    pdf = out["pdf"].read_bytes()
+    assert b"/Type3" not in pdf.replace(b" ", b"")
+    facts = pdf_facts(pdf)
+    assert facts["font_types"] and "Type3" not in facts["font_types"]
+    assert facts["width_in"] == pytest.approx(COLUMN_WIDTH, abs=0.01)  # saved at its size, not cropped
+    assert facts["text_pt"] and min(facts["text_pt"]) >= MIN_TEXT_PT
+
+
+@pytest.mark.parametrize("width, fontsize, match", [(9.5, None, "neither one column"),
+                                                    (PAGE_WIDTH, 5, "smaller than 8 pt.*'small' 5 pt")])
+def test_an_unprintable_figure_is_refused_and_nothing_written(tmp_path, width, fontsize, match):
+    with pytest.raises(OracleError, match=match):
+        save_figure(_figure(width, fontsize), tmp_path / "bad")
+    assert not list(tmp_path.iterdir())
+
+
+def test_content_outside_the_canvas_is_refused(tmp_path):
+    fig = _figure(COLUMN_WIDTH)
+    fig.axes[0].legend(loc="upper left", bbox_to_anchor=(1.2, 1))  # a legend right of the canvas
+    with pytest.raises(OracleError, match="outside"):
+        save_figure(fig, tmp_path / "cut")
+
+
+def test_shared_figures_print(tmp_path):
+    bins = {"lower": np.linspace(0, 0.9, 10), "upper": np.linspace(0.1, 1, 10), "count": np.arange(10) * 300,
+            "confidence": np.linspace(0.05, 0.95, 10), "accuracy": np.linspace(0.1, 0.9, 10),
+            "true_probability": np.linspace(0.1, 0.9, 10)}
+    for n in (1, 3, 6):
+        out = reliability_diagram({f"panel {i}": bins for i in range(n)}, tmp_path / f"rel{n}")
+        assert min(pdf_facts(out["pdf"].read_bytes())["text_pt"]) >= MIN_TEXT_PT
+    rng = np.random.default_rng(0)
+    images, labels = rng.uniform(-1, 1, (80, 1, 8, 8)), np.repeat(np.arange(10), 8)
+    # titles as long as the validation job's (scripts/validation_samples_grid.py)
+    out = sample_grid_figure(images, labels, [f"class {k}" for k in range(10)], tmp_path / "grid",
+                             title="oracle samples (no guidance, no denoising), 8 per class, 10 of the 100 classes",
+                             real=images, real_labels=labels,
+                             real_title="real training images (data/train.h5), 8 per class")
+    assert pdf_facts(out["pdf"].read_bytes())["width_in"] == pytest.approx(PAGE_WIDTH, abs=0.01)
