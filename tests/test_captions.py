@@ -275,7 +275,7 @@ def test_active_epistemic_gaining_less_is_said():
 
 
 def test_ece_rate_caption_judges_straightness_by_the_curvature_not_r2():
-    """The caption reads straightness as the claims do (`oracle.report.claims.straightness`):
+    """The caption reads straightness as the claims do (`oracle.report.intervals.straightness`):
     exact power laws are straight, whatever round-off their per-seed curvatures carry; an ECE
     that flattens onto an offset bends, though its log-log R^2 is 0.99."""
     runs = _scaling_runs(lambda n: 0.9, lambda n: 2.0 * n ** -0.4)

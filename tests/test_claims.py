@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from oracle.report import claims as cl
+from oracle.report import verdicts as vd
 
 EXPERIMENTS = {"scaling": {"kind": "scaling", "world": "cold"}, "labels": {"kind": "labels", "world": "noisy"},
                "shift": {"kind": "shift", "world": "cold"}, "active": {"kind": "active", "world": "noisy"},
@@ -318,13 +319,13 @@ def test_a_world_check_and_a_shared_arm_are_shown_but_not_counted():
                       "shift.variant_vs_imbalance": seeds(-5.0, 1.0)}, EXPERIMENTS)
     by_id = {r["id"]: r for r in rows}
     assert by_id["floor_exact"]["verdict"] == by_id["shift_exact"]["verdict"] == "contradicted"
-    assert {r["id"] for r in rows if not cl.counted(r)} == {"floor_exact", "shift_exact"}
-    assert cl.verdict_counts(rows) == {"supported": 11, "contradicted": 0, "unresolved": 0, "not posed": 0,
+    assert {r["id"] for r in rows if not vd.counted(r)} == {"floor_exact", "shift_exact"}
+    assert vd.verdict_counts(rows) == {"supported": 11, "contradicted": 0, "unresolved": 0, "not posed": 0,
                                        "not run": 0}
-    assert cl.counts_text(rows).endswith("(not counted: floor_exact, shift_exact)")
-    assert cl.verdict_cell(by_id["floor_exact"]) == "contradicted (not counted)"
+    assert vd.counts_text(rows).endswith("(not counted: floor_exact, shift_exact)")
+    assert vd.verdict_cell(by_id["floor_exact"]) == "contradicted (not counted)"
     # a claims.csv from before the column: every row counts
-    assert sum(cl.verdict_counts([{k: v for k, v in r.items() if k != "counted"} for r in rows]).values()) == 13
+    assert sum(vd.verdict_counts([{k: v for k, v in r.items() if k != "counted"} for r in rows]).values()) == 13
 
 
 def test_active_learning_shows_how_alike_entropy_and_the_exact_kl_rank_the_pool():

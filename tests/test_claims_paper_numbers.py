@@ -23,6 +23,7 @@ import pytest
 
 from oracle.measures.power_laws import fit_power_law, loglog_curvature
 from oracle.report import claims as cl
+from oracle.report.intervals import straightness
 
 EXPERIMENTS = {"scaling": {"kind": "scaling", "world": "afhq"}, "labels": {"kind": "labels", "world": "afhq"},
                "shift": {"kind": "shift", "world": "afhq"}, "active": {"kind": "active", "world": "imagenet64"},
@@ -180,6 +181,6 @@ def test_the_shallow_vit_is_a_power_law_though_its_r2_is_low():
     judged by its curvature, not by R^2."""
     n = paper_numbers()
     assert n["scaling.kl_r2.vit"]["value"] == pytest.approx(0.294, abs=0.001)
-    assert cl.straightness(cl.estimate(n, "scaling.curvature.vit")) == 1
-    assert cl.straightness(cl.estimate({"c": curvature_with_se(TABLE2_N, BENT)}, "c")) == -1
+    assert straightness(cl.estimate(n, "scaling.curvature.vit")) == 1
+    assert straightness(cl.estimate({"c": curvature_with_se(TABLE2_N, BENT)}, "c")) == -1
     assert fit_power_law(TABLE2_N, BENT)["r2"] > 0.9   # which the R^2 gate called a power law

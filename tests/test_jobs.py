@@ -40,6 +40,9 @@ def test_inputs_are_checked_against_their_records(tmp_path, monkeypatch):
     a record (raw data) is not checked; an untouched file is not even rehashed."""
     from oracle.workflow.jobs import verify_inputs
 
+    # stand-in bytes: identity is tested here, the layout in tests/test_input_layout.py
+    monkeypatch.setattr("oracle.workflow.provenance.input_identity.check_layout", lambda path: None)
+
     monkeypatch.chdir(tmp_path)
     flow = _made(tmp_path / "flow.pt", "weights", rule="oracle_train")
     raw = tmp_path / "raw.csv"
@@ -53,6 +56,9 @@ def test_inputs_are_checked_against_their_records(tmp_path, monkeypatch):
 
 def test_a_merged_file_has_the_files_it_refers_to_checked(tmp_path, monkeypatch):
     from oracle.workflow.jobs import verify_inputs
+
+    # stand-in bytes: identity is tested here, the layout in tests/test_input_layout.py
+    monkeypatch.setattr("oracle.workflow.provenance.input_identity.check_layout", lambda path: None)
 
     monkeypatch.chdir(tmp_path)
     shard = _made(tmp_path / "shard-0000.h5", "rows")

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from oracle.report.intervals import (Check, Estimate, Missing, NotPosed, difference, estimate, keys_of, log_ratio,
-                                     scaled, suffixes, value)
+from oracle.report.intervals import (Check, Missing, NotPosed, difference, estimate, keys_of, log_ratio,
+                                     r2_text, scaled, straightness, suffixes, value)
+from oracle.report.verdicts import combine, sided
 
-VERDICTS = ("supported", "contradicted", "unresolved", "not posed", "not run")
 
 #: "Near-perfect" calibration: a true ECE below this (the paper reports 0.018 for soft labels).
 NEAR_PERFECT_ECE = 0.03
@@ -60,43 +60,13 @@ SUBSTANTIAL_NOISE = 0.01
 #: the training set of the largest N holds at least this many rows' worth of non-argmax mass
 #: (Bayes error x N_max; the paper's AFHQ at N = 5,000: 0.0023 x 5,000 = 11.5).
 SOFT_LABEL_MASS = 10.0
-#: Below this a log-log curvature is float64 round-off (coefficients of ln-space data of order 1).
-_ROUNDOFF = 1e-10
 #: A power law is judged on at least this many sizes N (two points make any straight line).
 MIN_SIZES = 3
-
-
-def _sided(side: int, paper_side: int) -> str:
-    return "unresolved" if side == 0 else "supported" if side == paper_side else "contradicted"
-
-
-def _combine(parts: list[str]) -> str:
-    """Every part supported: supported; any contradicted: contradicted; else unresolved."""
-    if "contradicted" in parts:
-        return "contradicted"
-    return "supported" if parts and all(p == "supported" for p in parts) else "unresolved"
 
 
 def _arch_named(archs: list[str], name: str) -> str | None:
     hits = [a for a in archs if name in a.lower()]
     return hits[0] if hits else None
-
-
-def straightness(curvature: Estimate) -> int:
-    """A lack-of-fit test of a power law: +1 (straight) when the 95% interval of the (ln N)^2
-    coefficient of a quadratic fit of ln y on ln N contains 0, -1 (bent) when it excludes 0, 0
-    when the curvature has no interval. Unlike R^2, it does not reward a steep slope: a shallow
-    straight line (the paper's ViT, alpha 0.032, R^2 0.29 on Table 2) passes, a bent steep one fails."""
-    if curvature.half is None:
-        return 0
-    # float64 round-off of an exactly straight curve (mean and std ~1e-17) must not read as a bend
-    return -1 if curvature.lo > _ROUNDOFF or curvature.hi < -_ROUNDOFF else 1
-
-
-
-def _r2_text(n, key: str) -> str:
-    r2 = n.get(key, {}).get("value")
-    return f", log-log R^2 {r2:.3g}" if r2 is not None else ""
 
 
 Judgement = tuple[str, str, str, list[str], list[Check]]
@@ -123,11 +93,11 @@ def _power_law(n, x, spec) -> Judgement:
             parts.append("supported")
         else:
             parts.append("unresolved")
-        text.append(f"{a}: alpha {alpha.text()}, log-log curvature {bend.text()}{_r2_text(n, f'{x}.kl_r2.{a}')}")
+        text.append(f"{a}: alpha {alpha.text()}, log-log curvature {bend.text()}{r2_text(n, f'{x}.kl_r2.{a}')}")
         unc.append(f"{a} alpha {alpha.ci_text()}, curvature {bend.ci_text()}")
         keys += [*alpha.keys, *bend.keys]
         checks += [Check(f"alpha {a}", alpha, 0.0), Check(f"log-log curvature of KL, {a}", bend, 0.0)]
-    return "; ".join(text), "; ".join(unc), _combine(parts), keys, checks
+    return "; ".join(text), "; ".join(unc), combine(parts), keys, checks
 
 
 def _plateau(n, x, spec) -> Judgement:
@@ -142,7 +112,7 @@ def _plateau(n, x, spec) -> Judgement:
                        f"{', '.join(f'{a} {100 * drops[a]:.3g}%' for a in archs)} per doubling (flat: below "
                        f"{100 * PLATEAU_DROP:g}%), at {floor.text()} nats of aleatoric floor")
     falls = {a: estimate(n, f"{x}.kl_fall_last.{a}") for a in flat}
-    parts = [_sided(f.side(0.0), +1) for f in falls.values()]
+    parts = [sided(f.side(0.0), +1) for f in falls.values()]
     text = [f"{a}: total fell {100 * drops[a]:.3g}% per doubling, KL fell {falls[a].text()} nats" for a in flat]
     keys = [*(f"{x}.total_drop_last.{a}" for a in flat), *keys_of(*falls.values(), floor)]
     asymptotes = []
@@ -155,7 +125,7 @@ def _plateau(n, x, spec) -> Judgement:
     fit = ("; fitted to the total alone, L(N) = a N^-b + c puts the floor at " + "; ".join(asymptotes)
            + f" against the exact floor {floor.text()} nats") if asymptotes else ""
     return ("; ".join(text) + fit, "; ".join(f"{a} KL fall {f.ci_text()}" for a, f in falls.items()),
-            _combine(parts), keys, [Check(f"KL fall over the last step, {a} (nats)", f, 0.0) for a, f in falls.items()])
+            combine(parts), keys, [Check(f"KL fall over the last step, {a} (nats)", f, 0.0) for a, f in falls.items()])
 
 
 def _floor_exact(n, x, spec) -> Judgement:
@@ -167,7 +137,7 @@ def _floor_exact(n, x, spec) -> Judgement:
     return (f"labels' cross-entropy under p minus E[H(p)]: {check.text()} nats; lowest classifier NLL minus the "
             f"labels' NLL under p, of {m}: {regret.text()} nats",
             f"check {check.ci_text()}; lowest regret {regret.ci_text(f'Bonferroni 95% (m={m})')}",
-            _combine(parts), [*check.keys, *regret.keys, f"{x}.n_classifiers"],
+            combine(parts), [*check.keys, *regret.keys, f"{x}.n_classifiers"],
             [Check("labels' NLL under p - E[H(p)] (nats)", check, 0.0),
              Check("lowest classifier NLL - labels' NLL under p (nats)", regret, 0.0)])
 
@@ -209,10 +179,10 @@ def _exponents_differ(n, x, spec) -> Judgement:
         raise NotPosed(f"the claim compares a ResNet with a ViT; this experiment has {', '.join(archs)}")
     d = difference(n, f"{x}.alpha.{resnet}", f"{x}.alpha.{vit}")
     low = difference(n, f"{x}.log_kl_drop_low.{resnet}", f"{x}.log_kl_drop_low.{vit}")
-    parts = [_sided(d.side(0.0), +1), _sided(low.side(0.0), +1)]
+    parts = [sided(d.side(0.0), +1), sided(low.side(0.0), +1)]
     return (f"alpha {resnet} - alpha {vit} = {d.text()}; in the low-data half of the N grid ln KL fell by "
             f"{low.text()} more for {resnet} than for {vit}", f"exponents {d.ci_text()}; low-data half {low.ci_text()}",
-            _combine(parts), keys_of(d, low), [Check("alpha ResNet - alpha ViT", d, 0.0, 0.039 - 0.032),
+            combine(parts), keys_of(d, low), [Check("alpha ResNet - alpha ViT", d, 0.0, 0.039 - 0.032),
                                             Check("ln KL drop, low-data half: ResNet - ViT", low, 0.0)])
 
 
@@ -253,11 +223,11 @@ def _soft_calibration(n, x, spec) -> Judgement:
     _soft_label_regime(n, x, spec)
     soft = estimate(n, f"{x}.true_ece_soft_max_n")
     better = estimate(n, f"{x}.true_ece_reduction_max_n")
-    parts = [_sided(soft.side(NEAR_PERFECT_ECE), -1), _sided(better.side(0.0), +1)]
+    parts = [sided(soft.side(NEAR_PERFECT_ECE), -1), sided(better.side(0.0), +1)]
     label_ece = n.get(f"{x}.ece_soft_max_n", {}).get("value")
     beside = f" (against the labels: {label_ece:.4g})" if label_ece is not None else ""
     return (f"true ECE of soft labels {soft.text()}{beside}; hard minus soft {better.text()}",
-            f"soft {soft.ci_text()}; hard - soft {better.ci_text()}", _combine(parts), keys_of(soft, better),
+            f"soft {soft.ci_text()}; hard - soft {better.ci_text()}", combine(parts), keys_of(soft, better),
             [Check("true ECE, soft labels", soft, NEAR_PERFECT_ECE, 0.018), Check("true ECE hard - soft", better, 0.0)])
 
 
@@ -300,13 +270,13 @@ def _r2_beside(n, x) -> str:
 def _shift_type(n, x, spec) -> Judgement:
     d = estimate(n, f"{x}.noise_vs_imbalance")
     return (f"noise costs {d.text()} pp more accuracy than the imbalance{_r2_beside(n, x)}", d.ci_text(),
-            _sided(d.side(0.0), +1), list(d.keys), [Check("drop(noise) - drop(imbalance) (pp)", d, 0.0, 20.75 - 0.28)])
+            sided(d.side(0.0), +1), list(d.keys), [Check("drop(noise) - drop(imbalance) (pp)", d, 0.0, 20.75 - 0.28)])
 
 
 def _shift_exact(n, x, spec) -> Judgement:
     d = estimate(n, f"{x}.variant_vs_imbalance")
     return (f"the base-temperature shift costs {d.text()} pp more accuracy than the imbalance", d.ci_text(),
-            _sided(d.side(0.0), +1), list(d.keys), [Check("drop(tau shift) - drop(imbalance) (pp)", d, 0.0)])
+            sided(d.side(0.0), +1), list(d.keys), [Check("drop(tau shift) - drop(imbalance) (pp)", d, 0.0)])
 
 
 def _active(n, x, spec) -> Judgement:
@@ -320,7 +290,7 @@ def _active(n, x, spec) -> Judgement:
     if arch is None:
         raise Missing(f"{x}.gain_ratio.<arch>")
     ratio, fewer = estimate(n, f"{x}.gain_ratio.{arch}"), estimate(n, f"{x}.fewer_labels.{arch}")
-    parts = [_sided(ratio.side(ACTIVE_RATIO_MARGIN), +1), _sided(fewer.side(ACTIVE_FEWER_MARGIN), +1)]
+    parts = [sided(ratio.side(ACTIVE_RATIO_MARGIN), +1), sided(fewer.side(ACTIVE_FEWER_MARGIN), +1)]
     rank_key = f"{x}.spearman_epistemic.{arch}.max_entropy"
     beside, rank_keys = "", []
     if n.get(rank_key, {}).get("value") is not None:
@@ -329,7 +299,7 @@ def _active(n, x, spec) -> Judgement:
                              f"{rank.text()} ({rank.ci_text()})"), [rank_key]
     return (f"{arch} on world {world} (Bayes error {100 * noise:.3g}%): gain ratio {ratio.text()}x, "
             f"{100 * fewer.value:.3g}% fewer labels{beside}",
-            f"ratio {ratio.ci_text()}; fewer labels {fewer.ci_text()}", _combine(parts),
+            f"ratio {ratio.ci_text()}; fewer labels {fewer.ci_text()}", combine(parts),
             [*ratio.keys, *fewer.keys, f"world.{world}.bayes_error", *rank_keys],
             [Check("gain ratio max epistemic / max entropy", ratio, ACTIVE_RATIO_MARGIN, PAPER_GAIN_RATIO),
              Check("fraction fewer labels", fewer, ACTIVE_FEWER_MARGIN, PAPER_FEWER_LABELS)])
@@ -346,10 +316,10 @@ def _bayes_bound(n, x, spec) -> Judgement:
         if gaps[a].side(0.0) == -1:  # above the Bayes accuracy: impossible in expectation
             parts.append("contradicted")
         else:
-            parts.append(_sided(gaps[a].side(BAYES_GAP_PP), -1))
+            parts.append(sided(gaps[a].side(BAYES_GAP_PP), -1))
     return ("; ".join(f"{a}: {gaps[a].text()} pp below Bayes" for a in archs)
             + f" (Bayes accuracy {100 * bayes:.4g}%, K = {k})",
-            "; ".join(f"{a} gap {gaps[a].ci_text()}" for a in archs), _combine(parts),
+            "; ".join(f"{a} gap {gaps[a].ci_text()}" for a in archs), combine(parts),
             [*keys_of(*gaps.values()), f"{x}.test_bayes_accuracy", f"{x}.num_classes"],
             [Check(f"Bayes accuracy - accuracy, {a} (pp)", gaps[a], BAYES_GAP_PP, 2.80) for a in archs])
 
@@ -366,11 +336,11 @@ def _learner_gap(n, x, spec) -> Judgement:
     easy = worlds[0]
     near = scaled(gaps[easy], 0.0, 100.0)
     d = difference(n, f"{x}.gap.{worlds[-1]}", f"{x}.gap.{easy}")
-    parts = [_sided(near.side(BAYES_GAP_PP), -1), _sided(d.side(0.0), +1)]
+    parts = [sided(near.side(BAYES_GAP_PP), -1), sided(d.side(0.0), +1)]
     return ("; ".join(f"tau {tau[w]:g}: gap {g.text()}" for w, g in gaps.items())
             + f" (error fractions); at tau {tau[easy]:g} the learner is {near.text()} pp from the Bayes error; "
             f"gap(tau {tau[worlds[-1]]:g}) - gap(tau {tau[easy]:g}) = {d.text()}",
-            f"tau {tau[easy]:g} gap {near.ci_text()} pp; difference {d.ci_text()}", _combine(parts),
+            f"tau {tau[easy]:g} gap {near.ci_text()} pp; difference {d.ci_text()}", combine(parts),
             [*(f"{x}.gap.{w}" for w in worlds), *(f"{x}.base_temperature.{w}" for w in worlds)],
             [Check(f"test error - Bayes error at tau {tau[easy]:g} (pp)", near, BAYES_GAP_PP),
              Check(f"gap(tau {tau[worlds[-1]]:g}) - gap(tau {tau[easy]:g})", d, 0.0)])
@@ -492,35 +462,6 @@ FINDINGS: tuple[Finding, ...] = (
             "\"close\"), and gap(largest tau) - gap(smallest tau) lies above 0; supported if both, contradicted if "
             "either lies on the other side, else unresolved", _learner_gap),
 )
-
-
-def counted(row: Mapping) -> bool:
-    """Whether a claims row's verdict enters the counts (rows from before the ``counted``
-    column all do)."""
-    return str(row.get("counted", "yes") or "yes") == "yes"
-
-
-def verdict_cell(row: Mapping) -> str:
-    """The verdict as tables show it: an uncounted row's marked so."""
-    return row["verdict"] if counted(row) else f"{row['verdict']} (not counted)"
-
-
-def verdict_counts(rows: Iterable[Mapping]) -> dict[str, int]:
-    """How many counted rows got each verdict of `VERDICTS` (a row whose ``counted`` is not
-    "yes" is shown, not counted; rows without the column, from before it, all count)."""
-    counts = dict.fromkeys(VERDICTS, 0)
-    for r in rows:
-        if counted(r) and r["verdict"] in counts:
-            counts[r["verdict"]] += 1
-    return counts
-
-
-def counts_text(rows: Iterable[Mapping]) -> str:
-    """"supported 3, contradicted 1, ..." over the counted rows, with the uncounted ones named."""
-    rows = list(rows)
-    left = [r["id"] for r in rows if not counted(r)]
-    return (", ".join(f"{v} {c}" for v, c in verdict_counts(rows).items())
-            + (f" (not counted: {', '.join(left)})" if left else ""))
 
 
 def _judge(f: Finding, numbers: Mapping, name: str, spec: Mapping) -> dict:

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from oracle.errors import DataError
-from oracle.report.claims import counted, counts_text, verdict_counts
+from oracle.report.verdicts import counted, counts_text, verdict_counts
 from oracle.report.figures import PAGE_WIDTH, save_figure, style
 
 #: Colour per verdict (colourblind-safe: blue, vermilion, grey, sky, black outline).
@@ -65,8 +65,12 @@ def claims_forest(claims: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pa
     rows = forest_rows(claims)
     if not rows:
         raise DataError("claims.csv holds no finding")
+    # the counts name the uncounted rows too: wrapped to the canvas, the top margin one line each
+    title = [*textwrap.wrap("The paper's findings against this run: " + counts_text(claims.to_dict("records")), 88),
+             "dot and bar: this run's estimate and 95% interval; dashed: the rule's reference;",
+             "diamond: the paper's value"]
     with style():
-        height = 0.45 * len(rows) + 1.0
+        height = 0.45 * len(rows) + 0.3 + 0.25 * len(title)
         fig = Figure(figsize=(PAGE_WIDTH, height))
         axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
         previous = None
@@ -98,11 +102,9 @@ def claims_forest(claims: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pa
             ax.xaxis.set_major_locator(MaxNLocator(5))  # 8 pt labels of 7 ticks ran into each other
             ax.tick_params(axis="x", pad=1, length=2)
             ax.set_ylim(-0.6, 0.6)
-        fig.suptitle("The paper's findings against this run: " + counts_text(claims.to_dict("records"))
-                     + "\ndot and bar: this run's estimate and 95% interval; dashed: the rule's reference;\n"
-                     "diamond: the paper's value")
+        fig.suptitle("\n".join(title))
         # fixed margins: the labels are wrapped to a known width (left), the verdicts are one word
-        fig.subplots_adjust(left=0.43, right=0.84, top=1 - 0.75 / height, bottom=0.3 / height, hspace=0.9)
+        fig.subplots_adjust(left=0.43, right=0.84, top=1 - 0.25 * len(title) / height, bottom=0.3 / height, hspace=0.9)
         return save_figure(fig, stem)
 
 

@@ -99,7 +99,9 @@ CSV_COLUMNS: tuple[CsvColumns, ...] = (
                 "paper": ("text", "the paper's value"), "this run": ("text", "this run's value"),
                 "uncertainty": ("text", "the interval the rule compared"),
                 "rule": ("text", "when the finding counts as supported or contradicted"),
-                "verdict": ("text", "supported, contradicted, unresolved or not posed"),
+                "verdict": ("text", "supported, contradicted, unresolved, not posed or not run"),
+                "counted": ("text", "yes, or why the verdict is shown but left out of the counts (a check of the "
+                                    "world, an arm another finding counts)"),
                 "numbers": ("text", "numbers.json keys used, space-separated"),
                 "checks": ("JSON", "each check's interval and outcome, a JSON list")}),
     CsvColumns("timings.csv", "one rule of the workflow, over all its jobs",

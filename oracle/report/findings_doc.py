@@ -21,7 +21,7 @@ import yaml
 
 from oracle.errors import DataError
 from oracle.io.atomic import atomic_output
-from oracle.report.claims import counts_text, verdict_cell
+from oracle.report.verdicts import counts_text, verdict_cell
 from oracle.report.tables import markdown_cell
 from oracle.report.timings import benchmark_files, job_intervals, read_benchmark, wall_time
 

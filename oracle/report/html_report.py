@@ -26,7 +26,7 @@ from pathlib import Path
 from oracle.errors import DataError
 from oracle.io.atomic import atomic_output
 from oracle.report.captions import CAPTION_SUFFIX, read_caption
-from oracle.report.claims import VERDICTS
+from oracle.report.verdicts import VERDICTS
 from oracle.report.claims_figure import VERDICT_COLORS
 from oracle.report.tables import read_markdown_table
 

@@ -154,3 +154,25 @@ def suffixes(numbers: Mapping, prefix: str) -> list[str]:
 def keys_of(*estimates: Estimate) -> list[str]:
     """The numbers.json keys the estimates were read from, each once, in order."""
     return list(dict.fromkeys(k for e in estimates for k in e.keys))
+
+
+#: Below this a log-log curvature is float64 round-off (coefficients of ln-space data of order 1).
+_ROUNDOFF = 1e-10
+
+
+def straightness(curvature: Estimate) -> int:
+    """A lack-of-fit test of a power law: +1 (straight) when the 95% interval of the (ln N)^2
+    coefficient of a quadratic fit of ln y on ln N contains 0, -1 (bent) when it excludes 0, 0
+    when the curvature has no interval. Unlike R^2, it does not reward a steep slope: a shallow
+    straight line (the paper's ViT, alpha 0.032, R^2 0.29 on Table 2) passes, a bent steep one fails."""
+    if curvature.half is None:
+        return 0
+    # float64 round-off of an exactly straight curve (mean and std ~1e-17) must not read as a bend
+    return -1 if curvature.lo > _ROUNDOFF or curvature.hi < -_ROUNDOFF else 1
+
+
+def r2_text(numbers: Mapping, key: str) -> str:
+    """", log-log R^2 0.987" of the numbers.json entry `key` (shown beside a verdict, never
+    deciding it), or "" when the run has none."""
+    r2 = numbers.get(key, {}).get("value")
+    return f", log-log R^2 {r2:.3g}" if r2 is not None else ""

@@ -42,7 +42,7 @@ def headline_numbers(numbers: dict, headlines: Sequence[tuple[str, int]] = HEADL
 
 def claims_line(claims_csv: str | os.PathLike) -> str | None:
     """"13 findings: 11 supported, 1 contradicted, 1 unresolved" from a claims.csv (in the
-    order of `oracle.report.claims.VERDICTS`; verdicts with no finding left out); None when the file cannot be read or has no verdict column."""
+    order of `oracle.report.verdicts.VERDICTS`; verdicts with no finding left out); None when the file cannot be read or has no verdict column."""
     import csv
 
     try:
@@ -50,7 +50,7 @@ def claims_line(claims_csv: str | os.PathLike) -> str | None:
             verdicts = [r["verdict"] for r in csv.DictReader(f)]
     except (OSError, KeyError, csv.Error):
         return None
-    from oracle.report.claims import VERDICTS
+    from oracle.report.verdicts import VERDICTS
 
     order = [v for v in VERDICTS if v in verdicts] + [v for v in dict.fromkeys(verdicts) if v not in VERDICTS]
     counts = {v: verdicts.count(v) for v in order}

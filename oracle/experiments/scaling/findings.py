@@ -12,7 +12,8 @@ from oracle.experiments._calibration import findings as _calibration_findings
 from oracle.experiments.scaling import report
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
 from oracle.report.captions import convergence_finding, count_of, error_bar_note, num, paper_says, span
-from oracle.report.claims import PLATEAU_DROP, straightness
+from oracle.report.claims import PLATEAU_DROP
+from oracle.report.intervals import straightness
 from oracle.report.intervals import estimate
 from oracle.report.numbers import mean_spread
 
@@ -133,7 +134,7 @@ def exponent_finding(runs: pd.DataFrame, value: str, what: str) -> str:
 
 
 def _straight(fit: pd.Series) -> int:
-    """`oracle.report.claims.straightness` of one fit row's curvature (mean, std and count over
+    """`oracle.report.intervals.straightness` of one fit row's curvature (mean, std and count over
     seeds): +1 straight, -1 bent, 0 unknown (one seed, or fewer than three N)."""
     if not np.isfinite(fit.get("curvature", np.nan)):
         return 0
@@ -144,7 +145,7 @@ def _straight(fit: pd.Series) -> int:
 
 def ece_rate_finding(runs: pd.DataFrame) -> str:
     """alpha_ECE - alpha_KL per architecture (means of per-seed fits), with the lack-of-fit test
-    the claims use (`oracle.report.claims.straightness`): where either curve bends on a log-log
+    the claims use (`oracle.report.intervals.straightness`): where either curve bends on a log-log
     plot, or its bend has no interval, its exponent is no rate to compare."""
     kl_fits, ece_fits = _fits(runs, "epistemic"), _fits(runs, "ece")
     kl, ece = kl_fits["alpha"], ece_fits["alpha"]
