@@ -12,7 +12,8 @@ def main(sm):
 
     import pandas as pd
 
-    from oracle.report.claims import claims, counts_text
+    from oracle.report.claims import claims
+    from oracle.report.verdicts import counts_text
     from oracle.report.tables import write_csv_markdown
 
     rows = claims(json.loads(Path(sm.input.numbers).read_text()), sm.params.experiments)
