@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from oracle.report.columns import CSV_COLUMNS, describe, dictionary_markdown
+from oracle.report.columns import CSV_COLUMNS, column_problems, data_entry, describe, dictionary_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,21 +43,49 @@ def written_columns(tmp_path) -> dict[str, list[str]]:
 
 
 def test_every_written_column_is_in_the_dictionary_and_nothing_else(tmp_path):
+    """The run-level CSVs and the shared runs/reliability/fits; each kind's own data files are
+    checked on its collect's output in tests/test_experiment_<kind>.py (test_data_columns_are_described)."""
     written = written_columns(tmp_path)
-    assert sorted(written) == sorted(c.path for c in CSV_COLUMNS)
-    for c in CSV_COLUMNS:
-        missing = [col for col in written[c.path] if describe(c.path, col) is None]
-        assert not missing, (c.path, missing)
-        stale = [col for col in c.columns if col not in written[c.path]]
-        assert not stale, (c.path, stale)
-        for col, (unit, meaning) in c.columns.items():
-            assert unit and meaning, (c.path, col)
+    for path, columns in written.items():
+        assert not column_problems(path, columns), column_problems(path, columns)
+    # shift's runs.csv: the full metric columns (its own test has short metrics files) and its additions
+    shift_runs = data_entry("shift", "runs").path
+    assert not [col for col in written["<kind>/<experiment>/data/runs.csv"] if describe(shift_runs, col) is None]
     assert describe("<kind>/<experiment>/data/runs.csv", "epistemic_se")[0] == "nats"
     assert describe("<kind>/<experiment>/data/runs.csv", "no_such_column") is None
+    assert column_problems("<kind>/<experiment>/data/runs.csv", ["no_such_column"])  # the check can fail
+
+
+def test_every_data_file_a_run_writes_has_an_entry_and_every_entry_a_file():
+    from oracle.experiments import kinds
+
+    declared = {(kind, data) for kind, module in kinds().items() for data in module.DATA}
+    missing = [f"{kind}/{data}" for kind, data in sorted(declared) if data_entry(kind, data) is None]
+    assert not missing, missing
+    used = {data_entry(kind, data).path for kind, data in declared} | {"claims.csv", "timings.csv"}
+    assert not [c.path for c in CSV_COLUMNS if c.path not in used]
+    for c in CSV_COLUMNS:  # a shared entry's kinds do write the file
+        name = c.path.rsplit("/", 1)[-1].removesuffix(".csv")
+        assert all((kind, name) in declared for kind in c.kinds), c.path
+        assert c.path.startswith("<kind>/") == bool(c.kinds), c.path
+
+
+def test_every_table_csv_is_listed():
+    from oracle.experiments import kinds, table_csvs
+
+    listed = [path for path, _ in table_csvs()]
+    want = [f"{kind}/<experiment>/tables/{a.name}.csv" for kind, m in kinds().items()
+            for a in m.ARTIFACTS.values() if a.type == "table"]
+    assert set(want) < set(listed) and len(listed) == len(set(listed))
+    assert {"validation/tables/checks.csv", "validation/tables/summary.csv"} <= set(listed)
+    text = dictionary_markdown(table_csvs())
+    assert all(f"| `{path}` |" in text for path in listed)
 
 
 def test_the_docs_hold_the_generated_dictionary():
+    from oracle.experiments import table_csvs
+
     text = (REPO / "docs" / "outputs.md").read_text(encoding="utf-8")
     block = text.split("<!-- BEGIN column dictionary (generated) -->\n")[1].split("<!-- END column dictionary -->")[0]
-    assert block == dictionary_markdown()
+    assert block == dictionary_markdown(table_csvs())
     assert "pd.read_csv" in text

@@ -21,6 +21,7 @@ from oracle.classifiers.data import EvaluationSet
 from oracle.classifiers.predict import predict_log_probs
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import active
+from oracle.report.columns import data_problems
 from oracle.workflow import plan
 from oracle.report.numbers import spread_problems
 
@@ -455,3 +456,9 @@ def test_proxy_caption_names_a_score_anti_correlated_with_the_exact_kl(collected
     # below 0 on average but not in every seed: no such sentence
     corr.loc[mine & (corr["seed"] == 1), "spearman"] = 0.5
     assert "Anti-correlated" not in findings("proxy_correlations", {**data, "correlations": corr}, spec)
+
+
+def test_data_columns_are_described(collected):
+    """Every column active's collect writes is in the column dictionary (docs/outputs.md) and nothing else is."""
+    problems = data_problems("active", {name: list(frame.columns) for name, frame in collected[0].items()})
+    assert not problems, problems

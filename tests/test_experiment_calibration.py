@@ -14,6 +14,7 @@ import pytest
 from oracle.classifiers.evaluate import evaluate_predictions
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import calibration
+from oracle.report.columns import data_problems
 from tests.test_experiment_kinds import DEFAULT
 from tests.test_experiment_shift import csv_roundtrip
 
@@ -168,3 +169,9 @@ def test_tables_figures_numbers(collected, tmp_path):
     # a model's metrics on one set missing: named
     with pytest.raises(DataError, match="no metrics"):
         calibration.collect(s, {"metrics": paths[1:]})
+
+
+def test_data_columns_are_described(collected):
+    """Every column calibration's collect writes is in the column dictionary (docs/outputs.md) and nothing else is."""
+    problems = data_problems("calibration", {name: list(frame.columns) for name, frame in collected[1].items()})
+    assert not problems, problems

@@ -14,6 +14,7 @@ import yaml
 
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import difficulty
+from oracle.report.columns import data_problems
 from oracle.report.numbers import spread_problems
 from tests.test_experiment_kinds import DEFAULT
 from tests.test_experiment_shift import csv_roundtrip
@@ -158,6 +159,8 @@ def test_learner_against_brute_force(tmp_path):
     constants = [str(constants_file(tmp_path, w, TAUS[w], 0.1)) for w in TAUS]
     data = csv_roundtrip(difficulty.collect(learner_spec(), {"constants": constants, "metrics": paths[::-1]}),
                          tmp_path)
+    problems = data_problems("difficulty", {name: list(frame.columns) for name, frame in data.items()})
+    assert not problems, problems  # the column dictionary (docs/outputs.md) describes exactly what collect writes
     lrn = data["learner"]
     assert list(lrn["world"]) == [w for w in TAUS for _ in range(3)] and list(lrn["seed"]) == [0, 1, 2] * 3
     got = lrn.set_index(["world", "seed"])

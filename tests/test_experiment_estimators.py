@@ -13,6 +13,7 @@ import pytest
 
 from oracle.errors import ConfigError
 from oracle.experiments import estimators
+from oracle.report.columns import data_problems
 from oracle.io.predictions import write_predictions
 from oracle.measures import accuracy_estimators as est
 from oracle.report.numbers import spread_problems
@@ -181,3 +182,9 @@ def test_predictions_without_logits_are_refused(tmp_path):
 
     with pytest.raises(DataError, match="no logits"):
         estimators.collect(s, {"predictions": [str(p)], "metrics": []})
+
+
+def test_data_columns_are_described(collected):
+    """Every column estimators's collect writes is in the column dictionary (docs/outputs.md) and nothing else is."""
+    problems = data_problems("estimators", {name: list(frame.columns) for name, frame in collected[1].items()})
+    assert not problems, problems

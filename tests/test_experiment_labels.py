@@ -16,6 +16,7 @@ from PIL import Image
 from oracle.classifiers.evaluate import evaluate_predictions
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import labels
+from oracle.report.columns import data_problems
 from oracle.report.numbers import SEEDS_AND_ROWS, spread_problems
 from paired_rows import brute_force, write_classifier, write_world
 
@@ -218,3 +219,9 @@ def test_numbers_count_wins_and_name_the_largest_gain(collected):
     assert nums["calibration.n_classifiers"]["value"] == len(runs)
     for e in nums.values():
         assert {"value", "unit", "artifact", "description"} <= set(e)
+
+
+def test_data_columns_are_described(collected):
+    """Every column labels's collect writes is in the column dictionary (docs/outputs.md) and nothing else is."""
+    problems = data_problems("labels", {name: list(frame.columns) for name, frame in collected[1].items()})
+    assert not problems, problems

@@ -16,6 +16,7 @@ from oracle.errors import ConfigError, DataError
 from oracle.experiments import scaling
 from oracle.experiments._pairs import COLUMNS as PAIR_COLUMNS
 from oracle.measures.power_laws import loglog_curvature
+from oracle.report.columns import data_problems
 from oracle.report.numbers import spread_problems
 from paired_rows import brute_force, write_classifier, write_world
 
@@ -99,6 +100,8 @@ def test_collect_reads_every_metrics_file_and_fits_each_seed(tmp_path, world):
     paths = [w[0] for w in written.values()]
     data = scaling.collect(spec(archs=list(alphas)), {"metrics": paths, "predictions": [w[1] for w in written.values()],
                                                       "samples": [world[0]]})
+    problems = data_problems("scaling", {name: list(frame.columns) for name, frame in data.items()})
+    assert not problems, problems  # the column dictionary (docs/outputs.md) describes exactly what collect writes
     df, fits = data["runs"], data["fits"]
     assert len(df) == 24 and list(df["N"][:4]) == [10, 10, 10, 100]  # sorted by arch, N, seed
     assert {"experiment", "arch", "cell", "N", "seed", "evalset", "epistemic", "epistemic_se", "acc", "ece",

@@ -14,6 +14,7 @@ import pytest
 
 from oracle.errors import ConfigError
 from oracle.experiments import shift
+from oracle.report.columns import METRIC_COLUMNS, data_problems
 from oracle.measures.divergences import label_kl, tau_kl
 from oracle.report.numbers import SEEDS_AND_ROWS, spread_problems
 from paired_rows import write_classifier, write_world
@@ -259,3 +260,11 @@ def test_panels_dodge_only_points_at_nearly_the_same_kl():
     # baseline and two noise configurations at KL_y ~ 0.01, two prior shifts apart from them
     offsets = _dodge(np.array([0.010, 0.30, 0.012, 0.09, 0.011]), points=8.0)
     assert offsets.tolist() == [-8.0, 0.0, 8.0, 0.0, 0.0]
+
+
+def test_data_columns_are_described(collected):
+    """Every column shift's collect writes is in the column dictionary (docs/outputs.md) and nothing else is;
+    runs.csv's metric columns are those of the fixture's short metrics files (the full set: test_columns)."""
+    problems = data_problems("shift", {name: list(frame.columns) for name, frame in collected[1].items()},
+                             {"runs": METRIC_COLUMNS})
+    assert not problems, problems

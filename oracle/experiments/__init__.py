@@ -187,6 +187,18 @@ def kind_module(kind: str) -> ModuleType:
     return found[kind]
 
 
+def table_csvs() -> list[tuple[str, str]]:
+    """(path relative to results/<run>, caption) of every table CSV a run can write: each kind's
+    table artifacts (``<kind>/<experiment>/tables/<name>.csv``, in `kinds` order) and the
+    validation's (``validation/tables/<name>.csv``); the column dictionary lists them
+    (`oracle.report.columns.dictionary_markdown`)."""
+    from oracle.validation.artifacts import ARTIFACTS as VALIDATION
+
+    out = [(f"{kind}/<experiment>/tables/{a.name}.csv", a.caption)
+           for kind, module in kinds().items() for a in module.ARTIFACTS.values() if a.type == "table"]
+    return out + [(f"validation/tables/{a.name}.csv", a.caption) for a in VALIDATION.values() if a.type == "table"]
+
+
 def artifact_findings(kind: str, name: str, data, spec) -> str:
     """The finding sentence of artifact `name` of kind `kind`, from its ``findings`` module
     (``oracle/experiments/<kind>/findings.py``) and the artifact's data frames."""
