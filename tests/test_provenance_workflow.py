@@ -277,9 +277,19 @@ def test_numbers_tex_is_one_wellformed_macro_per_number(smoke):
     work, _ = smoke
     numbers = json.loads((work / RUN / "numbers.json").read_text())
     lines = [ln for ln in (work / RUN / "numbers.tex").read_text().splitlines() if ln and not ln.startswith("%")]
-    matches = [NEWCOMMAND.fullmatch(ln) for ln in lines]
+    # each macro, then a comment naming what it is: its numbers.json key, or the paper id of an artifact
+    split = [ln.split(" % ", 1) for ln in lines]
+    matches = [NEWCOMMAND.fullmatch(macro) for macro, *_ in split]
     assert all(matches), [ln for ln, m in zip(lines, matches) if not m]
     names = [m.group(1) for m in matches]
+    for (_, *comment), m in zip(split, matches):
+        assert comment, m.group(0)
+        if m.group(1).startswith("paper"):
+            assert comment[0].startswith("paper artifact: ") and \
+                tex_macro_name(comment[0].split(": ", 1)[1], prefix="paper") == m.group(1), comment
+        else:
+            key = comment[0].removeprefix("numbers.json: ").split(" (")[0]
+            assert key in numbers and m.group(1).startswith(tex_macro_name(key)), (m.group(0), comment)
     paper = yaml.safe_load((work / RUN / "config.yaml").read_text())["paper"]
     # per number its value, and per spread (se, std) the spread and the value rounded to it
     spreads = sum(v.get(f) is not None for v in numbers.values() for f in SPREAD_MACROS)
