@@ -5,7 +5,6 @@
 # What stays here needs Snakemake itself: the report() marks of tables and figures, and the
 # DAG's forced files of a paper target.
 
-import os
 import sys
 
 from oracle.experiments import kind_module, kinds
@@ -156,17 +155,8 @@ def dry_run_plan():
     dag, local = workflow.dag, set(res.local_rules(config, kinds()))
     jobs = list(dag.needrun_jobs())
     index = {job: i for i, job in enumerate(jobs)}
-    requests = []
-    for job in jobs:
-        r = job.resources
-        gres = str(r.get("gres") or "")
-        gpus = int(r.get("gpu") or 0) or (int(gres.rsplit(":", 1)[1]) if gres.startswith("gpu:") else 0)
-        stage = os.path.splitext(os.path.basename(job.rule.snakefile))[0].replace("Snakefile", "targets")
-        # (a line may not start with `rule=`: Snakemake parses that as the rule keyword)
-        requests.append(dry_run.JobRequest(job.rule.name, stage, group=job.group,
-            local=job.rule.name in local and job.group is None, runtime_min=float(r.get("runtime") or 0),
-            cpus=int(r.get("cpus_per_task") or r.get("_cores") or 1), gpus=gpus, nodes=int(r.get("nodes") or 1),
-            mem_mb=int(r.get("mem_mb") or 0), rows=dry_run.job_rows(config, job.rule.name, job.wildcards_dict)))
+    requests = [dry_run.job_request(config, job.rule.name, job.rule.snakefile, job.group, job.resources,
+                                    job.wildcards_dict, local) for job in jobs]
     edges = [(index[job], index[dep]) for job in jobs for dep in dag.dependencies[job] if dep in index]
     missing = [f"{m.label} {m.path} (config key {m.key})" for m in missing_files(config)]
     return dry_run.plan_summary(requests, edges, group_components=dict(workflow.group_settings.group_components),

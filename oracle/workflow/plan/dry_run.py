@@ -13,6 +13,7 @@ builds the DAG).
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,6 +71,23 @@ class Submission:
             return self.rules[0]
         counts = Counter(self.rules)
         return "group of " + ", ".join(f"{n} {r}" for r, n in counts.most_common())
+
+
+def job_request(config: Mapping, rule: str, rules_file: str, group: str | None, resources: Mapping,
+                wildcards: Mapping[str, str], local_rules: Iterable[str]) -> JobRequest:
+    """The `JobRequest` of one job from what Snakemake knows of it: its rule, the file that
+    defines the rule (the stage: rules/classifiers.smk -> "classifiers", the Snakefile ->
+    "targets"), its group, its evaluated resources (`runtime` minutes, `cpus_per_task` or
+    `_cores`, `gpu` or `gres` "gpu:<n>", `nodes`, `mem_mb`; missing ones count as none) and
+    wildcards. A rule of `local_rules` outside a group runs where Snakemake runs."""
+    gres = str(resources.get("gres") or "")
+    gpus = int(resources.get("gpu") or 0) or (int(gres.rsplit(":", 1)[1]) if gres.startswith("gpu:") else 0)
+    stage = os.path.splitext(os.path.basename(rules_file))[0].replace("Snakefile", "targets")
+    return JobRequest(rule, stage, group=group, local=rule in set(local_rules) and group is None,
+                      runtime_min=float(resources.get("runtime") or 0),
+                      cpus=int(resources.get("cpus_per_task") or resources.get("_cores") or 1), gpus=gpus,
+                      nodes=int(resources.get("nodes") or 1), mem_mb=int(resources.get("mem_mb") or 0),
+                      rows=job_rows(config, rule, wildcards))
 
 
 def _components(requests: Sequence[JobRequest], edges: Iterable[tuple[int, int]]) -> dict[str, list[list[int]]]:

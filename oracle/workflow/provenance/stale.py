@@ -38,7 +38,7 @@ Everything here takes plain values (`PlannedJob`); rules/common.smk turns Snakem
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -190,6 +190,16 @@ def stale_summary(jobs: Sequence[PlannedJob], reasons: Mapping[int, list[str]], 
     return lines
 
 
+def _kept_records(jobs: Sequence[PlannedJob]) -> Iterator[dict | None]:
+    """The record of every existing output of the jobs Snakemake does not rerun (declared
+    rules only; None where an output has no readable record): what the drift notes read."""
+    for job in jobs:
+        if job.needrun or job.config_keys is None:
+            continue
+        for path in job.outputs:
+            yield _record(path) if os.path.exists(path) else None
+
+
 def code_drift_note(jobs: Sequence[PlannedJob], root: Path = REPO_ROOT) -> str | None:
     """The start check's one-line note on the existing outputs (of jobs Snakemake does not
     rerun) that were made by other code: how many, and the repository files that changed since
@@ -198,22 +208,18 @@ def code_drift_note(jobs: Sequence[PlannedJob], root: Path = REPO_ROOT) -> str |
     hashes: dict[str, str | None] = {}
     changed: set[str] = set()
     count = 0
-    for job in jobs:
-        if job.needrun or job.config_keys is None:
-            continue
-        for path in job.outputs:
-            rec = _record(path) if os.path.exists(path) else None
-            files = ((rec or {}).get("code") or {}).get("files") or {}
-            mine = set()
-            for rel, h in files.items():
-                if rel not in hashes:
-                    p = root / rel
-                    hashes[rel] = file_sha256(p) if p.is_file() else None
-                if hashes[rel] != h:
-                    mine.add(rel)
-            if mine:
-                count += 1
-                changed |= mine
+    for rec in _kept_records(jobs):
+        files = ((rec or {}).get("code") or {}).get("files") or {}
+        mine = set()
+        for rel, h in files.items():
+            if rel not in hashes:
+                p = root / rel
+                hashes[rel] = file_sha256(p) if p.is_file() else None
+            if hashes[rel] != h:
+                mine.add(rel)
+        if mine:
+            count += 1
+            changed |= mine
     if not count:
         return None
     names = sorted(changed)
@@ -249,14 +255,10 @@ def package_drift_note(jobs: Sequence[PlannedJob]) -> str | None:
     Reported, not rerun, as code drift is."""
     drift: dict[str, None] = {}
     count = 0
-    for job in jobs:
-        if job.needrun or job.config_keys is None:
-            continue
-        for path in job.outputs:
-            rec = _record(path) if os.path.exists(path) else None
-            if mine := package_drift((rec or {}).get("packages")):
-                count += 1
-                drift.update(dict.fromkeys(mine))
+    for rec in _kept_records(jobs):
+        if mine := package_drift((rec or {}).get("packages")):
+            count += 1
+            drift.update(dict.fromkeys(mine))
     if not count:
         return None
     return (f"note: {count} existing output(s) were made with other package versions ({'; '.join(list(drift)[:4])}"
