@@ -17,16 +17,18 @@ from snakemake.utils import min_version
 
 RUN_STARTED = time.time()  # the end-of-run summary's wall time: before the config checks (timm)
 
+from oracle.workflow import engine
 from oracle.workflow.plan import config as oc
 from oracle.workflow.jobs import server as job_server
 
-min_version("9.0")
+# the lowest Snakemake release this workflow is tested with (oracle.workflow.engine.TESTED)
+min_version(engine.TESTED[0])
 
 
 # A --configfile replaces the embedded default instead of being merged into it: a preset is a
 # complete config, and a mapping such as classifiers.archs must not inherit the default's tiny
 # test models. --config key=value still overrides single keys on top of either.
-if not workflow.overwrite_configfiles:
+if not engine.configfiles_given(workflow):
 
     configfile: os.path.join(workflow.basedir, "config.yaml")
 
@@ -39,7 +41,9 @@ oc.fill_defaults(config, SCHEMA)
 oc.check_config(config)
 # timm names and pretrained files: once per invocation (timm's import takes seconds), so a
 # misspelled architecture fails now, not when its job starts after hours of flow training
-if workflow.is_main_process:
+if engine.is_main_process(workflow):
+    if _note := engine.version_note():
+        print(_note, file=sys.stderr)
     oc.check_classifier_archs(config)
     # raw data and weights the user must still put in place: listed by every invocation (a dry
     # run plans without them); `onstart` refuses a run whose jobs would read one
@@ -79,7 +83,7 @@ include: "rules/report.smk"
 # numbers, claims, each kind's collect) run where Snakemake runs instead of as cluster jobs of
 # their own, unless resources.analysis.local is false: a login node's CPU is the site's policy
 # (docs/slurm.md, "Analysis rules"). One list: oracle.workflow.plan.resources.local_rules.
-workflow.localrules(*res.local_rules(config, kinds()))
+engine.mark_local(workflow, res.local_rules(config, kinds()))
 
 
 # Before any job runs: the raw data and weights the jobs about to run read are there
@@ -92,14 +96,17 @@ onstart:
     from oracle.workflow.provenance.input_identity import check_pending_inputs
 
     # `--touch` runs no job, so no input is read: nothing to check (and touched outputs have no records)
-    _pending = [] if workflow.touch else list(workflow.dag.needrun_jobs())
+    _pending = [] if engine.touch_run(workflow) else engine.pending_jobs(workflow)
     try:
+        # the start check ran on this DAG (a Snakemake release that moved its hook stops here)
+        if START_CHECK is not None:
+            START_CHECK.verify()
         # raw data or weights a job to run would read but that are not there: refused in one line
-        oc.check_needed_files(config, (job.rule.name for job in _pending))
-        check_pending_inputs([(str(f) for f in job.input) for job in _pending],
-                             [str(f) for job in _pending for f in job.output], config)
+        oc.check_needed_files(config, (engine.job_rule(job) for job in _pending))
+        check_pending_inputs([engine.job_inputs(job) for job in _pending],
+                             [f for job in _pending for f in engine.job_outputs(job)], config)
         # sample shards the disk cannot hold (oracle.workflow.plan.disk): refused before any job
-        if any(job.rule.name == "sample_shard" for job in _pending) and (_disk := disk_problem(config, RUN)):
+        if any(engine.job_rule(job) == "sample_shard" for job in _pending) and (_disk := disk_problem(config, RUN)):
             raise ConfigError(_disk)
     except OracleError as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
@@ -109,8 +116,7 @@ onstart:
 # Results copied without Snakemake's metadata (a fresh clone, a deleted .snakemake, a linked
 # results folder) are checked through their records once the DAG is built, before Snakemake
 # decides that nothing is to be done: what differs reruns (rules/common.smk, oracle.workflow.provenance.stale).
-if workflow.is_main_process:
-    install_start_check()
+START_CHECK = install_start_check() if engine.is_main_process(workflow) else None
 
 
 rule all:

@@ -3,14 +3,15 @@
 # constraints. Where each artifact lives and which rules file makes it:
 # oracle/workflow/plan/paths.py (RunPaths); the wildcard helpers: oracle/workflow/plan/rule_params.py.
 # What stays here needs Snakemake itself: the report() marks of tables and figures, and the
-# DAG's forced files of a paper target.
+# start-of-run check's reading of the DAG (every Snakemake internal it touches goes through
+# oracle/workflow/engine.py).
 
 import sys
 
 from oracle.experiments import kind_module, kinds
 from oracle.report.captions import CAPTION_SUFFIX
 from oracle.workflow.plan import config as oc
-from oracle.workflow import plan
+from oracle.workflow import engine, plan
 from oracle.workflow.plan import resources as res
 from oracle.workflow.plan.paths import RunPaths, one_of
 from oracle.workflow.plan.rule_params import RuleParams
@@ -64,22 +65,6 @@ def figure_outputs(stem, owner=None):
                                   subcategory=report_subcategory(owner)), f"{stem}.{CAPTION_SUFFIX}"]
 
 
-def paper_target_input(pid, files):
-    """The input of the alias rule of paper id `pid` (its artifact's files). `snakemake --force
-    fig2` forces only the named target's own job, and that job (an alias) makes nothing. So
-    when the alias is a forced target, its files are forced as well (Snakemake 9 keeps the set of
-    forced files on the DAG it is building), so the README's command redraws that one
-    artifact and nothing else (tests/test_readme_commands.py checks it)."""
-
-    def inputs(wildcards):
-        settings, dag = workflow.dag_settings, getattr(workflow, "_dag", None)
-        if settings is not None and settings.forcetargets and pid in settings.targets and dag is not None:
-            dag.forcefiles.update(files)
-        return files
-
-    return inputs
-
-
 # ----------------------------------------------------------------------------- start-of-run check
 def check_existing_artifacts():
     """Every job of the DAG that Snakemake would not run, checked through its outputs' records
@@ -97,29 +82,24 @@ def check_existing_artifacts():
 
 def _planned(jobs):
     """Snakemake's jobs as the plain values oracle.workflow.provenance.stale reads."""
-    from snakemake.io import is_flagged
-
     from oracle.workflow.provenance import stale
 
-    return [stale.PlannedJob(rule=j.rule.name, needrun=workflow.dag.needrun(j),
-                             outputs=tuple(str(f) for f in j.output if not is_flagged(f, "temp")),
-                             config_keys=getattr(j.params, "config_keys", None),
-                             inputs=tuple(str(f) for f in j.input)) for j in jobs]
+    return [stale.PlannedJob(rule=engine.job_rule(j), needrun=engine.needs_run(workflow, j),
+                             outputs=engine.job_outputs(j, temp=False),
+                             config_keys=getattr(engine.job_params(j), "config_keys", None),
+                             inputs=engine.job_inputs(j)) for j in jobs]
 
 
 def _stale_reasons(plan_now):
-    from snakemake.settings.enums import RerunTrigger
-
     from oracle.workflow.provenance import stale
 
-    return stale.stale_reasons(plan_now, config, settings=RerunTrigger.PARAMS in workflow.rerun_triggers)
+    return stale.stale_reasons(plan_now, config, settings=engine.params_trigger(workflow))
 
 
 def _check_existing_artifacts():
     from oracle.workflow.provenance import stale
 
-    dag = workflow.dag
-    jobs = list(dag.jobs)
+    jobs = engine.dag_jobs(workflow)
 
     def planned():
         return _planned(jobs)
@@ -128,8 +108,7 @@ def _check_existing_artifacts():
     reasons = _stale_reasons(plan_now)
     if reasons:
         print("\n".join(stale.stale_summary(plan_now, reasons)), file=sys.stderr)
-        dag.forcefiles.update(f for i in reasons for f in jobs[i].output)
-        workflow.async_run(dag.update_needrun())
+        engine.force_rerun(workflow, (f for i in reasons for f in engine.job_outputs(jobs[i])))
         plan_now = planned()
     for note in (stale.code_drift_note(plan_now), stale.package_drift_note(plan_now)):
         if note:
@@ -137,7 +116,7 @@ def _check_existing_artifacts():
     if error := stale.overwrite_error(plan_now, RUN):
         print(error, file=sys.stderr)
         raise SystemExit(1)
-    if workflow.dryrun:
+    if engine.dry_run(workflow):
         DRY_RUN_PLAN.extend(dry_run_plan())
 
 
@@ -152,14 +131,17 @@ def dry_run_plan():
     from oracle.workflow.plan.disk import row_bytes
     from oracle.workflow.plan.needed_files import missing_files
 
-    dag, local = workflow.dag, set(res.local_rules(config, kinds()))
-    jobs = list(dag.needrun_jobs())
+    local = set(res.local_rules(config, kinds()))
+    jobs = engine.pending_jobs(workflow)
     index = {job: i for i, job in enumerate(jobs)}
-    requests = [dry_run.job_request(config, job.rule.name, job.rule.snakefile, job.group, job.resources,
-                                    job.wildcards_dict, local) for job in jobs]
-    edges = [(index[job], index[dep]) for job in jobs for dep in dag.dependencies[job] if dep in index]
+    requests = []
+    for job in jobs:
+        f = engine.job_request_fields(job)
+        requests.append(dry_run.job_request(config, f["rule"], f["snakefile"], f["group"], f["resources"],
+                                            f["wildcards"], local))
+    edges = [(index[job], index[dep]) for job in jobs for dep in engine.dependencies(workflow, job) if dep in index]
     missing = [f"{m.label} {m.path} (config key {m.key})" for m in missing_files(config)]
-    return dry_run.plan_summary(requests, edges, group_components=dict(workflow.group_settings.group_components),
+    return dry_run.plan_summary(requests, edges, group_components=engine.group_components(workflow),
                                 row_bytes=row_bytes(config), missing=missing)
 
 
@@ -170,7 +152,7 @@ def check_report_inputs():
     from oracle.workflow.provenance import stale
 
     try:
-        plan_now = _planned(list(workflow.dag.jobs))
+        plan_now = _planned(engine.dag_jobs(workflow))
         error = stale.report_error(plan_now, _stale_reasons(plan_now))
     except OracleError as exc:
         error = f"{type(exc).__name__}: {exc}"
@@ -179,32 +161,23 @@ def check_report_inputs():
         raise SystemExit(1)
 
 
+def _print_dry_run_plan():
+    if DRY_RUN_PLAN:
+        print("\n".join(DRY_RUN_PLAN), file=sys.stderr)
+
+
 def install_start_check():
-    """Call `check_existing_artifacts` right after this invocation's `execute` has built the DAG,
-    and `check_report_inputs` after `create_report` has (Snakemake has no hook there;
-    `paper_target_input` relies on the DAG's set of forced files too). Other commands that build
-    a DAG (--unlock, --summary) are left alone."""
-    execute, build_dag, create_report = workflow.execute, workflow._build_dag, workflow.create_report
-    mode = []
+    """Run `check_existing_artifacts` right after a run's (or dry run's) DAG is built and
+    `check_report_inputs` after `--report`'s, print the dry run's plan at its end, and let a
+    paper id named as a target (`snakemake --force fig2`) stand for its artifact's files
+    (oracle.workflow.engine, the one module that touches Snakemake's internals). Returns the
+    hooks, whose `verify` the onstart handler calls before any job runs."""
+    from oracle.errors import OracleError
 
-    def build_dag_checked():
-        build_dag()
-        if "execute" in mode:
-            check_existing_artifacts()
-        elif "report" in mode:
-            check_report_inputs()
-
-    def execute_checked(*args, **kwargs):
-        mode.append("execute")
-        result = execute(*args, **kwargs)
-        if DRY_RUN_PLAN:
-            print("\n".join(DRY_RUN_PLAN), file=sys.stderr)
-        return result
-
-    def create_report_checked(*args, **kwargs):
-        mode.append("report")
-        return create_report(*args, **kwargs)
-
-    workflow._build_dag = build_dag_checked
-    workflow.execute = execute_checked
-    workflow.create_report = create_report_checked
+    try:
+        return engine.install(workflow, on_run_dag=check_existing_artifacts, on_report_dag=check_report_inputs,
+                              after_execute=_print_dry_run_plan,
+                              targets=lambda targets: engine.expand_targets(targets, PAPER_TARGETS))
+    except OracleError as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None

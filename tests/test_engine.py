@@ -1,0 +1,144 @@
+"""oracle.workflow.engine: the one module that touches Snakemake's internals (DESIGN.md,
+"Provenance" conventions). Its names exist in the installed Snakemake, its hooks fail in one
+line where a release stops calling them, and no other file of the workflow reaches past
+Snakemake's documented Snakefile language."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from oracle.workflow import engine
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: What a Snakefile may read of `workflow` by its documented name.
+DOCUMENTED_WORKFLOW = {"basedir"}
+#: Internals by name: none may appear outside the engine module.
+PRIVATE = ("_build_dag", "forcefiles", "dag_settings", "_dag", "needrun_jobs", "update_needrun", "overwrite_configfiles",
+           "is_main_process", "rerun_triggers", "group_settings", "wildcards_dict", "async_run", "create_report")
+
+
+def test_the_installed_snakemake_has_every_required_name():
+    assert engine.missing_names() == []
+
+
+def test_a_release_without_a_required_name_is_named():
+    import snakemake.api  # noqa: F401 - snakemake.workflow imports only after the api
+    from snakemake.dag import DAG
+    from snakemake.jobs import Job
+    from snakemake.workflow import Workflow
+
+    class RenamedDAG:
+        needrun = needrun_jobs = jobs = dependencies = None  # update_needrun is gone
+
+    missing = engine.missing_names({"snakemake.workflow.Workflow": Workflow, "snakemake.dag.DAG": RenamedDAG,
+                                    "snakemake.jobs.Job": Job})
+    assert missing == ["snakemake.dag.DAG.update_needrun"]
+    assert engine.missing_names({"snakemake.workflow.Workflow": Workflow, "snakemake.dag.DAG": DAG,
+                                 "snakemake.jobs.Job": Job}) == []
+
+
+def test_the_tested_range_is_what_requirements_pin_and_the_snakefile_states():
+    import snakemake
+
+    pin = re.search(r"^snakemake==(\S+)", (REPO / "requirements.txt").read_text(), re.M).group(1)
+    assert pin == snakemake.__version__ == engine.TESTED[0]
+    assert engine.version_note(pin) is None
+    assert "min_version(engine.TESTED[0])" in (REPO / "Snakefile").read_text()
+    for outside in ("9.0.0", "9.27.0", engine.TESTED[1], "10.1"):
+        note = engine.version_note(outside)
+        assert note is not None and outside in note and "\n" not in note
+
+
+class _FakeDAG:
+    def __init__(self):
+        self.forcefiles: set[str] = set()
+
+
+class _FakeWorkflow:
+    """What `engine.install` wraps: `execute` builds the DAG through `_build_dag` as Snakemake
+    9.27 does, unless `inlined` (a release that no longer calls it)."""
+
+    def __init__(self, inlined=False):
+        self.inlined, self.dag, self.dag_settings, self.seen_targets = inlined, None, None, None
+
+    def _build_dag(self):
+        self.dag = _FakeDAG()
+
+    def execute(self):
+        self.seen_targets = set(self.dag_settings.targets) if self.dag_settings is not None else None
+        if self.inlined:
+            self.dag = _FakeDAG()
+        else:
+            self._build_dag()
+        return True
+
+    def create_report(self):
+        self._build_dag()
+
+
+def _install(wf, calls, targets=None):
+    return engine.install(wf, on_run_dag=lambda: calls.append("run"), on_report_dag=lambda: calls.append("report"),
+                          after_execute=lambda: calls.append("after"), targets=targets)
+
+
+def test_the_hooks_run_once_per_command_in_order():
+    wf, calls = _FakeWorkflow(), []
+    hooks = _install(wf, calls)
+    assert wf.execute() is True
+    assert calls == ["run", "after"]
+    hooks.verify()  # no error: the check saw the DAG
+    wf.create_report()
+    assert calls == ["run", "after", "report"]
+
+
+def test_a_release_that_no_longer_calls_build_dag_fails_in_one_line(capsys):
+    wf, calls = _FakeWorkflow(inlined=True), []
+    hooks = _install(wf, calls)
+    with pytest.raises(SystemExit) as exc:
+        wf.execute()
+    assert exc.value.code == 1 and calls == []
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("EngineError: the start check did not run") and "\n" not in err
+    with pytest.raises(engine.EngineError):  # what onstart calls before any job of a real run
+        hooks.verify()
+
+
+def test_a_paper_id_target_stands_for_its_files():
+    from snakemake.settings.types import DAGSettings
+
+    named = {"fig2": ["results/r/a.pdf", "results/r/a.png"], "table1": ["results/r/t.csv"]}
+    assert engine.expand_targets(["fig2", "results/r/x.h5"], named) == {"results/r/a.pdf", "results/r/a.png",
+                                                                       "results/r/x.h5"}
+    assert engine.expand_targets([], named) == set()
+    wf, calls = _FakeWorkflow(), []
+    wf.dag_settings = DAGSettings(targets=frozenset({"fig2"}), forcetargets=True)
+    _install(wf, calls, targets=lambda t: engine.expand_targets(t, named))
+    wf.execute()
+    assert wf.seen_targets == {"results/r/a.pdf", "results/r/a.png"} and wf.dag_settings.forcetargets
+
+
+def _workflow_files() -> dict[Path, str]:
+    files = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk")), *sorted((REPO / "scripts").rglob("*.py")),
+             *sorted((REPO / "oracle").rglob("*.py"))]
+    return {p: p.read_text() for p in files if p != REPO / "oracle" / "workflow" / "engine.py"}
+
+
+def test_no_snakemake_internal_outside_the_engine_module():
+    problems = []
+    for path, text in _workflow_files().items():
+        rel = path.relative_to(REPO)
+        code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())  # comments may name them
+        for name in PRIVATE:
+            if re.search(rf"(?<!engine)\.{re.escape(name)}\b", code):
+                problems.append(f"{rel}: .{name}")
+        for attr in re.findall(r"(?<![./\w])workflow\.([A-Za-z_]\w*)", code):
+            if path.suffix != ".py" and attr not in DOCUMENTED_WORKFLOW:
+                problems.append(f"{rel}: workflow.{attr}")
+        for mod in re.findall(r"^\s*(?:from|import)\s+(snakemake[\w.]*)", code, re.M):
+            if not (path.name == "Snakefile" and mod == "snakemake.utils"):
+                problems.append(f"{rel}: imports {mod}")
+    assert problems == []
