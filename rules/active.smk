@@ -14,6 +14,7 @@ rule active_learning:
     input:
         samples=lambda wildcards: world_samples(EXPERIMENTS[wildcards.experiment]["world"]),
         splits=lambda wildcards: world_splits(EXPERIMENTS[wildcards.experiment]["world"]),
+        pretrained=pretrained_input,
     output:
         rounds=ACTIVE_ROUNDS,
     wildcard_constraints:

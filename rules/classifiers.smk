@@ -17,6 +17,7 @@ rule train_classifier:
     input:
         samples=lambda wildcards: world_samples(training(wildcards)["world"]),
         splits=lambda wildcards: world_splits(training(wildcards)["world"]),
+        pretrained=pretrained_input,
     output:
         model=MODEL if config["classifiers"]["keep_models"] else temp(MODEL),
         history=HISTORY,

@@ -42,6 +42,16 @@ class RuleParams:
         """The largest training-set size of the run (`oracle.workflow.plan.largest_training_size`)."""
         return plan.largest_training_size(self.config)
 
+    def pretrained_input(self, wildcards: Any) -> list[str]:
+        """The pretrained weights file of the job's architecture, when it names one that exists:
+        an input like the samples, so its sha256 goes into the model's record and a replaced
+        file retrains. Absent, the job's script names the missing file (and the run's start
+        check refuses first: `oracle.workflow.plan.needed_files`)."""
+        from oracle.workflow.plan.config import existing
+
+        pretrained = plan.arch_spec(self.config, wildcards.arch)["pretrained"]
+        return existing([pretrained]) if isinstance(pretrained, str) else []
+
     def classifier_group(self, wildcards: Any) -> str:
         """The Snakemake group of a classifier job: bundled on a cluster unless its N is large."""
         return res.classifier_group(self.config, self.training(wildcards)["n"])
@@ -98,5 +108,5 @@ class RuleParams:
     def rule_names(self) -> dict[str, Any]:
         """The names rules/common.smk gives the rules files."""
         return {name: getattr(self, name) for name in (
-            "declared_keys", "training", "classifier_group", "classifier_runtime", "active_runtime", "artifact_caption",
+            "declared_keys", "training", "pretrained_input", "classifier_group", "classifier_runtime", "active_runtime", "artifact_caption",
             "validation_caption", "report_category", "report_subcategory")}
