@@ -228,6 +228,16 @@ def test_plateau_reports_the_practitioners_asymptote_beside_the_exact_floor():
     assert "has not flattened" in row["this run"] and "test_vit 20%" in row["this run"]
 
 
+def test_plateau_with_one_seed_is_not_posed_rather_than_missing_its_paired_fall():
+    """A one-seed run (the smoke run) writes no kl_fall_last (its spread is over seeds): the
+    row says why the claim is not asked, not that a number is missing."""
+    numbers = {k: v for k, v in base_numbers().items() if ".kl_fall_last." not in k}
+    row = next(r for r in cl.claims({**numbers, "scaling.n_seeds": plain(1)}, EXPERIMENTS) if r["id"] == "plateau")
+    assert row["verdict"] == "not posed" and "one classifier seed" in row["this run"]
+    row = next(r for r in cl.claims({**numbers, "scaling.n_seeds": plain(2)}, EXPERIMENTS) if r["id"] == "plateau")
+    assert row["verdict"] == "unresolved" and "missing number scaling.kl_fall_last" in row["this run"]
+
+
 def test_kinds_not_in_the_config_are_not_run_and_missing_numbers_unresolved():
     got = verdicts(base_numbers(), {"scaling": {"kind": "scaling"}})
     assert {got[k] for k in ("soft_labels", "soft_calibration", "shift_type", "active_learning")} == {"not run"}

@@ -111,6 +111,8 @@ def _plateau(n, x, spec) -> Judgement:
         raise NotPosed(f"the total cross-entropy has not flattened: over the last step of N it fell by "
                        f"{', '.join(f'{a} {100 * drops[a]:.3g}%' for a in archs)} per doubling (flat: below "
                        f"{100 * PLATEAU_DROP:g}%), at {floor.text()} nats of aleatoric floor")
+    if f"{x}.n_seeds" in n and int(value(n, f"{x}.n_seeds")) < 2:
+        raise NotPosed("one classifier seed: the KL fall over the last step of N needs two for its spread over seeds")
     falls = {a: estimate(n, f"{x}.kl_fall_last.{a}") for a in flat}
     parts = [sided(f.side(0.0), +1) for f in falls.values()]
     text = [f"{a}: total fell {100 * drops[a]:.3g}% per doubling, KL fell {falls[a].text()} nats" for a in flat]

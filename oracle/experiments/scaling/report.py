@@ -315,6 +315,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     out["n_min"] = entry(int(runs["N"].min()), "samples", runs_path, "smallest training-set size N")
     out["n_max"] = entry(int(runs["N"].max()), "samples", runs_path, "largest training-set size N")
     out["n_sizes"] = entry(int(runs["N"].nunique()), "sizes", runs_path, "training-set sizes N of the grid")
+    out["n_seeds"] = entry(int(runs["seed"].nunique()), "seeds", runs_path, "classifier seeds of the grid")
     out["test_size"] = entry(int(runs["n"].iloc[0]), "samples", runs_path, "oracle test set every classifier is scored on")
     out["test_bayes_accuracy"] = entry(float(runs["bayes_accuracy"].iloc[0]), "fraction", runs_path,
                                        "Bayes-optimal accuracy E[max_y p(y|x)] on the oracle test set",
