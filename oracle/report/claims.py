@@ -27,41 +27,13 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from oracle.report.claim_margins import (ACTIVE_FEWER_MARGIN, ACTIVE_RATIO_MARGIN, BAYES_GAP_PP, FLOOR_SHARE,
+                                         MARKED_RATIO, MIN_SIZES, NEAR_PERFECT_ECE, PAPER_FEWER_LABELS,
+                                         PAPER_GAIN_RATIO, PLATEAU_DROP, SAME_RATE_MIN, SAME_RATE_REL, SOFT_LABEL_MASS,
+                                         SUBSTANTIAL_NOISE)
 from oracle.report.intervals import (Check, Missing, NotPosed, difference, estimate, keys_of, log_ratio,
                                      r2_text, scaled, straightness, suffixes, value)
 from oracle.report.verdicts import combine, sided
-
-
-#: "Near-perfect" calibration: a true ECE below this (the paper reports 0.018 for soft labels).
-NEAR_PERFECT_ECE = 0.03
-#: A classifier approaches the Bayes bound when its accuracy lies at most this many percentage
-#: points below the Bayes accuracy: the paper's sentence, "within 2-3% of the theoretical optimum"
-#: (Table 1: gaps 1.75-2.80 pp). A fraction of the way from chance would let the gap grow with K
-#: (0.9 of it allows 9 pp at K = 10), which the sentence does not.
-BAYES_GAP_PP = 3.0
-#: "Markedly": the larger of two architectures' epistemic KLs at the largest N is at least this
-#: multiple of the smaller (paper Table 2: ViT-B 0.117 against ResNet-18 0.026 nats, 4.5x).
-MARKED_RATIO = 2.0
-#: The active-learning claim's magnitude: "1.6x larger accuracy gain" and "47.8% fewer labels";
-#: a run confirms it when the interval lies above halfway from no effect to the paper's value,
-#: and contradicts it when the interval lies below halfway.
-PAPER_GAIN_RATIO, PAPER_FEWER_LABELS = 1.6, 0.478
-ACTIVE_RATIO_MARGIN, ACTIVE_FEWER_MARGIN = 1.0 + (PAPER_GAIN_RATIO - 1.0) / 2, PAPER_FEWER_LABELS / 2
-#: The total loss has flattened when its seed mean fell by less than this per doubling of N over
-#: the last step of N (the scaling captions' rule).
-PLATEAU_DROP = 0.05
-#: Two exponents count as "the same rate" when their difference lies within ± this fraction of
-#: the KL's exponent (and at least ± `SAME_RATE_MIN`).
-SAME_RATE_REL, SAME_RATE_MIN = 0.25, 0.05
-#: "Substantial aleatoric noise" (paper section 4.4): a Bayes error of at least this (AFHQ's is
-#: 0.23%, ImageNet-64's 4.03%; 1% is about their geometric middle).
-SUBSTANTIAL_NOISE = 0.01
-#: Soft labels can only carry more than hard ones where the posterior is not one-hot: posed when
-#: the training set of the largest N holds at least this many rows' worth of non-argmax mass
-#: (Bayes error x N_max; the paper's AFHQ at N = 5,000: 0.0023 x 5,000 = 11.5).
-SOFT_LABEL_MASS = 10.0
-#: A power law is judged on at least this many sizes N (two points make any straight line).
-MIN_SIZES = 3
 
 
 def _arch_named(archs: list[str], name: str) -> str | None:
@@ -291,6 +263,12 @@ def _active(n, x, spec) -> Judgement:
     arch = _arch_named(archs, "resnet") or (archs[0] if archs else None)
     if arch is None:
         raise Missing(f"{x}.gain_ratio.<arch>")
+    floor, kl = (n.get(k, {}).get("value") for k in (f"world.{world}.aleatoric_floor",
+                                                     f"{x}.final_epistemic.{arch}.max_entropy"))
+    if floor is not None and kl is not None and floor < FLOOR_SHARE * (floor + kl):
+        raise NotPosed(f"on world {world} max entropy's last model has {kl:.3g} nats of epistemic KL beside an "
+                       f"aleatoric floor of {floor:.3g}: its entropy is mostly epistemic, so it cannot pick the noisy "
+                       f"rows the claim is about (posed where the floor is at least {100 * FLOOR_SHARE:g}% of the loss)")
     ratio, fewer = estimate(n, f"{x}.gain_ratio.{arch}"), estimate(n, f"{x}.fewer_labels.{arch}")
     parts = [sided(ratio.side(ACTIVE_RATIO_MARGIN), +1), sided(fewer.side(ACTIVE_FEWER_MARGIN), +1)]
     rank_key = f"{x}.spearman_epistemic.{arch}.max_entropy"
@@ -442,7 +420,8 @@ FINDINGS: tuple[Finding, ...] = (
     Finding("active_learning", "active", "under substantial aleatoric noise, max epistemic gains 1.6x what max "
             "entropy gains and needs 47.8% fewer labels", "gain ratio 1.6x; 47.8% fewer labels (ImageNet-64, "
             "Bayes error 4.03%)",
-            f"posed where the experiment's world has a Bayes error of at least {100 * SUBSTANTIAL_NOISE:g}%; two "
+            f"posed where the experiment's world has a Bayes error of at least {100 * SUBSTANTIAL_NOISE:g}% and its "
+            f"aleatoric floor is at least {100 * FLOOR_SHARE:g}% of max entropy's last loss (floor + KL); two "
             f"halves, each judged at halfway from no effect to the paper's value, with the {_CI}: the gain ratio "
             f"against {ACTIVE_RATIO_MARGIN:g} (paper {PAPER_GAIN_RATIO:g}) and the fraction of fewer labels against "
             f"{ACTIVE_FEWER_MARGIN:g} (paper {PAPER_FEWER_LABELS:g}); supported if both lie above, contradicted if "

@@ -1,0 +1,37 @@
+"""The margins and regimes of the claims rules (`oracle.report.claims`): every constant a rule
+compares a run's interval with, each beside the paper's sentence or table it comes from."""
+
+#: "Near-perfect" calibration: a true ECE below this (the paper reports 0.018 for soft labels).
+NEAR_PERFECT_ECE = 0.03
+#: A classifier approaches the Bayes bound when its accuracy lies at most this many percentage
+#: points below the Bayes accuracy: the paper's sentence, "within 2-3% of the theoretical optimum"
+#: (Table 1: gaps 1.75-2.80 pp). A fraction of the way from chance would let the gap grow with K
+#: (0.9 of it allows 9 pp at K = 10), which the sentence does not.
+BAYES_GAP_PP = 3.0
+#: "Markedly": the larger of two architectures' epistemic KLs at the largest N is at least this
+#: multiple of the smaller (paper Table 2: ViT-B 0.117 against ResNet-18 0.026 nats, 4.5x).
+MARKED_RATIO = 2.0
+#: The active-learning claim's magnitude: "1.6x larger accuracy gain" and "47.8% fewer labels";
+#: a run confirms it when the interval lies above halfway from no effect to the paper's value,
+#: and contradicts it when the interval lies below halfway.
+PAPER_GAIN_RATIO, PAPER_FEWER_LABELS = 1.6, 0.478
+ACTIVE_RATIO_MARGIN, ACTIVE_FEWER_MARGIN = 1.0 + (PAPER_GAIN_RATIO - 1.0) / 2, PAPER_FEWER_LABELS / 2
+#: The total loss has flattened when its seed mean fell by less than this per doubling of N over
+#: the last step of N (the scaling captions' rule).
+PLATEAU_DROP = 0.05
+#: Two exponents count as "the same rate" when their difference lies within ± this fraction of
+#: the KL's exponent (and at least ± `SAME_RATE_MIN`).
+SAME_RATE_REL, SAME_RATE_MIN = 0.25, 0.05
+#: "Substantial aleatoric noise" (paper section 4.4): a Bayes error of at least this (AFHQ's is
+#: 0.23%, ImageNet-64's 4.03%; 1% is about their geometric middle).
+SUBSTANTIAL_NOISE = 0.01
+#: Section 4.4's point is that max entropy, blind to the split, spends labels on rows that are noisy
+#: rather than unknown: posed where the aleatoric floor is at least this share of the total loss of
+#: max entropy's last model (floor + epistemic KL), so entropy is not just epistemic there.
+FLOOR_SHARE = 0.5
+#: Soft labels can only carry more than hard ones where the posterior is not one-hot: posed when
+#: the training set of the largest N holds at least this many rows' worth of non-argmax mass
+#: (Bayes error x N_max; the paper's AFHQ at N = 5,000: 0.0023 x 5,000 = 11.5).
+SOFT_LABEL_MASS = 10.0
+#: A power law is judged on at least this many sizes N (two points make any straight line).
+MIN_SIZES = 3
