@@ -1,6 +1,7 @@
 """Shared test settings."""
 
 import dataclasses
+import os
 import re
 import subprocess
 import sys
@@ -178,6 +179,21 @@ def smoke_run(tmp_path_factory):
     from smoke_session import run_locally, smoke_config
 
     return run_locally(tmp_path_factory.mktemp("smoke"), smoke_config())
+
+
+@pytest.fixture(scope="session")
+def gaussian_smoke(tmp_path_factory) -> Path:
+    """results/<run> of the session's one run of tests/smoke/gaussian.yaml (the analytic world, no
+    data or flow stage: about 40 jobs). The Gaussian-world checks, the report in Chromium and the
+    paper PDF read it (one run, not one per module); `snakemake paper` adds its PDF, nothing else
+    changes it."""
+    config = REPO / "tests" / "smoke" / "gaussian.yaml"
+    work = tmp_path_factory.mktemp("gaussian-smoke")
+    proc = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "-s", str(REPO / "Snakefile"), "-d",
+                           str(work), "--cores", "2", "--configfile", str(config)], cwd=work, capture_output=True,
+                          text=True, timeout=1800, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return work / "results" / yaml.safe_load(config.read_text())["run"]
 
 
 @pytest.fixture(scope="session")

@@ -120,12 +120,10 @@ def test_preset_dry_run_has_no_data_or_flow_stage(dag_dry_run):
 # ----------------------------------------------------------------------------- the Gaussian smoke run
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("gaussian")
-    proc = snakemake(work, "--configfile", str(SMOKE))
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return work / "results" / load(SMOKE)["run"]
+@pytest.fixture
+def run(gaussian_smoke) -> Path:
+    """results/<run> of the session's run of tests/smoke/gaussian.yaml (tests/conftest.py)."""
+    return gaussian_smoke
 
 
 def world_params(run: Path) -> tuple[np.ndarray, float]:

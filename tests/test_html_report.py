@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -190,18 +189,10 @@ def run_chromium(exe: str, url: str, profile: Path, *args: str) -> subprocess.Co
                           text=True, timeout=300)
 
 
-@pytest.fixture(scope="module")
-def smoke_results(tmp_path_factory) -> Path:
-    """results/<run> of one run of the smallest smoke config (tests/smoke/gaussian.yaml: 40 jobs)."""
-    import yaml
-
-    work = tmp_path_factory.mktemp("report-smoke")
-    config = REPO / "tests" / "smoke" / "gaussian.yaml"
-    proc = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "-s", str(REPO / "Snakefile"), "-d",
-                           str(work), "--cores", "2", "--configfile", str(config)], cwd=work, capture_output=True,
-                          text=True, timeout=1800, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return work / "results" / yaml.safe_load(config.read_text())["run"]
+@pytest.fixture
+def smoke_results(gaussian_smoke) -> Path:
+    """results/<run> of the session's Gaussian smoke run (tests/conftest.py)."""
+    return gaussian_smoke
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from table_formats import pdflatex
-from test_html_report import figure_file, smoke_results  # noqa: F401 - the module's smoke run
+from test_html_report import figure_file
 
 from oracle.errors import DataError
 from oracle.report.captions import write_caption
@@ -77,10 +77,11 @@ def test_a_latex_error_names_the_log_and_leaves_no_pdf(run):
 
 
 @pytest.mark.slow
-def test_snakemake_paper_compiles_the_smoke_runs_pdf(smoke_results):  # noqa: F811 - the fixture
+def test_snakemake_paper_compiles_the_smoke_runs_pdf(gaussian_smoke):
     """`snakemake paper` on a finished smoke run builds paper.pdf with one page per figure at least
     and every table of the run included, and nothing else reruns."""
     pdflatex()
+    smoke_results = gaussian_smoke  # the session's Gaussian smoke run (tests/conftest.py)
     work = smoke_results.parents[1]
     proc = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "-s", str(REPO / "Snakefile"), "-d",
                            str(work), "--cores", "1", "paper", "--configfile", str(REPO / "tests/smoke/gaussian.yaml")],
