@@ -85,15 +85,30 @@ def counts_of(prior, seed):
 TEST_ROWS = 2000
 
 
-def _predictions(root, world, cell, seed, acc):
-    """Predictions on the world's test rows right on exactly round(acc * rows) of them: the easiest
+def fixture_world():
+    """The fixture's test rows: log p(x|y) [n, 3], labels [n], the order in which classifiers get
+    them right, and each row's confidence in its predicted class (0.4 to 0.9: prior adjustment
+    moves the less confident rows)."""
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 3, TEST_ROWS)
+    loglik = rng.normal(size=(TEST_ROWS, 3))
+    return loglik, labels, rng.permutation(TEST_ROWS), 0.4 + 0.5 * rng.random(TEST_ROWS)
+
+
+def _log_q(acc):
+    """Log-probabilities right (argmax = label) on exactly round(acc * rows) test rows: the easiest
     rows of one shared order, so two classifiers' errors share their rows, as on real test sets."""
-    order, labels = world
+    _, labels, order, confidence = fixture_world()
     right = np.zeros(TEST_ROWS, bool)
     right[order[: round(acc * TEST_ROWS)]] = True
     guess = np.where(right, labels, (labels + 1) % 3)
-    log_q = np.log(np.full((TEST_ROWS, 3), 0.1))
-    log_q[np.arange(TEST_ROWS), guess] = np.log(0.8)
+    q = np.repeat(((1 - confidence) / 2)[:, None], 3, axis=1)
+    q[np.arange(TEST_ROWS), guess] = confidence
+    return np.log(q), labels
+
+
+def _predictions(root, cell, seed, acc):
+    log_q, labels = _log_q(acc)
     ident = {"experiment": "sh", "arch": "test_resnet", "cell": cell, "seed": seed, "evalset": "base"}
     return str(write_classifier(root / f"p-{cell}-{seed}.h5", ident, log_q, labels, np.arange(TEST_ROWS)))
 
@@ -102,10 +117,8 @@ def _predictions(root, world, cell, seed, acc):
 def collected(tmp_path):
     s = spec()
     metrics, histories, predictions = [], [], []
-    rng = np.random.default_rng(5)
-    labels = rng.integers(0, 3, TEST_ROWS)
-    write_world(tmp_path / "all.h5", rng.normal(size=(TEST_ROWS, 3)), labels, [1 / 3, 1 / 3, 1 / 3])
-    world = (rng.permutation(TEST_ROWS), labels)
+    loglik, labels, _, _ = fixture_world()
+    write_world(tmp_path / "all.h5", loglik, labels, [1 / 3, 1 / 3, 1 / 3])
     for cell, (prior, _, _, accs) in PAPER.items():
         for seed, acc in zip(SEEDS, accs):
             m = tmp_path / f"m-{cell}-{seed}.json"
@@ -120,7 +133,7 @@ def collected(tmp_path):
                                      "history": [{"val_acc": 0.5}, {"val_acc": acc + 0.005}], "shift": shift_info}))
             metrics.append(str(m))
             histories.append(str(h))
-            predictions.append(_predictions(tmp_path, world, cell, seed, acc))
+            predictions.append(_predictions(tmp_path, cell, seed, acc))
     div = tmp_path / "kl.json"
     div.write_text(json.dumps({"world": "tau0.9", "closed_form": {"prior": 0.0, "tau": tau_kl(64, 0.9), "total": tau_kl(64, 0.9)},
                                "monte_carlo": {"mean": 0.65, "se": 0.02, "n": 4096}, "z": -0.6}))
@@ -169,13 +182,61 @@ def test_configurations_against_hand_aggregates(collected):
     assert len(runs) == len(PAPER) * len(SEEDS) and set(runs["shift_type"]) == set(shift.TYPES[:5])
 
 
+def _train_prior(prior):
+    return prior if prior is not None else [1 / 3] * 3  # the tau0.9 variant keeps the uniform prior
+
+
+def test_prior_columns_against_loops(collected):
+    """Per configuration: the Bayes cost of its training prior on the test rows (loops over rows
+    and classes), the smallest class of its realised counts over seeds, and the logit-adjusted
+    accuracy (argmax of log q - log pi_train + log(1/3), loops) of each run, aggregated by hand."""
+    _, data = collected
+    c, runs = data["configurations"].set_index("cell"), data["runs"]
+    loglik, labels, _, _ = fixture_world()
+    moved = 0
+    for cell, (prior, _, _, accs) in PAPER.items():
+        pi = _train_prior(prior)
+        cost = []
+        for row in loglik:  # the world's prior is uniform: p(y|x) ∝ p(x|y), the rule under pi ∝ p(x|y) pi(y)
+            p = [math.exp(v) / sum(math.exp(u) for u in row) for v in row]
+            rule = max(range(3), key=lambda y: (p[y] * pi[y], -y))
+            cost.append(max(p) - p[rule])
+        assert c.loc[cell, "bayes_cost_pp"] == pytest.approx(100 * np.mean(cost), abs=1e-10)
+        assert c.loc[cell, "bayes_cost_se_pp"] == pytest.approx(100 * np.std(cost, ddof=1) / math.sqrt(TEST_ROWS),
+                                                                abs=1e-10)
+        adjusted = []
+        for seed, acc in zip(SEEDS, accs):
+            log_q, _ = _log_q(acc)
+            hits = [max(range(3), key=lambda y: (q[y] - math.log(pi[y]) + math.log(1 / 3), -y)) == lab
+                    for q, lab in zip(log_q.tolist(), labels.tolist())]
+            moved += sum(hits) != round(acc * TEST_ROWS)
+            run = runs[(runs["cell"] == cell) & (runs["seed"] == seed)].iloc[0]
+            assert run["acc_adjusted"] == pytest.approx(np.mean(hits), abs=1e-12)
+            assert run["acc_adjusted_se"] == pytest.approx(np.std(hits, ddof=1) / math.sqrt(TEST_ROWS), abs=1e-12)
+            adjusted.append(np.mean(hits))
+        assert c.loc[cell, "acc_adjusted"] == pytest.approx(np.mean(adjusted), abs=1e-12)
+        assert c.loc[cell, "acc_adjusted_std"] == pytest.approx(np.std(adjusted, ddof=1), abs=1e-12)
+        smallest = [min(counts_of(prior, sd)) for sd in SEEDS] if prior is not None else [math.nan]
+        assert c.loc[cell, "smallest_class_rows_min"] == pytest.approx(min(smallest), nan_ok=True)
+        assert c.loc[cell, "smallest_class_rows_max"] == pytest.approx(max(smallest), nan_ok=True)
+    base = np.mean(c.loc["balanced", "acc_adjusted"])
+    assert c["delta_adjusted_pp"].to_numpy() == pytest.approx(100 * (c["acc_adjusted"].to_numpy() - base), abs=1e-9)
+    assert moved > 0  # the adjustment changed some run's predictions: the check above is not raw accuracy again
+    assert c.loc["imb70", "bayes_cost_pp"] > c.loc["imb50", "bayes_cost_pp"] > 0 == c.loc["tau", "bayes_cost_pp"]
+
+
 def test_tables_7_8_9(collected):
     s, data = collected
     t7 = shift.table("shift_configurations", data, s)
     assert list(t7["Configuration"]) == list(PAPER) and t7.loc[0, "pi"] == "(0.33, 0.33, 0.34)"
     assert t7.loc[6, "pi"] == "(pool)" and t7.loc[0, "KL_y (target)"] == pytest.approx(1.0e-4, rel=5e-3)
+    # counts_of: the balanced prior's smallest class has 330 - seed rows, 70/20/10's 100 at every seed
+    assert t7.loc[0, "Smallest class (rows)"] == "328–330" and t7.loc[1, "Smallest class (rows)"] == "100"
+    assert pd.isna(t7.loc[6, "Smallest class (rows)"])  # the pool's rows: no counts recorded
+    assert t7["Bayes cost of pi (pp)"].tolist() == data["configurations"]["bayes_cost_pp"].tolist()
     t8 = shift.table("shift_accuracy", data, s)
-    assert t8.loc[0, "Δ TestAcc (pp)"] == 0.0
+    assert t8.loc[0, "Δ TestAcc (pp)"] == 0.0 and t8.loc[0, "Δ adjusted (pp)"] == 0.0
+    assert t8["Logit-adjusted Acc (%)"].tolist() == pytest.approx((100 * data["configurations"]["acc_adjusted"]).tolist())
     assert t8["Test Error (%)"].to_numpy() == pytest.approx(100 - t8["Test Acc (%)"].to_numpy())
     t9 = shift.table("shift_axes", data, s)
     assert list(t9["Prior config"].dropna()) == ["balanced", "imb70", "imb50"]
@@ -268,3 +329,22 @@ def test_data_columns_are_described(collected):
     problems = data_problems("shift", {name: list(frame.columns) for name, frame in collected[1].items()},
                              {"runs": METRIC_COLUMNS})
     assert not problems, problems
+
+
+def test_prior_columns_reach_the_captions_and_numbers(collected):
+    from oracle.experiments.shift.findings import findings
+
+    s, data = collected
+    c = data["configurations"].set_index("cell")
+    cap7 = findings("shift_configurations", data, s)
+    worst = c["bayes_cost_pp"].idxmax()
+    assert worst == "imb70" and f"at most {c.loc[worst, 'bayes_cost_pp']:.2f} ± " in cap7
+    assert "the smallest class has 100 to 100 of the N = 1000 rows (imb70" in cap7
+    cap8 = findings("shift_accuracy", data, s)
+    r = c.loc["imb50"]
+    assert f"imb50 {r['delta_pp']:+.2f} raw, {r['delta_adjusted_pp']:+.2f} adjusted" in cap8
+    cap9 = findings("shift_axes", data, s)
+    assert "sigma 0.15: the learner trained on x' " in cap9 and "the oracle's own accuracy on x' 85.0%" in cap9
+    nums = shift.numbers(data, s, {"runs": "runs.csv", "configurations": "conf.csv", "pairs": "pairs.csv"})
+    assert nums["accuracy_adjusted.imb70"]["value"] == pytest.approx(c.loc["imb70", "acc_adjusted"])
+    assert nums["bayes_cost.imb70"]["se"] == pytest.approx(c.loc["imb70", "bayes_cost_se_pp"])

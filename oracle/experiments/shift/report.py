@@ -14,11 +14,13 @@ import pandas as pd
 
 from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import DataError
-from oracle.experiments._pairs import Pair, one_file, pair_rows, pairs_frame
+from oracle.decomposition import mean_se
+from oracle.experiments._pairs import Pair, one_file, pair_rows, pairs_of_rows, read_row_values
 from oracle.experiments.shift import ARTIFACTS, shift_type
 from oracle.experiments.shift.panels import shift_panels
 from oracle.measures.divergences import categorical_kl, counts_kl, label_kl
 from oracle.measures.accuracy_estimators import r2
+from oracle.measures.prior_shift import bayes_prior_cost, prior_adjusted_classes
 from oracle.report.numbers import entry, mean_spread, over_seeds_and_rows
 
 
@@ -36,9 +38,9 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     variants' divergence checks (``inputs["divergences"]``) and the noisy test sets' constants
     (``inputs["noise"]``); ``pairs`` (`configuration_pairs`: accuracy of one configuration minus
     another's, per arch and seed, paired per test row) from the predictions
-    (``inputs["predictions"]``) and the baseline world's samples (``inputs["samples"]``)."""
-
-
+    (``inputs["predictions"]``) and the baseline world's samples (``inputs["samples"]``), which
+    also give each run's logit-adjusted accuracy and each configuration's Bayes cost of its
+    training prior (`prior_rows`)."""
     runs = read_metrics_frame(inputs["metrics"])
     hist = {}
     for path in inputs["histories"]:
@@ -48,20 +50,55 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
         hist[(h["arch"], h["cell"], int(h["seed"]))] = {
             "val_acc": last.get("val_acc", math.nan), "counts": json.dumps(counts) if counts else "",
             "kl_y_empirical": counts_kl(counts) if counts else math.nan,
+            "smallest_class_rows": min(counts) if counts else math.nan,
             "unique_rows": (h.get("shift") or {}).get("unique_rows", math.nan),
             "resampled_classes": json.dumps((h.get("shift") or {}).get("resampled", [])),
         }
     missing = [k for k in zip(runs["arch"], runs["cell"], runs["seed"].astype(int)) if k not in hist]
     if missing:
         raise DataError(f"shift: no history for classifier(s) {missing[:3]}")
-    extra = pd.DataFrame([hist[k] for k in zip(runs["arch"], runs["cell"], runs["seed"].astype(int))])
+    per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"), prior_rows(spec))
+    keys = list(zip(runs["arch"], runs["cell"], runs["seed"].astype(int)))
+    unscored = [k for k in keys if k not in per_row]
+    if unscored:
+        raise DataError(f"shift: no predictions for classifier(s) {unscored[:3]}")
+    adjusted = {k: mean_se(per_row[k]["acc_adjusted"]) for k in keys}
+    extra = pd.DataFrame([{**hist[k], "acc_adjusted": adjusted[k]["mean"], "acc_adjusted_se": adjusted[k]["se"]}
+                          for k in keys])
     runs = pd.concat([runs.reset_index(drop=True), extra], axis=1)
     runs.insert(3, "shift_type", [shift_type(spec, c) for c in runs["cell"]])
     divergences = {d["world"]: d for d in map(_read_json, inputs.get("divergences", []))}
     noise = {round(float(n["sigma"]), 12): n for n in map(_read_json, inputs.get("noise", []))}
-    return {"runs": runs, "configurations": configuration_frame(spec, runs, divergences, noise),
-            "pairs": pairs_frame(inputs["predictions"], one_file(inputs, "samples"), configuration_pairs(spec, runs),
-                                 ("acc",))}
+    costs = {k[1]: mean_se(v["bayes_cost"]) for k, v in per_row.items()}  # a cell's cost: the same per classifier
+    return {"runs": runs, "configurations": configuration_frame(spec, runs, divergences, noise, costs),
+            "pairs": pairs_of_rows(per_row, n_rows, configuration_pairs(spec, runs), ("acc",))}
+
+
+def training_prior(spec: Mapping, cell: str, k: int) -> list[float]:
+    """The class prior [K] of configuration `cell`'s training set: its ``prior``, else its
+    world's, else uniform."""
+    c = spec["configurations"][cell]
+    prior = c["prior"] if c["prior"] is not None else spec["world_priors"][c["world"]]
+    return list(prior) if prior is not None else [1.0 / k] * k
+
+
+def prior_rows(spec: Mapping):
+    """The per-row values (`oracle.experiments._pairs.read_row_values`'s ``extra``) a shift
+    classifier adds on the baseline's test rows, for its configuration's training prior pi_train
+    and the test world's prior pi_world (its samples file's): ``acc_adjusted`` (1 where
+    argmax [log q - log pi_train + log pi_world] is the label, else 0) and ``bayes_cost``
+    (max_y p(y|x) - p(yhat|x), yhat the world's Bayes rule under pi_train:
+    `oracle.measures.prior_shift`)."""
+    def extra(key, log_q, log_p, labels, attrs) -> dict[str, np.ndarray]:
+        cell = key[1]
+        if cell not in spec["configurations"]:
+            raise DataError(f"shift: predictions of classifier {key} of no configuration "
+                            f"({', '.join(spec['configurations'])})")
+        train, world = training_prior(spec, cell, log_p.shape[1]), np.asarray(attrs["prior"], dtype=np.float64)
+        adjusted = prior_adjusted_classes(log_q, train, world)
+        return {"acc_adjusted": (adjusted == labels).astype(np.float64),
+                "bayes_cost": bayes_prior_cost(log_p, world, train)["cost"]}
+    return extra
 
 
 def configuration_pairs(spec: Mapping, runs: pd.DataFrame) -> list[Pair]:
@@ -75,11 +112,11 @@ def configuration_pairs(spec: Mapping, runs: pd.DataFrame) -> list[Pair]:
 
 
 def configuration_frame(spec: Mapping, runs: pd.DataFrame, divergences: Mapping[str, Mapping],
-                        noise: Mapping[float, Mapping]) -> pd.DataFrame:
-    """One row per configuration (config order), aggregated over seeds and architectures."""
-
-
-    base_acc = runs.loc[runs["cell"] == spec["baseline"], "acc"].mean()
+                        noise: Mapping[float, Mapping], costs: Mapping[str, Mapping]) -> pd.DataFrame:
+    """One row per configuration (config order), aggregated over seeds and architectures;
+    `costs` {cell: {"mean", "se"}} the Bayes cost of its training prior (fraction, per row)."""
+    base = runs[runs["cell"] == spec["baseline"]]
+    base_acc, base_adjusted = base["acc"].mean(), base["acc_adjusted"].mean()
     rows = []
     for cell, c in spec["configurations"].items():
         r = runs[runs["cell"] == cell]
@@ -87,8 +124,7 @@ def configuration_frame(spec: Mapping, runs: pd.DataFrame, divergences: Mapping[
             raise DataError(f"shift: no results for configuration {cell!r}")
         t_world = spec["label_temperatures"][c["world"]]
         k = int(r["num_classes"].iloc[0])
-        train_prior = c["prior"] if c["prior"] is not None else spec["world_priors"][c["world"]]
-        train_prior = train_prior or [1.0 / k] * k
+        train_prior = training_prior(spec, cell, k)
         test_prior = spec["world_priors"][spec["world"]] or [1.0 / k] * k
         div = divergences.get(c["world"]) if c["world"] != spec["world"] else None
         if c["world"] != spec["world"] and div is None:
@@ -108,6 +144,12 @@ def configuration_frame(spec: Mapping, runs: pd.DataFrame, divergences: Mapping[
             "kl_monte_carlo_z": div["z"] if div else math.nan,
             "acc": r["acc"].mean(), "acc_std": r["acc"].std(ddof=1), "acc_se_rows": r["acc_se"].mean(),
             "delta_pp": 100.0 * (r["acc"].mean() - base_acc),
+            "acc_adjusted": r["acc_adjusted"].mean(), "acc_adjusted_std": r["acc_adjusted"].std(ddof=1),
+            "acc_adjusted_se_rows": r["acc_adjusted_se"].mean(),
+            "delta_adjusted_pp": 100.0 * (r["acc_adjusted"].mean() - base_adjusted),
+            "bayes_cost_pp": 100.0 * costs[cell]["mean"], "bayes_cost_se_pp": 100.0 * costs[cell]["se"],
+            "smallest_class_rows_min": r["smallest_class_rows"].min(),
+            "smallest_class_rows_max": r["smallest_class_rows"].max(),
             "val_acc": r["val_acc"].mean(), "val_acc_std": r["val_acc"].std(ddof=1),
             "bayes_accuracy": r["bayes_accuracy"].mean(),
             "posterior_shift": nz.get("posterior_shift", {}).get("mean", math.nan),
@@ -201,11 +243,14 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.Data
             "Configuration": c["label"], "pi": [_prior_text(p) for p in c["prior"]], "sigma": c["noise_std"],
             "World": c["world"], "KL_y (target)": c["kl_y_target"], "KL_y (empirical)": c["kl_y_empirical"],
             "± std": c["kl_y_empirical_std"], "Exact KL": c["kl_exact"], "Monte Carlo KL": c["kl_monte_carlo"],
-            "± SE": c["kl_monte_carlo_se"]})
+            "± SE": c["kl_monte_carlo_se"], "Smallest class (rows)": _range_text(c),
+            "Bayes cost of pi (pp)": c["bayes_cost_pp"]})
     if name == "shift_accuracy":
         return pd.DataFrame({
             "Configuration": c["label"], "Test Acc (%)": 100 * c["acc"], "± std": 100 * c["acc_std"],
-            "Δ TestAcc (pp)": c["delta_pp"], "Test Error (%)": 100 * (1 - c["acc"]),
+            "Δ TestAcc (pp)": c["delta_pp"], "Logit-adjusted Acc (%)": 100 * c["acc_adjusted"],
+            "Adjusted ± std": 100 * c["acc_adjusted_std"], "Δ adjusted (pp)": c["delta_adjusted_pp"],
+            "Bayes cost of pi (pp)": c["bayes_cost_pp"], "Test Error (%)": 100 * (1 - c["acc"]),
             "Val Acc (%)": 100 * c["val_acc"], "Val ± std": 100 * c["val_acc_std"]})
     if name == "shift_axes":
         return shift_axes(c)
@@ -216,6 +261,15 @@ def _prior_text(prior_json: str | float) -> str:
     """The prior column as text; "null" (no resampling: the pool's rows) reads back from CSV as NaN."""
     p = json.loads(prior_json) if isinstance(prior_json, str) else None
     return "(pool)" if p is None else "(" + ", ".join(f"{v:g}" for v in p) + ")"
+
+
+def _range_text(c: pd.DataFrame) -> list[str | None]:
+    """The smallest class's rows over a configuration's classifiers as text, "lo-hi" (one
+    number when they agree); None where no counts were recorded."""
+    out: list[str | None] = []
+    for lo, hi in zip(c["smallest_class_rows_min"].astype(float), c["smallest_class_rows_max"].astype(float)):
+        out.append(None if not math.isfinite(lo) else f"{lo:.0f}" if lo == hi else f"{lo:.0f}–{hi:.0f}")
+    return out
 
 
 def shift_axes(c: pd.DataFrame) -> pd.DataFrame:
@@ -246,7 +300,8 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
 def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:
     """``r2_drop_vs_kl_y`` (the paper's 0.04) and ``r2_drop_vs_exact_kl`` with their point counts
     ``r2_points_*``; `type_comparisons` (the shift-type claim); per configuration: ``noise_std``,
-    ``accuracy``, ``accuracy_change`` (pp), ``val_accuracy``, ``kl_y_target``,
+    ``accuracy``, ``accuracy_change`` (pp), ``accuracy_adjusted`` (logit-adjusted), ``bayes_cost``
+    (pp, of the training prior), ``val_accuracy``, ``kl_y_target``,
     ``kl_y_empirical``, ``kl_exact`` and ``kl_monte_carlo`` (world variants),
     ``posterior_shift`` and ``oracle_accuracy_noisy`` (noise)."""
     c, path = data["configurations"], data_paths["configurations"]
@@ -265,6 +320,14 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
         out[f"accuracy_change.{cell}"] = entry(r["delta_pp"], "percentage points", path,
                                                f"{lab}: test accuracy minus the baseline configuration's")
         out[f"noise_std.{cell}"] = entry(float(r["noise_std"]), "1", path, f"{lab}: std of the training images' noise")
+        if "acc_adjusted" in r:  # data collected before these columns lack them
+            out[f"accuracy_adjusted.{cell}"] = entry(
+                r["acc_adjusted"], "fraction", path, f"{lab}: logit-adjusted baseline test accuracy (argmax of log q - "
+                f"log pi_train + log pi_world), mean over {n} runs",
+                **mean_spread(r["acc_adjusted_std"], n))
+            out[f"bayes_cost.{cell}"] = entry(
+                r["bayes_cost_pp"], "percentage points", path, f"{lab}: exact Bayes cost of its training prior on the "
+                "baseline test rows, in expectation over the labels", se=r["bayes_cost_se_pp"], se_over="test rows")
         out[f"val_accuracy.{cell}"] = entry(r["val_acc"], "fraction", path,
                                             f"{lab}: accuracy on the held-out part of its shifted training set",
                                             **mean_spread(r["val_acc_std"], n))
