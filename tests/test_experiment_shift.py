@@ -7,12 +7,14 @@ from __future__ import annotations
 import copy
 import json
 import math
+from collections import Counter
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from oracle.errors import ConfigError
+from oracle.io.splits import write_splits_h5
 from oracle.experiments import shift
 from oracle.report.columns import METRIC_COLUMNS, data_problems
 from oracle.measures.divergences import label_kl, tau_kl
@@ -35,7 +37,7 @@ SEEDS = [0, 1, 2]
 def config():
     cfg = copy.deepcopy(DEFAULT)
     cfg["worlds"] = {"base": {"prior": None, "label_temperature": 1.0, "base_temperature": 1.0},
-                     "tau0.9": {"base_temperature": 0.9, "n_total": 1500, "test_size": 500}}
+                     "tau0.9": {"base_temperature": 0.9, "n_total": 2000, "test_size": 500}}
     cfg["experiments"] = {"sh": {
         "kind": "shift", "world": "base", "archs": ["test_resnet"], "size": 1000, "val_fraction": 0.2,
         "seeds": SEEDS, "labels": "hard", "baseline": "balanced",
@@ -68,7 +70,7 @@ def test_check_fills_defaults_and_training_specs():
     (lambda e: e.update(baseline="nope"), r"'experiments\.sh\.baseline'"),
     (lambda e: e["configurations"]["imb70"].update(prior=[0.7, 0.2, 0.2]), r"configurations\.imb70\.prior': must sum"),
     (lambda e: e["configurations"]["tau"].update(world="nowhere"), r"configurations\.tau\.world': no world"),
-    (lambda e: e.update(size=1001), r"'experiments\.sh\.size': N=1001 exceeds the training pool of world 'tau0.9'"),
+    (lambda e: e.update(size=1501), r"'experiments\.sh\.size': N=1501 exceeds the training pool of world 'tau0.9'"),
     (lambda e: e.update(archs=["nope"]), r"'experiments\.sh\.archs'"),
 ])
 def test_check_names_the_bad_key(change, match):
@@ -95,6 +97,15 @@ def fixture_world():
     return loglik, labels, rng.permutation(TEST_ROWS), 0.4 + 0.5 * rng.random(TEST_ROWS)
 
 
+def pool_world():
+    """The tau0.9 world's labels [2000] and splits (500 test rows, a pool order of 1500 per
+    seed): the "tau" configuration trains on the pool's first 1000 rows."""
+    from oracle.io.splits import make_splits
+
+    labels = np.random.default_rng(8).choice(3, size=2000, p=[0.5, 0.3, 0.2])
+    return labels, make_splits(2000, 500, SEEDS)
+
+
 def _log_q(acc):
     """Log-probabilities right (argmax = label) on exactly round(acc * rows) test rows: the easiest
     rows of one shared order, so two classifiers' errors share their rows, as on real test sets."""
@@ -119,6 +130,9 @@ def collected(tmp_path):
     metrics, histories, predictions = [], [], []
     loglik, labels, _, _ = fixture_world()
     write_world(tmp_path / "all.h5", loglik, labels, [1 / 3, 1 / 3, 1 / 3])
+    pool_labels, pool_splits = pool_world()
+    write_world(tmp_path / "tau0.9.h5", np.zeros((2000, 3)), pool_labels, [1 / 3, 1 / 3, 1 / 3])
+    write_splits_h5(tmp_path / "tau0.9-splits.h5", pool_splits)
     for cell, (prior, _, _, accs) in PAPER.items():
         for seed, acc in zip(SEEDS, accs):
             m = tmp_path / f"m-{cell}-{seed}.json"
@@ -144,7 +158,8 @@ def collected(tmp_path):
                                  "oracle_accuracy_noisy": {"mean": 1 - sigma, "se": 0.004}}))
         noise.append(str(p))
     data = shift.collect(s, {"metrics": metrics, "histories": histories, "divergences": [str(div)], "noise": noise,
-                             "predictions": predictions, "samples": [tmp_path / "all.h5"]})
+                             "predictions": predictions, "samples": [tmp_path / "all.h5"],
+                             "pool_splits": [tmp_path / "tau0.9-splits.h5"], "pool_samples": [tmp_path / "tau0.9.h5"]})
     return s, csv_roundtrip(data, tmp_path)
 
 
@@ -216,9 +231,14 @@ def test_prior_columns_against_loops(collected):
             adjusted.append(np.mean(hits))
         assert c.loc[cell, "acc_adjusted"] == pytest.approx(np.mean(adjusted), abs=1e-12)
         assert c.loc[cell, "acc_adjusted_std"] == pytest.approx(np.std(adjusted, ddof=1), abs=1e-12)
-        smallest = [min(counts_of(prior, sd)) for sd in SEEDS] if prior is not None else [math.nan]
-        assert c.loc[cell, "smallest_class_rows_min"] == pytest.approx(min(smallest), nan_ok=True)
-        assert c.loc[cell, "smallest_class_rows_max"] == pytest.approx(max(smallest), nan_ok=True)
+        if prior is not None:
+            smallest = [min(counts_of(prior, sd)) for sd in SEEDS]
+        else:  # the pool's first 1000 rows of each seed's order, counted here
+            pool_labels, pool_splits = pool_world()
+            smallest = [min(Counter(pool_labels[pool_splits["order"][sd][:1000]].tolist()).values()) for sd in SEEDS]
+            assert len(set(smallest)) > 1  # the seeds' orders differ: the count is per seed
+        assert c.loc[cell, "smallest_class_rows_min"] == min(smallest)
+        assert c.loc[cell, "smallest_class_rows_max"] == max(smallest)
     base = np.mean(c.loc["balanced", "acc_adjusted"])
     assert c["delta_adjusted_pp"].to_numpy() == pytest.approx(100 * (c["acc_adjusted"].to_numpy() - base), abs=1e-9)
     assert moved > 0  # the adjustment changed some run's predictions: the check above is not raw accuracy again
@@ -232,7 +252,8 @@ def test_tables_7_8_9(collected):
     assert t7.loc[6, "pi"] == "(pool)" and t7.loc[0, "KL_y (target)"] == pytest.approx(1.0e-4, rel=5e-3)
     # counts_of: the balanced prior's smallest class has 330 - seed rows, 70/20/10's 100 at every seed
     assert t7.loc[0, "Smallest class (rows)"] == "328–330" and t7.loc[1, "Smallest class (rows)"] == "100"
-    assert pd.isna(t7.loc[6, "Smallest class (rows)"])  # the pool's rows: no counts recorded
+    lo, hi = data["configurations"].loc[6, ["smallest_class_rows_min", "smallest_class_rows_max"]]
+    assert t7.loc[6, "Smallest class (rows)"] == f"{lo:.0f}–{hi:.0f}"  # the pool's rows, counted by collect
     assert t7["Bayes cost of pi (pp)"].tolist() == data["configurations"]["bayes_cost_pp"].tolist()
     t8 = shift.table("shift_accuracy", data, s)
     assert t8.loc[0, "Δ TestAcc (pp)"] == 0.0 and t8.loc[0, "Δ adjusted (pp)"] == 0.0

@@ -173,15 +173,25 @@ def shift_type(spec: Mapping, cell: str) -> str:
     return f"prior{noisy}"
 
 
+def pool_worlds(spec: Mapping) -> list[str]:
+    """The worlds of the configurations that train on the pool's first N rows (``prior`` null):
+    their training sets record no class counts, so collect reads their labels."""
+    return sorted({c["world"] for c in spec["configurations"].values() if c["prior"] is None})
+
+
 def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """Metrics, predictions and histories of its classifiers, the baseline world's samples and shards (the
     posterior at the test rows, which pairs two configurations per row), the exact-KL checks of
-    its variant training worlds, the oracle's posterior shift at its noise levels."""
+    its variant training worlds, the oracle's posterior shift at its noise levels; the splits,
+    samples and shards of the `pool_worlds` (one each, in that order)."""
+    pool = pool_worlds(spec)
     return {"metrics": paths.experiment_metrics(name), "histories": paths.experiment_histories(name),
             "predictions": paths.experiment_predictions(name), "samples": [paths.world_samples(spec["world"])],
             "shards": paths.world_shards(spec["world"]),
             "divergences": paths.divergences(variant_worlds(spec), spec["world"]),
-            "noise": paths.noisy_constants(spec["world"], noise_levels(spec))}
+            "noise": paths.noisy_constants(spec["world"], noise_levels(spec)),
+            "pool_splits": [paths.world_splits(w) for w in pool], "pool_samples": [paths.world_samples(w) for w in pool],
+            "pool_shards": [s for w in pool for s in paths.world_shards(w)]}
 
 
 SCHEMA = entry_schema(__file__)

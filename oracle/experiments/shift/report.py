@@ -57,6 +57,10 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     missing = [k for k in zip(runs["arch"], runs["cell"], runs["seed"].astype(int)) if k not in hist]
     if missing:
         raise DataError(f"shift: no history for classifier(s) {missing[:3]}")
+    pool = pool_counts(spec, inputs, sorted({(k[1], k[2]) for k in hist if not hist[k]["counts"]}))
+    for k, h in hist.items():
+        if not h["counts"] and (k[1], k[2]) in pool:
+            h["smallest_class_rows"] = int(pool[(k[1], k[2])].min())
     per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"), prior_rows(spec))
     keys = list(zip(runs["arch"], runs["cell"], runs["seed"].astype(int)))
     unscored = [k for k in keys if k not in per_row]
@@ -72,6 +76,35 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     costs = {k[1]: mean_se(v["bayes_cost"]) for k, v in per_row.items()}  # a cell's cost: the same per classifier
     return {"runs": runs, "configurations": configuration_frame(spec, runs, divergences, noise, costs),
             "pairs": pairs_of_rows(per_row, n_rows, configuration_pairs(spec, runs), ("acc",))}
+
+
+def pool_counts(spec: Mapping, inputs: Mapping[str, Sequence[str]],
+                wanted: Sequence[tuple[str, int]]) -> dict[tuple[str, int], np.ndarray]:
+    """Class counts int64 [K] of the training set (the pool's first N rows of the seed's order)
+    of each wanted (cell, seed) whose configuration has no ``prior``, from its world's splits and
+    samples (``inputs["pool_splits"]``, ``inputs["pool_samples"]``, one per
+    `oracle.experiments.shift.pool_worlds` in that order); cells with a prior are left out."""
+    from oracle.experiments.shift import pool_worlds
+    from oracle.io.sample_rows import read_rows
+    from oracle.io.splits import read_splits_h5, training_indices
+
+    worlds = pool_worlds(spec)
+    splits, samples = list(inputs.get("pool_splits") or []), list(inputs.get("pool_samples") or [])
+    if len(splits) != len(worlds) or len(samples) != len(worlds):
+        raise DataError(f"shift collect inputs pool_splits/pool_samples: expected one file per pool world "
+                        f"({', '.join(worlds) or 'none'}), got {len(splits)} and {len(samples)}")
+    files = dict(zip(worlds, zip(splits, samples)))
+    read: dict[str, dict] = {}
+    out = {}
+    for cell, seed in wanted:
+        c = spec["configurations"].get(cell)
+        if c is None or c["prior"] is not None:
+            continue
+        split_path, sample_path = files[c["world"]]
+        order = read.setdefault(c["world"], read_splits_h5(split_path))
+        rows = read_rows(sample_path, training_indices(order, seed, spec["size"]), fields=("label",))
+        out[(cell, seed)] = np.bincount(rows["label"], minlength=int(rows["attrs"]["num_classes"]))
+    return out
 
 
 def training_prior(spec: Mapping, cell: str, k: int) -> list[float]:
