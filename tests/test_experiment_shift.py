@@ -72,9 +72,12 @@ def test_check_fills_defaults_and_training_specs():
     (lambda e: e["configurations"]["tau"].update(world="nowhere"), r"configurations\.tau\.world': no world"),
     (lambda e: e.update(size=1501), r"'experiments\.sh\.size': N=1501 exceeds the training pool of world 'tau0.9'"),
     (lambda e: e.update(archs=["nope"]), r"'experiments\.sh\.archs'"),
+    (lambda e: e["configurations"]["imb70"].update(world="sub"),
+     r"configurations\.imb70\.prior': puts mass on class\(es\) \[2\], which world 'sub' never draws"),
 ])
 def test_check_names_the_bad_key(change, match):
     cfg = config()
+    cfg["worlds"]["sub"] = {"base_temperature": 1.0, "prior": [0.5, 0.5, 0.0]}
     change(cfg["experiments"]["sh"])
     with pytest.raises(ConfigError, match=match):
         shift.check("sh", copy.deepcopy(cfg["experiments"]["sh"]), cfg)
@@ -126,7 +129,11 @@ def _predictions(root, cell, seed, acc):
 
 @pytest.fixture
 def collected(tmp_path):
-    s = spec()
+    return collect_fixture(tmp_path, spec())
+
+
+def collect_fixture(tmp_path, s):
+    """The fixture's inputs written under `tmp_path`, collected for spec `s`: (s, data read back from CSV)."""
     metrics, histories, predictions = [], [], []
     loglik, labels, _, _ = fixture_world()
     write_world(tmp_path / "all.h5", loglik, labels, [1 / 3, 1 / 3, 1 / 3])
@@ -350,6 +357,33 @@ def test_data_columns_are_described(collected):
     problems = data_problems("shift", {name: list(frame.columns) for name, frame in collected[1].items()},
                              {"runs": METRIC_COLUMNS})
     assert not problems, problems
+
+
+def test_kl_y_is_against_the_baseline_worlds_prior(tmp_path):
+    """The paper's Eq. 8 measures KL_y against the baseline label prior P0 (uniform there): a
+    baseline world of another prior (a world of 3 of 4 classes, say) is the reference."""
+    s = spec()
+    p0 = [0.5, 0.25, 0.25]
+    s["world_priors"]["base"] = p0
+    _, data = collect_fixture(tmp_path, s)
+    c = data["configurations"].set_index("cell")
+    prior = PAPER["imb70"][0]
+    assert c.loc["imb70", "kl_y_target"] == pytest.approx(sum(p * math.log(p / q) for p, q in zip(prior, p0)), abs=1e-14)
+    kl = [sum(n / 1000 * math.log(n / 1000 / q) for n, q in zip(counts_of(prior, sd), p0)) for sd in SEEDS]
+    assert c.loc["imb70", "kl_y_empirical"] == pytest.approx(np.mean(kl), abs=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # P0 lacks a class the test priors use: KL_y inf
+def test_smallest_class_counts_only_the_baseline_worlds_classes(tmp_path):
+    """A baseline world of classes 0 and 1 of 3 (P0 = (0.5, 0.5, 0)): its smallest class is the
+    smaller of those two counts, not the absent class's."""
+    s = spec()
+    s["world_priors"]["base"] = [0.5, 0.5, 0.0]
+    _, data = collect_fixture(tmp_path, s)
+    c = data["configurations"].set_index("cell")
+    smallest = [min(counts_of(PAPER["imb70"][0], sd)[:2]) for sd in SEEDS]  # (700 + seed, 200 - seed)
+    assert (c.loc["imb70", "smallest_class_rows_min"], c.loc["imb70", "smallest_class_rows_max"]) == (198, 200)
+    assert smallest == [200, 199, 198]
 
 
 def test_prior_columns_reach_the_captions_and_numbers(collected):

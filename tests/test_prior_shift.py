@@ -71,6 +71,22 @@ def test_adjusted_classes_against_loops():
     assert prior_adjusted_classes(log_q, frm, to).tolist() == want
 
 
+def test_classes_outside_the_worlds_support():
+    """A world of 3 of a learner's 5 classes (prior 0 on the others): the adjustment never
+    predicts an absent class, and the Bayes cost of a prior on the 3 is that of the 3-class world."""
+    rng = np.random.default_rng(7)
+    log_q = rng.normal(size=(300, 5))
+    log_q[:, 4] += 5.0  # the learner likes an absent class
+    world5, train5 = [1 / 3, 1 / 3, 1 / 3, 0.0, 0.0], [0.7, 0.2, 0.1, 0.0, 0.0]
+    got = prior_adjusted_classes(log_q, train5, world5)
+    assert got.tolist() == prior_adjusted_classes(log_q[:, :3], train5[:3], world5[:3]).tolist()
+    log_p3 = log_softmax_np(rng.normal(size=(300, 3)))
+    with np.errstate(divide="ignore"):
+        log_p5 = np.concatenate([log_p3, np.full((300, 2), -np.inf)], axis=1)
+    np.testing.assert_array_equal(bayes_prior_cost(log_p5, world5, train5)["cost"],
+                                  bayes_prior_cost(log_p3, world5[:3], train5[:3])["cost"])
+
+
 @pytest.mark.parametrize("call,match", [
     (lambda: prior_adjusted_classes(np.zeros((2, 3)), [0.5, 0.5, 0.0], [1 / 3] * 3), "zero entry"),
     (lambda: prior_adjusted_classes(np.zeros((2, 3)), [0.5, 0.5], [1 / 3] * 3), r"prior_from=.*3 non-negative"),

@@ -45,16 +45,20 @@ def prior_adjusted_classes(log_q, prior_from, prior_to) -> np.ndarray:
 
     Args:
         log_q: log-probabilities (or logits: the argmax is the same) float [n, K], nats.
-        prior_from: the prior the probabilities carry [K] (a learner's training prior); every
-            entry > 0 (a class never seen cannot be adjusted back).
-        prior_to: the prior to predict under [K] (the test world's).
+        prior_from: the prior the probabilities carry [K] (a learner's training prior); > 0
+            wherever `prior_to` is (a class never seen cannot be adjusted back).
+        prior_to: the prior to predict under [K] (the test world's); a class it gives 0 is
+            never predicted (a world of fewer classes than the learner's outputs).
     """
     lq = _log_probs(log_q, "log_q")
     k = lq.shape[1]
     lf, lt = _log_prior(prior_from, k, "prior_from"), _log_prior(prior_to, k, "prior_to")
-    if not np.isfinite(lf).all():
-        raise DataError(f"prior_from={np.asarray(prior_from).tolist()}: a zero entry cannot be adjusted out")
-    return (lq - lf[None, :] + lt[None, :]).argmax(axis=1)
+    present = np.isfinite(lt)
+    if not np.isfinite(lf[present]).all():
+        raise DataError(f"prior_from={np.asarray(prior_from).tolist()}: a zero entry where prior_to="
+                        f"{np.asarray(prior_to).tolist()} is positive cannot be adjusted out")
+    shift = np.where(present, lt - np.where(present, lf, 0.0), -np.inf)
+    return (lq + shift[None, :]).argmax(axis=1)
 
 
 def bayes_prior_cost(log_p, prior_world, prior_train) -> dict[str, np.ndarray]:

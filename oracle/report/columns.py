@@ -143,9 +143,12 @@ CSV_COLUMNS: tuple[CsvColumns, ...] = (
                 **{k: v for k, v in _ID.items() if k not in ("experiment", "arch", "cell")}, **_METRICS, **_TRAINING,
                 "val_acc": ("fraction", "accuracy on the held-out part of the shifted training set, last epoch"),
                 "counts": ("JSON", "realised class counts of the training set (empty when not recorded)"),
-                "kl_y_empirical": ("nats", "KL_y of the realised class frequencies against the uniform prior"),
-                "smallest_class_rows": ("samples", "rows of the smallest class among the realised counts (the "
-                                                   "N rows before the validation split; NaN when not recorded)"),
+                "kl_y_empirical": ("nats", "KL_y of the realised class frequencies against the baseline world's "
+                                           "class prior P0 (uniform unless the world sets one)"),
+                "smallest_class_rows": ("samples", "rows of the smallest class the baseline world draws, in the "
+                                                   "training set's N rows before the validation split: the "
+                                                   "realised counts, or for a configuration on the pool's first N "
+                                                   "rows, their labels counted by collect"),
                 "unique_rows": ("samples", "distinct sample rows in the training set (resampling draws with "
                                            "replacement)"),
                 "resampled_classes": ("JSON", "classes drawn with replacement, a JSON list"),
@@ -163,7 +166,7 @@ CSV_COLUMNS: tuple[CsvColumns, ...] = (
                 "noise_std": ("1 (pixel scale [-1, 1])", "sigma of the Gaussian noise added to the training "
                                                          "images, x' = clip(x + eps, -1, 1)"),
                 "n_runs": ("classifiers", "classifiers averaged"),
-                "kl_y_target": ("nats", "KL_y(pi || uniform) of the configured prior (NaN without one)"),
+                "kl_y_target": ("nats", "KL_y(pi || P0) of the configured prior, P0 the baseline world's (NaN without one)"),
                 "kl_y_empirical": ("nats", "mean of runs.csv kl_y_empirical"),
                 "kl_y_empirical_std": ("nats", "its std over the classifiers"),
                 "kl_exact": ("nats", "exact KL(p_train(x, y) || p_test(x, y)) where tractable (no noise, label "

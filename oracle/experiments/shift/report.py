@@ -49,8 +49,8 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
         counts = (h.get("shift") or {}).get("counts")
         hist[(h["arch"], h["cell"], int(h["seed"]))] = {
             "val_acc": last.get("val_acc", math.nan), "counts": json.dumps(counts) if counts else "",
-            "kl_y_empirical": counts_kl(counts) if counts else math.nan,
-            "smallest_class_rows": min(counts) if counts else math.nan,
+            "kl_y_empirical": counts_kl(counts, baseline_prior(spec)) if counts else math.nan,
+            "smallest_class_rows": smallest_class(counts, spec) if counts else math.nan,
             "unique_rows": (h.get("shift") or {}).get("unique_rows", math.nan),
             "resampled_classes": json.dumps((h.get("shift") or {}).get("resampled", [])),
         }
@@ -60,7 +60,7 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     pool = pool_counts(spec, inputs, sorted({(k[1], k[2]) for k in hist if not hist[k]["counts"]}))
     for k, h in hist.items():
         if not h["counts"] and (k[1], k[2]) in pool:
-            h["smallest_class_rows"] = int(pool[(k[1], k[2])].min())
+            h["smallest_class_rows"] = smallest_class(pool[(k[1], k[2])], spec)
     per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"), prior_rows(spec))
     keys = list(zip(runs["arch"], runs["cell"], runs["seed"].astype(int)))
     unscored = [k for k in keys if k not in per_row]
@@ -105,6 +105,18 @@ def pool_counts(spec: Mapping, inputs: Mapping[str, Sequence[str]],
         rows = read_rows(sample_path, training_indices(order, seed, spec["size"]), fields=("label",))
         out[(cell, seed)] = np.bincount(rows["label"], minlength=int(rows["attrs"]["num_classes"]))
     return out
+
+
+def smallest_class(counts: Sequence[int] | np.ndarray, spec: Mapping) -> int:
+    """The fewest rows of a class the baseline world draws (P0 > 0) among class counts [K]."""
+    p0 = baseline_prior(spec)
+    c = np.asarray(counts, dtype=np.int64)
+    return int(c[np.asarray(p0, dtype=np.float64) > 0].min() if p0 is not None else c.min())
+
+
+def baseline_prior(spec: Mapping) -> list[float] | None:
+    """P0 of KL_y (the paper's Eq. 8): the baseline world's class prior (None: uniform)."""
+    return spec["world_priors"][spec["world"]]
 
 
 def training_prior(spec: Mapping, cell: str, k: int) -> list[float]:
@@ -169,7 +181,7 @@ def configuration_frame(spec: Mapping, runs: pd.DataFrame, divergences: Mapping[
         rows.append({
             "cell": cell, "label": c["label"], "shift_type": shift_type(spec, cell), "world": c["world"],
             "prior": json.dumps(c["prior"]), "noise_std": c["noise_std"], "n_runs": len(r),
-            "kl_y_target": label_kl(c["prior"]) if c["prior"] is not None else math.nan,
+            "kl_y_target": label_kl(c["prior"], baseline_prior(spec)) if c["prior"] is not None else math.nan,
             "kl_y_empirical": r["kl_y_empirical"].mean(), "kl_y_empirical_std": r["kl_y_empirical"].std(ddof=1),
             "kl_exact": exact,
             "kl_monte_carlo": div["monte_carlo"]["mean"] if div else math.nan,
@@ -364,7 +376,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
         out[f"val_accuracy.{cell}"] = entry(r["val_acc"], "fraction", path,
                                             f"{lab}: accuracy on the held-out part of its shifted training set",
                                             **mean_spread(r["val_acc_std"], n))
-        for col, desc in (("kl_y_target", "KL_y(pi || uniform) of the target prior"),
+        for col, desc in (("kl_y_target", "KL_y(pi || P0) of the target prior, P0 the baseline world's class prior"),
                           ("kl_y_empirical", "KL_y of the realised class counts, mean over runs"),
                           ("kl_exact", "exact KL(p_train || p_test)"),
                           ("kl_monte_carlo", "Monte Carlo KL(p_train || p_test) from the flow's own log densities"),
