@@ -394,7 +394,9 @@ def test_prior_columns_reach_the_captions_and_numbers(collected):
     cap7 = findings("shift_configurations", data, s)
     worst = c["bayes_cost_pp"].idxmax()
     assert worst == "imb70" and f"at most {c.loc[worst, 'bayes_cost_pp']:.2f} ± " in cap7
-    assert "the smallest class has 100 to 100 of the N = 1000 rows (imb70" in cap7
+    assert "the smallest class has 100 of the N = 1000 rows (imb70" in cap7
+    zero = {**data, "configurations": data["configurations"].assign(bayes_cost_pp=0.0)}
+    assert "in expectation over the labels) is 0 for every configuration." in findings("shift_configurations", zero, s)
     cap8 = findings("shift_accuracy", data, s)
     r = c.loc["imb50"]
     assert f"imb50 {r['delta_pp']:+.2f} raw, {r['delta_adjusted_pp']:+.2f} adjusted" in cap8

@@ -39,13 +39,16 @@ def prior_finding(conf: pd.DataFrame, spec: Mapping) -> str:
     counted = conf["smallest_class_rows_min"].astype(float)
     lo = conf.loc[counted.idxmin()] if counted.notna().any() else None
     worst = conf.loc[conf["bayes_cost_pp"].astype(float).idxmax()]
-    rows = "" if lo is None else (
-        f"the smallest class has {lo['smallest_class_rows_min']:.0f} to {lo['smallest_class_rows_max']:.0f} of the N = "
-        f"{int(spec['size'])} rows ({lo['label']}; before the {100 * float(spec['val_fraction']):.0f}% validation "
-        "split); ")
+    rows = ""
+    if lo is not None:
+        a, b = f"{lo['smallest_class_rows_min']:.0f}", f"{lo['smallest_class_rows_max']:.0f}"
+        rows = (f"the smallest class has {a if a == b else f'{a} to {b}'} of the N = {int(spec['size'])} rows "
+                f"({lo['label']}; before the {100 * float(spec['val_fraction']):.0f}% validation split); ")
+    cost = ("is 0 for every configuration" if worst["bayes_cost_pp"] == 0 else
+            f"is at most {worst['bayes_cost_pp']:.2f} ± {worst['bayes_cost_se_pp']:.2f} pp (SE over the rows; "
+            f"{worst['label']})")
     return (f"This run: {rows}the exact Bayes cost of a training prior on the baseline test rows (the world's Bayes "
-            f"rule under that prior against its own, in expectation over the labels) is at most "
-            f"{worst['bayes_cost_pp']:.2f} ± {worst['bayes_cost_se_pp']:.2f} pp (SE over the rows; {worst['label']}).")
+            f"rule under that prior against its own, in expectation over the labels) {cost}.")
 
 
 def adjusted_finding(conf: pd.DataFrame) -> str:
