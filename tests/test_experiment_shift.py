@@ -7,12 +7,14 @@ from __future__ import annotations
 import copy
 import json
 import math
+from collections import Counter
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from oracle.errors import ConfigError
+from oracle.io.splits import write_splits_h5
 from oracle.experiments import shift
 from oracle.report.columns import METRIC_COLUMNS, data_problems
 from oracle.measures.divergences import label_kl, tau_kl
@@ -35,7 +37,7 @@ SEEDS = [0, 1, 2]
 def config():
     cfg = copy.deepcopy(DEFAULT)
     cfg["worlds"] = {"base": {"prior": None, "label_temperature": 1.0, "base_temperature": 1.0},
-                     "tau0.9": {"base_temperature": 0.9, "n_total": 1500, "test_size": 500}}
+                     "tau0.9": {"base_temperature": 0.9, "n_total": 2000, "test_size": 500}}
     cfg["experiments"] = {"sh": {
         "kind": "shift", "world": "base", "archs": ["test_resnet"], "size": 1000, "val_fraction": 0.2,
         "seeds": SEEDS, "labels": "hard", "baseline": "balanced",
@@ -68,11 +70,14 @@ def test_check_fills_defaults_and_training_specs():
     (lambda e: e.update(baseline="nope"), r"'experiments\.sh\.baseline'"),
     (lambda e: e["configurations"]["imb70"].update(prior=[0.7, 0.2, 0.2]), r"configurations\.imb70\.prior': must sum"),
     (lambda e: e["configurations"]["tau"].update(world="nowhere"), r"configurations\.tau\.world': no world"),
-    (lambda e: e.update(size=1001), r"'experiments\.sh\.size': N=1001 exceeds the training pool of world 'tau0.9'"),
+    (lambda e: e.update(size=1501), r"'experiments\.sh\.size': N=1501 exceeds the training pool of world 'tau0.9'"),
     (lambda e: e.update(archs=["nope"]), r"'experiments\.sh\.archs'"),
+    (lambda e: e["configurations"]["imb70"].update(world="sub"),
+     r"configurations\.imb70\.prior': puts mass on class\(es\) \[2\], which world 'sub' never draws"),
 ])
 def test_check_names_the_bad_key(change, match):
     cfg = config()
+    cfg["worlds"]["sub"] = {"base_temperature": 1.0, "prior": [0.5, 0.5, 0.0]}
     change(cfg["experiments"]["sh"])
     with pytest.raises(ConfigError, match=match):
         shift.check("sh", copy.deepcopy(cfg["experiments"]["sh"]), cfg)
@@ -85,27 +90,56 @@ def counts_of(prior, seed):
 TEST_ROWS = 2000
 
 
-def _predictions(root, world, cell, seed, acc):
-    """Predictions on the world's test rows right on exactly round(acc * rows) of them: the easiest
+def fixture_world():
+    """The fixture's test rows: log p(x|y) [n, 3], labels [n], the order in which classifiers get
+    them right, and each row's confidence in its predicted class (0.4 to 0.9: prior adjustment
+    moves the less confident rows)."""
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 3, TEST_ROWS)
+    loglik = rng.normal(size=(TEST_ROWS, 3))
+    return loglik, labels, rng.permutation(TEST_ROWS), 0.4 + 0.5 * rng.random(TEST_ROWS)
+
+
+def pool_world():
+    """The tau0.9 world's labels [2000] and splits (500 test rows, a pool order of 1500 per
+    seed): the "tau" configuration trains on the pool's first 1000 rows."""
+    from oracle.io.splits import make_splits
+
+    labels = np.random.default_rng(8).choice(3, size=2000, p=[0.5, 0.3, 0.2])
+    return labels, make_splits(2000, 500, SEEDS)
+
+
+def _log_q(acc):
+    """Log-probabilities right (argmax = label) on exactly round(acc * rows) test rows: the easiest
     rows of one shared order, so two classifiers' errors share their rows, as on real test sets."""
-    order, labels = world
+    _, labels, order, confidence = fixture_world()
     right = np.zeros(TEST_ROWS, bool)
     right[order[: round(acc * TEST_ROWS)]] = True
     guess = np.where(right, labels, (labels + 1) % 3)
-    log_q = np.log(np.full((TEST_ROWS, 3), 0.1))
-    log_q[np.arange(TEST_ROWS), guess] = np.log(0.8)
+    q = np.repeat(((1 - confidence) / 2)[:, None], 3, axis=1)
+    q[np.arange(TEST_ROWS), guess] = confidence
+    return np.log(q), labels
+
+
+def _predictions(root, cell, seed, acc):
+    log_q, labels = _log_q(acc)
     ident = {"experiment": "sh", "arch": "test_resnet", "cell": cell, "seed": seed, "evalset": "base"}
     return str(write_classifier(root / f"p-{cell}-{seed}.h5", ident, log_q, labels, np.arange(TEST_ROWS)))
 
 
 @pytest.fixture
 def collected(tmp_path):
-    s = spec()
+    return collect_fixture(tmp_path, spec())
+
+
+def collect_fixture(tmp_path, s):
+    """The fixture's inputs written under `tmp_path`, collected for spec `s`: (s, data read back from CSV)."""
     metrics, histories, predictions = [], [], []
-    rng = np.random.default_rng(5)
-    labels = rng.integers(0, 3, TEST_ROWS)
-    write_world(tmp_path / "all.h5", rng.normal(size=(TEST_ROWS, 3)), labels, [1 / 3, 1 / 3, 1 / 3])
-    world = (rng.permutation(TEST_ROWS), labels)
+    loglik, labels, _, _ = fixture_world()
+    write_world(tmp_path / "all.h5", loglik, labels, [1 / 3, 1 / 3, 1 / 3])
+    pool_labels, pool_splits = pool_world()
+    write_world(tmp_path / "tau0.9.h5", np.zeros((2000, 3)), pool_labels, [1 / 3, 1 / 3, 1 / 3])
+    write_splits_h5(tmp_path / "tau0.9-splits.h5", pool_splits)
     for cell, (prior, _, _, accs) in PAPER.items():
         for seed, acc in zip(SEEDS, accs):
             m = tmp_path / f"m-{cell}-{seed}.json"
@@ -120,7 +154,7 @@ def collected(tmp_path):
                                      "history": [{"val_acc": 0.5}, {"val_acc": acc + 0.005}], "shift": shift_info}))
             metrics.append(str(m))
             histories.append(str(h))
-            predictions.append(_predictions(tmp_path, world, cell, seed, acc))
+            predictions.append(_predictions(tmp_path, cell, seed, acc))
     div = tmp_path / "kl.json"
     div.write_text(json.dumps({"world": "tau0.9", "closed_form": {"prior": 0.0, "tau": tau_kl(64, 0.9), "total": tau_kl(64, 0.9)},
                                "monte_carlo": {"mean": 0.65, "se": 0.02, "n": 4096}, "z": -0.6}))
@@ -131,7 +165,8 @@ def collected(tmp_path):
                                  "oracle_accuracy_noisy": {"mean": 1 - sigma, "se": 0.004}}))
         noise.append(str(p))
     data = shift.collect(s, {"metrics": metrics, "histories": histories, "divergences": [str(div)], "noise": noise,
-                             "predictions": predictions, "samples": [tmp_path / "all.h5"]})
+                             "predictions": predictions, "samples": [tmp_path / "all.h5"],
+                             "pool_splits": [tmp_path / "tau0.9-splits.h5"], "pool_samples": [tmp_path / "tau0.9.h5"]})
     return s, csv_roundtrip(data, tmp_path)
 
 
@@ -169,13 +204,67 @@ def test_configurations_against_hand_aggregates(collected):
     assert len(runs) == len(PAPER) * len(SEEDS) and set(runs["shift_type"]) == set(shift.TYPES[:5])
 
 
+def _train_prior(prior):
+    return prior if prior is not None else [1 / 3] * 3  # the tau0.9 variant keeps the uniform prior
+
+
+def test_prior_columns_against_loops(collected):
+    """Per configuration: the Bayes cost of its training prior on the test rows (loops over rows
+    and classes), the smallest class of its realised counts over seeds, and the logit-adjusted
+    accuracy (argmax of log q - log pi_train + log(1/3), loops) of each run, aggregated by hand."""
+    _, data = collected
+    c, runs = data["configurations"].set_index("cell"), data["runs"]
+    loglik, labels, _, _ = fixture_world()
+    moved = 0
+    for cell, (prior, _, _, accs) in PAPER.items():
+        pi = _train_prior(prior)
+        cost = []
+        for row in loglik:  # the world's prior is uniform: p(y|x) ∝ p(x|y), the rule under pi ∝ p(x|y) pi(y)
+            p = [math.exp(v) / sum(math.exp(u) for u in row) for v in row]
+            rule = max(range(3), key=lambda y: (p[y] * pi[y], -y))
+            cost.append(max(p) - p[rule])
+        assert c.loc[cell, "bayes_cost_pp"] == pytest.approx(100 * np.mean(cost), abs=1e-10)
+        assert c.loc[cell, "bayes_cost_se_pp"] == pytest.approx(100 * np.std(cost, ddof=1) / math.sqrt(TEST_ROWS),
+                                                                abs=1e-10)
+        adjusted = []
+        for seed, acc in zip(SEEDS, accs):
+            log_q, _ = _log_q(acc)
+            hits = [max(range(3), key=lambda y: (q[y] - math.log(pi[y]) + math.log(1 / 3), -y)) == lab
+                    for q, lab in zip(log_q.tolist(), labels.tolist())]
+            moved += sum(hits) != round(acc * TEST_ROWS)
+            run = runs[(runs["cell"] == cell) & (runs["seed"] == seed)].iloc[0]
+            assert run["acc_adjusted"] == pytest.approx(np.mean(hits), abs=1e-12)
+            assert run["acc_adjusted_se"] == pytest.approx(np.std(hits, ddof=1) / math.sqrt(TEST_ROWS), abs=1e-12)
+            adjusted.append(np.mean(hits))
+        assert c.loc[cell, "acc_adjusted"] == pytest.approx(np.mean(adjusted), abs=1e-12)
+        assert c.loc[cell, "acc_adjusted_std"] == pytest.approx(np.std(adjusted, ddof=1), abs=1e-12)
+        if prior is not None:
+            smallest = [min(counts_of(prior, sd)) for sd in SEEDS]
+        else:  # the pool's first 1000 rows of each seed's order, counted here
+            pool_labels, pool_splits = pool_world()
+            smallest = [min(Counter(pool_labels[pool_splits["order"][sd][:1000]].tolist()).values()) for sd in SEEDS]
+            assert len(set(smallest)) > 1  # the seeds' orders differ: the count is per seed
+        assert c.loc[cell, "smallest_class_rows_min"] == min(smallest)
+        assert c.loc[cell, "smallest_class_rows_max"] == max(smallest)
+    base = np.mean(c.loc["balanced", "acc_adjusted"])
+    assert c["delta_adjusted_pp"].to_numpy() == pytest.approx(100 * (c["acc_adjusted"].to_numpy() - base), abs=1e-9)
+    assert moved > 0  # the adjustment changed some run's predictions: the check above is not raw accuracy again
+    assert c.loc["imb70", "bayes_cost_pp"] > c.loc["imb50", "bayes_cost_pp"] > 0 == c.loc["tau", "bayes_cost_pp"]
+
+
 def test_tables_7_8_9(collected):
     s, data = collected
     t7 = shift.table("shift_configurations", data, s)
     assert list(t7["Configuration"]) == list(PAPER) and t7.loc[0, "pi"] == "(0.33, 0.33, 0.34)"
     assert t7.loc[6, "pi"] == "(pool)" and t7.loc[0, "KL_y (target)"] == pytest.approx(1.0e-4, rel=5e-3)
+    # counts_of: the balanced prior's smallest class has 330 - seed rows, 70/20/10's 100 at every seed
+    assert t7.loc[0, "Smallest class (rows)"] == "328–330" and t7.loc[1, "Smallest class (rows)"] == "100"
+    lo, hi = data["configurations"].loc[6, ["smallest_class_rows_min", "smallest_class_rows_max"]]
+    assert t7.loc[6, "Smallest class (rows)"] == f"{lo:.0f}–{hi:.0f}"  # the pool's rows, counted by collect
+    assert t7["Bayes cost of pi (pp)"].tolist() == data["configurations"]["bayes_cost_pp"].tolist()
     t8 = shift.table("shift_accuracy", data, s)
-    assert t8.loc[0, "Δ TestAcc (pp)"] == 0.0
+    assert t8.loc[0, "Δ TestAcc (pp)"] == 0.0 and t8.loc[0, "Δ adjusted (pp)"] == 0.0
+    assert t8["Logit-adjusted Acc (%)"].tolist() == pytest.approx((100 * data["configurations"]["acc_adjusted"]).tolist())
     assert t8["Test Error (%)"].to_numpy() == pytest.approx(100 - t8["Test Acc (%)"].to_numpy())
     t9 = shift.table("shift_axes", data, s)
     assert list(t9["Prior config"].dropna()) == ["balanced", "imb70", "imb50"]
@@ -268,3 +357,51 @@ def test_data_columns_are_described(collected):
     problems = data_problems("shift", {name: list(frame.columns) for name, frame in collected[1].items()},
                              {"runs": METRIC_COLUMNS})
     assert not problems, problems
+
+
+def test_kl_y_is_against_the_baseline_worlds_prior(tmp_path):
+    """The paper's Eq. 8 measures KL_y against the baseline label prior P0 (uniform there): a
+    baseline world of another prior (a world of 3 of 4 classes, say) is the reference."""
+    s = spec()
+    p0 = [0.5, 0.25, 0.25]
+    s["world_priors"]["base"] = p0
+    _, data = collect_fixture(tmp_path, s)
+    c = data["configurations"].set_index("cell")
+    prior = PAPER["imb70"][0]
+    assert c.loc["imb70", "kl_y_target"] == pytest.approx(sum(p * math.log(p / q) for p, q in zip(prior, p0)), abs=1e-14)
+    kl = [sum(n / 1000 * math.log(n / 1000 / q) for n, q in zip(counts_of(prior, sd), p0)) for sd in SEEDS]
+    assert c.loc["imb70", "kl_y_empirical"] == pytest.approx(np.mean(kl), abs=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # P0 lacks a class the test priors use: KL_y inf
+def test_smallest_class_counts_only_the_baseline_worlds_classes(tmp_path):
+    """A baseline world of classes 0 and 1 of 3 (P0 = (0.5, 0.5, 0)): its smallest class is the
+    smaller of those two counts, not the absent class's."""
+    s = spec()
+    s["world_priors"]["base"] = [0.5, 0.5, 0.0]
+    _, data = collect_fixture(tmp_path, s)
+    c = data["configurations"].set_index("cell")
+    smallest = [min(counts_of(PAPER["imb70"][0], sd)[:2]) for sd in SEEDS]  # (700 + seed, 200 - seed)
+    assert (c.loc["imb70", "smallest_class_rows_min"], c.loc["imb70", "smallest_class_rows_max"]) == (198, 200)
+    assert smallest == [200, 199, 198]
+
+
+def test_prior_columns_reach_the_captions_and_numbers(collected):
+    from oracle.experiments.shift.findings import findings
+
+    s, data = collected
+    c = data["configurations"].set_index("cell")
+    cap7 = findings("shift_configurations", data, s)
+    worst = c["bayes_cost_pp"].idxmax()
+    assert worst == "imb70" and f"at most {c.loc[worst, 'bayes_cost_pp']:.2f} ± " in cap7
+    assert "the smallest class has 100 of the N = 1000 rows (imb70" in cap7
+    zero = {**data, "configurations": data["configurations"].assign(bayes_cost_pp=0.0)}
+    assert "in expectation over the labels) is 0 for every configuration." in findings("shift_configurations", zero, s)
+    cap8 = findings("shift_accuracy", data, s)
+    r = c.loc["imb50"]
+    assert f"imb50 {r['delta_pp']:+.2f} raw, {r['delta_adjusted_pp']:+.2f} adjusted" in cap8
+    cap9 = findings("shift_axes", data, s)
+    assert "sigma 0.15: the learner trained on x' " in cap9 and "the oracle's own accuracy on x' 85.0%" in cap9
+    nums = shift.numbers(data, s, {"runs": "runs.csv", "configurations": "conf.csv", "pairs": "pairs.csv"})
+    assert nums["accuracy_adjusted.imb70"]["value"] == pytest.approx(c.loc["imb70", "acc_adjusted"])
+    assert nums["bayes_cost.imb70"]["se"] == pytest.approx(c.loc["imb70", "bayes_cost_se_pp"])

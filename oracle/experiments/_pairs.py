@@ -12,7 +12,7 @@ part (the mean of the seeds' paired SEs) beside it. Reporting half only (numpy, 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,16 +41,21 @@ def one_file(inputs: Mapping[str, Sequence[str]], name: str) -> str:
     return str(files[0])
 
 
-def read_row_values(predictions: Iterable[str | os.PathLike], samples: str | os.PathLike
-                    ) -> tuple[dict[tuple[str, str, int], dict[str, np.ndarray]], int]:
-    """Per-row values (`oracle.measures.paired.row_values`) of every classifier of `predictions`
-    (``predictions/<evalset>.h5``, all on the same test rows of world file `samples`), keyed by
-    (arch, cell, seed), and the number of test rows. The world's posterior at those rows comes
-    from `samples` (its ``loglik``, prior and label temperature). DataError naming the file when
-    two files hold different rows, a file's labels are not the world's, or a classifier appears
-    twice."""
+#: A kind's own per-row values of a classifier: (its key (arch, cell, seed), log q [n, K], the
+#: world's log p(y|x) [n, K], labels [n], the world file's attrs) -> {name: float [n]}.
+RowExtra = Callable[[tuple[str, str, int], np.ndarray, np.ndarray, np.ndarray, Mapping], dict[str, np.ndarray]]
+
+
+def read_row_values(predictions: Iterable[str | os.PathLike], samples: str | os.PathLike,
+                    extra: RowExtra | None = None) -> tuple[dict[tuple[str, str, int], dict[str, np.ndarray]], int]:
+    """Per-row values (`oracle.measures.paired.row_values`, and those of `extra` beside them) of
+    every classifier of `predictions` (``predictions/<evalset>.h5``, all on the same test rows of
+    world file `samples`), keyed by (arch, cell, seed), and the number of test rows. The world's
+    posterior at those rows comes from `samples` (its ``loglik``, prior and label temperature).
+    DataError naming the file when two files hold different rows, a file's labels are not the
+    world's, or a classifier appears twice."""
     out: dict[tuple[str, str, int], dict[str, np.ndarray]] = {}
-    index = log_p = labels = None
+    index = log_p = labels = attrs = None
     for path in predictions:
         pred = read_predictions(path)
         a = pred["attrs"]
@@ -64,12 +69,15 @@ def read_row_values(predictions: Iterable[str | os.PathLike], samples: str | os.
         if index is None:
             index = pred["index"]
             world = read_rows(samples, index, fields=("label", "loglik"))
-            log_p, labels = posterior_rows(world["loglik"], world["attrs"]), world["label"]
+            attrs = world["attrs"]
+            log_p, labels = posterior_rows(world["loglik"], attrs), world["label"]
         if not np.array_equal(pred["index"], index):
             raise DataError(f"{path}: its test rows are not those of the experiment's other predictions")
         if not np.array_equal(pred["label"], labels):
             raise DataError(f"{path}: its labels are not those of {samples} at the same rows")
         out[key] = row_values(pred["log_q"], log_p, labels)
+        if extra is not None:
+            out[key].update(extra(key, pred["log_q"], log_p, labels, attrs))
     if index is None:
         raise DataError("pairs: no predictions files")
     return out, int(len(index))
@@ -80,7 +88,12 @@ def pairs_frame(predictions: Sequence[str | os.PathLike], samples: str | os.Path
     """One row (`COLUMNS`) per wanted pair (arch, seed, cell a, cell b) and value of `values`:
     the per-row difference a - b paired on the shared test rows. DataError naming the classifier
     when a wanted one has no predictions."""
-    per_row, n_rows = read_row_values(predictions, samples)
+    return pairs_of_rows(*read_row_values(predictions, samples), wanted, values)
+
+
+def pairs_of_rows(per_row: Mapping[tuple[str, str, int], Mapping[str, np.ndarray]], n_rows: int,
+                  wanted: Iterable[Pair], values: Sequence[str] = ROW_VALUES) -> pd.DataFrame:
+    """`pairs_frame` of per-row values already read (`read_row_values`)."""
     bad = [v for v in values if v not in ROW_VALUES]
     if bad:
         raise DataError(f"pairs: no per-row value {bad[0]!r} (values: {', '.join(ROW_VALUES)})")

@@ -15,8 +15,9 @@ from the baseline world (`oracle.classifiers.shifted`):
 Every model trains with a validation split (``val_fraction``, the paper's 80/20) and is
 scored on the baseline world's test set. Divergences, in nats, of training from test data:
 
-* ``kl_y_target`` = KL(pi || uniform) and ``kl_y_empirical`` from the realised class counts
-  (the paper's Eq. 8; mean ± std over seeds);
+* ``kl_y_target`` = KL(pi || P0) and ``kl_y_empirical`` from the realised class counts
+  (the paper's Eq. 8; mean ± std over seeds), P0 the baseline world's class prior (uniform in
+  the paper and here, unless the baseline world sets one: a world of 3 of the flow's classes);
 * ``kl_exact`` = KL(p_train(x, y) || p_test(x, y)) where it is exact: label-prior resampling
   without noise (KL(pi || pi_world), p(x|y) unchanged) and world variants (KL(pi_v || pi_b) +
   D/2 (r^2 - 1 - ln r^2)), beside its Monte Carlo check from the flow's own log densities.
@@ -24,6 +25,12 @@ scored on the baseline world's test set. Divergences, in nats, of training from 
   otherwise and for noise, which has no tractable density;
 * for noise: the oracle's own posterior shift E[KL(p(y|x) || p(y|x'))] and the oracle's
   accuracy on x', on the baseline test set (`oracle.noisy_test_sets`), named as what they are.
+
+What the training prior alone explains (`oracle.measures.prior_shift`), on the baseline's test
+rows: the exact Bayes cost of the training prior pi_train (the world's Bayes rule under pi_train
+against its own, in expectation over the labels), the smallest class's rows in the realised
+counts, and each classifier's logit-adjusted accuracy (argmax of log q - log pi_train +
+log pi_world, pi_train the configuration's prior, else its world's) beside the raw one.
 
 Data: ``runs`` (one row per classifier) and ``configurations`` (one row per configuration,
 aggregated over seeds). Accuracies are fractions in data, percent in tables and figures; drops
@@ -47,17 +54,23 @@ ARTIFACTS = artifacts_by_name(
     Artifact("shift_configurations", "table",
              "Controlled shift configurations: class prior pi, noise sigma, training world; KL_y target "
              "(from pi) and empirical (from the realised class counts, mean ± std over seeds) against the "
-             "uniform prior (nats); the exact KL(p_train || p_test) (nats) where the shift has a tractable "
-             "density, with its Monte Carlo check (± SE) for world variants."),
+             "baseline world's class prior (nats; the paper's uniform P0); the exact KL(p_train || p_test) (nats) where the shift has a tractable "
+             "density, with its Monte Carlo check (± SE) for world variants; the smallest class's rows in the "
+             "realised counts (range over seeds, of the N rows before the validation split) and the exact Bayes cost "
+             "of the training prior on the baseline test rows (pp: the world's Bayes rule under that prior against "
+             "its own, in expectation over the labels)."),
     Artifact("shift_accuracy", "table",
              "Training-time shift, every model scored on the same baseline test set: test accuracy (%), "
-             "change from the baseline configuration (percentage points), test error (%) and validation "
-             "accuracy on the held-out part of the shifted training set (%), mean ± std over seeds."),
+             "change from the baseline configuration (percentage points); the logit-adjusted accuracy (argmax of "
+             "log q - log pi_train + log pi_world: the training prior taken back out) (%) and its change (pp); the "
+             "exact Bayes cost of the training prior (pp, as in Table 7); test error (%) and validation accuracy on "
+             "the held-out part of the shifted training set (%), mean ± std over seeds."),
     Artifact("shift_axes", "table",
              "The two shift axes side by side. Left: prior shift only (no noise): KL_y, test accuracy (%), "
              "change (pp). Right: noise only (baseline prior): sigma, test accuracy (%), change (pp), and the "
              "oracle's own posterior shift E[KL(p(y|x) || p(y|x'))] (nats) and its accuracy on x' (%) on the "
-             "baseline test set."),
+             "baseline test set. The noise is added at training time only: the learner is scored on clean rows, "
+             "so the oracle's accuracy on x' measures what the noise hides, not what the learner is tested on."),
     Artifact("shift_panels", "figure",
              "Accuracy under training-time shift, by shift type and size: (a) test accuracy (%) and (b) accuracy drop (pp) "
              "against KL (nats): KL_y for the paper's configurations, the exact KL for world variants; "
@@ -103,6 +116,10 @@ def check(name: str, entry: dict, config: Mapping) -> dict:
                 raise ConfigError(f"config key '{ckey}.prior': must sum to 1, sums to {math.fsum(c['prior'])!r}")
             if k is not None and len(c["prior"]) != k:
                 raise ConfigError(f"config key '{ckey}.prior': has {len(c['prior'])} entries but the world has {k} classes")
+            absent = [i for i, (p, q) in enumerate(zip(c["prior"], w["prior"] or [])) if p > 0 and q == 0]
+            if absent:
+                raise ConfigError(f"config key '{ckey}.prior': puts mass on class(es) {absent}, which world "
+                                  f"{c['world']!r} never draws (its prior is 0 there)")
         c["noise_std"] = float(c["noise_std"])
         confs[cell] = c
     if not confs:
@@ -161,15 +178,25 @@ def shift_type(spec: Mapping, cell: str) -> str:
     return f"prior{noisy}"
 
 
+def pool_worlds(spec: Mapping) -> list[str]:
+    """The worlds of the configurations that train on the pool's first N rows (``prior`` null):
+    their training sets record no class counts, so collect reads their labels."""
+    return sorted({c["world"] for c in spec["configurations"].values() if c["prior"] is None})
+
+
 def collect_inputs(name: str, spec: Mapping, paths: Any) -> dict[str, list[str]]:
     """Metrics, predictions and histories of its classifiers, the baseline world's samples and shards (the
     posterior at the test rows, which pairs two configurations per row), the exact-KL checks of
-    its variant training worlds, the oracle's posterior shift at its noise levels."""
+    its variant training worlds, the oracle's posterior shift at its noise levels; the splits,
+    samples and shards of the `pool_worlds` (one each, in that order)."""
+    pool = pool_worlds(spec)
     return {"metrics": paths.experiment_metrics(name), "histories": paths.experiment_histories(name),
             "predictions": paths.experiment_predictions(name), "samples": [paths.world_samples(spec["world"])],
             "shards": paths.world_shards(spec["world"]),
             "divergences": paths.divergences(variant_worlds(spec), spec["world"]),
-            "noise": paths.noisy_constants(spec["world"], noise_levels(spec))}
+            "noise": paths.noisy_constants(spec["world"], noise_levels(spec)),
+            "pool_splits": [paths.world_splits(w) for w in pool], "pool_samples": [paths.world_samples(w) for w in pool],
+            "pool_shards": [s for w in pool for s in paths.world_shards(w)]}
 
 
 SCHEMA = entry_schema(__file__)

@@ -14,11 +14,13 @@ import pandas as pd
 
 from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import DataError
-from oracle.experiments._pairs import Pair, one_file, pair_rows, pairs_frame
+from oracle.decomposition import mean_se
+from oracle.experiments._pairs import Pair, one_file, pair_rows, pairs_of_rows, read_row_values
 from oracle.experiments.shift import ARTIFACTS, shift_type
 from oracle.experiments.shift.panels import shift_panels
 from oracle.measures.divergences import categorical_kl, counts_kl, label_kl
 from oracle.measures.accuracy_estimators import r2
+from oracle.measures.prior_shift import bayes_prior_cost, prior_adjusted_classes
 from oracle.report.numbers import entry, mean_spread, over_seeds_and_rows
 
 
@@ -36,9 +38,9 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     variants' divergence checks (``inputs["divergences"]``) and the noisy test sets' constants
     (``inputs["noise"]``); ``pairs`` (`configuration_pairs`: accuracy of one configuration minus
     another's, per arch and seed, paired per test row) from the predictions
-    (``inputs["predictions"]``) and the baseline world's samples (``inputs["samples"]``)."""
-
-
+    (``inputs["predictions"]``) and the baseline world's samples (``inputs["samples"]``), which
+    also give each run's logit-adjusted accuracy and each configuration's Bayes cost of its
+    training prior (`prior_rows`)."""
     runs = read_metrics_frame(inputs["metrics"])
     hist = {}
     for path in inputs["histories"]:
@@ -47,21 +49,101 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
         counts = (h.get("shift") or {}).get("counts")
         hist[(h["arch"], h["cell"], int(h["seed"]))] = {
             "val_acc": last.get("val_acc", math.nan), "counts": json.dumps(counts) if counts else "",
-            "kl_y_empirical": counts_kl(counts) if counts else math.nan,
+            "kl_y_empirical": counts_kl(counts, baseline_prior(spec)) if counts else math.nan,
+            "smallest_class_rows": smallest_class(counts, spec) if counts else math.nan,
             "unique_rows": (h.get("shift") or {}).get("unique_rows", math.nan),
             "resampled_classes": json.dumps((h.get("shift") or {}).get("resampled", [])),
         }
     missing = [k for k in zip(runs["arch"], runs["cell"], runs["seed"].astype(int)) if k not in hist]
     if missing:
         raise DataError(f"shift: no history for classifier(s) {missing[:3]}")
-    extra = pd.DataFrame([hist[k] for k in zip(runs["arch"], runs["cell"], runs["seed"].astype(int))])
+    pool = pool_counts(spec, inputs, sorted({(k[1], k[2]) for k in hist if not hist[k]["counts"]}))
+    for k, h in hist.items():
+        if not h["counts"] and (k[1], k[2]) in pool:
+            h["smallest_class_rows"] = smallest_class(pool[(k[1], k[2])], spec)
+    per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"), prior_rows(spec))
+    keys = list(zip(runs["arch"], runs["cell"], runs["seed"].astype(int)))
+    unscored = [k for k in keys if k not in per_row]
+    if unscored:
+        raise DataError(f"shift: no predictions for classifier(s) {unscored[:3]}")
+    adjusted = {k: mean_se(per_row[k]["acc_adjusted"]) for k in keys}
+    extra = pd.DataFrame([{**hist[k], "acc_adjusted": adjusted[k]["mean"], "acc_adjusted_se": adjusted[k]["se"]}
+                          for k in keys])
     runs = pd.concat([runs.reset_index(drop=True), extra], axis=1)
     runs.insert(3, "shift_type", [shift_type(spec, c) for c in runs["cell"]])
     divergences = {d["world"]: d for d in map(_read_json, inputs.get("divergences", []))}
     noise = {round(float(n["sigma"]), 12): n for n in map(_read_json, inputs.get("noise", []))}
-    return {"runs": runs, "configurations": configuration_frame(spec, runs, divergences, noise),
-            "pairs": pairs_frame(inputs["predictions"], one_file(inputs, "samples"), configuration_pairs(spec, runs),
-                                 ("acc",))}
+    costs = {k[1]: mean_se(v["bayes_cost"]) for k, v in per_row.items()}  # a cell's cost: the same per classifier
+    return {"runs": runs, "configurations": configuration_frame(spec, runs, divergences, noise, costs),
+            "pairs": pairs_of_rows(per_row, n_rows, configuration_pairs(spec, runs), ("acc",))}
+
+
+def pool_counts(spec: Mapping, inputs: Mapping[str, Sequence[str]],
+                wanted: Sequence[tuple[str, int]]) -> dict[tuple[str, int], np.ndarray]:
+    """Class counts int64 [K] of the training set (the pool's first N rows of the seed's order)
+    of each wanted (cell, seed) whose configuration has no ``prior``, from its world's splits and
+    samples (``inputs["pool_splits"]``, ``inputs["pool_samples"]``, one per
+    `oracle.experiments.shift.pool_worlds` in that order); cells with a prior are left out."""
+    from oracle.experiments.shift import pool_worlds
+    from oracle.io.sample_rows import read_rows
+    from oracle.io.splits import read_splits_h5, training_indices
+
+    worlds = pool_worlds(spec)
+    splits, samples = list(inputs.get("pool_splits") or []), list(inputs.get("pool_samples") or [])
+    if len(splits) != len(worlds) or len(samples) != len(worlds):
+        raise DataError(f"shift collect inputs pool_splits/pool_samples: expected one file per pool world "
+                        f"({', '.join(worlds) or 'none'}), got {len(splits)} and {len(samples)}")
+    files = dict(zip(worlds, zip(splits, samples)))
+    read: dict[str, dict] = {}
+    out = {}
+    for cell, seed in wanted:
+        c = spec["configurations"].get(cell)
+        if c is None or c["prior"] is not None:
+            continue
+        split_path, sample_path = files[c["world"]]
+        order = read.setdefault(c["world"], read_splits_h5(split_path))
+        rows = read_rows(sample_path, training_indices(order, seed, spec["size"]), fields=("label",))
+        out[(cell, seed)] = np.bincount(rows["label"], minlength=int(rows["attrs"]["num_classes"]))
+    return out
+
+
+def smallest_class(counts: Sequence[int] | np.ndarray, spec: Mapping) -> int:
+    """The fewest rows of a class the baseline world draws (P0 > 0) among class counts [K]."""
+    p0 = baseline_prior(spec)
+    c = np.asarray(counts, dtype=np.int64)
+    return int(c[np.asarray(p0, dtype=np.float64) > 0].min() if p0 is not None else c.min())
+
+
+def baseline_prior(spec: Mapping) -> list[float] | None:
+    """P0 of KL_y (the paper's Eq. 8): the baseline world's class prior (None: uniform)."""
+    return spec["world_priors"][spec["world"]]
+
+
+def training_prior(spec: Mapping, cell: str, k: int) -> list[float]:
+    """The class prior [K] of configuration `cell`'s training set: its ``prior``, else its
+    world's, else uniform."""
+    c = spec["configurations"][cell]
+    prior = c["prior"] if c["prior"] is not None else spec["world_priors"][c["world"]]
+    return list(prior) if prior is not None else [1.0 / k] * k
+
+
+def prior_rows(spec: Mapping):
+    """The per-row values (`oracle.experiments._pairs.read_row_values`'s ``extra``) a shift
+    classifier adds on the baseline's test rows, for its configuration's training prior pi_train
+    and the test world's prior pi_world (its samples file's): ``acc_adjusted`` (1 where
+    argmax [log q - log pi_train + log pi_world] is the label, else 0) and ``bayes_cost``
+    (max_y p(y|x) - p(yhat|x), yhat the world's Bayes rule under pi_train:
+    `oracle.measures.prior_shift`)."""
+    def extra(key, log_q, log_p, labels, attrs) -> dict[str, np.ndarray]:
+        cell = key[1]
+        if cell not in spec["configurations"]:
+            raise DataError(f"shift: predictions of classifier {key} of no configuration "
+                            f"({', '.join(spec['configurations'])})")
+        train, world = training_prior(spec, cell, log_p.shape[1]), np.asarray(attrs["prior"], dtype=np.float64)
+        adjusted = prior_adjusted_classes(log_q, train, world)
+        return {"acc_adjusted": (adjusted == labels).astype(np.float64),
+                "bayes_cost": bayes_prior_cost(log_p, world, train)["cost"]}
+    return extra
 
 
 def configuration_pairs(spec: Mapping, runs: pd.DataFrame) -> list[Pair]:
@@ -75,11 +157,11 @@ def configuration_pairs(spec: Mapping, runs: pd.DataFrame) -> list[Pair]:
 
 
 def configuration_frame(spec: Mapping, runs: pd.DataFrame, divergences: Mapping[str, Mapping],
-                        noise: Mapping[float, Mapping]) -> pd.DataFrame:
-    """One row per configuration (config order), aggregated over seeds and architectures."""
-
-
-    base_acc = runs.loc[runs["cell"] == spec["baseline"], "acc"].mean()
+                        noise: Mapping[float, Mapping], costs: Mapping[str, Mapping]) -> pd.DataFrame:
+    """One row per configuration (config order), aggregated over seeds and architectures;
+    `costs` {cell: {"mean", "se"}} the Bayes cost of its training prior (fraction, per row)."""
+    base = runs[runs["cell"] == spec["baseline"]]
+    base_acc, base_adjusted = base["acc"].mean(), base["acc_adjusted"].mean()
     rows = []
     for cell, c in spec["configurations"].items():
         r = runs[runs["cell"] == cell]
@@ -87,8 +169,7 @@ def configuration_frame(spec: Mapping, runs: pd.DataFrame, divergences: Mapping[
             raise DataError(f"shift: no results for configuration {cell!r}")
         t_world = spec["label_temperatures"][c["world"]]
         k = int(r["num_classes"].iloc[0])
-        train_prior = c["prior"] if c["prior"] is not None else spec["world_priors"][c["world"]]
-        train_prior = train_prior or [1.0 / k] * k
+        train_prior = training_prior(spec, cell, k)
         test_prior = spec["world_priors"][spec["world"]] or [1.0 / k] * k
         div = divergences.get(c["world"]) if c["world"] != spec["world"] else None
         if c["world"] != spec["world"] and div is None:
@@ -100,7 +181,7 @@ def configuration_frame(spec: Mapping, runs: pd.DataFrame, divergences: Mapping[
         rows.append({
             "cell": cell, "label": c["label"], "shift_type": shift_type(spec, cell), "world": c["world"],
             "prior": json.dumps(c["prior"]), "noise_std": c["noise_std"], "n_runs": len(r),
-            "kl_y_target": label_kl(c["prior"]) if c["prior"] is not None else math.nan,
+            "kl_y_target": label_kl(c["prior"], baseline_prior(spec)) if c["prior"] is not None else math.nan,
             "kl_y_empirical": r["kl_y_empirical"].mean(), "kl_y_empirical_std": r["kl_y_empirical"].std(ddof=1),
             "kl_exact": exact,
             "kl_monte_carlo": div["monte_carlo"]["mean"] if div else math.nan,
@@ -108,6 +189,12 @@ def configuration_frame(spec: Mapping, runs: pd.DataFrame, divergences: Mapping[
             "kl_monte_carlo_z": div["z"] if div else math.nan,
             "acc": r["acc"].mean(), "acc_std": r["acc"].std(ddof=1), "acc_se_rows": r["acc_se"].mean(),
             "delta_pp": 100.0 * (r["acc"].mean() - base_acc),
+            "acc_adjusted": r["acc_adjusted"].mean(), "acc_adjusted_std": r["acc_adjusted"].std(ddof=1),
+            "acc_adjusted_se_rows": r["acc_adjusted_se"].mean(),
+            "delta_adjusted_pp": 100.0 * (r["acc_adjusted"].mean() - base_adjusted),
+            "bayes_cost_pp": 100.0 * costs[cell]["mean"], "bayes_cost_se_pp": 100.0 * costs[cell]["se"],
+            "smallest_class_rows_min": r["smallest_class_rows"].min(),
+            "smallest_class_rows_max": r["smallest_class_rows"].max(),
             "val_acc": r["val_acc"].mean(), "val_acc_std": r["val_acc"].std(ddof=1),
             "bayes_accuracy": r["bayes_accuracy"].mean(),
             "posterior_shift": nz.get("posterior_shift", {}).get("mean", math.nan),
@@ -201,11 +288,14 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.Data
             "Configuration": c["label"], "pi": [_prior_text(p) for p in c["prior"]], "sigma": c["noise_std"],
             "World": c["world"], "KL_y (target)": c["kl_y_target"], "KL_y (empirical)": c["kl_y_empirical"],
             "± std": c["kl_y_empirical_std"], "Exact KL": c["kl_exact"], "Monte Carlo KL": c["kl_monte_carlo"],
-            "± SE": c["kl_monte_carlo_se"]})
+            "± SE": c["kl_monte_carlo_se"], "Smallest class (rows)": _range_text(c),
+            "Bayes cost of pi (pp)": c["bayes_cost_pp"]})
     if name == "shift_accuracy":
         return pd.DataFrame({
             "Configuration": c["label"], "Test Acc (%)": 100 * c["acc"], "± std": 100 * c["acc_std"],
-            "Δ TestAcc (pp)": c["delta_pp"], "Test Error (%)": 100 * (1 - c["acc"]),
+            "Δ TestAcc (pp)": c["delta_pp"], "Logit-adjusted Acc (%)": 100 * c["acc_adjusted"],
+            "Adjusted ± std": 100 * c["acc_adjusted_std"], "Δ adjusted (pp)": c["delta_adjusted_pp"],
+            "Bayes cost of pi (pp)": c["bayes_cost_pp"], "Test Error (%)": 100 * (1 - c["acc"]),
             "Val Acc (%)": 100 * c["val_acc"], "Val ± std": 100 * c["val_acc_std"]})
     if name == "shift_axes":
         return shift_axes(c)
@@ -216,6 +306,15 @@ def _prior_text(prior_json: str | float) -> str:
     """The prior column as text; "null" (no resampling: the pool's rows) reads back from CSV as NaN."""
     p = json.loads(prior_json) if isinstance(prior_json, str) else None
     return "(pool)" if p is None else "(" + ", ".join(f"{v:g}" for v in p) + ")"
+
+
+def _range_text(c: pd.DataFrame) -> list[str | None]:
+    """The smallest class's rows over a configuration's classifiers as text, "lo-hi" (one
+    number when they agree); None where no counts were recorded."""
+    out: list[str | None] = []
+    for lo, hi in zip(c["smallest_class_rows_min"].astype(float), c["smallest_class_rows_max"].astype(float)):
+        out.append(None if not math.isfinite(lo) else f"{lo:.0f}" if lo == hi else f"{lo:.0f}–{hi:.0f}")
+    return out
 
 
 def shift_axes(c: pd.DataFrame) -> pd.DataFrame:
@@ -246,7 +345,8 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
 def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping[str, str]) -> dict[str, dict]:
     """``r2_drop_vs_kl_y`` (the paper's 0.04) and ``r2_drop_vs_exact_kl`` with their point counts
     ``r2_points_*``; `type_comparisons` (the shift-type claim); per configuration: ``noise_std``,
-    ``accuracy``, ``accuracy_change`` (pp), ``val_accuracy``, ``kl_y_target``,
+    ``accuracy``, ``accuracy_change`` (pp), ``accuracy_adjusted`` (logit-adjusted), ``bayes_cost``
+    (pp, of the training prior), ``val_accuracy``, ``kl_y_target``,
     ``kl_y_empirical``, ``kl_exact`` and ``kl_monte_carlo`` (world variants),
     ``posterior_shift`` and ``oracle_accuracy_noisy`` (noise)."""
     c, path = data["configurations"], data_paths["configurations"]
@@ -265,10 +365,18 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
         out[f"accuracy_change.{cell}"] = entry(r["delta_pp"], "percentage points", path,
                                                f"{lab}: test accuracy minus the baseline configuration's")
         out[f"noise_std.{cell}"] = entry(float(r["noise_std"]), "1", path, f"{lab}: std of the training images' noise")
+        if "acc_adjusted" in r:  # data collected before these columns lack them
+            out[f"accuracy_adjusted.{cell}"] = entry(
+                r["acc_adjusted"], "fraction", path, f"{lab}: logit-adjusted baseline test accuracy (argmax of log q - "
+                f"log pi_train + log pi_world), mean over {n} runs",
+                **mean_spread(r["acc_adjusted_std"], n))
+            out[f"bayes_cost.{cell}"] = entry(
+                r["bayes_cost_pp"], "percentage points", path, f"{lab}: exact Bayes cost of its training prior on the "
+                "baseline test rows, in expectation over the labels", se=r["bayes_cost_se_pp"], se_over="test rows")
         out[f"val_accuracy.{cell}"] = entry(r["val_acc"], "fraction", path,
                                             f"{lab}: accuracy on the held-out part of its shifted training set",
                                             **mean_spread(r["val_acc_std"], n))
-        for col, desc in (("kl_y_target", "KL_y(pi || uniform) of the target prior"),
+        for col, desc in (("kl_y_target", "KL_y(pi || P0) of the target prior, P0 the baseline world's class prior"),
                           ("kl_y_empirical", "KL_y of the realised class counts, mean over runs"),
                           ("kl_exact", "exact KL(p_train || p_test)"),
                           ("kl_monte_carlo", "Monte Carlo KL(p_train || p_test) from the flow's own log densities"),
