@@ -143,7 +143,10 @@ CASES = {
     "shift_type": [({"shift.noise_vs_imbalance": seeds(-10.0, 1.0)}, "contradicted"),
                    ({"shift.noise_vs_imbalance": seeds(1.0, 1.0)}, "unresolved"),
                    ({"shift.noise_vs_imbalance": {"value": None, "posed": False, "description": "no noise"}},
-                    "not posed")],
+                    "not posed"),
+                   # the default's 10-class strongest imbalance: 18-25 rows in its smallest class
+                   ({"shift.noise_vs_imbalance_smallest_class": plain(18)}, "not posed"),
+                   ({"shift.noise_vs_imbalance_smallest_class": plain(400)}, "supported")],
     "shift_exact": [({"shift.variant_vs_imbalance": seeds(-5.0, 1.0)}, "contradicted"),
                     ({"shift.variant_vs_imbalance": {"value": None, "posed": False, "description": "no variant"}},
                      "not posed")],
@@ -222,6 +225,19 @@ def test_a_finding_picks_the_first_experiment_that_poses_it():
     numbers["world.noisy.bayes_error"] = mc(0.001, 0.0005)
     row = next(r for r in cl.claims(numbers, experiments) if r["id"] == "active_learning")
     assert row["verdict"] == "not posed" and row["this run"].startswith("active_cold: world cold")
+
+
+def test_shift_is_judged_on_the_first_experiment_whose_imbalance_arm_is_not_starved():
+    """cpu-study's two shift experiments: the 10-class one (smallest class 18 rows) comes first
+    and does not pose shift type; the 3-class one with the paper's priors is judged."""
+    numbers = base_numbers()
+    numbers.update({k.replace("shift.", "shift3.", 1): v for k, v in numbers.items() if k.startswith("shift.")})
+    numbers["shift.noise_vs_imbalance_smallest_class"] = plain(18)
+    numbers["shift.noise_vs_imbalance"] = seeds(-10.0, 1.0)  # would contradict, were it posed
+    numbers["shift3.noise_vs_imbalance_smallest_class"] = plain(200)
+    experiments = {**EXPERIMENTS, "shift3": {"kind": "shift", "world": "cold"}}
+    row = next(r for r in cl.claims(numbers, experiments) if r["id"] == "shift_type")
+    assert row["verdict"] == "supported" and row["numbers"].startswith("shift3.")
 
 
 def test_plateau_reports_the_practitioners_asymptote_beside_the_exact_floor():

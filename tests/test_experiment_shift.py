@@ -291,6 +291,11 @@ def test_drop_fits_and_numbers(collected, tmp_path):
     assert "kl_exact.noise0.1" not in nums and nums["oracle_accuracy_noisy.noise0.1"]["unit"] == "fraction"
     assert all(e["artifact"] == "pairs.csv" if k.endswith("_vs_imbalance") else e["artifact"] == "conf.csv"
                for k, e in nums.items())
+    # the imbalance arm (the prior-only configuration of the largest drop) and its smallest class
+    prior = c[(c["shift_type"] == "prior") & np.isfinite(c["kl_exact"])]
+    arm = prior.loc[(-prior["delta_pp"]).idxmax()]
+    assert nums["noise_vs_imbalance_smallest_class"]["value"] == int(arm["smallest_class_rows_min"])
+    assert arm["label"] in nums["noise_vs_imbalance_smallest_class"]["description"]
     paths = shift.figure("shift_panels", data, s, tmp_path / "fig3")
     assert paths["pdf"].read_bytes().startswith(b"%PDF") and paths["png"].stat().st_size > 20_000
 

@@ -223,7 +223,8 @@ def drop_fits(conf: pd.DataFrame) -> dict[str, dict]:
     return out
 
 
-def type_comparisons(conf: pd.DataFrame, pairs: pd.DataFrame, path: str) -> dict[str, dict]:
+def type_comparisons(conf: pd.DataFrame, pairs: pd.DataFrame, path: str, conf_path: str | None = None
+                     ) -> dict[str, dict]:
     """The paper's "shift type matters more than magnitude", asked directly: how many more
     percentage points of accuracy a shift of p(x|y) costs than a shift of the prior at a
     comparable divergence, both scored on the baseline's test set (the baseline cancels: the
@@ -240,7 +241,9 @@ def type_comparisons(conf: pd.DataFrame, pairs: pd.DataFrame, path: str) -> dict
       configuration with the largest drop among those whose exact KL is at least as large.
 
     An entry whose configurations are missing has value None and ``posed`` False, its
-    description saying what is missing."""
+    description saying what is missing. With `conf_path` (where `conf` was read), each posed
+    entry's imbalance arm also gives ``<key>_smallest_class``: its smallest class's training rows,
+    fewest over seeds (where the claims ask whether the arm is a prior or a starved class)."""
     types = conf["shift_type"].to_numpy()
     drop = -conf["delta_pp"]
     exact = np.isfinite(conf["kl_exact"].to_numpy(float))
@@ -264,6 +267,9 @@ def type_comparisons(conf: pd.DataFrame, pairs: pd.DataFrame, path: str) -> dict
             f"KL_y {i['kl_y_empirical']:.3g}), the prior shift with the largest drop at a divergence at least as "
             "large; > 0: the shift of p(x|y) costs more. Mean over (arch, seed) of the difference paired per test "
             "row"), posed=True, **over_seeds_and_rows(rows, "diff", int(rows["n_rows"].iloc[0])))
+        if conf_path is not None and np.isfinite(i.get("smallest_class_rows_min", np.nan)):
+            out[f"{key}_smallest_class"] = entry(int(i["smallest_class_rows_min"]), "rows", conf_path, (
+                f"training rows of the smallest class of {i['label']} (its arm of {key}; fewest over seeds)"))
 
     n_best = noise.loc[drop[noise.index].idxmax()] if len(noise) else None
     compare("noise_vs_imbalance", n_best, imb,
@@ -357,7 +363,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
         out[f"r2_drop_vs_{name}"] = entry(
             fit["r2"], "1", path, f"R^2 of a linear fit of the accuracy drop against {what} ({fit['n']} configurations)")
         out[f"r2_points_{name}"] = entry(fit["n"], "configurations", path, f"configurations in the fit of r2_drop_vs_{name}")
-    out.update(type_comparisons(c, data["pairs"], data_paths["pairs"]))
+    out.update(type_comparisons(c, data["pairs"], data_paths["pairs"], path))
     for _, r in c.iterrows():
         cell, lab, n = r["cell"], r["label"], int(r["n_runs"])
         out[f"accuracy.{cell}"] = entry(r["acc"], "fraction", path, f"{lab}: baseline test accuracy, mean over {n} runs",
