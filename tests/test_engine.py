@@ -29,16 +29,16 @@ def test_a_release_without_a_required_name_is_named():
     import snakemake.api  # noqa: F401 - snakemake.workflow imports only after the api
     from snakemake.dag import DAG
     from snakemake.jobs import Job
+    from snakemake.rules import Rule
     from snakemake.workflow import Workflow
 
     class RenamedDAG:
         needrun = needrun_jobs = jobs = dependencies = None  # update_needrun is gone
 
-    missing = engine.missing_names({"snakemake.workflow.Workflow": Workflow, "snakemake.dag.DAG": RenamedDAG,
-                                    "snakemake.jobs.Job": Job})
-    assert missing == ["snakemake.dag.DAG.update_needrun"]
-    assert engine.missing_names({"snakemake.workflow.Workflow": Workflow, "snakemake.dag.DAG": DAG,
-                                 "snakemake.jobs.Job": Job}) == []
+    classes = {"snakemake.workflow.Workflow": Workflow, "snakemake.dag.DAG": DAG, "snakemake.jobs.Job": Job,
+               "snakemake.rules.Rule": Rule}
+    assert engine.missing_names({**classes, "snakemake.dag.DAG": RenamedDAG}) == ["snakemake.dag.DAG.update_needrun"]
+    assert engine.missing_names(classes) == []
 
 
 def test_the_tested_range_is_what_requirements_pin_and_the_snakefile_states():

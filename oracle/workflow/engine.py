@@ -24,7 +24,7 @@ from oracle.errors import OracleError
 __all__ = ["TESTED", "REQUIRED", "EngineError", "Hooks", "version_note", "missing_names", "install",
            "is_main_process", "configfiles_given", "mark_local", "dry_run", "touch_run", "params_trigger", "dag_jobs",
            "pending_jobs", "needs_run", "force_rerun", "dependencies", "group_components", "job_rule",
-           "job_outputs", "job_inputs", "job_params", "job_request_fields", "expand_targets"]
+           "job_has_script", "job_outputs", "job_inputs", "job_params", "job_request_fields", "expand_targets"]
 
 #: The Snakemake releases this workflow's tests ran with: [lowest, first untested).
 TESTED = ("9.27.1", "9.28")
@@ -36,6 +36,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "async_run", "group_settings", "overwrite_configfiles", "is_main_process", "localrules"),
     "snakemake.dag.DAG": ("needrun", "needrun_jobs", "update_needrun", "jobs", "dependencies"),
     "snakemake.jobs.Job": ("rule", "input", "output", "params", "resources", "group", "wildcards_dict"),
+    "snakemake.rules.Rule": ("name", "script", "snakefile"),
 }
 
 
@@ -258,6 +259,11 @@ def dependencies(workflow: Any, job: Any) -> list:
 def job_rule(job: Any) -> str:
     """The name of the rule of `job`."""
     return str(job.rule.name)
+
+
+def job_has_script(job: Any) -> bool:
+    """Whether `job` runs a script (and so writes records): False for an alias rule or `all`."""
+    return bool(job.rule.script)
 
 
 def job_outputs(job: Any, *, temp: bool = True) -> tuple[str, ...]:
