@@ -100,11 +100,24 @@ def _planned(jobs):
     from snakemake.io import is_flagged
 
     from oracle.workflow.provenance import stale
+    from oracle.workflow.provenance.params import job_params
 
+    # a rule without a script (an alias, `all`) writes no record: nothing to compare
     return [stale.PlannedJob(rule=j.rule.name, needrun=workflow.dag.needrun(j),
                              outputs=tuple(str(f) for f in j.output if not is_flagged(f, "temp")),
-                             config_keys=getattr(j.params, "config_keys", None),
+                             params=job_params(j.params) if j.rule.script else None,
                              inputs=tuple(str(f) for f in j.input)) for j in jobs]
+
+
+def _write_params_out(jobs):
+    """For the audit (oracle.workflow.provenance.params.workflow_params): every job's params
+    by output, to the file the environment names, when it names one."""
+    import os
+
+    from oracle.workflow.provenance.params import PARAMS_OUT, write_params_out
+
+    if os.environ.get(PARAMS_OUT):
+        write_params_out(((map(str, j.output), j.params) for j in jobs if j.rule.script), os.environ[PARAMS_OUT])
 
 
 def _stale_reasons(plan_now):
@@ -112,7 +125,7 @@ def _stale_reasons(plan_now):
 
     from oracle.workflow.provenance import stale
 
-    return stale.stale_reasons(plan_now, config, settings=RerunTrigger.PARAMS in workflow.rerun_triggers)
+    return stale.stale_reasons(plan_now, settings=RerunTrigger.PARAMS in workflow.rerun_triggers)
 
 
 def _check_existing_artifacts():
@@ -120,6 +133,7 @@ def _check_existing_artifacts():
 
     dag = workflow.dag
     jobs = list(dag.jobs)
+    _write_params_out(jobs)
 
     def planned():
         return _planned(jobs)

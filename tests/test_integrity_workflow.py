@@ -79,7 +79,7 @@ def _remerge(world: str = "base") -> None:
     shards = sorted(f"{RUN}/samples/{world}/{p.name}" for p in Path(RUN, "samples", world).glob("shard-*.h5"))
     out = Path(RUN, "samples", world, "all.h5")
     merge_shards(shards, out)
-    write_record(out, rule="merge_samples", wildcards={"world": world}, config={}, config_keys=[],
+    write_record(out, rule="merge_samples", wildcards={"world": world}, params={},
                  inputs=shards, extra={"references": shards})
 
 
