@@ -86,8 +86,8 @@ def _remerge(world: str = "base") -> None:
 def _resign(path: Path) -> None:
     """Rewrite a record for the file as it is now, as a forger with the project's code would."""
     rec = read_record(path)
-    write_record(path, rule=rec["rule"], wildcards=rec["wildcards"], config=rec["config"],
-                 config_keys=rec["config_keys"], inputs=list(rec["inputs"]), seed=rec["seed"])
+    write_record(path, rule=rec["rule"], wildcards=rec["wildcards"], params=rec["params"],
+                 inputs=list(rec["inputs"]), seed=rec["seed"])
 
 
 def _forge(key: str, value: float) -> None:
@@ -351,11 +351,11 @@ def test_a_changed_setting_over_copied_results_reruns_what_depends_on_it(smoke, 
     flow_mtime = (tamper / RUN / "oracle/flow.pt").stat().st_mtime_ns
     proc = _snakemake(tamper, "--configfile", str(cfg))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "classifiers.training.lr was 0.001, is 0.003" in proc.stderr, proc.stderr[-3000:]
+    assert "params training.training.lr was 0.001, is 0.003" in proc.stderr, proc.stderr[-3000:]
     assert "Nothing to be done" not in proc.stdout + proc.stderr
     assert yaml.safe_load((tamper / RUN / "config.yaml").read_text())["classifiers"]["training"]["lr"] == 0.003
     model = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0/model.pt"
-    assert _record_json(model)["config"]["classifiers"]["training"]["lr"] == 0.003
+    assert _record_json(model)["params"]["training"]["training"]["lr"] == 0.003
     assert (tamper / RUN / "oracle/flow.pt").stat().st_mtime_ns == flow_mtime  # upstream kept
     proc = _audit_cli(tamper, f"{RUN}/numbers.json", "--strict-code")
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -410,18 +410,19 @@ def test_a_bad_value_over_existing_results_fails_the_run(smoke, tamper, change, 
 
 
 # ----------------------------------------------------------------------------- case 2
-def test_a_record_that_dropped_a_key_still_has_it_compared(smoke, tamper):
+def test_a_record_that_dropped_a_param_still_has_it_compared(smoke, tamper):
+    """The params compared are those the workflow computes for the job now, not the record's
+    own list: a record that lost training.lr (edited, or written by other code) differs."""
     _, configfile = smoke
     model = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0/model.pt"
     rec = _record_json(model)
-    rec["config_keys"].remove("classifiers.training.lr")
-    del rec["config"]["classifiers"]["training"]["lr"]
+    del rec["params"]["training"]["training"]["lr"]
     Path(f"{model}.prov.json").write_text(json.dumps(rec))
     cfg = _config_with(configfile, tamper / "lr.yaml", classifiers__training__lr=0.003)
     proc = _audit_cli(tamper, f"{RUN}/scaling/scaling/figures/scaling_panels.png", "--configfile", str(cfg))
     assert proc.returncode == 1
-    assert f"{RUN}/classifiers/scaling/test_vit/N50/seed0/model.pt: config classifiers.training.lr changed: " \
-           'recorded "<missing>", current 0.003' in proc.stdout, proc.stdout[-3000:]
+    assert f"{RUN}/classifiers/scaling/test_vit/N50/seed0/model.pt: params training.training.lr was <missing>, " \
+           "is 0.003" in proc.stdout, proc.stdout[-3000:]
 
 
 # ----------------------------------------------------------------------------- case 3
@@ -515,3 +516,58 @@ def test_the_audit_reads_the_runs_own_config_file_as_the_workflow_does(smoke, mo
     assert "hard_label" not in Path(configfile).read_text()
     proc = _audit_cli(work, f"{RUN}/scaling/scaling/figures/scaling_panels.png", "--configfile", str(configfile))
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+# ============================================================================= issue 38 item 8
+def _copy_run(work: Path, dest: Path, how: str) -> None:
+    """The run's results/ copied into `dest` the way a user moves a run (no .snakemake)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if how == "tar":
+        pack = subprocess.run(["tar", "-C", str(work), "-cf", "-", "results"], capture_output=True, check=True)
+        subprocess.run(["tar", "-C", str(dest), "-xf", "-"], input=pack.stdout, check=True)
+    else:
+        subprocess.run(["cp", how, str(work / "results"), str(dest)], check=True)
+
+
+@pytest.mark.parametrize("how", ["-a", "-r", "tar"])
+def test_a_copied_run_reruns_what_a_changed_param_reaches_and_nothing_for_a_key_no_rule_reads(smoke, tmp_path, how):
+    """Results copied (cp -a, cp -r, tar) into a checkout without Snakemake's metadata: a key the
+    rules hand their jobs (classifiers.training.lr, the classifiers' params) reruns its jobs
+    through their records; a key no rule hands any job (a resource request) is no setting of
+    any artifact. (cp -r renews modification times, so Snakemake may rerun jobs of its own
+    accord there; none is for a setting.)"""
+    work, configfile = smoke
+    dest = tmp_path / "clone"
+    _copy_run(work, dest, how)
+    unread = _config_with(configfile, tmp_path / "unread.yaml", resources__analysis__mem_mb=5000)
+    proc = _snakemake(dest, "-n", "--configfile", str(unread))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "made under other settings" not in proc.stderr, proc.stderr[-3000:]
+    if how == "-a":  # times kept: nothing at all to do
+        assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]
+    read = _config_with(configfile, tmp_path / "lr.yaml", classifiers__training__lr=0.003)
+    proc = _snakemake(dest, "-n", "--configfile", str(read))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "params training.training.lr was 0.001, is 0.003" in proc.stderr, proc.stderr[-3000:]
+    assert "rule train_classifier:" in proc.stdout and "rule predict_classifier:" in proc.stdout
+    assert "rule oracle_train:" not in proc.stdout and "rule sample_shard:" not in proc.stdout  # upstream kept
+
+
+def test_a_copied_run_made_by_another_rule_script_is_noted_and_flagged_strictly(smoke, tamper):
+    """Outputs whose records name another version of their rule script (the script edited since
+    they were made, as in a checkout that moved on): the start check says so in one line and
+    keeps them (Snakemake, without its metadata, reruns nothing for it); `audit --strict-code`
+    flags them."""
+    _, configfile = smoke
+    table = tamper / RUN / "scaling/scaling/tables/accuracy_vs_bayes.csv"
+    rec = _record_json(table)
+    assert "scripts/experiment_table.py" in rec["code"]["files"]
+    rec["code"]["files"]["scripts/experiment_table.py"] = "0" * 64  # what the old script hashed to
+    Path(f"{table}.prov.json").write_text(json.dumps(rec))
+    proc = _snakemake(tamper, "-n", "--configfile", str(configfile))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    [note] = [ln for ln in proc.stderr.splitlines() if ln.startswith("note: ") and "other code" in ln]
+    assert note.startswith("note: 1 existing output(s) were made by other code (scripts/experiment_table.py)"), note
+    assert "made under other settings" not in proc.stderr
+    proc = _audit_cli(tamper, str(table.relative_to(tamper)), "--strict-code")
+    assert proc.returncode == 1 and "scripts/experiment_table.py changed" in proc.stdout, proc.stdout[-3000:]

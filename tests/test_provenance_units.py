@@ -28,7 +28,7 @@ SMOKE = REPO / "tests" / "smoke" / "config.yaml"
 NEWCOMMAND = re.compile(r"\\newcommand\{\\([A-Za-z]+)\}\{([^{}]*)\}")
 
 
-def test_config_keys_with_selectors():
+def test_config_key_selectors():
     cfg = {"classifiers": {"archs": {"vit.b16": {"model": "vit", "label": "ViT"}, "r": {}},
                            "experiments": [{"name": "scaling", "labels": "hard"}, {"name": "soft", "labels": "soft"}]},
            "seed": 0}
