@@ -102,7 +102,7 @@ def _planned(jobs):
     from oracle.workflow.provenance import stale
     from oracle.workflow.provenance.params import job_params
 
-    # a rule without a script (an alias, `all`) writes no record: nothing to compare
+    # an alias or `all` has no script and writes no record, so it has no params to compare
     return [stale.PlannedJob(rule=j.rule.name, needrun=workflow.dag.needrun(j),
                              outputs=tuple(str(f) for f in j.output if not is_flagged(f, "temp")),
                              params=job_params(j.params) if j.rule.script else None,

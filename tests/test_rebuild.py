@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 import yaml
 
-from oracle.errors import ConfigError
 from oracle.io.hashing import clear_hash_cache
 from oracle.workflow.provenance.artifact_diff import compare_artifacts
 from oracle.workflow.provenance import write_record

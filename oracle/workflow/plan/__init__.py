@@ -12,7 +12,7 @@ Re-exported here (``plan.world_specs``):
 ``flows``        shards, the flow's spec and step count
 
 Imported by name: ``config`` (loading, schema, validation, checks), ``config_paths`` (the
-dotted config keys of provenance), ``paths`` (every path of a run: ``RunPaths``),
+dotted config keys of errors and curve settings), ``paths`` (every path of a run: ``RunPaths``),
 ``rule_params`` (the rules' wildcard helpers), ``resources`` (rule resources, the torchrun
 launch), ``rehearsal`` (a preset rehearsed in miniature).
 """

@@ -1,5 +1,5 @@
-"""The experiments of a run, checked and completed by their kinds, with the config keys each
-of their jobs depends on; the classifiers they train, the sets those are scored on, and what
+"""The experiments of a run, checked and completed by their kinds; the classifiers they train,
+the sets those are scored on, what a kind's own runs are trained from (`run_spec`), and what
 each world's splits file must hold.
 
 Light: standard library only (the kinds' planning halves, `oracle.experiments`).

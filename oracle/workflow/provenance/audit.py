@@ -56,7 +56,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from oracle.errors import ConfigError, DataError, OracleError
+from oracle.errors import DataError, OracleError
 from oracle.workflow.provenance.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
 from oracle.workflow.provenance.audit_text import SHORT, code_str, render
 from oracle.code_version import code_version

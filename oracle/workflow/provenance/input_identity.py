@@ -30,7 +30,6 @@ error. Every failure is one line naming the file, what differs and the rule to r
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path

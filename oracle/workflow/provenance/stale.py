@@ -170,8 +170,8 @@ def stale_summary(jobs: Sequence[PlannedJob], reasons: Mapping[int, list[str]], 
 
 
 def _kept_records(jobs: Sequence[PlannedJob]) -> Iterator[dict | None]:
-    """The record of every existing output of the jobs Snakemake does not rerun (declared
-    rules only; None where an output has no readable record): what the drift notes read."""
+    """The record of every existing output of the jobs Snakemake does not rerun (rules
+    with a script only; None where an output has no readable record): what the drift notes read."""
     for job in jobs:
         if job.needrun or job.params is None:
             continue
