@@ -68,7 +68,7 @@ def now(monkeypatch):
         table.calls.append((Path(workdir), Path(configfile), list(targets)))
         return table
 
-    monkeypatch.setattr("oracle.workflow.provenance.audit.workflow_params", fake)
+    monkeypatch.setattr("oracle.workflow.provenance.params.workflow_params", fake)
     return table
 
 
@@ -210,7 +210,7 @@ def test_what_the_workflow_does_not_make_now_is_flagged(chain, now, monkeypatch)
         from oracle.errors import ConfigError
         raise ConfigError("config key 'seed': must be an integer")
 
-    monkeypatch.setattr("oracle.workflow.provenance.audit.workflow_params", refuses)
+    monkeypatch.setattr("oracle.workflow.provenance.params.workflow_params", refuses)
     rep = audit(SAMPLES)
     assert not rep["ok"] and rep["flags"][0]["message"] == "params not compared: config key 'seed': must be an integer"
 

@@ -63,7 +63,7 @@ from oracle.code_version import code_version
 from oracle.io.hashing import file_sha256, path_sha256
 from oracle.workflow.provenance.input_identity import (in_results, named_by_config, oracle_hasher, place_problems,
                                                        run_relative, sample_attr_problems)
-from oracle.workflow.provenance.params import params_differ, workflow_params
+from oracle.workflow.provenance.params import params_differ, run_params
 from oracle.workflow.plan.paths import CONFIG_FILE, NUMBERS_FILE, RESULTS
 from oracle.workflow.provenance import REPO_ROOT, package_drift, read_record, record_root, resolve_recorded_path
 from oracle.workflow.provenance.audit_numbers import (check_numbers, load_config, load_numbers,  # noqa: F401 - the audit API
@@ -292,7 +292,8 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
     auditor = _Auditor(current_config, strict_code, run_dir)
     if current_config is not None:
         try:
-            auditor.params_now = _params_now(art_path, number, run_dir, Path(config_source), current_config)
+            paths = [art_path] + ([Path(number["numbers_file"])] if number is not None else [])
+            auditor.params_now = run_params(paths, run_dir, Path(config_source), current_config)
         except OracleError as exc:
             auditor.flags.append({"artifact": shown, "message": f"params not compared: {exc}"})
     number_chain: list[dict] = []
@@ -330,22 +331,6 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
             "raw_inputs": auditor.raw, "oracle_checkpoints": auditor.checkpoints,
             "flags": auditor.flags, "warnings": auditor.warnings,
             "artifacts": len(auditor.visited), "ok": not auditor.flags}
-
-
-def _params_now(art_path: Path, number: Mapping | None, run_dir: Path | None, configfile: Path,
-                config: Mapping) -> dict[str, dict]:
-    """{path below results/<run>/: the params of the job that makes it} for the jobs behind the
-    audited artifact (and the numbers file of a number) under `configfile`, as the workflow
-    computes them (`workflow_params`, run where the run folder's ``results/`` lies)."""
-    paths = [art_path] + ([Path(number["numbers_file"])] if number is not None else [])
-    rels = [r for r in (run_relative(p) for p in paths) if r is not None]
-    run_folder = Path(os.path.abspath(run_dir)) if run_dir is not None else None
-    if not rels or run_folder is None or run_folder.parent.name != RESULTS:
-        raise DataError(f"{art_path} lies in no results/<run> folder")
-    workdir = run_folder.parent.parent
-    run_name = str(config.get("run") or run_folder.name)
-    found = workflow_params(workdir, configfile, [f"{RESULTS}/{run_name}/{r}" for r in rels])
-    return {rel: p for k, p in found.items() if (rel := run_relative(workdir / k)) is not None}
 
 
 def _shown(path: Path) -> str:

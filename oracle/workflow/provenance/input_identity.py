@@ -38,7 +38,7 @@ from typing import Any
 from oracle.errors import ConfigError, DataError
 from oracle.io.hashing import file_sha256
 from oracle.io.layout import check_layout
-from oracle.workflow.plan.paths import RESULTS, run_dir, world_file
+from oracle.workflow.plan.paths import run_dir, run_relative, world_file  # noqa: F401 - run_relative: this module's API
 from oracle.workflow.provenance import read_record, resolve_recorded_path
 
 #: The folder every run's artifacts live under (``results/<run>/...``, rules/common.smk).
@@ -47,19 +47,6 @@ PRIOR_ATOL = 1e-6
 
 
 # --------------------------------------------------------------------------- places
-def run_relative(path: str | os.PathLike) -> str | None:
-    """The posix path of `path` below its ``results/<run>/`` folder (None when it lies in none).
-
-    The last ``results`` component of the path counts, so a results tree copied or moved as a
-    whole keeps the same run-relative paths.
-    """
-    parts = Path(os.path.abspath(path)).parts
-    for i in range(len(parts) - 3, -1, -1):
-        if parts[i] == RESULTS:
-            return "/".join(parts[i + 2:])
-    return None
-
-
 def in_results(path: str | os.PathLike) -> bool:
     """Whether `path` lies under some ``results/<run>/`` folder (a pipeline output)."""
     return run_relative(path) is not None

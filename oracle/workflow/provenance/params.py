@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from oracle.errors import DataError
+from oracle.workflow.plan.paths import REPO_ROOT, RESULTS, run_relative
 
-__all__ = ["PARAMS_OUT", "job_params", "params_differ", "params_hash", "workflow_params", "write_params_out"]
+__all__ = ["PARAMS_OUT", "job_params", "params_differ", "params_hash", "run_params", "workflow_params",
+           "write_params_out"]
 
 #: Environment variable naming the file the workflow's start check writes every job's params
 #: to ({output path: params}); set by `workflow_params` for its dry run.
@@ -127,8 +129,6 @@ def workflow_params(workdir: str | os.PathLike, configfile: str | os.PathLike, t
     DataError, one line, when the workflow cannot build that DAG under the config (a value it
     refuses, an artifact no rule makes any more).
     """
-    from oracle.workflow.provenance import REPO_ROOT
-
     snakefile = Path(snakefile) if snakefile is not None else REPO_ROOT / "Snakefile"
     with tempfile.TemporaryDirectory(prefix="oracle-params-") as tmp:
         out = Path(tmp) / "params.json"
@@ -142,3 +142,21 @@ def workflow_params(workdir: str | os.PathLike, configfile: str | os.PathLike, t
             why = lines[0] if lines else f"snakemake exited with status {proc.returncode}"
             raise DataError(f"the workflow cannot say the params of {', '.join(targets)} under {configfile}: {why}")
         return json.loads(out.read_text())
+
+
+def run_params(paths: Iterable[str | os.PathLike], run_dir: str | os.PathLike | None, configfile: str | os.PathLike,
+               config: Mapping) -> dict[str, dict]:
+    """{path below results/<run>/: the params of the job that makes it} for every job behind
+    the artifacts `paths` of the run folder `run_dir` under `configfile` (`config`, loaded), as
+    the workflow computes them (`workflow_params`, run in the folder that holds the run's
+    ``results/``; a run folder copied or moved as a whole keeps its run-relative paths).
+    DataError when the artifacts lie in no ``results/<run>/`` folder."""
+    paths = list(paths)
+    rels = [r for r in (run_relative(p) for p in paths) if r is not None]
+    folder = Path(os.path.abspath(run_dir)) if run_dir is not None else None
+    if not rels or folder is None or folder.parent.name != RESULTS:
+        raise DataError(f"{', '.join(map(str, paths))} lie(s) in no {RESULTS}/<run> folder")
+    workdir = folder.parent.parent
+    run_name = str(config.get("run") or folder.name)
+    found = workflow_params(workdir, configfile, [f"{RESULTS}/{run_name}/{r}" for r in rels])
+    return {rel: p for k, p in found.items() if (rel := run_relative(workdir / k)) is not None}
