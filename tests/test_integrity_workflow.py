@@ -221,11 +221,12 @@ def test_a_shard_of_a_seed_1_run_stops_the_jobs_that_read_the_merged_file(smoke,
     assert proc.returncode != 0
     lines = _error_lines(proc)
     # refused by the first job that reads it: through the merged file, or (a collect reads the shards
-    # behind all.h5 itself) as a shard of another seed (its attributes: the params of its job are
-    # the start check's to compare, and this shard's record is not this run's own)
+    # behind all.h5 itself) as a shard of another seed's flow, by its attributes (the oracle it was
+    # drawn from first; the params of its job are the start check's to compare, and this shard's
+    # record is not this run's own, so it is left to the jobs' refusal)
     assert lines and (f"{RUN}/samples/base/shard-0000.h5 is not the file {RUN}/samples/base/all.h5 was made from"
                       in lines[0] or (f"{RUN}/samples/base/shard-0000.h5 is not the artifact this run's rule would "
-                                      "make: it was drawn with seed 1" in lines[0])), proc.stdout[-3000:] + proc.stderr[-3000:]
+                                      "make: it was drawn from another oracle" in lines[0])), proc.stdout[-3000:] + proc.stderr[-3000:]
     assert _files(tamper) == before  # forced jobs did not remove their outputs
 
 
