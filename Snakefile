@@ -133,7 +133,6 @@ rule effective_config:
         EFFECTIVE_CONFIG,
     params:
         config=config,
-        config_keys=declared_keys("effective_config"),  # the whole config
     log:
         f"{LOGS}/effective_config.log",
     benchmark:

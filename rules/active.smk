@@ -20,10 +20,11 @@ rule active_learning:
     wildcard_constraints:
         strategy=one_of(kind_module("active").STRATEGIES),
     params:
-        spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
-        arch=lambda wildcards: plan.arch_spec(config, wildcards.arch),
+        # what its runs are trained from (no display labels or reporting settings: those
+        # change its tables, not its runs)
+        spec=lambda wildcards: plan.run_spec(EXPERIMENTS[wildcards.experiment]),
+        arch=lambda wildcards: plan.arch_build_spec(config, wildcards.arch),
         device=config["device"],
-        config_keys=declared_keys("active_learning"),
     log:
         f"{LOGS}/active/{{experiment}}/{{arch}}/{{strategy}}/seed{{seed}}.log",
     benchmark:

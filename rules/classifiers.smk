@@ -23,9 +23,8 @@ rule train_classifier:
         history=HISTORY,
     params:
         training=training,
-        arch=lambda wildcards: plan.arch_spec(config, wildcards.arch),
+        arch=lambda wildcards: plan.arch_build_spec(config, wildcards.arch),
         device=config["device"],
-        config_keys=declared_keys("train_classifier"),
     group:
         classifier_group
     log:
@@ -52,7 +51,6 @@ rule predict_classifier:
     params:
         training=training,
         device=config["device"],
-        config_keys=declared_keys("predict_classifier"),
     group:
         classifier_group
     log:

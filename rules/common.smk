@@ -83,23 +83,38 @@ def check_existing_artifacts():
 def _planned(jobs):
     """Snakemake's jobs as the plain values oracle.workflow.provenance.stale reads."""
     from oracle.workflow.provenance import stale
+    from oracle.workflow.provenance.params import job_params
 
+    # an alias or `all` has no script and writes no record, so it has no params to compare
     return [stale.PlannedJob(rule=engine.job_rule(j), needrun=engine.needs_run(workflow, j),
                              outputs=engine.job_outputs(j, temp=False),
-                             config_keys=getattr(engine.job_params(j), "config_keys", None),
+                             params=job_params(engine.job_params(j)) if engine.job_has_script(j) else None,
                              inputs=engine.job_inputs(j)) for j in jobs]
+
+
+def _write_params_out(jobs):
+    """For the audit (oracle.workflow.provenance.params.workflow_params): every job's params
+    by output, to the file the environment names, when it names one."""
+    import os
+
+    from oracle.workflow.provenance.params import PARAMS_OUT, write_params_out
+
+    if os.environ.get(PARAMS_OUT):
+        write_params_out(((engine.job_outputs(j), engine.job_params(j)) for j in jobs if engine.job_has_script(j)),
+                         os.environ[PARAMS_OUT])
 
 
 def _stale_reasons(plan_now):
     from oracle.workflow.provenance import stale
 
-    return stale.stale_reasons(plan_now, config, settings=engine.params_trigger(workflow))
+    return stale.stale_reasons(plan_now, settings=engine.params_trigger(workflow))
 
 
 def _check_existing_artifacts():
     from oracle.workflow.provenance import stale
 
     jobs = engine.dag_jobs(workflow)
+    _write_params_out(jobs)
 
     def planned():
         return _planned(jobs)

@@ -5,11 +5,11 @@
 # every number ends there. Once the class count is known, the worlds' priors are checked
 # against it here, before any flow is trained.
 #
-# `params: config_keys` (every rule that writes an artifact, in every stage): the config keys
-# the rule's artifacts depend on, declared once per rule in oracle.workflow.plan.rule_keys. Their
-# provenance records keep the run config at those keys; the start-of-run check, every job's
-# input check and the audit compare the keys that table declares (not the record's own list)
-# with the config now.
+# `params:` (every rule that writes an artifact, in every stage): all its script reads of the
+# config. The provenance records keep the params a job ran with; the start-of-run check and
+# the audit compare them with the params Snakemake computes for the same job now
+# (oracle.workflow.provenance.params), so a rule's params are the one statement of what its
+# artifacts depend on besides their inputs and code.
 
 
 rule data:
@@ -19,7 +19,6 @@ rule data:
     params:
         data=config["data"],
         seed=config["seed"],
-        config_keys=declared_keys("data"),
     log:
         f"{LOGS}/data.log",
     benchmark:

@@ -22,7 +22,6 @@ for _kind, _mod in kinds().items():
             **{d: f"{RUN}/{_kind}/{{experiment}}/data/{d}.csv" for d in _mod.DATA},
         params:
             spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
-            config_keys=declared_keys(f"{_kind}_collect"),
         log:
             f"{LOGS}/{_kind}/{{experiment}}/collect.log",
         benchmark:
@@ -44,7 +43,6 @@ rule experiment_table:
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         caption=artifact_caption,
-        config_keys=declared_keys("experiment_table"),
     log:
         f"{LOGS}/{{kind}}/{{experiment}}/tables/{{artifact}}.log",
     benchmark:
@@ -66,7 +64,6 @@ rule experiment_figure:
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         caption=artifact_caption,
-        config_keys=declared_keys("experiment_figure"),
     log:
         f"{LOGS}/{{kind}}/{{experiment}}/figures/{{artifact}}.log",
     benchmark:
@@ -87,7 +84,6 @@ rule experiment_numbers:
         EXPERIMENT_NUMBERS,
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
-        config_keys=declared_keys("experiment_numbers"),
     log:
         f"{LOGS}/numbers/{{experiment}}.log",
     benchmark:

@@ -9,8 +9,6 @@ rule world_numbers:
         constants=CONSTANTS,
     output:
         WORLD_NUMBERS,
-    params:
-        config_keys=declared_keys("world_numbers"),
     log:
         f"{LOGS}/numbers/world.{{world}}.log",
     benchmark:
@@ -32,7 +30,6 @@ rule numbers:
         tex=NUMBERS_TEX,
     params:
         paper={pid: artifact_stem(*target.split("/", 1)) for pid, target in PAPER.items()},
-        config_keys=declared_keys("numbers"),
     log:
         f"{LOGS}/numbers/numbers.log",
     benchmark:
@@ -62,7 +59,6 @@ rule claims:
     params:
         experiments={name: {k: spec[k] for k in ("kind", "world") if k in spec}
                      for name, spec in config["experiments"].items()},
-        config_keys=declared_keys("claims"),
     log:
         f"{LOGS}/numbers/claims.log",
     benchmark:

@@ -25,7 +25,6 @@ if plan.world_kind(config) == "gaussian":
             world=ORACLE,
         params:
             gaussian=plan.gaussian_spec(config),
-            config_keys=declared_keys("oracle_gaussian"),
         log:
             f"{LOGS}/oracle_gaussian.log",
         benchmark:
@@ -51,7 +50,6 @@ elif config["oracle"]["checkpoint"] is None:
             seed=config["seed"],
             device=config["device"],
             ckpt_dir=f"{RUN}/oracle/ckpt",
-            config_keys=declared_keys("oracle_train"),
         log:
             f"{LOGS}/oracle_train.log",
         benchmark:
@@ -76,7 +74,6 @@ else:
         params:
             oracle=config["oracle"],
             device=config["device"],
-            config_keys=declared_keys("oracle_import"),
         log:
             f"{LOGS}/oracle_import.log",
         benchmark:

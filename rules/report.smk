@@ -16,7 +16,6 @@ rule report:
         REPORT_HTML,
     params:
         contents=report_contents(),
-        config_keys=declared_keys("report"),
     log:
         f"{LOGS}/report.log",
     benchmark:
@@ -44,7 +43,6 @@ rule paper_pdf:
         tex=PAPER_TEX,
     params:
         contents=report_contents(),
-        config_keys=declared_keys("paper_pdf"),
     log:
         f"{LOGS}/paper_pdf.log",
     benchmark:

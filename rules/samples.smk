@@ -16,7 +16,6 @@ rule sample_shard:
         world=lambda wildcards: WORLDS[wildcards.world],
         samples=config["samples"],
         device=config["device"],
-        config_keys=declared_keys("sample_shard"),
     log:
         f"{LOGS}/samples/{{world}}/shard-{{shard}}.log",
     benchmark:
@@ -36,8 +35,6 @@ rule merge_samples:
                                         shard=plan.shard_ids(WORLDS[wildcards.world]["n_shards"])),
     output:
         SAMPLES,
-    params:
-        config_keys=declared_keys("merge_samples"),
     log:
         f"{LOGS}/samples/{{world}}/merge.log",
     benchmark:
@@ -60,7 +57,6 @@ rule world_constants:
         CONSTANTS,
     params:
         world_kind=plan.world_kind(config),
-        config_keys=declared_keys("world_constants"),
     log:
         f"{LOGS}/samples/{{world}}/constants.log",
     benchmark:
@@ -102,7 +98,6 @@ rule noisy_test_set:
         world_seed=lambda wildcards: WORLDS[wildcards.world]["seed"],
         samples=config["samples"],
         device=config["device"],
-        config_keys=declared_keys("noisy_test_set"),
     log:
         f"{LOGS}/samples/{{world}}/noise{{sigma}}.log",
     benchmark:
@@ -125,7 +120,6 @@ rule world_divergence:
     params:
         reference=lambda wildcards: WORLDS[wildcards.reference],
         device=config["device"],
-        config_keys=declared_keys("world_divergence"),
     log:
         f"{LOGS}/samples/{{world}}/kl_from_{{reference}}.log",
     benchmark:

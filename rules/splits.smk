@@ -13,7 +13,6 @@ rule make_splits:
         test_size=lambda wildcards: WORLDS[wildcards.world]["test_size"],
         seeds=lambda wildcards: SPLIT_WORLDS[wildcards.world]["seeds"],
         test_seed=lambda wildcards: WORLDS[wildcards.world]["seed"],
-        config_keys=declared_keys("make_splits"),
     log:
         f"{LOGS}/splits/{{world}}.log",
     benchmark:

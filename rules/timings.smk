@@ -14,7 +14,6 @@ rule timings:
         benchmarks=BENCHMARKS,
         run=lambda wildcards, output: os.path.dirname(output.csv),  # provenance records: jobs and inputs
         logs=LOGS,  # <log>.rss.json: peak memory of the job server's children
-        config_keys=declared_keys("timings"),
     log:
         f"{LOGS}/timings.log",
     resources:

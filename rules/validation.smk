@@ -31,7 +31,6 @@ rule validation_metrics:
         dataset_name=config["data"]["kind"],
         # classes per flow pass of the posteriors (stability, BPD), as in the sample shards
         class_batch=config["samples"]["class_batch"],
-        config_keys=declared_keys("validation_metrics"),
     log:
         f"{LOGS}/validation/metrics.log",
     benchmark:
@@ -55,7 +54,6 @@ rule validation_table:
     params:
         dataset_name=config["data"]["kind"],
         caption=validation_caption,
-        config_keys=declared_keys("validation_table"),
     log:
         f"{LOGS}/validation/tables/{{artifact}}.log",
     benchmark:
@@ -78,7 +76,6 @@ rule validation_nn_distances:
         artifact="nn_distances",
     params:
         caption=validation_caption,
-        config_keys=declared_keys("validation_nn_distances"),
     log:
         f"{LOGS}/validation/figures/{{artifact}}.log",
     benchmark:
@@ -104,7 +101,6 @@ rule validation_samples_grid:
         per_class=8,
         max_classes=16,  # rows: 1,000 ImageNet classes would make a 900-inch figure
         caption=validation_caption,
-        config_keys=declared_keys("validation_samples_grid"),
     log:
         f"{LOGS}/validation/figures/{{artifact}}.log",
     benchmark:
@@ -123,8 +119,6 @@ rule validation_numbers:
         metrics=VALIDATION_METRICS,
     output:
         VALIDATION_NUMBERS,
-    params:
-        config_keys=declared_keys("validation_numbers"),
     log:
         f"{LOGS}/numbers/validation.log",
     benchmark:

@@ -1,5 +1,7 @@
 """Audit: a tiny fake chain raw data -> data -> oracle -> samples -> (metrics | constants ->
-numbers part -> numbers.json)."""
+numbers part -> numbers.json). The params the workflow computes for each job now
+(`workflow_params`, a dry run of the workflow) are this file's `NOW`: the chain is no
+workflow's; tests/test_provenance_workflow.py audits a real run."""
 
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ from oracle.io.hashing import clear_hash_cache
 from oracle.measures.world_constants import world_numbers
 from oracle.report.numbers import merge_numbers
 from oracle.workflow.provenance.audit import audit, check_numbers, load_numbers, main
-from oracle.workflow.plan import rule_config_keys
 from oracle.workflow.provenance import read_record, record_path, write_record
 
 RUN = "results/demo"
@@ -43,10 +44,32 @@ CONFIG = _config()
 CLASSIFIER = {"experiment": "scaling", "arch": "test_resnet", "cell": "N50", "seed": "0", "evalset": "base"}
 
 
+#: The params each job of the chain ran with (its rule's params, as the workflow hands them)
+PARAMS = {f"{RUN}/config.yaml": {"config": CONFIG},
+          f"{RUN}/data/train.h5": {"data": CONFIG["data"], "seed": 0},
+          f"{RUN}/oracle/flow.pt": {"oracle": CONFIG["oracle"], "seed": 0, "device": "cpu"},
+          SAMPLES: {}, METRICS: {"training": {"lr": 0.001, "n": 50}, "device": "cpu"},
+          CONSTANTS: {"world_kind": "flow"}, PART: {}, f"{RUN}/numbers.json": {"paper": {}}}
+
+
 def _record(path, rule, wildcards=None, **kwargs):
-    """The record the rule's job writes: the run config at the keys the rule declares."""
-    write_record(path, rule=rule, wildcards=wildcards or {}, config=CONFIG,
-                 config_keys=rule_config_keys(CONFIG, rule, wildcards or {}), **kwargs)
+    """The record the rule's job writes: the params it ran with."""
+    write_record(path, rule=rule, wildcards=wildcards or {}, params=PARAMS[str(path)], **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def now(monkeypatch):
+    """{output: params of its job now} the workflow would give (PARAMS unless a test changes
+    it); the calls it got in ``now.calls``."""
+    table = type("Now", (dict,), {})(json.loads(json.dumps(PARAMS)))
+    table.calls = []
+
+    def fake(workdir, configfile, targets):
+        table.calls.append((Path(workdir), Path(configfile), list(targets)))
+        return table
+
+    monkeypatch.setattr("oracle.workflow.provenance.params.workflow_params", fake)
+    return table
 
 
 def _write(path, data: bytes):
@@ -127,9 +150,7 @@ def test_json_output(chain, capsys):
     assert samples["status"] == "ok" and samples["node"]["rule"] == "merge_samples"
     flow = samples["node"]["inputs"][0]
     assert flow["status"] == "ok" and flow["node"]["rule"] == "oracle_train"
-    checks = flow["node"]["config_check"]
-    assert [c["key"] for c in checks] == ["oracle.flow", "oracle.per_class", "oracle.train", "seed"]
-    assert all(c["ok"] and c["recorded"] == c["current"] for c in checks)
+    assert flow["node"]["params"] == PARAMS[f"{RUN}/oracle/flow.pt"] and flow["node"]["params_check"] == []
 
 
 def test_changed_raw_byte_is_flagged(chain, capsys):
@@ -155,23 +176,43 @@ def test_changed_intermediate_is_flagged_twice(chain):
     assert not rep["ok"]
 
 
-def test_config_change_is_flagged_only_where_it_matters(chain):
-    cfg = json.loads(json.dumps(CONFIG))
-    cfg["oracle"]["train"]["steps"] = 61  # flow.pt recorded oracle.train with steps 60
-    cfg["validation"]["n_samples"] = 50   # recorded by nobody in this chain: not a difference
-    (chain / RUN / "config.yaml").write_text(yaml.safe_dump(cfg))
+def test_params_change_is_flagged_only_where_it_matters(chain, now):
+    """The params of each job of the chain now against those its record holds: a job whose
+    params differ is flagged with each differing value, the others are not."""
+    assert audit(KEY, run=RUN)["ok"]
+    (workdir, configfile, targets), = now.calls
+    assert workdir.resolve() == chain.resolve() and configfile == Path(RUN) / "config.yaml"
+    assert targets == [CONSTANTS, f"{RUN}/numbers.json"]  # the artifact and the number's file
+    now[f"{RUN}/oracle/flow.pt"]["oracle"]["train"]["steps"] = 61
     rep = audit(KEY, run=RUN)
-    assert not rep["ok"]
-    assert [f["artifact"] for f in rep["flags"]] == [f"{RUN}/oracle/flow.pt"]
-    assert rep["flags"][0]["message"].startswith('config oracle.train changed: recorded {"batch_size": 64')
-    # config_keys records the whole section: a key added under data is a change for train.h5
-    cfg = json.loads(json.dumps(CONFIG))
-    cfg["data"]["max_per_class"] = 10
-    other = chain / "other.yaml"
-    other.write_text(yaml.safe_dump(cfg))
-    assert main([f"{RUN}/data/train.h5", "--configfile", str(other)]) == 1
-    rep = audit(f"{RUN}/data/train.h5", configfile=other)
-    assert rep["flags"][0]["message"].startswith("config data changed")
+    assert [(f["artifact"], f["message"]) for f in rep["flags"]] == [
+        (f"{RUN}/oracle/flow.pt", f"params oracle.train.steps was {CONFIG['oracle']['train']['steps']}, is 61")]
+    # a param the rule hands its job now that the record lacks is a difference too
+    now[f"{RUN}/data/train.h5"]["data"]["grayscale"] = True
+    rep = audit(f"{RUN}/data/train.h5", configfile=RUN + "/config.yaml")
+    assert [f["message"] for f in rep["flags"]] == ["params data.grayscale was <missing>, is true"]
+    assert main([f"{RUN}/data/train.h5"]) == 1
+
+
+def test_what_the_workflow_does_not_make_now_is_flagged(chain, now, monkeypatch):
+    del now[f"{RUN}/oracle/flow.pt"]  # (an experiment or world removed from the config)
+    rep = audit(SAMPLES)
+    assert [(f["artifact"], f["message"].split(" (")[0]) for f in rep["flags"]] == [
+        (f"{RUN}/oracle/flow.pt", "no job of the workflow makes it under the current config")]
+    side = record_path(chain / RUN / "data/train.h5")  # a record of before params were kept
+    rec = json.loads(side.read_text())
+    del rec["params"]
+    side.write_text(json.dumps(rec))
+    assert any(f["message"].startswith("its record was written before records kept their job's params")
+               for f in audit(f"{RUN}/data/train.h5")["flags"])
+
+    def refuses(workdir, configfile, targets):
+        from oracle.errors import ConfigError
+        raise ConfigError("config key 'seed': must be an integer")
+
+    monkeypatch.setattr("oracle.workflow.provenance.params.workflow_params", refuses)
+    rep = audit(SAMPLES)
+    assert not rep["ok"] and rep["flags"][0]["message"] == "params not compared: config key 'seed': must be an integer"
 
 
 def test_number_key_errors_and_missing_record(chain, capsys):
@@ -229,7 +270,7 @@ def test_the_start_check_notes_package_drift_in_one_line(chain):
     from oracle.workflow.provenance.stale import PlannedJob, package_drift_note
 
     flow = f"{RUN}/oracle/flow.pt"
-    job = PlannedJob(rule="oracle_train", outputs=(flow,), config_keys=("oracle",), needrun=False)
+    job = PlannedJob(rule="oracle_train", outputs=(flow,), params=PARAMS[flow], needrun=False)
     assert package_drift_note([job]) is None
     side = record_path(chain / flow)
     rec = json.loads(side.read_text())
@@ -238,7 +279,7 @@ def test_the_start_check_notes_package_drift_in_one_line(chain):
     note = package_drift_note([job])
     assert note.startswith("note: 1 existing output(s) were made with other package versions (numpy 1.0.0 -> ")
     assert "\n" not in note and "audit --strict-code" in note
-    assert package_drift_note([PlannedJob(rule="oracle_train", outputs=(flow,), config_keys=("oracle",),
+    assert package_drift_note([PlannedJob(rule="oracle_train", outputs=(flow,), params=PARAMS[flow],
                                           needrun=True)]) is None  # rerun anyway: nothing to note
 
 

@@ -239,7 +239,7 @@ def test_learner_planning():
     assert plan.prediction_jobs(cfg) == sorted(("d", "test_resnet", w, s_, w) for w in ("tau0.9", "base", "tau1.5")
                                                for s_ in (0, 1))
     t = plan.training_spec(cfg, "d", "tau0.9")
-    assert t["world"] == "tau0.9" and "experiments.d.learner" in t["config_keys"]
+    assert t["world"] == "tau0.9" and t["training"] == plan.experiment_spec(cfg, "d")["training"]
     assert plan.split_worlds(cfg)["tau1.5"]["seeds"] == [0, 1] and plan.split_worlds(cfg)["tau1.5"]["max_n"] == 300
     with pytest.raises(ConfigError, match="no world 'tau1.2'"):
         difficulty.training_spec(s, "tau1.2")

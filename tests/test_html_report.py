@@ -242,7 +242,7 @@ def test_the_first_screen_says_what_run_this_is_and_what_it_found(run):
 
     record = {"code": {"commit": "8aa4875c552d80fb9d47e5701274fcf95f7109e1", "dirty": False},
               "hostname": "vm", "device": "cpu: x86_64 x2", "created_utc": "2026-11-28T08:59:52Z",
-              "config_sha256": "efff906a36b9127a318094b46d5ca77547d6a4053077f1d81067c4dc712837a0"}
+              "params_sha256": "efff906a36b9127a318094b46d5ca77547d6a4053077f1d81067c4dc712837a0"}
     facts = run_facts(record, run / "claims.csv", 402.0)
     assert facts.verdicts["supported"] == 1 and facts.verdicts["not posed"] == 1 and facts.verdicts["contradicted"] == 0
     text = write_report(sections_of(run), run / "report.html", "Run r", "intro", facts=facts).read_text()
@@ -257,8 +257,8 @@ def test_the_first_screen_says_what_run_this_is_and_what_it_found(run):
     # one colour per verdict, the claims figure's, in the page's style
     for verdict, color in VERDICT_COLORS.items():
         assert re.search(rf"\.verdict-{verdict.replace(' ', '-')} {{[^}}]*{color}", text), verdict
-    with pytest.raises(DataError, match="lacks 'config_sha256'"):
-        run_facts({k: v for k, v in record.items() if k != "config_sha256"}, run / "claims.csv", None)
+    with pytest.raises(DataError, match="lacks 'params_sha256'"):
+        run_facts({k: v for k, v in record.items() if k != "params_sha256"}, run / "claims.csv", None)
 
 
 def world_constants_file(path, bayes_error, floor, n=500, k=10):

@@ -143,7 +143,7 @@ def test_the_input_check_refuses_a_damaged_file_whose_record_was_re_signed(tmp_p
     split = tmp_path / "results" / "r" / "splits" / "base.h5"
     split.parent.mkdir(parents=True)
     split.write_bytes(files["splits"].read_bytes()[:1000])
-    write_record(split, rule="make_splits", wildcards={"world": "base"}, config={}, config_keys=[])
+    write_record(split, rule="make_splits", wildcards={"world": "base"}, params={})
     with pytest.raises(DataError) as exc:
         check_inputs([str(split.relative_to(tmp_path))])
     msg = _one_line(exc, "results/r/splits/base.h5")
@@ -157,7 +157,7 @@ def test_an_unreadable_record_stops_the_start_check(tmp_path):
     model = tmp_path / "model.pt"
     model.write_bytes(b"x")
     (tmp_path / "model.pt.prov.json").write_text('{"artifact": ')
-    job = PlannedJob(rule="train_classifier", outputs=(str(model),), config_keys=("seed",), needrun=False)
+    job = PlannedJob(rule="train_classifier", outputs=(str(model),), params={"seed": 0}, needrun=False)
     with pytest.raises(DataError) as exc:
-        stale_reasons([job], {"seed": 0})
+        stale_reasons([job])
     assert f"snakemake --forcerun {model}" in _one_line(exc, model)

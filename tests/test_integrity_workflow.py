@@ -79,15 +79,15 @@ def _remerge(world: str = "base") -> None:
     shards = sorted(f"{RUN}/samples/{world}/{p.name}" for p in Path(RUN, "samples", world).glob("shard-*.h5"))
     out = Path(RUN, "samples", world, "all.h5")
     merge_shards(shards, out)
-    write_record(out, rule="merge_samples", wildcards={"world": world}, config={}, config_keys=[],
+    write_record(out, rule="merge_samples", wildcards={"world": world}, params={},
                  inputs=shards, extra={"references": shards})
 
 
 def _resign(path: Path) -> None:
     """Rewrite a record for the file as it is now, as a forger with the project's code would."""
     rec = read_record(path)
-    write_record(path, rule=rec["rule"], wildcards=rec["wildcards"], config=rec["config"],
-                 config_keys=rec["config_keys"], inputs=list(rec["inputs"]), seed=rec["seed"])
+    write_record(path, rule=rec["rule"], wildcards=rec["wildcards"], params=rec["params"],
+                 inputs=list(rec["inputs"]), seed=rec["seed"])
 
 
 def _forge(key: str, value: float) -> None:
@@ -221,10 +221,12 @@ def test_a_shard_of_a_seed_1_run_stops_the_jobs_that_read_the_merged_file(smoke,
     assert proc.returncode != 0
     lines = _error_lines(proc)
     # refused by the first job that reads it: through the merged file, or (a collect reads the shards
-    # behind all.h5 itself) as a shard of another seed
+    # behind all.h5 itself) as a shard of another seed's flow, by its attributes (the oracle it was
+    # drawn from first; the params of its job are the start check's to compare, and this shard's
+    # record is not this run's own, so it is left to the jobs' refusal)
     assert lines and (f"{RUN}/samples/base/shard-0000.h5 is not the file {RUN}/samples/base/all.h5 was made from"
                       in lines[0] or (f"{RUN}/samples/base/shard-0000.h5 is not the artifact this run's rule would "
-                                      "make: it was made with seed=1" in lines[0])), proc.stdout[-3000:] + proc.stderr[-3000:]
+                                      "make: it was drawn from another oracle" in lines[0])), proc.stdout[-3000:] + proc.stderr[-3000:]
     assert _files(tamper) == before  # forced jobs did not remove their outputs
 
 
@@ -351,11 +353,11 @@ def test_a_changed_setting_over_copied_results_reruns_what_depends_on_it(smoke, 
     flow_mtime = (tamper / RUN / "oracle/flow.pt").stat().st_mtime_ns
     proc = _snakemake(tamper, "--configfile", str(cfg))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "classifiers.training.lr was 0.001, is 0.003" in proc.stderr, proc.stderr[-3000:]
+    assert "params training.training.lr was 0.001, is 0.003" in proc.stderr, proc.stderr[-3000:]
     assert "Nothing to be done" not in proc.stdout + proc.stderr
     assert yaml.safe_load((tamper / RUN / "config.yaml").read_text())["classifiers"]["training"]["lr"] == 0.003
     model = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0/model.pt"
-    assert _record_json(model)["config"]["classifiers"]["training"]["lr"] == 0.003
+    assert _record_json(model)["params"]["training"]["training"]["lr"] == 0.003
     assert (tamper / RUN / "oracle/flow.pt").stat().st_mtime_ns == flow_mtime  # upstream kept
     proc = _audit_cli(tamper, f"{RUN}/numbers.json", "--strict-code")
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -410,18 +412,19 @@ def test_a_bad_value_over_existing_results_fails_the_run(smoke, tamper, change, 
 
 
 # ----------------------------------------------------------------------------- case 2
-def test_a_record_that_dropped_a_key_still_has_it_compared(smoke, tamper):
+def test_a_record_that_dropped_a_param_still_has_it_compared(smoke, tamper):
+    """The params compared are those the workflow computes for the job now, not the record's
+    own list: a record that lost training.lr (edited, or written by other code) differs."""
     _, configfile = smoke
     model = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0/model.pt"
     rec = _record_json(model)
-    rec["config_keys"].remove("classifiers.training.lr")
-    del rec["config"]["classifiers"]["training"]["lr"]
+    del rec["params"]["training"]["training"]["lr"]
     Path(f"{model}.prov.json").write_text(json.dumps(rec))
     cfg = _config_with(configfile, tamper / "lr.yaml", classifiers__training__lr=0.003)
     proc = _audit_cli(tamper, f"{RUN}/scaling/scaling/figures/scaling_panels.png", "--configfile", str(cfg))
     assert proc.returncode == 1
-    assert f"{RUN}/classifiers/scaling/test_vit/N50/seed0/model.pt: config classifiers.training.lr changed: " \
-           'recorded "<missing>", current 0.003' in proc.stdout, proc.stdout[-3000:]
+    assert f"{RUN}/classifiers/scaling/test_vit/N50/seed0/model.pt: params training.training.lr was <missing>, " \
+           "is 0.003" in proc.stdout, proc.stdout[-3000:]
 
 
 # ----------------------------------------------------------------------------- case 3
@@ -515,3 +518,71 @@ def test_the_audit_reads_the_runs_own_config_file_as_the_workflow_does(smoke, mo
     assert "hard_label" not in Path(configfile).read_text()
     proc = _audit_cli(work, f"{RUN}/scaling/scaling/figures/scaling_panels.png", "--configfile", str(configfile))
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+# ============================================================================= issue 38 item 8
+def _dry_run_rules(proc: subprocess.CompletedProcess) -> set[str]:
+    """The rules of a dry run's job table ("Job stats")."""
+    text = proc.stdout + proc.stderr
+    table = text[text.index("Job stats:"):].split("total", 1)[0].splitlines()[3:]
+    return {ln.split()[0] for ln in table if ln.strip()}
+
+
+def _copy_run(work: Path, dest: Path, how: str) -> None:
+    """The run's results/ copied into `dest` the way a user moves a run (no .snakemake)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if how == "tar":
+        pack = subprocess.run(["tar", "-C", str(work), "-cf", "-", "results"], capture_output=True, check=True)
+        subprocess.run(["tar", "-C", str(dest), "-xf", "-"], input=pack.stdout, check=True)
+    else:
+        subprocess.run(["cp", how, str(work / "results"), str(dest)], check=True)
+
+
+@pytest.mark.parametrize("how", ["-a", "-r", "tar"])
+def test_a_copied_run_reruns_what_a_changed_param_reaches_and_nothing_for_a_key_no_rule_reads(smoke, tmp_path, how):
+    """Results copied (cp -a, cp -r, tar) into a checkout without Snakemake's metadata: a key the
+    rules hand their jobs (classifiers.training.lr, the classifiers' params) reruns its jobs
+    through their records; a key no rule hands a job but the effective config's (a resource
+    request) rewrites config.yaml, which says it, and nothing else for a setting (the report and
+    the timings read config.yaml). (cp -r renews modification times, so Snakemake may rerun
+    jobs of its own accord there; none is for a setting.)"""
+    work, configfile = smoke
+    dest = tmp_path / "clone"
+    _copy_run(work, dest, how)
+    unread = _config_with(configfile, tmp_path / "unread.yaml", resources__analysis__mem_mb=5000)
+    proc = _snakemake(dest, "-n", "--configfile", str(unread))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    stale = [ln for ln in proc.stderr.splitlines() if "params " in ln and " job(s) (rule " in ln]
+    assert stale == ["  params config.resources.analysis.mem_mb was 2000, is 5000: 1 job(s) (rule effective_config, "
+                     f"e.g. {RUN}/config.yaml)"], proc.stderr[-3000:]
+    kept_times = how != "-r"
+    if kept_times:  # only config.yaml and what shows it
+        assert _dry_run_rules(proc) == {"effective_config", "report", "timings", "all"}, proc.stdout[-3000:]
+    read = _config_with(configfile, tmp_path / "lr.yaml", classifiers__training__lr=0.003)
+    proc = _snakemake(dest, "-n", "--configfile", str(read))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rules = _dry_run_rules(proc)
+    assert {"train_classifier", "predict_classifier"} <= rules, proc.stdout[-3000:]
+    if kept_times:  # the classifiers rerun for the setting, upstream is kept
+        assert "params training.training.lr was 0.001, is 0.003: 8 job(s) (rule " in proc.stderr, proc.stderr[-3000:]
+        assert not {"data", "oracle_train", "sample_shard", "make_splits"} & rules, rules
+
+
+def test_a_copied_run_made_by_another_rule_script_is_noted_and_flagged_strictly(smoke, tamper):
+    """Outputs whose records name another version of their rule script (the script edited since
+    they were made, as in a checkout that moved on): the start check says so in one line and
+    keeps them (Snakemake, without its metadata, reruns nothing for it); `audit --strict-code`
+    flags them."""
+    _, configfile = smoke
+    table = tamper / RUN / "scaling/scaling/tables/accuracy_vs_bayes.csv"
+    rec = _record_json(table)
+    assert "scripts/experiment_table.py" in rec["code"]["files"]
+    rec["code"]["files"]["scripts/experiment_table.py"] = "0" * 64  # what the old script hashed to
+    Path(f"{table}.prov.json").write_text(json.dumps(rec))
+    proc = _snakemake(tamper, "-n", "--configfile", str(configfile))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    [note] = [ln for ln in proc.stderr.splitlines() if ln.startswith("note: ") and "other code" in ln]
+    assert note.startswith("note: 1 existing output(s) were made by other code (scripts/experiment_table.py)"), note
+    assert "made under other settings" not in proc.stderr
+    proc = _audit_cli(tamper, str(table.relative_to(tamper)), "--strict-code")
+    assert proc.returncode == 1 and "scripts/experiment_table.py changed" in proc.stdout, proc.stdout[-3000:]

@@ -30,7 +30,7 @@ def _made(path, text, rule="make", **extra):
     from oracle.workflow.provenance import write_record
 
     path.write_text(text)
-    write_record(path, rule=rule, config={}, config_keys=[], extra=extra or None)
+    write_record(path, rule=rule, params={}, extra=extra or None)
     return path
 
 
@@ -88,9 +88,9 @@ def test_script_job_verifies_the_jobs_inputs(tmp_path, monkeypatch, capsys):
 def _job(tmp_path, **kw):
     from types import SimpleNamespace
 
-    src = _made(tmp_path / "in.txt", "input", rule="merge_samples")  # a rule of the workflow that declares no keys
+    src = _made(tmp_path / "in.txt", "input", rule="merge_samples")
     base = dict(input=[str(src)], output=[str(tmp_path / "out.txt")], log=[str(tmp_path / "job.log")], threads=1,
-                rule="use", wildcards={}, config={}, params=SimpleNamespace(config_keys=[]))
+                rule="use", wildcards={}, config={}, params=SimpleNamespace())
     return SimpleNamespace(**{**base, **kw})
 
 

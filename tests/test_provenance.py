@@ -1,4 +1,4 @@
-"""Provenance records: hashes checked against hashlib directly, config hashes, code versions."""
+"""Provenance records: hashes checked against hashlib directly, params and their hashes, code versions."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from oracle.errors import ConfigError, DataError
 from oracle.io.hashing import dir_sha256, file_sha256
-from oracle.workflow.plan.config_paths import config_hash, config_subset
+from oracle.workflow.provenance.params import job_params, params_differ, params_hash
 from oracle.code_version import code_version
 from oracle.workflow.provenance import read_record, record_path, resolve_recorded_path, write_record
 
@@ -33,13 +33,13 @@ def test_file_record_fields(tmp_path, monkeypatch):
     out = tmp_path / "results" / "run" / "metrics.json"
     out.parent.mkdir(parents=True)
     out.write_text('{"acc": 0.9}')
-    cfg = {"classifiers": {"lr": 0.1, "epochs": (3, 4)}, "seed": np.int64(7)}
+    params = sm.Params(fromdict={"classifiers": {"lr": 0.1, "epochs": (3, 4)}, "seed": np.int64(7)})
     t0 = time.time() - 2.0
     # Snakemake's own containers, as a script receives them in `snakemake.wildcards/.input`
     wildcards = sm.Wildcards(fromdict={"arch": "resnet", "N": "100"})
     inputs = sm.InputFiles([str(a), str(b)])
     inputs._set_name("samples", 0)
-    side = write_record(out, rule="train_classifier", wildcards=wildcards, config=cfg, inputs=inputs,
+    side = write_record(out, rule="train_classifier", wildcards=wildcards, params=params, inputs=inputs,
                         seed=3, started=t0, extra={"note": "x"})
     assert side == tmp_path / "results" / "run" / "metrics.json.prov.json" == record_path(out)
     rec = json.loads(side.read_text())
@@ -48,9 +48,9 @@ def test_file_record_fields(tmp_path, monkeypatch):
     assert rec["artifact"]["sha256"] == _sha(b'{"acc": 0.9}') and rec["artifact"]["kind"] == "file"
     assert rec["inputs"] == {"in/a.bin": _sha(b"\x00\x01" * 1000), "in/b.txt": _sha(b"hello")}
     assert rec["rule"] == "train_classifier" and rec["wildcards"] == {"arch": "resnet", "N": "100"}
-    assert rec["config"] == {"classifiers": {"lr": 0.1, "epochs": [3, 4]}, "seed": 7}
+    assert rec["params"] == {"classifiers": {"lr": 0.1, "epochs": [3, 4]}, "seed": 7}
     canonical = '{"classifiers":{"epochs":[3,4],"lr":0.1},"seed":7}'
-    assert rec["config_sha256"] == _sha(canonical.encode()) == config_hash(cfg)
+    assert rec["params_sha256"] == _sha(canonical.encode()) == params_hash(job_params(params))
     assert rec["seed"] == 3 and rec["extra"] == {"note": "x"}
     assert 2.0 <= rec["wall_time_s"] < 60
     assert rec["created_utc"].endswith("Z") and rec["hostname"]
@@ -76,23 +76,31 @@ def test_directory_record_and_hash(tmp_path):
     assert rec["artifact"]["files"] == 2 and rec["artifact"]["size"] == 4
 
 
-def test_config_keys_projection(tmp_path):
-    art = tmp_path / "x"
-    art.write_text("x")
-    cfg = {"data": {"kind": "digits", "image_size": 8}, "oracle": {"flow": {"channels": 64}, "lr": 1}, "run": "r"}
-    assert config_subset(cfg, ["data.kind", "oracle.flow"]) == {"data": {"kind": "digits"}, "oracle": {"flow": {"channels": 64}}}
-    write_record(art, rule="r", config=cfg, config_keys=["data", "oracle.flow"])
-    rec = read_record(art)
-    assert rec["config"] == {"data": cfg["data"], "oracle": {"flow": {"channels": 64}}}
-    assert rec["config_keys"] == ["data", "oracle.flow"]
-    with pytest.raises(ConfigError, match="oracle.nope"):
-        write_record(art, rule="r", config=cfg, config_keys=["oracle.nope"])
+def test_job_params_are_the_named_params_but_callables_in_canonical_form():
+    sm = pytest.importorskip("snakemake.iocontainers")
+    params = sm.Params(fromdict={"spec": {"b": (1, 2), "a": np.float32(0.5)}, "seed": 0, "fn": len})
+    assert job_params(params) == {"seed": 0, "spec": {"a": 0.5, "b": [1, 2]}}
+    assert list(job_params(params)) == ["seed", "spec"]
+    assert job_params(None) == {} and job_params({"x": {1: "a"}}) == {"x": {"1": "a"}}
 
 
-def test_config_hash_is_order_independent_and_sensitive():
-    assert config_hash({"a": 1, "b": [1, 2]}) == config_hash({"b": (1, 2), "a": 1})
-    assert config_hash({"a": 1}) != config_hash({"a": 2})
-    assert config_hash({"a": 1}) == _sha(b'{"a":1}')
+def test_params_hash_is_order_independent_and_sensitive():
+    assert params_hash({"a": 1, "b": [1, 2]}) == params_hash({"b": (1, 2), "a": 1})
+    assert params_hash({"a": 1}) != params_hash({"a": 2})
+    assert params_hash({"a": 1}) == _sha(b'{"a":1}')
+
+
+def test_params_differ_names_each_changed_leaf():
+    rec = {"training": {"lr": 0.001, "epochs": 3, "archs": {"vit.b16": {"size": 224}}}, "seed": 0}
+    assert params_differ(rec, rec) == []
+    now = {"training": {"lr": 0.003, "epochs": 3, "archs": {"vit.b16": {"size": 384}}, "new": 1}, "device": "cpu"}
+    assert params_differ(rec, now) == [
+        "params training.lr was 0.001, is 0.003", "params training.archs[vit.b16].size was 224, is 384",
+        "params training.new was <missing>, is 1", "params seed was 0, is <missing>",
+        "params device was <missing>, is cpu"]
+    assert params_differ({"xs": (1, 2)}, {"xs": [1, 2]}) == []  # a tuple param is stored as a list
+    long = params_differ({"t": "a" * 100}, {"t": "b"})[0]
+    assert long.startswith("params t was aaa") and "..." in long and len(long) < 100
 
 
 def test_errors_leave_no_record(tmp_path):

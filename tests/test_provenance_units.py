@@ -1,5 +1,5 @@
-"""Provenance in small pieces, without a workflow run: config keys with selectors, the keys
-resolved specs carry, the job record helper, raw data inputs, numbers.tex names, atomic writes,
+"""Provenance in small pieces, without a workflow run: config keys with selectors, the
+params rules hand their jobs, the job record helper, raw data inputs, numbers.tex names, atomic writes,
 the code check (tests/test_provenance_workflow.py runs the same end to end)."""
 
 from __future__ import annotations
@@ -19,17 +19,16 @@ from oracle.io.atomic import atomic_output
 from oracle.io.raw_files import raw_data_inputs
 from oracle.report.numbers import numbers_tex
 from oracle.workflow import plan
-from oracle.workflow.provenance.audit import compare_config
 from oracle.workflow.jobs import job_script, record_job
 from oracle.io.hashing import clear_hash_cache, file_sha256
-from oracle.workflow.plan.config_paths import config_subset, get_config_value, parse_config_key
+from oracle.workflow.plan.config_paths import get_config_value, parse_config_key
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "tests" / "smoke" / "config.yaml"
 NEWCOMMAND = re.compile(r"\\newcommand\{\\([A-Za-z]+)\}\{([^{}]*)\}")
 
 
-def test_config_keys_with_selectors():
+def test_config_key_selectors():
     cfg = {"classifiers": {"archs": {"vit.b16": {"model": "vit", "label": "ViT"}, "r": {}},
                            "experiments": [{"name": "scaling", "labels": "hard"}, {"name": "soft", "labels": "soft"}]},
            "seed": 0}
@@ -37,46 +36,34 @@ def test_config_keys_with_selectors():
         "classifiers", "experiments", ("name", "soft"), "labels"]
     assert get_config_value(cfg, "classifiers.experiments[name=soft].labels") == "soft"
     assert get_config_value(cfg, "classifiers.archs[vit.b16].model") == "vit"
-    keys = ["classifiers.experiments[name=soft]", "classifiers.archs[vit.b16].label", "seed", "seed"]
-    sub = config_subset(cfg, keys)
-    for k in keys:  # the subset answers the same keys with the same values
-        assert get_config_value(sub, k) == get_config_value(cfg, k)
-    rec = {"config": sub, "config_keys": keys}
-    assert all(c["ok"] for c in compare_config(rec, cfg))
-    cfg["classifiers"]["experiments"][1]["labels"] = "hard"
-    bad = [c["key"] for c in compare_config(rec, cfg) if not c["ok"]]
-    assert bad == ["classifiers.experiments[name=soft]"]
     with pytest.raises(ConfigError, match="not found"):
         get_config_value(cfg, "classifiers.experiments[name=nope]")
-    with pytest.raises(ConfigError, match="overlap"):
-        config_subset(cfg, ["classifiers.archs", "classifiers.archs[r]"])
     for bad_key in ("", ".a", "a..b", "a[b"):
         with pytest.raises(ConfigError):
             parse_config_key(bad_key)
 
 
-def test_resolved_specs_carry_their_config_keys_in_the_smoke_config():
-    from oracle.workflow.plan.config_paths import config_subset, quoted
+def test_the_params_of_classifier_runs_in_the_smoke_config():
+    """What a classifier is trained from (the params of train_classifier and active_learning):
+    its cell's training spec with the experiment's training overrides, its architecture without
+    the display label, and for active learning the entry's run keys, not its reporting ones."""
+    from oracle.workflow.plan.config_paths import quoted
 
     cfg = yaml.safe_load(SMOKE.read_text())
-    cfg["worlds"]["hot"] = {"base_temperature": 1.5}
     cell = plan.classifier_runs(cfg, ["scaling"])[0]["cell"]
-
-    def classifier_keys(cfg):
-        return plan.training_spec(cfg, "scaling", cell)["config_keys"] + plan.arch_keys(cfg, "test_vit")
-
-    keys = classifier_keys(cfg)
-    assert "classifiers.archs.test_vit.label" not in keys and "classifiers.archs.test_vit.input_size" in keys
-    assert "classifiers.training.lr" in keys and "classifiers.curve_size" in keys
+    spec = plan.training_spec(cfg, "scaling", cell)
+    assert spec["training"]["lr"] == cfg["classifiers"]["training"]["lr"] and "curve_size" in spec
     cfg["experiments"]["scaling"]["training"] = {"lr": 0.5}
-    keys = classifier_keys(cfg)
-    assert "experiments.scaling.training.lr" in keys and "classifiers.training.lr" not in keys
-    hot = plan.samples_keys(cfg, "hot")
-    assert "worlds.hot.base_temperature" in hot and "worlds.base.label_temperature" in hot and "seed" in hot
-    splits = plan.split_worlds(cfg)["base"]["config_keys"]
-    for ks in (keys, hot, splits, plan.experiment_spec(cfg, "scaling")["config_keys"]):
-        config_subset(cfg, ks)  # every key exists
-    assert "experiments.scaling.seeds" in splits
+    assert plan.training_spec(cfg, "scaling", cell)["training"]["lr"] == 0.5
+    arch = plan.arch_build_spec(cfg, "test_vit")
+    assert "label" not in arch and arch["input_size"] == cfg["classifiers"]["archs"]["test_vit"]["input_size"]
+    act = yaml.safe_load((REPO / "tests/smoke/active.yaml").read_text())
+    (name,) = [n for n, e in act["experiments"].items() if e["kind"] == "active"]
+    spec = plan.experiment_spec(act, name)
+    run = plan.run_spec(spec)
+    assert "arch_labels" in spec and "target_accuracy" in spec
+    assert {"training", "strategies", "rounds", "batch", "world"} <= set(run)
+    assert "arch_labels" not in run and "target_accuracy" not in run
     assert quoted("classifiers", "archs", "vit.b16", "label") == "classifiers.archs[vit.b16].label"
     with pytest.raises(ConfigError, match="no experiment named 'nope'"):
         plan.training_spec(cfg, "nope", cell)
@@ -108,7 +95,7 @@ def _fake_job(tmp_path, **over):
     out.write_text("output")
     job = SimpleNamespace(rule="make", wildcards=SimpleNamespace(seed="3", items=lambda: [("seed", "3")]),
                           input=[str(inp)], output=[str(out)],
-                          params=SimpleNamespace(config_keys=["a.b", "seed"]),
+                          params={"a": {"b": 1}, "seed": 0, "fn": print},
                           config={"a": {"b": 1, "c": 2}, "seed": 0}, scriptdir=str(scripts))
     for k, v in over.items():
         setattr(job, k, v)
@@ -123,12 +110,12 @@ def test_record_job_takes_everything_from_the_job(tmp_path, monkeypatch):
     [side] = record_job(job, started=1.0, extra={"note": 1})
     rec = json.loads(side.read_text())
     assert rec["rule"] == "make" and rec["seed"] == 3 and rec["wildcards"] == {"seed": "3"}
-    assert rec["config"] == {"a": {"b": 1}, "seed": 0} and rec["config_keys"] == ["a.b", "seed"]
+    assert rec["params"] == {"a": {"b": 1}, "seed": 0} and "config" not in rec  # its params, not the config
     assert rec["inputs"] == {"in.txt": file_sha256(tmp_path / "in.txt")} and rec["extra"] == {"note": 1}
     # the script lies outside this repository (tmp_path): only repository files are kept
     assert all(not f.endswith("make.py") for f in rec["code"]["files"])
-    with pytest.raises(ConfigError, match="declares no params.config_keys"):
-        record_job(_fake_job(tmp_path, params=SimpleNamespace()), started=None)
+    [side] = record_job(_fake_job(tmp_path, params=SimpleNamespace()), started=None)
+    assert json.loads(side.read_text())["params"] == {}  # a rule without params
 
 
 def test_raw_data_inputs_pick_the_files_read(tmp_path):

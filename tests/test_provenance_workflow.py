@@ -3,7 +3,7 @@
 The slow tests read the session's one smoke run (tests/conftest.py: tests/smoke/config.yaml with
 validation on, so Tables 3-4, Figure 4 and the validation numbers exist, and a second world);
 tampering tests work on copies of its results.
-The fast tests cover the record helpers, config keys, numbers.tex and the atomic writes alone.
+The fast tests cover the record helpers, the params, numbers.tex and the atomic writes alone.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import yaml
 
 from oracle.io.raw_files import raw_data_inputs
 from oracle.report.numbers import SPREAD_MACROS, tex_macro_name
-from oracle.workflow.provenance.audit import audit, check_numbers, compare_config, load_numbers
+from oracle.workflow.provenance.audit import audit, check_numbers, load_numbers
 from oracle.io.hashing import clear_hash_cache, file_sha256, path_sha256
-from oracle.workflow.plan.config_paths import config_hash
+from oracle.workflow.provenance.params import params_differ, params_hash, workflow_params
 from oracle.workflow.provenance import read_record
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,19 +84,20 @@ def _artifacts(run: Path) -> list[Path]:
 
 @pytest.mark.slow
 def test_every_artifact_has_a_complete_record(smoke, monkeypatch):
-    work, _ = smoke
+    work, configfile = smoke
     monkeypatch.chdir(work)
     run = work / RUN
     effective = yaml.safe_load((run / "config.yaml").read_text())
     artifacts = _artifacts(run)
     assert len(artifacts) >= 40
+    now = workflow_params(work, configfile, ["all"])
     for art in artifacts:
         rec = read_record(art)
         shown = art.relative_to(work).as_posix()
         assert rec["id"] == shown and rec["artifact"]["sha256"] == file_sha256(art), shown
-        assert rec["config_sha256"] == config_hash(rec["config"]), shown
-        # every recorded config key is a real key of the run's config, with the run's value
-        assert all(c["ok"] for c in compare_config(rec, effective)), (shown, compare_config(rec, effective))
+        assert rec["params_sha256"] == params_hash(rec["params"]), shown
+        # the params its job ran with are those the workflow computes for that job now
+        assert rec["params"] == now[shown], (shown, params_differ(rec["params"], now[shown]))
         for inp, h in rec["inputs"].items():
             assert path_sha256(Path(inp)) == h, (shown, inp)
         code = rec["code"]
@@ -116,13 +117,14 @@ def test_every_artifact_has_a_complete_record(smoke, monkeypatch):
     data = read_record(run / "data" / "train.h5")
     assert list(data["inputs"]) == [_digits_file()]
     assert data["extra"]["raw_data"]["scikit-learn"] == sklearn.__version__
-    assert data["config"]["data"] == effective["data"]
-    # a classifier keeps the config keys of its own experiment and architecture
+    assert data["params"]["data"] == effective["data"] and "config" not in data
+    # a classifier keeps the params of its own experiment and architecture (no display label)
     for name in ("model.pt", "metrics/base.json"):
         clf = read_record(run / "classifiers" / "scaling" / "test_vit" / "N50" / "seed0" / name)
-        assert "classifiers.training.lr" in clf["config_keys"]
-        assert "classifiers.archs.test_vit.input_size" in clf["config_keys"]
-        assert not any("test_resnet" in k for k in clf["config_keys"])
+        assert clf["params"]["training"]["training"]["lr"] == effective["classifiers"]["training"]["lr"]
+        assert "test_resnet" not in json.dumps(clf["params"])
+    arch = read_record(run / "classifiers" / "scaling" / "test_vit" / "N50" / "seed0" / "model.pt")["params"]["arch"]
+    assert arch["input_size"] == effective["classifiers"]["archs"]["test_vit"]["input_size"] and "label" not in arch
 
 
 @pytest.mark.slow
@@ -215,7 +217,7 @@ def test_changed_parameter_of_a_figure_is_flagged(tamper, key, value, where):
     proc = _audit_cli(tamper, f"{RUN}/scaling/scaling/figures/scaling_panels.png")
     assert proc.returncode == 1, proc.stdout[-3000:]
     flags = [line for line in proc.stdout.splitlines() if line.startswith("FLAG")]
-    assert any(line.startswith(f"FLAG     {RUN}/{where}: config ") for line in flags), flags
+    assert any(line.startswith(f"FLAG     {RUN}/{where}: params ") for line in flags), flags
 
 
 @pytest.mark.slow
@@ -227,7 +229,7 @@ def test_parameter_outside_the_chain_is_not_flagged(tamper):
     assert _audit_cli(tamper, f"{RUN}/scaling/scaling/figures/scaling_panels.png").returncode == 0
     proc = _audit_cli(tamper, f"{RUN}/validation/figures/nn_distances.png")
     assert proc.returncode == 1
-    assert f"FLAG     {RUN}/validation/metrics.json: config validation.n_samples changed" in proc.stdout
+    assert f"FLAG     {RUN}/validation/metrics.json: params validation.n_samples was " in proc.stdout, proc.stdout[-3000:]
 
 
 @pytest.mark.slow
@@ -325,7 +327,9 @@ def test_report_over_a_changed_config_refuses_in_one_line(smoke, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(work / "results", copy / "results", symlinks=True)
     for where, words in ((work, "job(s) are still to run (rule train_classifier, e.g. "),
-                         (copy, "classifiers.training.lr was 0.001, is 0.002: ")):
+                         # the most common reason: the experiment's spec (tables, figures, collect)
+                         # or the classifiers' training spec, both naming training.lr
+                         (copy, "training.lr was 0.001, is 0.002: ")):
         report = tmp_path / f"{where.name}-report.html"
         proc = _snakemake(where, "--configfile", str(changed), "--report", str(report))
         out = proc.stdout + proc.stderr

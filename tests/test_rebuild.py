@@ -1,6 +1,7 @@
 """Issue 31, fast: the pieces behind the start-of-run check (oracle.workflow.provenance.stale), the
 rebuild's verdicts (oracle.workflow.provenance.artifact_diff), its job graph (oracle.workflow.provenance.rebuild),
-the rule key table (oracle.workflow.plan.rule_keys) and the shard re-scoring's rows. The
+the rules' params as the one source of what a job depends on (oracle.workflow.provenance.params)
+and the shard re-scoring's rows. The
 end-to-end cases run on a smoke run in tests/test_integrity_workflow.py."""
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
-from oracle.errors import ConfigError
 from oracle.io.hashing import clear_hash_cache
 from oracle.workflow.provenance.artifact_diff import compare_artifacts
-from oracle.workflow.plan import rule_config_keys
 from oracle.workflow.provenance import write_record
 from oracle.workflow.provenance.rebuild import chain, run_jobs, sample_jobs
 from oracle.workflow.provenance.stale import PlannedJob, overwrite_problems, stale_reasons, stale_summary
@@ -84,7 +83,7 @@ def test_verdicts_of_shards_use_their_recorded_precision_bound(tmp_path):
 def _made(path: Path, rule: str, wildcards=None, inputs=()):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"{rule} {wildcards}")
-    write_record(path, rule=rule, wildcards=wildcards or {}, config={}, config_keys=[], inputs=list(inputs))
+    write_record(path, rule=rule, wildcards=wildcards or {}, params={}, inputs=list(inputs))
     return path
 
 
@@ -110,8 +109,8 @@ def test_run_jobs_and_the_chain_behind_an_artifact(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- stale
-def _config():
-    return {"run": "r", "seed": 0, "data": {"kind": "digits"}, "experiments": {}}
+#: the params of a data job (rules/data.smk), as `job_params` stores them
+DATA = {"data": {"kind": "digits"}, "seed": 0}
 
 
 @pytest.fixture
@@ -121,53 +120,72 @@ def run(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_stale_reasons_name_the_changed_key_and_the_missing_output(run):
-    cfg = _config()
+def _data_job(params=DATA, needrun=False):
+    return PlannedJob("data", (f"{RUN}/data/train.h5", f"{RUN}/data/test.h5"), params, needrun)
+
+
+def test_stale_reasons_name_the_changed_param_and_the_missing_output(run):
     train = run / RUN / "data/train.h5"
     train.parent.mkdir(parents=True)
     train.write_text("x")
-    write_record(train, rule="data", config=cfg, config_keys=rule_config_keys(cfg, "data"))
+    write_record(train, rule="data", params=DATA)
     test = run / RUN / "data/test.h5"
     test.write_text("y")
-    write_record(test, rule="data", config=cfg, config_keys=rule_config_keys(cfg, "data"))
-    job = PlannedJob("data", (f"{RUN}/data/train.h5", f"{RUN}/data/test.h5"), tuple(rule_config_keys(cfg, "data")), False)
-    assert stale_reasons([job], cfg) == {}
-    assert stale_reasons([job], {**cfg, "seed": 1}) == {
-        0: ["seed was 0, is 1"]}
-    changed = {**cfg, "data": {"kind": "digits", "max_per_class": 5}}
-    assert stale_reasons([job], changed)[0] == ["data.max_per_class was <missing>, is 5"]
+    write_record(test, rule="data", params=DATA)
+    assert stale_reasons([_data_job()]) == {}
+    assert stale_reasons([_data_job({**DATA, "seed": 1})]) == {0: ["params seed was 0, is 1"]}
+    changed = {**DATA, "data": {"kind": "digits", "max_per_class": 5}}
+    assert stale_reasons([_data_job(changed)])[0] == ["params data.max_per_class was <missing>, is 5"]
+    # a param the rule no longer passes is a difference too
+    assert stale_reasons([_data_job({"data": DATA["data"]})])[0] == ["params seed was 0, is <missing>"]
+    # Snakemake's params trigger off: settings are not compared
+    assert stale_reasons([_data_job({**DATA, "seed": 1})], settings=False) == {}
     test.unlink()
-    assert stale_reasons([job], cfg) == {0: [f"{RUN}/data/test.h5 is missing beside its record"]}
+    assert stale_reasons([_data_job()]) == {0: [f"{RUN}/data/test.h5 is missing beside its record"]}
     Path(f"{test}.prov.json").unlink()
-    assert stale_reasons([job], cfg) == {}  # a missing output without a record is Snakemake's to decide
+    assert stale_reasons([_data_job()]) == {}  # a missing output without a record is Snakemake's to decide
     Path(f"{train}.prov.json").unlink()
-    assert stale_reasons([job], {**cfg, "seed": 1}) == {}  # not this run's: the jobs reading it refuse it
-    needrun = PlannedJob("data", job.outputs, job.config_keys, True)
-    assert stale_reasons([needrun], {**cfg, "seed": 1}) == {}  # Snakemake runs it anyway
-    lines = stale_summary([job], {0: ["seed was 0, is 1"]})
-    assert len(lines) == 2 and "1 job(s)" in lines[0] and re.search(r"seed was 0, is 1: 1 job\(s\) \(rule data", lines[1])
+    assert stale_reasons([_data_job({**DATA, "seed": 1})]) == {}  # not this run's: the jobs reading it refuse it
+    assert stale_reasons([_data_job({**DATA, "seed": 1}, needrun=True)]) == {}  # Snakemake runs it anyway
+    lines = stale_summary([_data_job()], {0: ["params seed was 0, is 1"]})
+    assert len(lines) == 2 and "1 job(s)" in lines[0] and re.search(
+        r"params seed was 0, is 1: 1 job\(s\) \(rule data", lines[1])
+
+
+def test_a_record_without_params_is_stale(run):
+    """A record written before records kept their job's params (record_version 1: ``config``
+    and ``config_keys``) cannot say what it was made under: its job is rerun, saying why."""
+    train = run / RUN / "data/train.h5"
+    train.parent.mkdir(parents=True)
+    train.write_text("x")
+    rec_path = write_record(train, rule="data", params=DATA)
+    rec = json.loads(rec_path.read_text())
+    del rec["params"], rec["params_sha256"]
+    rec.update(record_version=1, config=DATA, config_keys=["data", "seed"])
+    rec_path.write_text(json.dumps(rec))
+    job = PlannedJob("data", (f"{RUN}/data/train.h5",), DATA, False)
+    assert stale_reasons([job]) == {0: ["its record was written before records kept their job's params "
+                                        "(record_version 1)"]}
 
 
 def test_a_kept_output_gone_with_its_record_is_rebuilt_when_a_record_lists_it(run):
     """Issue 38 case 2: a job server killed during training took model.pt and history.json with
     their records; the predictions made from them stayed, so the plain rerun ran nothing and
     the kept model never came back. The records of the predictions list it: it is rebuilt."""
-    cfg = _config()
     model = run / RUN / "model.pt"
     model.parent.mkdir(parents=True)
     model.write_text("weights")
-    write_record(model, rule="data", config=cfg, config_keys=rule_config_keys(cfg, "data"))
+    write_record(model, rule="train_classifier", params=DATA)
     pred = run / RUN / "predictions.h5"
     pred.write_text("p")
-    write_record(pred, rule="data", config=cfg, config_keys=rule_config_keys(cfg, "data"), inputs=[f"{RUN}/model.pt"])
-    keys = tuple(rule_config_keys(cfg, "data"))
-    train = PlannedJob("train_classifier", (f"{RUN}/model.pt",), keys, False)
-    predict = PlannedJob("predict_classifier", (f"{RUN}/predictions.h5",), keys, False)
+    write_record(pred, rule="predict_classifier", params=DATA, inputs=[f"{RUN}/model.pt"])
+    train = PlannedJob("train_classifier", (f"{RUN}/model.pt",), DATA, False)
+    predict = PlannedJob("predict_classifier", (f"{RUN}/predictions.h5",), DATA, False)
     model.unlink()
     Path(f"{model}.prov.json").unlink()
-    assert stale_reasons([train, predict], cfg) == {
+    assert stale_reasons([train, predict]) == {
         0: [f"{RUN}/model.pt is missing and the records of files made from it list it"]}
-    assert stale_reasons([train], cfg) == {}  # nothing made from it: Snakemake's to decide
+    assert stale_reasons([train]) == {}  # nothing made from it: Snakemake's to decide
 
 
 def test_the_report_refuses_results_that_are_not_this_configs(run):
@@ -175,21 +193,20 @@ def test_the_report_refuses_results_that_are_not_this_configs(run):
     the new lr beside numbers of models trained with the old one. `report_error` is its one line."""
     from oracle.workflow.provenance.stale import report_error
 
-    cfg = _config()
     train = run / RUN / "data/train.h5"
     train.parent.mkdir(parents=True)
     train.write_text("x")
-    write_record(train, rule="data", config=cfg, config_keys=rule_config_keys(cfg, "data"))
-    data = PlannedJob("data", (f"{RUN}/data/train.h5",), tuple(rule_config_keys(cfg, "data")), False)
+    write_record(train, rule="data", params=DATA)
+    data = PlannedJob("data", (f"{RUN}/data/train.h5",), DATA, False)
     alias = PlannedJob("all", (), None, True)  # a target rule without outputs always "runs"
-    assert report_error([data, alias], stale_reasons([data, alias], cfg)) is None
-    jobs = [data, alias]
-    err = report_error(jobs, stale_reasons(jobs, {**cfg, "seed": 1}))
-    assert err.startswith("the report would show results that are not this config's: seed was 0, is 1: 1 job(s) "
-                          "(rule data, e.g. results/") and err.endswith("then --report") and "\n" not in err
+    assert report_error([data, alias], stale_reasons([data, alias])) is None
+    jobs = [PlannedJob("data", data.outputs, {**DATA, "seed": 1}, False), alias]
+    err = report_error(jobs, stale_reasons(jobs))
+    assert err.startswith("the report would show results that are not this config's: params seed was 0, is 1: "
+                          "1 job(s) (rule data, e.g. results/") and err.endswith("then --report") and "\n" not in err
     # jobs Snakemake would run (its metadata saw a changed setting): named where the chain starts
-    model = PlannedJob("train", (f"{RUN}/model.pt",), ("x",), True, inputs=(f"{RUN}/data/train.h5",))
-    table = PlannedJob("table", (f"{RUN}/table.csv",), ("x",), True, inputs=(f"{RUN}/model.pt",))
+    model = PlannedJob("train", (f"{RUN}/model.pt",), {}, True, inputs=(f"{RUN}/data/train.h5",))
+    table = PlannedJob("table", (f"{RUN}/table.csv",), {}, True, inputs=(f"{RUN}/model.pt",))
     err = report_error([table, data, model], {})
     assert "2 job(s) are still to run (rule train, e.g. results/" in err
 
@@ -197,60 +214,58 @@ def test_the_report_refuses_results_that_are_not_this_configs(run):
 def test_overwrite_problems_refuse_a_linked_run_of_another_checkout(run, tmp_path_factory, monkeypatch):
     other = tmp_path_factory.mktemp("other")
     monkeypatch.chdir(other)
-    cfg = _config()
+    cfg = {"run": "r", "seed": 0}
     (other / RUN).mkdir(parents=True)
     for name in ("config.yaml", "data/train.h5"):
         p = other / RUN / name
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(yaml.safe_dump(cfg))
-        write_record(p, rule="effective_config", config=cfg, config_keys=list(cfg))
+        write_record(p, rule="effective_config", params={"config": cfg})
     monkeypatch.chdir(run)
     (run / "results").mkdir()
     (run / RUN).symlink_to(other / RUN)
-    job = PlannedJob("data", (f"{RUN}/data/train.h5",), ("data", "seed"), True)
+    job = PlannedJob("data", (f"{RUN}/data/train.h5",), DATA, True)
     [line] = overwrite_problems([job], RUN)
     assert line.startswith(f"{RUN} leads to another run's results") and "cp -a" in line
-    assert overwrite_problems([PlannedJob("data", job.outputs, job.config_keys, False)], RUN) == []
+    assert overwrite_problems([PlannedJob("data", job.outputs, DATA, False)], RUN) == []
 
 
-# ----------------------------------------------------------------------------- rule keys
-def _rule_blocks() -> dict[str, str]:
-    """{rule name: its text} of every rule in the Snakefile and rules/*.smk."""
-    out = {}
-    for f in [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]:
-        text = f.read_text()
-        for m in re.finditer(r"^\s*rule (\w+):\n(.*?)(?=^\s*rule \w+:|^\S|\Z)", text, re.S | re.M):
-            out[m.group(1)] = m.group(2)
-        for m in re.finditer(r"^\s*rule:\n\s*name:\n\s*(f?\"[^\"]+\")(.*?)(?=^\s*rule|^\S|\Z)", text, re.S | re.M):
-            out[m.group(1)] = m.group(2)
-    return out
+# ----------------------------------------------------------------------------- params, the one source
+def _config_reads(script: Path) -> list[str]:
+    """Where a rule script reads the config itself: ``<name>.config`` of the snakemake object
+    (``sm.config``, ``snakemake.config``, ``job.config``) or ``<obj>.config[...]``, as
+    "line: source" strings."""
+    import ast
+
+    tree = ast.parse(script.read_text())
+    return [f"{node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr == "config" and isinstance(node.value, ast.Name)]
 
 
-def test_every_rule_that_writes_records_reads_its_keys_from_the_one_table():
-    """Each rule with a script declares params.config_keys=declared_keys("<its own name>"), so the
-    rules, the jobs' input checks, the start-of-run check and the audit read one declaration."""
-    blocks = _rule_blocks()
-    scripted = {name: body for name, body in blocks.items() if "script:" in body}
-    assert len(scripted) >= 20
-    for name, body in scripted.items():
-        want = 'declared_keys(f"{_kind}_collect")' if "_collect" in name else f'declared_keys("{name}")'
-        assert f"config_keys={want}" in body, f"rule {name} does not read its keys from the table"
-        if "_collect" not in name:
-            assert name in rule_config_keys.__globals__["_RULES"], name
+#: The one read of the config a script may make: a check of the worlds' priors against the
+#: class count the data has, before any flow is trained. It shapes no output (a wrong prior
+#: fails the job), and as a param it would make a changed prior rerun the data job and with it
+#: every flow and classifier (Snakemake reruns what follows a rerun job).
+CHECK_ONLY = {"data.py": ["sm.config"]}
 
 
-def test_rule_keys_of_the_smoke_config():
-    from oracle.workflow.provenance.audit import load_config
+def test_rule_scripts_read_the_config_only_through_their_params():
+    """A job depends on its params, its inputs and its code, and on nothing else of the config:
+    the record keeps its params and the start check and the audit compare them. A script that
+    read the config itself would depend on what no record keeps."""
+    scripts = sorted((REPO / "scripts").glob("*.py"))
+    assert len(scripts) >= 20
+    reads = {s.name: [r.split(": ", 1)[1] for r in _config_reads(s)] for s in scripts}
+    assert {name: r for name, r in reads.items() if r} == CHECK_ONLY
+    assert "check_prior_length(sm.config," in (REPO / "scripts/data.py").read_text()
 
-    cfg = load_config(REPO / "tests/smoke/config.yaml")
-    assert rule_config_keys(cfg, "data") == ["data", "seed"]
-    keys = rule_config_keys(cfg, "train_classifier", {"experiment": "scaling", "arch": "test_vit", "cell": "N50", "seed": "0"})
-    assert "classifiers.training.lr" in keys or "classifiers.training" in keys or any("training" in k for k in keys)
-    assert rule_config_keys(cfg, "scaling_collect", {"experiment": "scaling"})
-    with pytest.raises(ConfigError, match="no experiment named 'gone'"):
-        rule_config_keys(cfg, "experiment_table", {"experiment": "gone", "kind": "scaling", "artifact": "x"})
-    with pytest.raises(ConfigError, match="'bogus' is not a rule of this workflow"):
-        rule_config_keys(cfg, "bogus", {})
+
+def test_the_config_read_check_finds_a_config_read(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("def main(sm):\n    return sm.config['seed'], sm.params.seed\n")
+    assert _config_reads(script) == ["2: sm.config"]
+    script.write_text("def main(sm):\n    return sm.params.config\n")  # a param named config is a param
+    assert _config_reads(script) == []
 
 
 def test_a_test_set_larger_than_the_world_names_its_key(tmp_path, capsys):

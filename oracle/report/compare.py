@@ -235,7 +235,7 @@ def run_metadata(records: Mapping[str, Mapping | None], configs: Mapping[str, Ma
                            if v) or "?"
         rows.append({"run": name, "commit": commit, "date": rec.get("created_utc") or "?", "machine": machine,
                      "seed": configs.get(name, {}).get("seed", "?"),
-                     "config": str(rec.get("config_sha256") or "?")[:12]})
+                     "config": str(rec.get("params_sha256") or rec.get("config_sha256") or "?")[:12]})
     return pd.DataFrame(rows, columns=["run", "commit", "date", "machine", "seed", "config"])
 
 

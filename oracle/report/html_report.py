@@ -35,7 +35,8 @@ from oracle.report.tables import read_markdown_table
 class RunFacts:
     """What the report's first screen says about the run, before any table: the code
     (`commit`, `dirty`), when (`date_utc`, ISO), where (`machine`), the effective config's
-    `config_sha256`, the wall time `wall_s` (seconds; None when unknown) and the number of
+    hash `config_sha256` (its record's ``params_sha256``: that job's one param is the whole
+    config), the wall time `wall_s` (seconds; None when unknown) and the number of
     findings per verdict (`verdicts`, claims.csv's column)."""
 
     commit: str
@@ -75,7 +76,7 @@ def run_facts(record: Mapping, claims_csv: str | os.PathLike, wall_s: float | No
         machine = f"{record['hostname']} ({record['device']})" if record.get("device") else str(record["hostname"])
         facts = RunFacts(commit=str(code["commit"] or "unknown"), dirty=bool(code.get("dirty")),
                          date_utc=str(record["created_utc"]), machine=machine,
-                         config_sha256=str(record["config_sha256"]),
+                         config_sha256=str(record["params_sha256"]),
                          wall_s=None if wall_s is None or wall_s != wall_s else float(wall_s),
                          verdicts=verdict_counts(claims_csv))
     except (KeyError, TypeError) as exc:

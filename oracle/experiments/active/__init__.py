@@ -53,8 +53,8 @@ STRATEGY_COLORS = {"random": "#7f7f7f", "max_entropy": "#0072b2", "max_epistemic
 #: The exact parts each score is correlated with (columns ``target`` of correlations.csv).
 TARGETS = ("exact_epistemic", "exact_aleatoric")
 TARGET_LABELS = {"exact_epistemic": "exact epistemic KL(p || q)", "exact_aleatoric": "exact aleatoric H(p)"}
-#: Keys of its entry that decide its runs (target_accuracy only changes its numbers); its
-#: training hyperparameters are added to them (`oracle.workflow.plan.resolve_experiment`).
+#: Keys of its entry that decide its runs (target_accuracy only changes its numbers); with its
+#: training hyperparameters, the params of its runs (`oracle.workflow.plan.run_spec`).
 RUN_ENTRY_KEYS = ("world", "labels", "hard_label", "strategies", "initial_size", "rounds", "batch", "pool_size",
                   "mc_samples", "drop_rate")
 

@@ -32,9 +32,6 @@ from oracle.world_specs import world_specs
 
 KIND = "difficulty"
 DATA = ("curve", "learner")
-#: Every learner model depends on the whole ``learner`` entry (arch, size, seeds) and the
-#: training hyperparameters (`oracle.workflow.plan.experiments.resolve_experiment`).
-RUN_ENTRY_KEYS = ("learner",)
 ARTIFACTS = artifacts_by_name(
     Artifact("difficulty_vs_tau", "table",
              "How hard the oracle world is against its base temperature tau: Bayes error (%), aleatoric "

@@ -47,8 +47,6 @@ ARTIFACTS = artifacts_by_name(
     Artifact("calibration_agreement", "figure", _calibration.AGREEMENT_CAPTION),
 )
 
-#: Its collect job also reads the training curves, drawn with these settings.
-COLLECT_CONFIG_KEYS = tuple(_training.CURVE_KEYS.values())
 _CELL = re.compile(r"(hard|soft)-N(\d+)")
 
 

@@ -9,11 +9,11 @@ import re
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from oracle.errors import ConfigError, OracleError
+from oracle.errors import OracleError
 
 
 def run_job(job: Any, main: Callable[[Any], Mapping[str, Any] | None], *, server: bool = True,
@@ -161,9 +161,9 @@ def verify_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
     files checked against a record (`oracle.workflow.provenance.input_identity.check_inputs`).
 
     Each input with a record must have its recorded bytes (same size and modification time,
-    or else the same sha256), lie where its record says, and, given the run `config`, have
-    been made under the current config values and (oracle samples) from this run's world
-    and oracle file. A record that names files the artifact refers to without copying them
+    or else the same sha256), lie where its record says, and, given the run `config`, (oracle
+    samples) come from this run's world and oracle file. Whether it was made under this run's
+    settings is the start check's question (its job's params, `oracle.workflow.provenance.stale`). A record that names files the artifact refers to without copying them
     (``extra.references``: the shards behind a merged samples file) has those checked too,
     against the sha256 it recorded for them. An input without a record is an error unless it
     lies outside ``results/`` and the config names it (raw data). DataError with one line.
@@ -176,23 +176,10 @@ def verify_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
 # --------------------------------------------------------------------------- provenance records
 #
 # One helper writes every record of a workflow job: `record_job`, fed by the `snakemake` object
-# of the rule's script. What an artifact depends on in the config is declared once, by its rule
-# (``params: config_keys=[...]``, see `oracle.workflow.provenance.parse_config_key` for the syntax),
-# not by each script.
+# of the rule's script. What an artifact depends on besides its inputs and code is its job's
+# params (the rule's script reads the config only through them), stored in its record.
 
 _SCRIPT_COPY = re.compile(r"^tmp[A-Za-z0-9_]+\.(.+\.py)$")  # Snakemake's copy: tmpXXXXXXXX.<name>.py
-
-
-def job_config_keys(job: Any) -> list[str] | None:
-    """The config keys the job's rule declares (``params: config_keys=[...]``), or None."""
-    params = getattr(job, "params", None)
-    keys = getattr(params, "config_keys", None) if params is not None else None
-    if keys is None:
-        return None
-    if isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
-        raise ConfigError(f"rule {getattr(job, 'rule', '?')!r}: params.config_keys must be a list of "
-                          f"config keys, got {keys!r}")
-    return list(keys)
 
 
 def job_script(job: Any, argv0: str | None = None) -> Path | None:
@@ -217,33 +204,27 @@ def _job_seed(job: Any) -> int | None:
 
 def record_job(job: Any, started: float | None, *, outputs: Iterable[str | os.PathLike] | None = None,
                inputs: Any = None, extra_inputs: Iterable[str | os.PathLike] = (),
-               config_keys: Sequence[str] | None = None, seed: int | None = None,
+               seed: int | None = None,
                extra: Mapping | None = None, device: str | None = None) -> list[Path]:
     """Write the provenance record of every output of one workflow job; returns the sidecars.
 
     job:          the ``snakemake`` object of a rule's script (rule, wildcards, input, output,
-                  params, config); only attributes are read.
+                  params); only attributes are read. Each record stores the job's params.
     started:      ``time.time()`` at the job's start (``script_job`` yields it).
     outputs:      the artifacts (default every ``job.output``).
     inputs:       the inputs to hash (default ``job.input``); `extra_inputs` are added (raw
                   data, a checkpoint outside the DAG).
-    config_keys:  the config keys the artifacts depend on (default the rule's
-                  ``params.config_keys``; ConfigError when neither names any).
     seed:         default the ``seed`` wildcard, else ``params.seed``.
     The record's ``code.files`` also covers the rule's script file.
     """
     from oracle.workflow.provenance import write_record
 
-    keys = list(config_keys) if config_keys is not None else job_config_keys(job)
-    if keys is None:
-        raise ConfigError(f"rule {job.rule!r} declares no params.config_keys: list the config keys its "
-                          "artifacts depend on (an empty list when none)")
     wildcards = dict(job.wildcards.items()) if hasattr(job.wildcards, "items") else dict(job.wildcards or {})
     script = job_script(job)
     ins = [job.input if inputs is None else inputs, list(extra_inputs)]
     finished = time.time()
     return [
-        write_record(a, rule=job.rule, wildcards=wildcards, config=job.config, config_keys=keys,
+        write_record(a, rule=job.rule, wildcards=wildcards, params=getattr(job, "params", None),
                      inputs=ins, seed=_job_seed(job) if seed is None else seed, started=started,
                      finished=finished, extra=extra, device=device, code_extra=[script] if script else ())
         for a in (job.output if outputs is None else outputs)

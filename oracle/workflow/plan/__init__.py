@@ -6,16 +6,13 @@ Re-exported here (``plan.world_specs``):
 ``worlds``       each world's parameters with the base world's defaults and seeds, and the
                  config keys they come from; the world kind; the class prior
 ``archs``        classifier architectures and their labels
-``experiments``  the experiments checked and completed by their kinds (with the config keys
-                 of their jobs), the classifiers they train, the sets those are scored on,
-                 each world's splits
+``experiments``  the experiments checked and completed by their kinds, the classifiers they
+                 train, the sets those are scored on, each world's splits
 ``evalsets``     evaluation-set names (a world's test set, a noisy copy of it)
 ``flows``        shards, the flow's spec and step count
-``rule_keys``    the config keys each rule's artifacts depend on (one table for the rules,
-                 the jobs' input checks, the start-of-run check and the audit)
 
 Imported by name: ``config`` (loading, schema, validation, checks), ``config_paths`` (the
-dotted config keys of provenance), ``paths`` (every path of a run: ``RunPaths``),
+dotted config keys of errors and curve settings), ``paths`` (every path of a run: ``RunPaths``),
 ``rule_params`` (the rules' wildcard helpers), ``resources`` (rule resources, the torchrun
 launch), ``rehearsal`` (a preset rehearsed in miniature).
 """
@@ -24,5 +21,4 @@ from oracle.workflow.plan.archs import *  # noqa: F403
 from oracle.workflow.plan.evalsets import *  # noqa: F403
 from oracle.workflow.plan.experiments import *  # noqa: F403
 from oracle.workflow.plan.flows import *  # noqa: F403
-from oracle.workflow.plan.rule_keys import *  # noqa: F403
 from oracle.workflow.plan.worlds import *  # noqa: F403

@@ -1,5 +1,5 @@
-"""Classifier architectures: the config keys a trained classifier depends on (the entries and
-their display labels are `oracle.classifiers.specs`, re-exported here).
+"""Classifier architectures: what a trained classifier is built from (the entries and their
+display labels are `oracle.classifiers.specs`, re-exported here).
 
 Light: standard library only.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from oracle.classifiers.specs import ARCH_LABELS, arch_label, arch_spec  # noqa: F401
-from oracle.workflow.plan.config_paths import quoted
 
 
-def arch_keys(config: Mapping, arch: str) -> list[str]:
-    """What a trained classifier depends on in its architecture's entry (not its display label)."""
-    return [quoted("classifiers", "archs", arch, k) for k in config["classifiers"]["archs"][arch] if k != "label"]
+def arch_build_spec(config: Mapping, arch: str) -> dict:
+    """What a classifier of architecture `arch` is built from: its `arch_spec` without the
+    display label (a rule's params: a label changes tables and figures, not the models)."""
+    return {k: v for k, v in arch_spec(config, arch).items() if k != "label"}

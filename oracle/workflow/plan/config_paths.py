@@ -1,6 +1,5 @@
-"""Config paths: the dotted-name syntax every rule uses to declare what its artifacts depend on
-(``params: config_keys``), reading values at such keys, projecting a config onto them, and the
-canonical hash of a (sub)config.
+"""Config paths: the dotted-name syntax of a config key (as errors and the curve settings name
+them), reading the value at such a key, and a nested mapping's leaves by dotted key.
 
 Syntax: dotted names; ``[name]`` quotes a name holding dots (``classifiers.archs[vit.b16]``);
 ``[field=value]`` selects a list element (``x.items[name=a]``).
@@ -9,14 +8,11 @@ Syntax: dotted names; ``[name]`` quotes a name holding dots (``classifiers.archs
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from oracle.errors import ConfigError
-from oracle.io.atomic import to_jsonable as _jsonable
 
 
 def quoted(*parts: str) -> str:
@@ -26,16 +22,6 @@ def quoted(*parts: str) -> str:
     for p in parts:
         out += f"[{p}]" if "." in p else (f".{p}" if out else p)
     return out
-
-
-def canonical_json(obj: Any) -> str:
-    """Canonical JSON (sorted keys, no whitespace, UTF-8) used for config hashes."""
-    return json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def config_hash(cfg: Any) -> str:
-    """sha256 hex digest of the canonical JSON of `cfg`."""
-    return hashlib.sha256(canonical_json(cfg).encode("utf-8")).hexdigest()
 
 
 _MISSING = object()
@@ -114,28 +100,6 @@ def get_config_value(cfg: Mapping, key: str, default: Any = _MISSING) -> Any:
     return node
 
 
-def config_subset(cfg: Mapping, keys: Iterable[str]) -> dict:
-    """Projection of `cfg` onto `keys`, keeping the nesting: ["a.b", "c"] -> {"a": {"b":..}, "c":..}.
-
-    A list selector becomes the literal key ``"[field=value]"``, so `get_config_value` finds it
-    again in the subset. Raises ConfigError for a missing key or two keys that overlap as a
-    value and a path below it.
-    """
-    out: dict = {}
-    for key in dict.fromkeys(keys):  # a key listed twice is recorded once
-        value = get_config_value(cfg, key)
-        parts = [p if isinstance(p, str) else _selector_text(p) for p in parse_config_key(key)]
-        node = out
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ConfigError(f"config keys overlap: {key!r} lies below another recorded key")
-        if parts[-1] in node:
-            raise ConfigError(f"config keys overlap: {key!r} lies above another recorded key")
-        node[parts[-1]] = _jsonable(value)
-    return out
-
-
 def config_leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
     """Every leaf of a nested mapping as (dotted key, value)."""
     if isinstance(node, Mapping) and node:
@@ -144,33 +108,3 @@ def config_leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
             out.extend(config_leaves(v, f"{prefix}{k}."))
         return out
     return [(prefix[:-1], node)] if prefix else []
-
-
-_ABSENT = object()  # a key the current config lacks (not _MISSING: that means "raise")
-
-
-def compare_config(record: Mapping, current: Mapping, keys: Iterable[str] | None = None) -> list[dict]:
-    """[{"key", "recorded" (or "<missing>"), "current" (or "<missing>"), "ok"}], one per key.
-
-    keys: the keys to compare: those the artifact's rule declares now
-          (`oracle.workflow.plan.rule_config_keys`), so a key dropped from the record's own
-          list still counts; a declared key the record holds no value for differs. None: the
-          record's own ``config_keys`` (or every leaf of its ``config`` for records without).
-    """
-    subset = record.get("config") or {}
-    if keys is None:
-        keys = record.get("config_keys")
-        pairs = ([(k, get_config_value(subset, k, None)) for k in keys] if keys is not None else config_leaves(subset))
-    else:
-        pairs = [(k, get_config_value(subset, k, _ABSENT)) for k in dict.fromkeys(keys)]
-    out = []
-    for key, recorded in pairs:
-        now = get_config_value(current, key, _ABSENT)
-        ok = now is not _ABSENT and recorded is not _ABSENT and _plain(now) == recorded
-        out.append({"key": key, "recorded": "<missing>" if recorded is _ABSENT else recorded,
-                    "current": "<missing>" if now is _ABSENT else _plain(now), "ok": ok})
-    return out
-
-
-def _plain(v: Any) -> Any:
-    return _jsonable(v)

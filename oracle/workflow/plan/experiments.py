@@ -1,5 +1,5 @@
-"""The experiments of a run, checked and completed by their kinds, with the config keys each
-of their jobs depends on; the classifiers they train, the sets those are scored on, and what
+"""The experiments of a run, checked and completed by their kinds; the classifiers they train,
+the sets those are scored on, what a kind's own runs are trained from (`run_spec`), and what
 each world's splits file must hold.
 
 Light: standard library only (the kinds' planning halves, `oracle.experiments`).
@@ -12,35 +12,28 @@ from collections.abc import Iterable, Mapping
 from oracle.errors import ConfigError
 from oracle.experiments import kind_module
 from oracle.experiments._training import CURVE_KEYS
-from oracle.workflow.plan.config_paths import get_config_value, quoted
+from oracle.workflow.plan.config_paths import get_config_value
 from oracle.workflow.plan.evalsets import parse_evalset
-from oracle.workflow.plan.worlds import world_keys
 
-#: The keys of a training kind's entry that decide the models it trains (a kind may set its own
-#: ``RUN_ENTRY_KEYS``); its training hyperparameters are added to them.
+#: The keys of a training kind's entry that decide the runs it trains itself (a kind may set its
+#: own ``RUN_ENTRY_KEYS``; `run_spec`); its training hyperparameters are added to them.
 RUN_ENTRY_KEYS = ("world", "labels", "hard_label", "size", "val_fraction")
 
 
 def resolve_experiment(config: Mapping, name: str) -> dict:
-    """Experiment `name` checked and completed by its kind (`check`), with the config keys its
-    jobs depend on: ``config_keys`` (its data, tables, figures, numbers: its whole entry and
-    every architecture it shows), ``collect_config_keys`` (its collect job: those and the
-    kind's ``COLLECT_CONFIG_KEYS``) and, for a kind that trains, ``run_config_keys`` (every
-    model it trains: its entry's keys of the kind's ``RUN_ENTRY_KEYS`` and its training
-    hyperparameters, the experiment's overrides else classifiers.training)."""
+    """Experiment `name` checked and completed by its kind (`check`). What its jobs depend on
+    is what the rules hand them of it (their params, `oracle.workflow.provenance.params`)."""
     entry = config["experiments"][name]
-    mod = kind_module(entry["kind"])
-    spec = mod.check(name, dict(entry), config)
-    spec["config_keys"] = [quoted("experiments", name)] + [quoted("classifiers", "archs", a)
-                                                           for a in spec.get("archs", [])]
-    spec["collect_config_keys"] = spec["config_keys"] + list(getattr(mod, "COLLECT_CONFIG_KEYS", ()))
-    if "training" in spec:
-        overrides = entry.get("training") or {}
-        keys = [quoted("experiments", name, k) for k in getattr(mod, "RUN_ENTRY_KEYS", RUN_ENTRY_KEYS) if k in entry]
-        keys += [quoted("experiments", name, "training", k) if k in overrides else quoted("classifiers", "training", k)
-                 for k in spec["training"]]
-        spec["run_config_keys"] = keys
-    return spec
+    return kind_module(entry["kind"]).check(name, dict(entry), config)
+
+
+def run_spec(spec: Mapping) -> dict:
+    """What the runs a kind trains in a job of its own (active learning) are made from: the
+    resolved `spec`'s keys of the kind's ``RUN_ENTRY_KEYS`` and its ``training``. A rule's
+    params, so a display label or a reporting setting (target_accuracy) changed reruns the
+    experiment's tables, not its runs."""
+    keys = getattr(kind_module(spec["kind"]), "RUN_ENTRY_KEYS", RUN_ENTRY_KEYS)
+    return {k: spec[k] for k in (*keys, "training") if k in spec}
 
 
 def experiment_specs(config: Mapping) -> dict[str, dict]:
@@ -102,17 +95,12 @@ def prediction_jobs(config: Mapping) -> list[tuple[str, str, str, int, str]]:
 def training_spec(config: Mapping, experiment: str, cell: str, specs: Mapping[str, dict] | None = None) -> dict:
     """What the classifiers of one cell of an experiment train on (the kind's training_spec,
     `oracle.experiments._training.training_spec`), with the training-curve settings
-    (`oracle.experiments._training.CURVE_KEYS`) and ``config_keys``: the keys every classifier
-    of the cell depends on, its architecture's aside (`oracle.workflow.plan.arch_keys`).
+    (`oracle.experiments._training.CURVE_KEYS`).
     `specs`: the resolved experiments (`experiment_specs`), so the kind's check is not run again."""
     spec = specs[experiment] if specs is not None else experiment_spec(config, experiment)
     out = kind_module(spec["kind"]).training_spec(spec, cell)
-    keys = list(spec["run_config_keys"])
-    if cell in (config["experiments"][experiment].get("configurations") or {}):
-        keys.append(quoted("experiments", experiment, "configurations", cell))
     for name, key in CURVE_KEYS.items():
         out[name] = get_config_value(config, key)
-    out["config_keys"] = keys + list(CURVE_KEYS.values())
     return out
 
 
@@ -136,12 +124,9 @@ def split_worlds(config: Mapping) -> dict[str, dict]:
     """The worlds that need a splits file, with what it must hold: {world: {"seeds": sorted
     training seeds, "max_n": largest training-set size}} (a world only tested on, directly or
     through a noisy copy of its test set, has no seeds and max_n 0): from every kind's
-    classifier runs and evaluation sets, and from the optional `split_needs` of a kind; with
-    ``config_keys``: its test size and seed, and the training seeds of the experiments that
-    train on it (one permutation of the pool each)."""
+    classifier runs and evaluation sets, and from the optional `split_needs` of a kind."""
     out: dict[str, dict] = {}
     names = list(config["worlds"])
-    trains: dict[str, set] = {}  # world -> experiments with training seeds in it
     for name, spec in experiment_specs(config).items():
         mod = kind_module(spec["kind"])
         for evalset in mod.evaluation_sets(spec):
@@ -150,19 +135,13 @@ def split_worlds(config: Mapping) -> dict[str, dict]:
             t = mod.training_spec(spec, run["cell"])
             slot = out.setdefault(t["world"], {"seeds": set(), "max_n": 0})
             slot["seeds"].add(int(run["seed"]))
-            trains.setdefault(t["world"], set()).add(name)
             slot["max_n"] = max(slot["max_n"], int(t["n"]))
         # kinds that train outside the classifiers stage (active) declare what they need
         for world, want in (mod.split_needs(spec) if hasattr(mod, "split_needs") else {}).items():
             slot = out.setdefault(world, {"seeds": set(), "max_n": 0})
             slot["seeds"].update(int(s) for s in want["seeds"])
-            trains.setdefault(world, set()).add(name)
             slot["max_n"] = max(slot["max_n"], int(want["max_n"]))
-    exps = config.get("experiments") or {}
-    return {w: {"seeds": sorted(v["seeds"]), "max_n": v["max_n"],
-                "config_keys": world_keys(config, w, ("test_size", "seed"))
-                + [quoted("experiments", n, "seeds") for n in exps if n in trains.get(w, ()) and "seeds" in exps[n]]}
-            for w, v in out.items()}
+    return {w: {"seeds": sorted(v["seeds"]), "max_n": v["max_n"]} for w, v in out.items()}
 
 
 def world_questions(config: Mapping) -> dict[str, list[str]]:

@@ -29,6 +29,7 @@ Light (the Snakefile imports it at DAG-build time): standard library only.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -46,6 +47,19 @@ RESULTS = "results"
 #: In a run folder: every number of the run, and the run's effective config.
 NUMBERS_FILE = "numbers.json"
 CONFIG_FILE = "config.yaml"
+
+
+def run_relative(path: str | os.PathLike) -> str | None:
+    """The posix path of `path` below its ``results/<run>/`` folder (None when it lies in none).
+
+    The last ``results`` component of the path counts, so a results tree copied or moved as a
+    whole keeps the same run-relative paths.
+    """
+    parts = Path(os.path.abspath(path)).parts
+    for i in range(len(parts) - 3, -1, -1):
+        if parts[i] == RESULTS:
+            return "/".join(parts[i + 2:])
+    return None
 
 
 def run_dir(config: Mapping) -> str:

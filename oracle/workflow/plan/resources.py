@@ -61,9 +61,13 @@ ANALYSIS_RULES = ("experiment_table", "experiment_figure", "experiment_numbers",
                   "validation_numbers")
 
 
+#: The generic collect rule of kind K is named ``K_collect`` (rules/experiments.smk).
+COLLECT_SUFFIX = "_collect"
+
+
 def collect_rule(kind: str) -> str:
     """The name of experiment kind `kind`'s collect rule (rules/experiments.smk)."""
-    return f"{kind}_collect"
+    return f"{kind}{COLLECT_SUFFIX}"
 
 
 def analysis_local(config: Mapping) -> bool:

@@ -34,7 +34,7 @@ class RuleParams:
     # ------------------------------------------------------------------------- classifier jobs
     def training(self, wildcards: Any) -> dict:
         """The training spec of a classifier job (world, n, labels, hyperparameters, curve
-        settings, config keys; `oracle.workflow.plan.training_spec`)."""
+        settings; `oracle.workflow.plan.training_spec`)."""
         return plan.training_spec(self.config, wildcards.experiment, wildcards.cell, self.paths.experiments)
 
     @functools.cached_property
@@ -65,12 +65,6 @@ class RuleParams:
         that round's labelled-set size (resources.classifiers.runtime_scales_with_n)."""
         labels = self.paths.experiments[wildcards.experiment]["labels_per_round"]
         return sum(res.classifier_runtime(self.config, n, self.n_max) for n in labels)
-
-    def declared_keys(self, rule: str) -> Callable[[Any], list[str]]:
-        """params.config_keys of `rule`: the config keys its artifacts depend on, from the one
-        table that the jobs' input checks, the start-of-run check and the audit read too
-        (`oracle.workflow.plan.rule_config_keys`)."""
-        return lambda wildcards: plan.rule_config_keys(self.config, rule, wildcards, self.paths.experiments)
 
     # ------------------------------------------------------------------------- artifacts
     def artifact_caption(self, wildcards: Any) -> str:
@@ -108,5 +102,5 @@ class RuleParams:
     def rule_names(self) -> dict[str, Any]:
         """The names rules/common.smk gives the rules files."""
         return {name: getattr(self, name) for name in (
-            "declared_keys", "training", "pretrained_input", "classifier_group", "classifier_runtime", "active_runtime", "artifact_caption",
+            "training", "pretrained_input", "classifier_group", "classifier_runtime", "active_runtime", "artifact_caption",
             "validation_caption", "report_category", "report_subcategory")}

@@ -4,14 +4,14 @@ Every artifact ``A`` of a run gets a record ``A.prov.json`` next to it (for a fi
 directory: the sidecar of directory ``D`` is the sibling file ``D.prov.json``, so it never
 changes the directory's own hash). A record holds::
 
-    record_version   1
+    record_version   2 (1: before records kept their job's params)
     id               the artifact's path relative to the working directory (absolute if outside)
     artifact         {"path", "kind": "file"|"directory", "sha256", "size", ["files"]}
     rule             the Snakemake rule (or script) that made it
     wildcards        {name: value}
-    config           the config values the artifact depends on (a projection of the run config)
-    config_keys      dotted key paths whose whole value was recorded, or null (see below)
-    config_sha256    sha256 of the canonical JSON of ``config``
+    params           the params of the job that made it ({name: value}, canonical JSON:
+                     `oracle.workflow.provenance.params.job_params`): all it read of the config
+    params_sha256    sha256 of the canonical JSON of ``params``
     inputs           {path: sha256} for every input file or directory
     code             {"commit", "dirty", "diff_sha256", "oracle_version",
                       "files": {repo-relative path: sha256} of the repository's Python files the
@@ -25,12 +25,10 @@ working directory when the record was written, normally the repository root wher
 runs) when they lie inside it. A reader resolves them against ``workdir`` when it still exists
 and against its own working directory otherwise, so a moved results tree stays auditable.
 
-Config: pass either a projection of the config (``config={"data": cfg["data"]}``) and audit
-compares each recorded *leaf* with the current config, or the full config plus
-``config_keys=["data", "oracle.flow"]`` and the record keeps only those keys; audit then
-compares the *whole value* at each key (a key added under ``data`` is then a change too).
-Keys are dotted names; ``[name]`` quotes a name holding dots (``classifiers.archs[vit.b16]``)
-and ``[field=value]`` selects a list element (``classifiers.experiments[name=scaling]``).
+Params: a rule's script reads the config only through its params, so the params a job ran
+with are all it depends on besides its inputs and code; the start check and the audit compare
+them with the params Snakemake computes for the same job now
+(`oracle.workflow.provenance.params`).
 
 Hashes: sha256 of the file bytes; a directory's hash is the sha256 over the sorted lines
 ``<relative posix path>\\0<sha256 of file>\\n`` of every regular file below it, excluding
@@ -60,11 +58,11 @@ from typing import Any
 from oracle.code_version import code_version
 from oracle.errors import ConfigError, DataError
 from oracle.io.atomic import to_jsonable as _jsonable, write_json_atomic
-from oracle.workflow.plan.config_paths import config_hash, config_subset
+from oracle.workflow.provenance.params import job_params, params_hash
 from oracle.workflow.plan.paths import REPO_ROOT
 from oracle.io.hashing import RECORD_SUFFIX, dir_files, file_sha256, path_sha256
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 H5_ATTR = "provenance"
 
 # Distribution names (importlib.metadata), read without importing the packages (torch is slow).
@@ -215,7 +213,7 @@ def _as_epoch(started: Any) -> float | None:
 
 
 def build_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = None,
-                 config: Mapping | None = None, config_keys: Iterable[str] | None = None,
+                 params: Any = None,
                  inputs: Any = (), seed: int | None = None, started: Any = None,
                  extra: Mapping | None = None, device: str | None = None,
                  hash_artifact: bool = True, code_extra: Iterable[str | os.PathLike] = (),
@@ -235,12 +233,7 @@ def build_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = Non
     now = _as_epoch(finished) if finished is not None else time.time()
     t0 = _as_epoch(started)
 
-    if config_keys is not None:
-        keys = [str(k) for k in config_keys]
-        subset = config_subset(config or {}, keys)
-    else:
-        keys = None
-        subset = _jsonable(dict(config)) if config is not None else {}
+    job_params_ = job_params(params)
 
     input_hashes: dict[str, str] = {}
     for inp in _flatten_inputs(inputs):
@@ -269,9 +262,8 @@ def build_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = Non
         "artifact": art_info,
         "rule": rule,
         "wildcards": _jsonable(dict(wildcards.items()) if hasattr(wildcards, "items") else (wildcards or {})),
-        "config": subset,
-        "config_keys": keys,
-        "config_sha256": config_hash(subset),
+        "params": job_params_,
+        "params_sha256": params_hash(job_params_),
         "inputs": input_hashes,
         "code": {**code_version(), "files": code_files(code_extra)},
         "packages": package_versions(),
@@ -288,17 +280,16 @@ def build_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = Non
 
 
 def write_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = None,
-                 config: Mapping | None = None, inputs: Any = (), seed: int | None = None,
-                 started: Any = None, extra: Mapping | None = None,
-                 config_keys: Iterable[str] | None = None, device: str | None = None,
+                 params: Any = None, inputs: Any = (), seed: int | None = None,
+                 started: Any = None, extra: Mapping | None = None, device: str | None = None,
                  h5_attr: bool = False, code_extra: Iterable[str | os.PathLike] = (),
                  finished: Any = None) -> Path:
     """Write the provenance record of `artifact` to ``<artifact>.prov.json`` atomically.
 
     artifact:    the file or directory just written (must exist).
     rule:        the rule/script name; wildcards: mapping (a Snakemake Wildcards object works).
-    config:      the config values the artifact depends on; with `config_keys` (dotted paths)
-                 the full config, of which only those keys are kept.
+    params:      the params of the job that made it (Snakemake's ``params``, a mapping, or
+                 None for none): stored in canonical form (`job_params`).
     inputs:      paths (str/Path, lists, or a mapping of name -> path(s), e.g. Snakemake's
                  ``input``); each must exist and is hashed.
     started:     ``time.time()`` (or a datetime) taken when the job began -> ``wall_time_s``.
@@ -308,7 +299,7 @@ def write_record(artifact: str | os.PathLike, *, rule: str, wildcards: Any = Non
     finished:    when the job ended (default now): one ``wall_time_s`` for all its outputs.
     Returns the path of the sidecar.
     """
-    kwargs = dict(rule=rule, wildcards=wildcards, config=config, config_keys=config_keys,
+    kwargs = dict(rule=rule, wildcards=wildcards, params=params,
                   inputs=inputs, seed=seed, started=started, extra=extra, device=device,
                   code_extra=list(code_extra), finished=finished)
     if h5_attr:

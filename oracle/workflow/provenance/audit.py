@@ -14,14 +14,15 @@ artifact, or the only ``results/*/numbers.json`` below the working directory.
 The audit walks the provenance records (`oracle.workflow.provenance`) from the target back through
 every input that has a record of its own, down to raw inputs without one (the data root) and
 the oracle checkpoint, and for each artifact prints its rule, inputs with their hashes, the
-recorded config subset and the code version. It FLAGS:
+params its job ran with and the code version. It FLAGS:
 
 - an artifact whose own hash differs from its record, or which is missing;
 - an input whose hash differs from the hash recorded by its consumer, or which is missing;
-- a recorded config value that differs from the current config (``--configfile`` or
-  ``<run>/config.yaml``). Only the recorded keys are compared: each leaf of the recorded
-  subset, or the whole value at each of the record's ``config_keys``; a key present only
-  in the current config is not a difference;
+- params its job ran with (its record's ``params``) that differ from the params the workflow
+  computes for the same job under the current config (``--configfile`` or
+  ``<run>/config.yaml``; `oracle.workflow.provenance.params.workflow_params`, a dry run of the
+  workflow), one flag per differing value; an artifact no job of that workflow makes, and a
+  record written before records kept params, are flagged too;
 - an artifact that is not the one its rule would make for this run: its record names another
   place, or (oracle samples) another world, seed, shard or oracle
   (`oracle.workflow.provenance.input_identity`, the check every job makes of its inputs);
@@ -55,14 +56,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from oracle.errors import ConfigError, DataError, OracleError
+from oracle.errors import DataError, OracleError
 from oracle.workflow.provenance.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
 from oracle.workflow.provenance.audit_text import SHORT, code_str, render
 from oracle.code_version import code_version
 from oracle.io.hashing import file_sha256, path_sha256
-from oracle.workflow.plan.config_paths import compare_config
-from oracle.workflow.provenance.input_identity import (declared_keys, in_results, named_by_config, oracle_hasher,
-                                            place_problems, sample_attr_problems)
+from oracle.workflow.provenance.input_identity import (in_results, named_by_config, oracle_hasher, place_problems,
+                                                       run_relative, sample_attr_problems)
+from oracle.workflow.provenance.params import params_differ, run_params
 from oracle.workflow.plan.paths import CONFIG_FILE, NUMBERS_FILE, RESULTS
 from oracle.workflow.provenance import REPO_ROOT, package_drift, read_record, record_root, resolve_recorded_path
 from oracle.workflow.provenance.audit_numbers import (check_numbers, load_config, load_numbers,  # noqa: F401 - the audit API
@@ -116,7 +117,10 @@ def _is_oracle_checkpoint(path: Path) -> bool:
 
 
 class _Auditor:
-    def __init__(self, current_config: Mapping | None, strict_code: bool, run_dir: Path | None = None):
+    def __init__(self, current_config: Mapping | None, strict_code: bool, run_dir: Path | None = None,
+                 params_now: Mapping[str, dict] | None = None):
+        # {path below results/<run>/: the params of the job that makes it now}; None: not compared
+        self.params_now = params_now
         self.config = current_config
         self.oracle_sha256 = oracle_hasher(current_config, run_dir)
         self.strict_code = strict_code
@@ -124,20 +128,8 @@ class _Auditor:
         self.visited: dict[str, str] = {}
         self.flags: list[dict] = []
         self.warnings: list[dict] = []
-        self._experiments: dict = {}
         self.raw: list[str] = []          # inputs without a record: where the chain ends
         self.checkpoints: list[str] = []  # frozen worlds (results/<run>/oracle/*.pt)
-
-    def experiments(self) -> Mapping | None:
-        """The current config's resolved experiments, once (None when they do not resolve)."""
-        if "v" not in self._experiments:
-            from oracle.workflow.plan import experiment_specs
-
-            try:
-                self._experiments["v"] = experiment_specs(self.config)
-            except ConfigError:
-                self._experiments["v"] = None
-        return self._experiments["v"]
 
     def _flag(self, node: dict, msg: str) -> None:
         node["flags"].append(msg)
@@ -176,7 +168,7 @@ class _Auditor:
 
         node["raw"] = False
         node["record"] = record.get("id")
-        for field in ("rule", "wildcards", "seed", "config", "config_keys", "code", "created_utc", "wall_time_s", "device"):
+        for field in ("rule", "wildcards", "seed", "params", "code", "created_utc", "wall_time_s", "device"):
             node[field] = record.get(field)
         if _is_oracle_checkpoint(path):
             self.checkpoints.append(shown)
@@ -193,20 +185,19 @@ class _Auditor:
                 self._flag(node, f"artifact changed since its record was written: recorded "
                                  f"{recorded_hash[:SHORT]}, now {node['sha256'][:SHORT]}")
 
-        if self.config is not None:
-            # the keys its rule declares now, not the record's own list (a record can lose a key)
-            try:
-                keys = declared_keys(record, self.config, self.experiments())
-            except ConfigError as exc:
-                keys = None
-                self._flag(node, f"its rule {record.get('rule')!r} makes no such artifact under the current config ({exc})")
-            node["config_check"] = compare_config(record, self.config, keys)
-            for c in node["config_check"]:
-                if not c["ok"]:
-                    self._flag(node, f"config {c['key']} changed: recorded {json.dumps(c['recorded'])}, "
-                                     f"current {json.dumps(c['current'])}")
-        else:
-            node["config_check"] = None
+        if self.params_now is not None:
+            rel = run_relative(path)
+            now = self.params_now.get(rel) if rel is not None else None
+            if now is None:
+                self._flag(node, f"no job of the workflow makes it under the current config (rule "
+                                 f"{record.get('rule')!r}, wildcards {record.get('wildcards') or {}})")
+            elif "params" not in record:
+                self._flag(node, "its record was written before records kept their job's params: "
+                                 "what it was made under cannot be compared")
+            else:
+                node["params_check"] = params_differ(record["params"], now)
+                for why in node["params_check"]:
+                    self._flag(node, why)
 
         diff = _code_differs(record.get("code"), self.code_now)
         if diff:
@@ -299,6 +290,12 @@ def audit(target: str, *, run: str | os.PathLike | None = None,
         current_config, config_source = load_config(run_dir / CONFIG_FILE), str(run_dir / CONFIG_FILE)
 
     auditor = _Auditor(current_config, strict_code, run_dir)
+    if current_config is not None:
+        try:
+            paths = [art_path] + ([Path(number["numbers_file"])] if number is not None else [])
+            auditor.params_now = run_params(paths, run_dir, Path(config_source), current_config)
+        except OracleError as exc:
+            auditor.flags.append({"artifact": shown, "message": f"params not compared: {exc}"})
     number_chain: list[dict] = []
     if number is not None:
         # numbers.json, then the part it merged the number from (numbers/<part>.json): edited by

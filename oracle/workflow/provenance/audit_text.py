@@ -97,14 +97,9 @@ def render(report: Mapping[str, Any]) -> str:
                 extras.append(f"made {node['created_utc']}")
             if extras:
                 lines.append(f"{sub}{'   '.join(extras)}")
-            checks = node.get("config_check")
-            if checks is None:
-                items = [(k, v, None) for k, v in config_leaves(node.get("config") or {})]
-            else:
-                items = [(c["key"], c["recorded"], c) for c in checks]
-            for i, (k, v, c) in enumerate(items):
-                mark = "" if c is None else ("" if c["ok"] else f"   <- current {_fmt(c['current'])}")
-                lines.append(f"{sub}{'config   ' if i == 0 else '         '}{k} = {_fmt(v)}{mark}")
+            # the params its job ran with (what differs now is among the flags below)
+            for i, (k, v) in enumerate(config_leaves(node.get("params") or {})):
+                lines.append(f"{sub}{'params   ' if i == 0 else '         '}{k} = {_fmt(v)}")
             for i, inp in enumerate(node["inputs"]):
                 h = str(inp["recorded_sha256"])[:SHORT]
                 lines.append(f"{sub}{'inputs   ' if i == 0 else '         '}{inp['path']}  {h}  {inp['status']}")

@@ -8,8 +8,6 @@ that record must describe the file as it lies now and the run as it is configure
 - its place: the record's ``id`` names the path where the file lies (compared below
   ``results/<run>/``, so a copied results tree still passes) and every wildcard value of the
   record appears in that path;
-- its settings: the run config equals the recorded values at the keys the record's rule
-  declares now (`oracle.workflow.plan.rule_config_keys`), not at the record's own key list;
 - what it was made from, one level: each input its record lists that is a pipeline artifact
   (under ``results/``) and still exists has the sha256 recorded for it (raw data is not
   rehashed here: the audit does that);
@@ -32,17 +30,15 @@ error. Every failure is one line naming the file, what differs and the rule to r
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from oracle.errors import ConfigError, DataError
-from oracle.workflow.plan.config_paths import compare_config
 from oracle.io.hashing import file_sha256
 from oracle.io.layout import check_layout
-from oracle.workflow.plan.paths import RESULTS, run_dir, world_file
+from oracle.workflow.plan.paths import run_dir, run_relative, world_file  # noqa: F401 - run_relative: this module's API
 from oracle.workflow.provenance import read_record, resolve_recorded_path
 
 #: The folder every run's artifacts live under (``results/<run>/...``, rules/common.smk).
@@ -51,19 +47,6 @@ PRIOR_ATOL = 1e-6
 
 
 # --------------------------------------------------------------------------- places
-def run_relative(path: str | os.PathLike) -> str | None:
-    """The posix path of `path` below its ``results/<run>/`` folder (None when it lies in none).
-
-    The last ``results`` component of the path counts, so a results tree copied or moved as a
-    whole keeps the same run-relative paths.
-    """
-    parts = Path(os.path.abspath(path)).parts
-    for i in range(len(parts) - 3, -1, -1):
-        if parts[i] == RESULTS:
-            return "/".join(parts[i + 2:])
-    return None
-
-
 def in_results(path: str | os.PathLike) -> bool:
     """Whether `path` lies under some ``results/<run>/`` folder (a pipeline output)."""
     return run_relative(path) is not None
@@ -173,28 +156,6 @@ def place_problems(path: str | os.PathLike, record: Mapping, links: bool = True)
 def _wildcards_text(record: Mapping) -> str:
     wc = record.get("wildcards") or {}
     return " ".join(f"{k}={v}" for k, v in wc.items()) or "none"
-
-
-def declared_keys(record: Mapping, config: Mapping, experiments: Mapping | None = None) -> list[str]:
-    """The config keys the record's rule declares for its wildcards under `config`
-    (`oracle.workflow.plan.rule_config_keys`). ConfigError when the rule is not one of this
-    workflow's, or its wildcards name what the config no longer has."""
-    from oracle.workflow.plan import rule_config_keys
-
-    return rule_config_keys(config, str(record.get("rule")), record.get("wildcards") or {}, experiments)
-
-
-def config_problems(record: Mapping, config: Mapping, experiments: Mapping | None = None) -> list[str]:
-    """The config values at the keys the record's rule declares (`declared_keys`) that differ
-    from `config` now, or that the record holds none for, one phrase each."""
-    try:
-        keys = declared_keys(record, config, experiments)
-    except ConfigError as exc:
-        return [f"its rule {record.get('rule')!r} makes no such artifact under the config now ({exc})"]
-    return [f"it was made with {c['key']}={json.dumps(c['recorded'])}, the config now has "
-            f"{json.dumps(c['current'])}" if c["recorded"] != "<missing>" else
-            f"its record holds no value of {c['key']} (the config now has {json.dumps(c['current'])}), "
-            f"which rule {record.get('rule')!r} depends on" for c in compare_config(record, config, keys) if not c["ok"]]
 
 
 def recorded_sha256(path: Path) -> str:
@@ -337,18 +298,6 @@ def check_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
     checked: list[Path] = []
     seen: set[str] = set()
     sha = oracle_hasher(config)
-    exps: dict = {}  # the config's resolved experiments, once (`declared_keys`)
-
-    def experiments() -> Mapping | None:
-        if "v" not in exps:
-            from oracle.workflow.plan import experiment_specs
-
-            try:
-                exps["v"] = experiment_specs(config)
-            except ConfigError:
-                exps["v"] = None
-        return exps["v"]
-
     # (path, the sha256 a referring file's record lists for it, that file)
     queue: list[tuple[Path, str | None, Path | None]] = [(Path(p), None, None) for p in _flat_paths(inputs)]
     while queue:
@@ -372,8 +321,6 @@ def check_inputs(inputs: Any, config: Mapping | None = None) -> list[Path]:
             # bytes as recorded can still be unreadable (a record re-signed over a damaged file)
             _check_layout(path, rec)
         problems = place_problems(path, rec)
-        if config is not None:
-            problems += config_problems(rec, config, experiments())
         problems += sample_attr_problems(path, rec, config, sha)
         problems += made_from_problems(path, rec)
         if problems:

@@ -30,8 +30,9 @@ from pathlib import Path
 from oracle.errors import DataError
 from oracle.io.hashing import RECORD_SUFFIX
 from oracle.workflow.provenance.artifact_diff import VERDICTS, compare_artifacts
-from oracle.workflow.provenance.input_identity import RESULTS, config_paths, in_results
-from oracle.workflow.plan.rule_keys import COLLECT_SUFFIX
+from oracle.workflow.plan.paths import RESULTS
+from oracle.workflow.provenance.input_identity import config_paths, in_results
+from oracle.workflow.plan.resources import COLLECT_SUFFIX
 from oracle.workflow.provenance import REPO_ROOT, read_record, record_path, resolve_recorded_path
 
 __all__ = ["COLLECT_SUFFIX", "Job", "Outcome", "chain", "rebuild", "run_jobs", "sample_jobs", "summary"]

@@ -12,10 +12,11 @@ records:
 - an output that is missing while its record is still there (a job that failed after writing
   its records, a file deleted by hand), or while the records of files made from it list it as
   an input (a kept model gone with its record: the predictions made from it name it);
-- a config value at the keys the job's rule declares (`oracle.workflow.plan.rule_config_keys`,
-  its ``params.config_keys``) that differs from the record's (Snakemake's ``params`` trigger).
+- params of the job now that differ from those its record holds (Snakemake's ``params``
+  trigger: the rule's scripts read the config only through their params,
+  `oracle.workflow.provenance.params`), or a record written before records held params.
 
-Those jobs are rerun, and with them everything downstream. A config difference counts only for
+Those jobs are rerun, and with them everything downstream. A params difference counts only for
 an artifact that is otherwise this run's own: its record names its place, its bytes are the
 recorded ones and those its consumers recorded, and its recorded inputs are the files there now.
 Anything else is a changed or foreign artifact (a shard of another world or seed put in place,
@@ -44,7 +45,7 @@ from pathlib import Path
 
 from oracle.errors import DataError
 from oracle.io.hashing import file_sha256
-from oracle.workflow.plan.config_paths import compare_config
+from oracle.workflow.provenance.params import params_differ
 from oracle.workflow.provenance.input_identity import linked_elsewhere, made_from_problems, place_problems, recorded_sha256
 from oracle.workflow.provenance import REPO_ROOT, package_drift, read_record, record_path, resolve_recorded_path
 
@@ -58,15 +59,15 @@ class PlannedJob:
 
     rule:        the rule's name.
     outputs:     the outputs the run keeps (temporary ones left out: they are deleted after use).
-    config_keys: the keys the rule declares for this job (its ``params.config_keys``), None
-                 for a rule that writes no record (an alias, ``all``).
+    params:      the job's params now (`oracle.workflow.provenance.params.job_params`), None
+                 for a rule that writes no record (an alias, ``all``: no script).
     needrun:     whether Snakemake runs it already.
     inputs:      its input files (`report_error` names the first job of a chain to run).
     """
 
     rule: str
     outputs: tuple[str, ...]
-    config_keys: tuple[str, ...] | None
+    params: Mapping | None
     needrun: bool
     inputs: tuple[str, ...] = ()
 
@@ -81,7 +82,7 @@ def _record(path: str) -> dict | None:
         raise DataError(f"{exc}; restore it, or remake {path}: snakemake --forcerun {path}") from None
 
 
-def _output_reasons(path: str, rec: dict | None, keys: Sequence[str], config: Mapping,
+def _output_reasons(path: str, rec: dict | None, params: Mapping,
                     consumers: Mapping[str, set[str]], sha_of, *, settings: bool) -> list[str]:
     if not os.path.exists(path):
         if record_path(path).is_file():
@@ -92,11 +93,10 @@ def _output_reasons(path: str, rec: dict | None, keys: Sequence[str], config: Ma
             if os.path.abspath(path) in consumers else []
     if rec is None or not settings or _foreign(path, rec, consumers, sha_of):
         return []  # a file without a record is not this run's: the jobs that read it refuse it
-    out = []
-    for c in compare_config(rec, config, keys):
-        if not c["ok"]:
-            out += [f"{k} was {_short(a)}, is {_short(b)}" for k, a, b in _leaf_changes(c["key"], c["recorded"], c["current"])]
-    return out
+    if "params" not in rec:
+        return [f"its record was written before records kept their job's params (record_version "
+                f"{rec.get('record_version')})"]
+    return params_differ(rec["params"], params)
 
 
 def _foreign(path: str, rec: Mapping, consumers: Mapping[str, set[str]], sha_of) -> bool:
@@ -122,30 +122,10 @@ def _consumer_hashes(records: Mapping[str, dict]) -> dict[str, set[str]]:
     return out
 
 
-def _leaf_changes(key: str, recorded: object, current: object) -> list[tuple[str, object, object]]:
-    """The leaves under `key` whose values differ (a whole section recorded, one value changed)."""
-    if isinstance(recorded, Mapping) and isinstance(current, Mapping):
-        out = []
-        for k in list(recorded) + [k for k in current if k not in recorded]:
-            sub = f"{key}[{k}]" if "." in str(k) else f"{key}.{k}"
-            a, b = recorded.get(k, "<missing>"), current.get(k, "<missing>")
-            if a != b:
-                out += _leaf_changes(sub, a, b)
-        return out
-    return [(key, recorded, current)]
-
-
-def _short(value: object, width: int = 60) -> str:
-    import json
-
-    text = json.dumps(value) if not isinstance(value, str) else value
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def stale_reasons(jobs: Sequence[PlannedJob], config: Mapping, *, settings: bool = True) -> dict[int, list[str]]:
+def stale_reasons(jobs: Sequence[PlannedJob], *, settings: bool = True) -> dict[int, list[str]]:
     """{index of a job in `jobs`: why its existing outputs are not what it would make now}, for
-    the jobs Snakemake does not run already (module docstring). `settings`: compare the config
-    at the declared keys (Snakemake's ``params`` rerun trigger)."""
+    the jobs Snakemake does not run already (module docstring). `settings`: compare the params
+    (Snakemake's ``params`` rerun trigger)."""
     records = {p: r for job in jobs for p in job.outputs if os.path.exists(p) and (r := _record(p)) is not None}
     consumers = _consumer_hashes(records)
     shas: dict[str, str] = {}
@@ -160,12 +140,11 @@ def stale_reasons(jobs: Sequence[PlannedJob], config: Mapping, *, settings: bool
 
     out: dict[int, list[str]] = {}
     for i, job in enumerate(jobs):
-        if job.needrun or job.config_keys is None:
+        if job.needrun or job.params is None:
             continue
         reasons: list[str] = []
         for path in job.outputs:
-            reasons += _output_reasons(path, records.get(path), job.config_keys, config, consumers, sha_of,
-                                       settings=settings)
+            reasons += _output_reasons(path, records.get(path), job.params, consumers, sha_of, settings=settings)
         if reasons:
             out[i] = list(dict.fromkeys(reasons))
     return out
@@ -191,10 +170,10 @@ def stale_summary(jobs: Sequence[PlannedJob], reasons: Mapping[int, list[str]], 
 
 
 def _kept_records(jobs: Sequence[PlannedJob]) -> Iterator[dict | None]:
-    """The record of every existing output of the jobs Snakemake does not rerun (declared
-    rules only; None where an output has no readable record): what the drift notes read."""
+    """The record of every existing output of the jobs Snakemake does not rerun (rules
+    with a script only; None where an output has no readable record): what the drift notes read."""
     for job in jobs:
-        if job.needrun or job.config_keys is None:
+        if job.needrun or job.params is None:
             continue
         for path in job.outputs:
             yield _record(path) if os.path.exists(path) else None
