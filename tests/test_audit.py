@@ -16,6 +16,7 @@ from oracle.measures.world_constants import world_numbers
 from oracle.report.numbers import merge_numbers
 from oracle.workflow.provenance.audit import audit, check_numbers, load_numbers, main
 from oracle.workflow.provenance import read_record, record_path, write_record
+from oracle.workflow.provenance.params import clear_answers
 
 RUN = "results/demo"
 METRICS = f"{RUN}/classifiers/scaling/test_resnet/N50/seed0/metrics/base.json"
@@ -69,6 +70,7 @@ def now(monkeypatch):
         return table
 
     monkeypatch.setattr("oracle.workflow.provenance.params.workflow_params", fake)
+    clear_answers()
     return table
 
 
@@ -183,6 +185,8 @@ def test_params_change_is_flagged_only_where_it_matters(chain, now):
     (workdir, configfile, targets), = now.calls
     assert workdir.resolve() == chain.resolve() and configfile == Path(RUN) / "config.yaml"
     assert targets == [CONSTANTS, f"{RUN}/numbers.json"]  # the artifact and the number's file
+    # the answer covers every job of that DAG: another audit under the same config asks no more
+    assert audit(f"{RUN}/data/train.h5", run=RUN)["ok"] and len(now.calls) == 1
     now[f"{RUN}/oracle/flow.pt"]["oracle"]["train"]["steps"] = 61
     rep = audit(KEY, run=RUN)
     assert [(f["artifact"], f["message"]) for f in rep["flags"]] == [
@@ -211,6 +215,7 @@ def test_what_the_workflow_does_not_make_now_is_flagged(chain, now, monkeypatch)
         raise ConfigError("config key 'seed': must be an integer")
 
     monkeypatch.setattr("oracle.workflow.provenance.params.workflow_params", refuses)
+    clear_answers()  # the same config bytes were answered above; a refusing workflow is a new process's view
     rep = audit(SAMPLES)
     assert not rep["ok"] and rep["flags"][0]["message"] == "params not compared: config key 'seed': must be an integer"
 
