@@ -293,25 +293,27 @@ def check_classifier_archs(config: Mapping) -> None:
     """Every architecture an experiment uses is a timm model and its `pretrained` file, where
     it is there, holds weights for it (a file that is not there: `missing_files`).
 
-    Imports timm (seconds), so the Snakefile calls it once in the main process: a misspelled
-    name or a garbage weights file then fails before any data is read or any flow trained,
-    not when its classifier job starts hours later on a cluster. A `pretrained` file is read
+    The Snakefile calls it once per invocation in the main process: a misspelled name or a
+    garbage weights file then fails before any data is read or any flow trained, not when its
+    classifier job starts hours later on a cluster. The names come from
+    `oracle.classifiers.timm_names` (timm is imported once per installed version, not on every
+    invocation: the import costs ~6 s of CPU). A `pretrained` file is read
     memory-mapped through `oracle.io.state_dicts` (tensors are not loaded) and its names are
     compared with those of the timm model built on the meta device (no memory): a file that
     is not a state dict, or shares no parameter name with the model, fails here. That costs
-    about 1 s per pretrained file per invocation (ResNet-50: 0.6 s to map its 100 MB, 0.3-0.9 s
-    for the model) and nothing for configs without one; shapes are checked by the job (they
+    timm's import and about 1 s per pretrained file per invocation (ResNet-50: 0.6 s to map its
+    100 MB, 0.3-0.9 s for the model), and nothing for configs without one; shapes are checked by the job (they
     depend on the data's channels and size).
     """
     used = used_archs(config)
     if not used:
         return
-    import timm
+    from oracle.classifiers import timm_names
 
     for name in used:
         a = plan.arch_spec(config, name)
-        if not timm.is_model(a["model"]):
-            close = [m for m in timm.list_models() if _similar(a["model"], m)][:6]
+        if not timm_names.is_model(a["model"]):
+            close = [m for m in sorted(timm_names.model_names()) if _similar(a["model"], m)][:6]
             where = f"classifiers.archs.{name}.model" if "model" in config["classifiers"]["archs"][name] else "classifiers.archs"
             hint = f"; similar timm names: {', '.join(close)}" if close else ""
             raise ConfigError(f"config key {where!r}: {a['model']!r} is not a timm model name{hint}")
