@@ -39,8 +39,9 @@ SCHEMA = oc.full_schema(os.path.join(workflow.basedir, "config.schema.yaml"))
 oc.validate_config(config, SCHEMA)
 oc.fill_defaults(config, SCHEMA)
 oc.check_config(config)
-# timm names and pretrained files: once per invocation (timm's import takes seconds), so a
-# misspelled architecture fails now, not when its job starts after hours of flow training
+# timm names and pretrained files: once per invocation (the names from a per-timm-version cache,
+# oracle.classifiers.timm_names), so a misspelled architecture fails now, not when its job starts
+# after hours of flow training
 if engine.is_main_process(workflow):
     if _note := engine.version_note():
         print(_note, file=sys.stderr)

@@ -2,7 +2,8 @@
 the workflow derives from a valid config is `oracle.workflow.plan`).
 
 The Snakefile imports this module at DAG-build time, so it must stay light: standard library,
-PyYAML and jsonschema only (no torch, no numpy; `check_classifier_archs` imports timm on call).
+PyYAML and jsonschema only (no torch, no numpy; `check_classifier_archs` imports timm only to
+read a new timm's names once, or to check a pretrained file).
 Everything here takes the plain config dict (`config.yaml`, a preset) and returns plain values;
 nothing knows of Snakemake.
 """
@@ -253,8 +254,8 @@ def check_config(config: Mapping) -> None:
     The class count K of a flow world is known only once the data are read: the data stage
     checks the priors against it (`check_prior_length`) before any flow is trained. A Gaussian
     world or a `data.classes` list fixes K in the config, so those checks happen here.
-    Architecture names and pretrained files are checked by `check_classifier_archs`, which
-    imports timm and is therefore called once per workflow invocation, not per job.
+    Architecture names and pretrained files are checked by `check_classifier_archs`, once per
+    workflow invocation, not per job.
     """
     if plan.world_kind(config) == "gaussian":
         _check_gaussian_world(config)
