@@ -4,12 +4,14 @@ fails and where it is not posed; "not run" for a kind the config does not run; t
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 from scipy import stats
 
 from oracle.report import claims as cl
+from oracle.report.numbers import entry
 from oracle.report import verdicts as vd
 
 EXPERIMENTS = {"scaling": {"kind": "scaling", "world": "cold"}, "labels": {"kind": "labels", "world": "noisy"},
@@ -238,6 +240,27 @@ def test_shift_is_judged_on_the_first_experiment_whose_imbalance_arm_is_not_star
     experiments = {**EXPERIMENTS, "shift3": {"kind": "shift", "world": "cold"}}
     row = next(r for r in cl.claims(numbers, experiments) if r["id"] == "shift_type")
     assert row["verdict"] == "supported" and row["numbers"].startswith("shift3.")
+
+
+def test_a_number_written_as_not_posed_is_judged_not_posed_after_its_json_round_trip():
+    """cpu-study's shift-3class (Table 7's priors and noise, no base-temperature variant) wrote
+    variant_vs_imbalance as not posed, but `entry` stored ``posed`` as 0 (a bool is an int) and
+    the rule read "missing number" (unresolved). Through numbers.json it stays False now, and a
+    file of the old form (0) is read as not posed too."""
+    numbers = base_numbers()
+    numbers.update({k.replace("shift.", "shift3.", 1): v for k, v in numbers.items() if k.startswith("shift.")})
+    numbers["shift.noise_vs_imbalance_smallest_class"] = plain(18)
+    numbers["shift.variant_vs_imbalance_smallest_class"] = plain(18)
+    numbers["shift3.noise_vs_imbalance_smallest_class"] = plain(200)
+    why = "not posed: needs a prior-only configuration and a world variant of exact KL"
+    written = json.loads(json.dumps(entry(None, "percentage points", "pairs.csv", why, posed=False)))
+    assert written["posed"] is False
+    experiments = {**EXPERIMENTS, "shift3": {"kind": "shift", "world": "cold"}}
+    for stored in (written, {**written, "posed": 0}):
+        rows = {r["id"]: r for r in cl.claims({**numbers, "shift3.variant_vs_imbalance": stored}, experiments)}
+        assert rows["shift_type"]["verdict"] == "supported" and rows["shift_type"]["numbers"].startswith("shift3.")
+        assert rows["shift_exact"]["verdict"] == "not posed", rows["shift_exact"]
+        assert rows["shift_exact"]["this run"].startswith("shift: the imbalance arm's smallest class has 18")
 
 
 def test_plateau_reports_the_practitioners_asymptote_beside_the_exact_floor():

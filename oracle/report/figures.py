@@ -285,6 +285,21 @@ def panel_letters(axes) -> None:
         ax.set_title(f"({letter}) {ax.get_title()}".rstrip())
 
 
+def top_legend(fig: Figure, handles: Sequence, labels: Sequence[str], max_ncol: int = 4):
+    """One legend above the panels (constrained layout's "outside upper center") in as many
+    columns as fit the figure's width, at most `max_ncol`: long labels (six models of
+    "EfficientNet (test), N=4000") take more rows instead of running off the page, which
+    `save_figure` refuses. Returns the legend."""
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    renderer = canvas.get_renderer()
+    for ncol in range(max(1, min(max_ncol, len(labels))), 0, -1):
+        legend = fig.legend(handles, labels, loc="outside upper center", ncol=ncol, frameon=False)
+        if ncol == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width:
+            return legend
+        legend.remove()
+    raise AssertionError("unreachable: one column is always kept")
+
+
 def errorbar(ax, agg: pd.DataFrame, col: str, color, label: str, scale: float = 1.0):
     """Mean ± std over seeds of ``col`` against N (``aggregate_over_seeds`` columns)."""
     std = agg[f"{col}_std"].fillna(0.0) * scale

@@ -79,7 +79,8 @@ def _df(e: Mapping) -> float | None:
 
 def _entry(numbers: Mapping[str, Mapping], key: str) -> Mapping:
     e = numbers.get(key)
-    if e is not None and e.get("posed") is False:
+    # `posed` False; numbers files written before numbers.entry kept bools hold it as 0
+    if e is not None and e.get("posed") is not None and not e["posed"]:
         raise NotPosed(e.get("description", key))
     if e is None or e.get("value") is None:
         raise Missing(key)

@@ -28,6 +28,8 @@ from oracle.errors import DataError
 def _finite(v: Any) -> Any:
     if v is None:
         return None
+    if isinstance(v, (bool, np.bool_)):  # before int: a flag such as ``posed`` stays a bool, not 0/1
+        return bool(v)
     if isinstance(v, (float, np.floating)):
         return float(v) if math.isfinite(float(v)) else None
     if isinstance(v, (int, np.integer)):

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from oracle.errors import DataError
 from oracle.experiments.active import ARTIFACTS, STRATEGY_COLORS, STRATEGY_LABELS, TARGET_LABELS, TARGETS
 from oracle.measures.power_laws import aggregate_over_seeds
-from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
+from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style, top_legend
 from oracle.report.numbers import entry
 
 # --------------------------------------------------------------------------- data
@@ -150,7 +150,7 @@ def acquisition_panels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathL
             row[2].set(ylabel="final test accuracy (%)", title=f"at {int(a['labelled'].max())} labels")
         # one legend of the strategies above the rows: inside panel (a) it covered the BALD curve
         handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside upper center", ncol=min(4, len(labels)), frameon=False)
+        top_legend(fig, handles, labels)
         panel_letters(axes)
         return save_figure(fig, stem)
 
@@ -178,7 +178,7 @@ def proxy_correlations(corr: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
                        ylabel=f"Spearman ρ with {TARGET_LABELS[target]}",
                        title=f"{spec['arch_labels'][arch]}: vs {TARGET_LABELS[target]}")
         handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside upper center", ncol=min(4, len(labels)), frameon=False)
+        top_legend(fig, handles, labels)
         panel_letters(axes)
         return save_figure(fig, stem)
 

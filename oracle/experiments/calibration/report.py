@@ -17,7 +17,7 @@ from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_fra
 from oracle.errors import DataError
 from oracle.experiments._calibration.report import reliability_panels
 from oracle.experiments.calibration import evaluation_sets
-from oracle.report.figures import PAGE_WIDTH, palette, panel_letters, reliability_diagram, save_figure, style
+from oracle.report.figures import PAGE_WIDTH, palette, panel_letters, reliability_diagram, save_figure, style, top_legend
 from oracle.report.numbers import entry
 
 #: The calibration metrics of a model on a set (fractions), as named in the metrics files.
@@ -199,8 +199,7 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
         # one legend for all panels, above them: the models' colours, then the black mean
         handles, labels = axes[0][0].get_legend_handles_labels()
         more, more_labels = next((ax.get_legend_handles_labels() for ax in axes[:, 3] if ax.get_visible()), ([], []))
-        fig.legend([*handles, *more], [*labels, *more_labels], loc="outside upper center",
-                   ncol=min(4, len(labels) + len(more_labels)), frameon=False)
+        top_legend(fig, [*handles, *more], [*labels, *more_labels])
         return save_figure(fig, stem)
 
 
