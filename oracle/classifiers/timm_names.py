@@ -74,7 +74,8 @@ def model_names() -> frozenset[str]:
     return names
 
 
-def is_model(name: str) -> bool:
+def is_model(name: str, names: frozenset[str] | None = None) -> bool:
     """`timm.is_model(name)` without importing timm: its architecture part (before a pretrained
-    tag) is one of `model_names()`."""
-    return name.split(".", 1)[0] in model_names()
+    tag) is one of `names` (default: `model_names()`; pass them when checking several names, so
+    the cache file is read once)."""
+    return name.split(".", 1)[0] in (model_names() if names is None else names)

@@ -429,8 +429,8 @@ FINDINGS: tuple[Finding, ...] = (
             f"the world variant of exact KL (base temperature) with the largest KL not above the largest "
             f"prior-only KL, against the prior-only configuration with the largest drop among those of at least "
             f"its KL, {_CI} of the difference of drops: supported if above {SHIFT_TYPE_PP:g} pp, contradicted if "
-            f"below {SHIFT_TYPE_PP:g} pp (as shift_type), else unresolved; not posed without such a variant or where the imbalance arm's smallest class is starved "
-            "(as shift_type)", _shift_exact, pick="posed",
+            f"below {SHIFT_TYPE_PP:g} pp, else unresolved; not posed without such a variant or where the imbalance "
+            "arm's smallest class is starved (both as shift_type)", _shift_exact, pick="posed",
             uncounted="beyond the paper, and its imbalance arm is shift_type's: one measurement, counted once there"),
     Finding("active_learning", "active", "under substantial aleatoric noise, max epistemic gains 1.6x what max "
             "entropy gains and needs 47.8% fewer labels", "gain ratio 1.6x; 47.8% fewer labels (ImageNet-64, "

@@ -292,12 +292,12 @@ def top_legend(fig: Figure, handles: Sequence, labels: Sequence[str], max_ncol: 
     `save_figure` refuses. Returns the legend."""
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     renderer = canvas.get_renderer()
-    for ncol in range(max(1, min(max_ncol, len(labels))), 0, -1):
+    for ncol in range(min(max_ncol, len(labels)), 1, -1):
         legend = fig.legend(handles, labels, loc="outside upper center", ncol=ncol, frameon=False)
-        if ncol == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width:
+        if legend.get_window_extent(renderer).width <= fig.bbox.width:
             return legend
         legend.remove()
-    raise AssertionError("unreachable: one column is always kept")
+    return fig.legend(handles, labels, loc="outside upper center", ncol=1, frameon=False)
 
 
 def errorbar(ax, agg: pd.DataFrame, col: str, color, label: str, scale: float = 1.0):

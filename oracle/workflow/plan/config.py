@@ -303,18 +303,19 @@ def check_classifier_archs(config: Mapping) -> None:
     compared with those of the timm model built on the meta device (no memory): a file that
     is not a state dict, or shares no parameter name with the model, fails here. That costs
     timm's import and about 1 s per pretrained file per invocation (ResNet-50: 0.6 s to map its
-    100 MB, 0.3-0.9 s for the model), and nothing for configs without one; shapes are checked by the job (they
-    depend on the data's channels and size).
+    100 MB, 0.3-0.9 s for the model), and nothing for configs without one; shapes are checked by
+    the job (they depend on the data's channels and size).
     """
     used = used_archs(config)
     if not used:
         return
     from oracle.classifiers import timm_names
 
+    known = timm_names.model_names()
     for name in used:
         a = plan.arch_spec(config, name)
-        if not timm_names.is_model(a["model"]):
-            close = [m for m in sorted(timm_names.model_names()) if _similar(a["model"], m)][:6]
+        if not timm_names.is_model(a["model"], known):
+            close = [m for m in sorted(known) if _similar(a["model"], m)][:6]
             where = f"classifiers.archs.{name}.model" if "model" in config["classifiers"]["archs"][name] else "classifiers.archs"
             hint = f"; similar timm names: {', '.join(close)}" if close else ""
             raise ConfigError(f"config key {where!r}: {a['model']!r} is not a timm model name{hint}")
