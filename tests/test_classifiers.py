@@ -89,6 +89,18 @@ def test_classifier_applies_pipeline_first():
 
 
 # --------------------------------------------------------------------------- build errors, pretrained
+def test_a_meta_backbone_has_the_shapes_of_a_real_one(tmp_path):
+    real = build_classifier("test_vit", 10, 1, 8, input_size=32, seed=0)
+    meta = build_classifier("test_vit", 10, 1, 8, input_size=32, meta=True)
+    assert {k: v.shape for k, v in real.state_dict().items()} == {k: v.shape for k, v in meta.state_dict().items()}
+    assert all(p.is_meta for p in meta.backbone.parameters()) and not any(p.is_meta for p in real.parameters())
+    assert meta.spec == real.spec
+    weights = tmp_path / "w.pt"
+    torch.save(real.backbone.state_dict(), weights)
+    with pytest.raises(ConfigError, match="meta backbone"):
+        build_classifier("test_vit", 10, 1, 8, input_size=32, pretrained_path=weights, meta=True)
+
+
 def test_missing_pretrained_path_raises_config_error(tmp_path):
     missing = tmp_path / "nope.pth"
     with pytest.raises(ConfigError, match="nope.pth"):

@@ -47,6 +47,16 @@ def test_sampling_flops_fitted_equal_a_direct_count():
     assert ff.sample_steps == 2 * 8
 
 
+def test_forward_and_training_flops_from_two_block_counts_equal_a_direct_count():
+    spec = {"in_channels": 3, "img_size": 16, "patch_size": 4, "channels": 32, "num_blocks": 5,
+            "layers_per_block": 2, "head_dim": 16, "num_classes": 3}
+    ff = gpu_cost.flow_flops(spec)
+    forward, train = gpu_cost._forward_train_counts(spec)  # all 5 blocks, counted directly
+    assert (ff.forward, ff.train) == (forward, train)
+    one, two = (gpu_cost._forward_train_counts({**spec, "num_blocks": k}) for k in (1, 2))
+    assert two[0] > one[0] > 0 and forward > two[0]
+
+
 def test_flow_training_is_three_forward_passes():
     spec = {"in_channels": 3, "img_size": 32, "patch_size": 4, "channels": 64, "num_blocks": 2,
             "layers_per_block": 2, "head_dim": 32, "num_classes": 3}

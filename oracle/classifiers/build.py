@@ -104,6 +104,7 @@ def build_classifier(
     mean=None,
     std=None,
     model_kwargs: dict | None = None,
+    meta: bool = False,
 ) -> ImageClassifier:
     """A timm model with the oracle input pipeline in front (see the module docstring).
 
@@ -122,8 +123,10 @@ def build_classifier(
             touched); otherwise they come from the global RNG.
         mean, std: override the per-channel normalization ([0, 1] scale).
         model_kwargs: extra keyword arguments for ``timm.create_model`` (e.g. drop_path_rate).
+        meta: build the backbone on the meta device: shapes without weights (nothing is drawn,
+            for counting FLOPs; a ViT-B's initialisation alone takes ~1 s of CPU).
     Returns:
-        ``ImageClassifier`` in train mode, on the CPU.
+        ``ImageClassifier`` in train mode, on the CPU (its backbone on the meta device if `meta`).
     """
     for key, value, lo in (("num_classes", num_classes, 2), ("in_chans", in_chans, 1), ("img_size", img_size, 1)):
         if not isinstance(value, (int, np.integer)) or value < lo:
@@ -134,7 +137,9 @@ def build_classifier(
         raise ConfigError(f"pretrained_path={str(pretrained_path)!r}: no such file (weights are never downloaded)")
     size = int(input_size or img_size)
     rng = torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext()
-    with rng:
+    if meta and pretrained_path is not None:
+        raise ConfigError("build_classifier: a meta backbone has no weights to load pretrained_path into")
+    with rng, (torch.device("meta") if meta else contextlib.nullcontext()):
         if seed is not None:
             torch.manual_seed(seed)
         backbone = _create_timm(arch, int(num_classes), int(in_chans), size, dict(model_kwargs or {}))

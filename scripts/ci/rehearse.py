@@ -40,7 +40,7 @@ from oracle.workflow.plan.rehearsal import configfiles, merged_config, paper_fil
 DATA = {
     "afhq256": {"per_split": {"train": 4, "test": 2}},
     "imagenet64": {"sizes": {"train_data_batch_1.npz": 10, "train_data_batch_2.npz": 6, "val_data.npz": 6}},
-    "imagenet128": {"classes": 60, "per_split": {"train": 1, "test": 1}},
+    "imagenet128": {"classes": 51, "per_split": {"train": 1, "test": 1}},
 }
 #: The SLURM test cluster has no GPUs: a request for them would never be scheduled.
 SLURM_CPU = {"resources": {"oracle": {"gpus": 0}}}

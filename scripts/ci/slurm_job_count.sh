@@ -6,6 +6,11 @@
 #
 #   scripts/ci/slurm_job_count.sh [CONFIG.yaml] [EXTRA SNAKEMAKE ARGS...]
 #   scripts/ci/slurm_job_count.sh presets/imagenet64.yaml --group-components classifiers=1
+#   DRY_RUN_OUTPUT=dry.txt scripts/ci/slurm_job_count.sh presets/imagenet64.yaml   # parse a saved dry run
+#
+# DRY_RUN_OUTPUT: a file holding the output of `snakemake --profile slurm --dry-run` of the same
+# config and arguments (the default target, or it with paper ids that it already holds), parsed
+# instead of running the dry run again.
 #
 # Prints one line: jobs, local jobs (of which analysis jobs), training and prediction jobs, group
 # jobs, SLURM submissions, and the time limit of a full classifier group (members run one after
@@ -18,10 +23,15 @@ config=""
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then config=$1; shift; fi
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
-# a preset's user-supplied `pretrained:` files must exist for its config check: random stand-ins
-if [ -n "$config" ]; then "${PYTHON:-.venv/bin/python}" scripts/ci/place_pretrained.py "$config" "$workdir"; fi
-verbose=$("$SNAKEMAKE" --cores all --profile slurm --dry-run --directory "$workdir" \
-    ${config:+--configfile "$config"} "$@" 2>&1) || { echo "$verbose" | tail -20 >&2; exit 1; }
+if [ -n "${DRY_RUN_OUTPUT:-}" ]; then
+    # the output of this very dry run, made elsewhere (the test session makes it for its DAG tests)
+    verbose=$(cat "$DRY_RUN_OUTPUT")
+else
+    # a preset's user-supplied `pretrained:` files must exist for its config check: random stand-ins
+    if [ -n "$config" ]; then "${PYTHON:-.venv/bin/python}" scripts/ci/place_pretrained.py "$config" "$workdir"; fi
+    verbose=$("$SNAKEMAKE" --cores all --profile slurm --dry-run --directory "$workdir" \
+        ${config:+--configfile "$config"} "$@" 2>&1) || { echo "$verbose" | tail -20 >&2; exit 1; }
+fi
 
 # Local rules: oracle.workflow.plan.resources.local_rules (the aggregate targets, and the cheap
 # analysis rules unless the config sets resources.analysis.local to false), as the Snakefile declares them.

@@ -4,6 +4,7 @@ against them.
 
     python scripts/ci/slurm_tables.py            # rewrite the tables
     python scripts/ci/slurm_tables.py --check    # exit 1, naming the stale rows, if it is out of date
+    python scripts/ci/slurm_tables.py --check --dry-runs DIR   # parse DIR/<row>.txt where it exists
 
 The job counts change whenever a rule, a preset or the bundling changes; tests/test_readme_commands.py
 runs --check, so a stale table fails the test suite. Environment: SNAKEMAKE and PYTHON as for
@@ -33,12 +34,17 @@ CONFIGS = {"default": None, "smoke": "tests/smoke/config.yaml", "afhq256": "pres
            "imagenet64": "presets/imagenet64.yaml", "imagenet128": "presets/imagenet128.yaml"}
 
 
-def count(config: str | None, *extra: str) -> dict[str, int]:
+def count(config: str | None, *extra: str, dry_run: Path | None = None) -> dict[str, int]:
     """slurm_job_count.sh's numbers for one config: {jobs, local, analysis_local, classifier,
-    prediction, bundles, K, unbundled, sbatch_submissions, worst_bundle_time_limit (minutes)}."""
+    prediction, bundles, K, unbundled, sbatch_submissions, worst_bundle_time_limit (minutes)}.
+    dry_run: a file holding the output of this config's `--profile slurm --dry-run`, parsed
+    instead of running one (its DRY_RUN_OUTPUT)."""
     bindir = Path(sys.executable).parent
     env = {**os.environ, "SNAKEMAKE": os.environ.get("SNAKEMAKE", str(bindir / "snakemake")),
            "PYTHON": os.environ.get("PYTHON", sys.executable)}
+    env.pop("DRY_RUN_OUTPUT", None)
+    if dry_run is not None:
+        env["DRY_RUN_OUTPUT"] = str(dry_run)
     proc = subprocess.run(["bash", str(REPO / "scripts/ci/slurm_job_count.sh"), *([config] if config else []), *extra],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
@@ -50,11 +56,15 @@ def count(config: str | None, *extra: str) -> dict[str, int]:
     return out
 
 
-def tables() -> dict[Path, str]:
-    """The generated text of each file: {README.md: its table, docs/slurm.md: its table}."""
+def tables(dry_runs: Path | None = None) -> dict[Path, str]:
+    """The generated text of each file: {README.md: its table, docs/slurm.md: its table}.
+    dry_runs: a folder of saved dry-run outputs, ``<row>.txt`` per row of `CONFIGS` (those
+    missing are run here)."""
+    saved = {name: dry_runs / f"{name}.txt" for name in CONFIGS} if dry_runs else {}
+    saved = {name: p for name, p in saved.items() if p.is_file()}
     # each dry run is one busy process (Snakemake's start-up, the config checks, the DAG): two at once
     with ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as pool:
-        runs = {name: pool.submit(count, path) for name, path in CONFIGS.items()}
+        runs = {name: pool.submit(count, path, dry_run=saved.get(name)) for name, path in CONFIGS.items()}
         without = pool.submit(count, CONFIGS["afhq256"], "--group-components", "classifiers=1")
         c = {name: run.result() for name, run in runs.items()}
         unbundled = without.result()["sbatch_submissions"]
@@ -79,6 +89,8 @@ def tables() -> dict[Path, str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 when stale")
+    ap.add_argument("--dry-runs", type=Path, default=None, metavar="DIR",
+                    help="saved `--profile slurm --dry-run` outputs, DIR/<row>.txt (row: " + ", ".join(CONFIGS) + ")")
     args = ap.parse_args(argv)
     try:
         for path in (README, SLURM_DOC):
@@ -86,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     except DataError as exc:
         raise SystemExit(str(exc)) from None
     status = 0
-    for path, new in tables().items():
+    for path, new in tables(args.dry_runs).items():
         old = generated_part(path, BEGIN, END)  # read after the dry runs: edits meanwhile are kept
         if args.check:
             if old != new:

@@ -431,7 +431,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--sample", type=int, metavar="K", help="--rebuild: only K jobs of the chain, drawn at random")
     ap.add_argument("--seed", type=int, default=None,
                     help="--rebuild --sample / --check-numbers --rows K: the random draw (default a fresh seed, printed)")
-    ap.add_argument("--cores", type=int, default=1, help="--rebuild / --check-numbers: snakemake --cores (default 1)")
+    ap.add_argument("--cores", type=int, default=os.cpu_count() or 1,
+                    help="--rebuild / --check-numbers: snakemake --cores (default: this machine's CPUs)")
     ap.add_argument("--scratch", help="--rebuild / --check-numbers: where the scratch folder is made "
                                       "(default the system's temporary folder)")
     ap.add_argument("--keep", action="store_true", help="--rebuild / --check-numbers: keep the scratch folder")
