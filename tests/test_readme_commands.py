@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import slurm_tables  # scripts/ci (tests/conftest.py puts it on sys.path)
 import yaml
+from conftest import DAG_CONFIGS
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -191,9 +193,9 @@ def test_slurm_job_count_table_is_current(dag_dry_run, tmp_path):
     """The README's SLURM table equals what scripts/ci/slurm_tables.py measures now, from the
     session's dry runs of the same configs (tests/conftest.py; only AFHQ without bundling is
     run here)."""
-    for row, name in {"default": "default", "smoke": "smoke/config", "afhq256": "afhq256",
-                      "imagenet64": "imagenet64", "imagenet128": "imagenet128"}.items():
-        (tmp_path / f"{row}.txt").write_text(dag_dry_run(name).out)
+    dag_name = {path: name for name, path in DAG_CONFIGS.items()}
+    for row, config in slurm_tables.CONFIGS.items():
+        (tmp_path / f"{row}.txt").write_text(dag_dry_run(dag_name[REPO / config if config else None]).out)
     proc = subprocess.run([sys.executable, str(REPO / "scripts/ci/slurm_tables.py"), "--check",
                            "--dry-runs", str(tmp_path)], cwd=REPO,
                           capture_output=True, text=True, timeout=3600)

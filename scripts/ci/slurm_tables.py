@@ -60,8 +60,7 @@ def tables(dry_runs: Path | None = None) -> dict[Path, str]:
     """The generated text of each file: {README.md: its table, docs/slurm.md: its table}.
     dry_runs: a folder of saved dry-run outputs, ``<row>.txt`` per row of `CONFIGS` (those
     missing are run here)."""
-    saved = {name: dry_runs / f"{name}.txt" for name in CONFIGS} if dry_runs else {}
-    saved = {name: p for name, p in saved.items() if p.is_file()}
+    saved = {name: dry_runs / f"{name}.txt" for name in CONFIGS if dry_runs and (dry_runs / f"{name}.txt").is_file()}
     # each dry run is one busy process (Snakemake's start-up, the config checks, the DAG): two at once
     with ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as pool:
         runs = {name: pool.submit(count, path, dry_run=saved.get(name)) for name, path in CONFIGS.items()}
