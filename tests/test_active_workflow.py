@@ -86,6 +86,9 @@ def test_data_artifacts_and_numbers(run):
         entry = numbers[f"active.{key}"]
         assert (run.parents[1] / entry["artifact"]).exists(), key
     assert numbers["active.labels_final"]["value"] == SPEC["initial_size"] + SPEC["rounds"] * SPEC["batch"]
+    # one classifier per round of every run, each counted once
+    assert numbers["active.converged.test_resnet"]["of"] == len(rounds)
+    assert numbers["active.converged.test_resnet"]["value"] == int(rounds["converged"].astype(bool).sum())
     acc = rounds[rounds["round"] == SPEC["rounds"]].set_index("strategy")["acc"]
     assert numbers["active.final_accuracy.test_resnet.random"]["value"] == pytest.approx(acc["random"], rel=1e-12)
     assert "\\paperFigEight" in (run / "numbers.tex").read_text()

@@ -398,3 +398,39 @@ def test_active_learning_shows_how_alike_entropy_and_the_exact_kl_rank_the_pool(
     half = stats.t.ppf(0.975, 2) * 0.01
     assert f"exact epistemic KL at Spearman 0.89 (95% CI [{0.89 - half:.4g}, {0.89 + half:.4g}])" in row["this run"]
     assert row["verdict"] == "supported" and "active.spearman_epistemic.test_resnet.max_entropy" in row["numbers"]
+    # an entry's own interval (a correlation's through Fisher's z) is shown as it is, asymmetric
+    rank = {**seeds(0.5565, 0.11, n=2), "ci95": [-0.9702, 0.9994]}
+    row = next(r for r in cl.claims({**numbers, "active.spearman_epistemic.test_resnet.max_entropy": rank}, EXPERIMENTS)
+               if r["id"] == "active_learning")
+    assert "exact epistemic KL at Spearman 0.5565 (95% CI [-0.9702, 0.9994])" in row["this run"]
+
+
+def test_an_entrys_own_interval_is_kept_and_not_widened():
+    from oracle.report.intervals import estimate, scaled
+
+    numbers = {"r": {**seeds(0.5, 0.1, n=2), "ci95": [-0.2, 0.9]}}
+    e = estimate(numbers, "r")
+    assert (e.lo, e.hi, e.half) == (-0.2, 0.9, 0.7) and e.side(-0.3) == 1 and e.side(0.95) == -1
+    s = scaled(e, 1.0, -2.0)
+    assert (s.value, s.lo, s.hi) == pytest.approx((0.0, -0.8, 1.4))
+    with pytest.raises(ValueError, match="ci95"):
+        estimate(numbers, "r", m=3)
+
+
+def test_a_verdict_read_from_learners_says_how_many_of_them_converged():
+    """The row's "this run" ends with its experiment's converged counts per architecture (what
+    the verdict's classifiers are worth), the keys go to "numbers", and the verdict is unchanged;
+    a count without its total (numbers of a run before the count was written) is left out."""
+    before = {r["id"]: r for r in cl.claims(base_numbers(), EXPERIMENTS)}
+    numbers = {**base_numbers(),
+               "scaling.converged.test_resnet": entry(10, "classifiers", "a", "of 10", of=10),
+               "scaling.converged.test_vit": entry(7, "classifiers", "a", "of 10", of=10),
+               "labels.converged.test_resnet": entry(3, "classifiers", "a", "no total")}
+    after = {r["id"]: r for r in cl.claims(numbers, EXPERIMENTS)}
+    for rid in ("power_law", "archs_differ", "bayes_bound"):
+        assert after[rid]["this run"] == (f"{before[rid]['this run']}; learners converged by the stopping rule: "
+                                          "test_resnet 10 of 10, test_vit 7 of 10")
+        assert after[rid]["verdict"] == before[rid]["verdict"]
+        assert after[rid]["numbers"].split()[-2:] == ["scaling.converged.test_resnet", "scaling.converged.test_vit"]
+    assert after["soft_labels"]["this run"] == before["soft_labels"]["this run"]
+    assert after["shift_type"]["this run"] == before["shift_type"]["this run"]

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from scipy import stats
 
 import oracle.classifiers.active_learning as al
 from oracle.classifiers.data import EvaluationSet
@@ -388,6 +389,11 @@ def test_numbers_match_a_hand_computation(collected):
     assert nums["accuracy_gain.test_resnet.random"]["value"] == pytest.approx(np.mean([0.10, 0.07]), rel=1e-12)
     assert nums["spearman_epistemic.test_resnet.max_entropy"]["value"] == pytest.approx(0.25, rel=1e-12)
     assert nums["spearman_epistemic.test_resnet.max_entropy"]["std"] == pytest.approx(np.std([0.2, 0.3], ddof=1))
+    # its interval through Fisher's z of the two seeds (tests/test_numbers_spreads.py), inside (-1, 1)
+    z = np.arctanh([0.2, 0.3])
+    half = stats.t.ppf(0.975, 1) * z.std(ddof=1) / np.sqrt(2)
+    assert nums["spearman_epistemic.test_resnet.max_entropy"]["ci95"] == pytest.approx(
+        np.tanh([z.mean() - half, z.mean() + half]).tolist(), abs=1e-12)
     assert nums["spearman_aleatoric.test_resnet.max_epistemic"]["value"] == pytest.approx(-0.1, rel=1e-12)
     assert "spearman_epistemic.test_resnet.max_epistemic" not in nums  # identically 1
     assert nums["labels_final"]["value"] == 125 and nums["test_size"]["value"] == 400

@@ -241,6 +241,8 @@ def test_labels_experiment_on_the_analytic_world(run):
     numbers = json.loads((run / "numbers.json").read_text())
     assert 0 <= numbers["labels.soft_wins"]["value"] <= numbers["labels.n_sizes"]["value"] == 2
     assert numbers["labels.ece_soft_max_n"]["artifact"].endswith("labels/labels/data/runs.csv")
+    lab = cfg["experiments"]["labels"]
+    assert numbers["labels.converged.test_resnet"]["of"] == 2 * len(lab["sizes"]) * len(lab["seeds"])  # hard and soft
     for mode in ("hard", "soft"):
         hist = json.loads((run / "classifiers" / "labels" / "test_resnet" / f"{mode}-N50" / "seed0" / "history.json").read_text())
         assert hist["labels"] == mode and hist["N"] == 50

@@ -100,6 +100,14 @@ def test_difficulty_against_the_closed_form_and_numbers(run):
 
     assert spread_problems(numbers) == []  # 2 seeds: every mean over them has std, se, se_over, n_seeds
     assert numbers["estimators.r2.mano"]["se_over"] == "seeds" and numbers["shift.accuracy.imb"]["n_seeds"] == 2
+    # every experiment that trains classifiers counts how many converged, each classifier once
+    for x, n in (("shift", 4 * 2), ("difficulty", 2 * 2), ("scaling", 2 * 2)):
+        count = numbers[f"{x}.converged.test_resnet"]
+        assert count["of"] == n and 0 <= count["value"] <= n, x
+    runs = pd.read_csv(run / "shift" / "shift" / "data" / "runs.csv").drop_duplicates(subset=["cell", "seed"])
+    assert numbers["shift.converged.test_resnet"]["value"] == int(runs["converged"].sum())
+    claims = pd.read_csv(run / "claims.csv").set_index("id")
+    assert "learners converged by the stopping rule: test_resnet" in claims.loc["learner_bayes_gap", "this run"]
     for artifact in ("shift/shift/figures/shift_panels.png", "estimators/estimators/figures/estimates_vs_accuracy.png",
                      "difficulty/difficulty/figures/difficulty_curve.png", "samples/base/noise0.2/test.h5",
                      "difficulty/difficulty/tables/learner_vs_bayes.csv",

@@ -12,7 +12,7 @@ import pytest
 
 from oracle.errors import DataError
 from oracle.experiments.estimators import report as estimators_report
-from oracle.report.numbers import mean_spread, numbers_tex, round_to_spread, spread_problems
+from oracle.report.numbers import correlation_ci95, mean_spread, numbers_tex, round_to_spread, spread_problems
 from oracle.report.tables import column_kinds, format_cell, write_table
 from oracle.workflow.provenance.audit_text import number_text
 
@@ -114,3 +114,41 @@ def test_numbers_tex_says_which_key_each_macro_is():
     assert comments["numScalingAlphaResnetSE"] == "numbers.json: scaling.alpha.resnet (se)"
     assert comments["numWorldBaseBayesError"] == "numbers.json: world.base.bayes_error"
     assert comments["paperFigTwo"] == "paper artifact: fig2"
+
+
+def test_a_correlation_over_seeds_gets_its_interval_through_fishers_z():
+    """Against a hand computation of Fisher's transform: z = 0.5 ln((1 + r) / (1 - r)) per seed,
+    a t interval on the z's, mapped back through (e^{2z} - 1) / (e^{2z} + 1); inside (-1, 1) where
+    the t interval on rho itself runs past 1."""
+    from scipy import stats
+
+    rhos = [0.20, 0.91]
+    z = [0.5 * math.log((1 + r) / (1 - r)) for r in rhos]
+    zbar, sd = sum(z) / 2, math.sqrt(sum((v - sum(z) / 2) ** 2 for v in z) / 1)
+    half = stats.t.ppf(0.975, 1) * sd / math.sqrt(2)
+    back = lambda v: (math.exp(2 * v) - 1) / (math.exp(2 * v) + 1)  # noqa: E731
+    lo, hi = correlation_ci95(rhos)
+    assert lo == pytest.approx(back(zbar - half), abs=1e-12) and hi == pytest.approx(back(zbar + half), abs=1e-12)
+    assert -1 < lo < min(rhos) and max(rhos) < hi < 1
+    naive = stats.t.ppf(0.975, 1) * np.std(rhos, ddof=1) / math.sqrt(2)
+    assert np.mean(rhos) + naive > 1  # what it replaces
+    # many seeds of the same correlation: a tight interval around it; undefined where it has no spread
+    rng = np.random.default_rng(0)
+    many = np.tanh(np.arctanh(0.5) + 0.05 * rng.standard_normal(40))
+    lo, hi = correlation_ci95(many)
+    assert lo < 0.5 < hi and hi - lo < 0.05
+    assert correlation_ci95([0.3]) is None and correlation_ci95([0.3, 0.3]) is None
+    assert correlation_ci95([0.3, float("nan")]) is None
+    lo, hi = correlation_ci95([1.0, 0.9])  # a perfect rank correlation in one seed stays finite
+    assert math.isfinite(lo) and hi <= 1.0
+
+
+def test_converged_entry_counts_each_classifier_once():
+    from oracle.report.numbers import converged_entry
+
+    runs = pd.DataFrame({"N": [50, 50, 100, 100, 200], "seed": [0, 0, 0, 1, 0],
+                         "evalset": ["a", "b", "a", "a", "a"], "converged": [True, True, False, True, True]})
+    e = converged_entry(runs, ("N", "seed"), "ResNet", "runs.csv")
+    assert (e["value"], e["of"], e["unit"]) == (3, 4, "classifiers") and e["description"].endswith("of 4")
+    assert converged_entry(runs.drop(columns="converged"), ("N", "seed"), "ResNet", "runs.csv") is None
+    assert converged_entry(runs.assign(converged=None), ("N", "seed"), "ResNet", "runs.csv") is None

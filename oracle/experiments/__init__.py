@@ -164,9 +164,9 @@ def with_defaults(entry: Mapping, schema: Mapping) -> dict:
 
 def entry_schema(package_file: str) -> dict:
     """The ``schema.yaml`` beside a kind's ``__init__.py`` (`package_file`): its ``SCHEMA``."""
-    import yaml
+    from oracle.io.yaml_text import parse_yaml
 
-    return yaml.safe_load(Path(package_file).with_name("schema.yaml").read_text())
+    return parse_yaml(Path(package_file).with_name("schema.yaml").read_text())
 
 
 @functools.cache

@@ -5,6 +5,8 @@ A row is ``{"id", "finding", "paper", "this run", "uncertainty", "rule", "verdic
 uncertainty (both text, generated from the numbers), the rule that decides the verdict, the
 verdict (`VERDICTS`), the numbers.json keys it read and, as JSON, the intervals the rule compared
 with their references and the paper's values (`Check`). Nothing here is hand-written per run.
+Where the experiment trains classifiers, "this run" ends with how many of them converged by the
+stopping rule (`learners_text`): shown beside the verdict, never deciding it.
 
 Every rule tests the paper's sentence as written (both halves of a two-part claim), can fail on
 plausible data (tests/test_claims.py builds numbers where each holds, fails and is not posed),
@@ -33,7 +35,7 @@ from oracle.report.claim_margins import (ACTIVE_FEWER_MARGIN, ACTIVE_RATIO_MARGI
                                          SHIFT_MIN_CLASS_ROWS, SHIFT_TYPE_PP, SOFT_LABEL_MASS,
                                          SUBSTANTIAL_NOISE)
 from oracle.report.intervals import (Check, Missing, NotPosed, difference, estimate, keys_of, log_ratio,
-                                     r2_text, scaled, straightness, suffixes, value)
+                                     learners_text, r2_text, scaled, straightness, suffixes, value)
 from oracle.report.verdicts import combine, sided
 
 
@@ -463,7 +465,11 @@ FINDINGS: tuple[Finding, ...] = (
 def _judge(f: Finding, numbers: Mapping, name: str, spec: Mapping) -> dict:
     try:
         value_, unc, verdict, keys, checks = f.judge(numbers, name, spec)
-        return {"this run": value_, "uncertainty": unc, "verdict": verdict, "numbers": " ".join(keys),
+        # a learner's number comes with whether its learners converged: a verdict read from
+        # classifiers stopped short measures the recipe, not the world
+        learners, learner_keys = learners_text(numbers, name)
+        return {"this run": f"{value_}; {learners}" if learners else value_, "uncertainty": unc, "verdict": verdict,
+                "numbers": " ".join(dict.fromkeys([*keys, *learner_keys])),
                 "checks": json.dumps([c.record() for c in checks])}
     except NotPosed as why:
         return {"this run": f"{name}: {why.args[0]}", "verdict": "not posed"}

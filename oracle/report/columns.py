@@ -239,6 +239,7 @@ CSV_COLUMNS: tuple[CsvColumns, ...] = (
                 "gap_se": ("fraction", "its SE over the test rows"),
                 "excess_error_truth": ("fraction", "E[max_y p(y|x) - p(yhat|x)]: excess error against the truth, "
                                                    "free of label noise"),
+                "converged": _TRAINING["converged"], "stopped_by": _TRAINING["stopped_by"],
                 "source": _TRAINING["source"]}),
     CsvColumns("estimators/<experiment>/data/estimates.csv",
                "one method's estimate for one borrowed model on one evaluation set",

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from oracle.errors import DataError
 from oracle.io.atomic import atomic_output
+from oracle.io.yaml_text import parse_yaml
 from oracle.report.verdicts import counts_text, verdict_cell
 from oracle.report.tables import markdown_cell
 from oracle.report.timings import benchmark_files, job_intervals, read_benchmark, wall_time
@@ -152,7 +152,7 @@ def _run_inputs(run_dir: Path) -> tuple[dict, pd.DataFrame, dict]:
                        (numbers_path, "run the workflow's `numbers` target")):
         if not path.is_file():
             raise DataError(f"{path}: missing ({what}; is {run_dir} a finished run?)")
-    return (yaml.safe_load(config_path.read_text()), pd.read_csv(claims_path, keep_default_na=False),
+    return (parse_yaml(config_path.read_text()), pd.read_csv(claims_path, keep_default_na=False),
             json.loads(numbers_path.read_text()))
 
 

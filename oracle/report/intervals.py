@@ -8,7 +8,9 @@ test set or samples). A difference of two entries takes ``se = sqrt(se1^2 + se2^
 smaller of the two degrees of freedom; a ratio of two positive entries is judged as the
 difference of their logarithms, ``se = sqrt((se1/v1)^2 + (se2/v2)^2)`` (delta method). ``m``
 comparisons at once widen each interval to the
-1 - 0.05/m level (Bonferroni). An entry with ``posed`` False stands for a question the run does
+1 - 0.05/m level (Bonferroni). An entry with its own ``ci95`` [lo, hi] (an interval that is not
+value ± q * se, e.g. a correlation's through Fisher's z) keeps it: `estimate` reads it as it is,
+and refuses to widen it for m > 1, which it cannot do without the entry's own method. An entry with ``posed`` False stands for a question the run does
 not pose (`NotPosed`); a missing one raises `Missing`.
 """
 
@@ -20,8 +22,8 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-__all__ = ["Check", "Estimate", "Missing", "NotPosed", "difference", "estimate", "keys_of", "log_ratio", "scaled",
-           "suffixes", "value"]
+__all__ = ["Check", "Estimate", "Missing", "NotPosed", "difference", "estimate", "keys_of", "learners_text",
+           "log_ratio", "r2_text", "scaled", "straightness", "suffixes", "value"]
 
 
 class Missing(Exception):
@@ -35,18 +37,24 @@ class NotPosed(Exception):
 @dataclass(frozen=True)
 class Estimate:
     """A value with its interval half-width (None: no uncertainty known) and the numbers it
-    came from."""
+    came from; `bounds`, where the interval is not symmetric about the value (an entry's own
+    ``ci95``), are its ends, and `half` then the larger distance from the value to one."""
 
     value: float
     half: float | None
     keys: tuple[str, ...]
+    bounds: tuple[float, float] | None = None
 
     @property
     def lo(self) -> float:
+        if self.bounds is not None:
+            return self.bounds[0]
         return self.value - (self.half if self.half is not None else math.inf)
 
     @property
     def hi(self) -> float:
+        if self.bounds is not None:
+            return self.bounds[1]
         return self.value + (self.half if self.half is not None else math.inf)
 
     def side(self, ref: float) -> int:
@@ -93,8 +101,15 @@ def value(numbers: Mapping[str, Mapping], key: str) -> float:
 
 
 def estimate(numbers: Mapping[str, Mapping], key: str, m: int = 1) -> Estimate:
-    """One number with its 95% interval (module docstring; `m` comparisons: Bonferroni)."""
+    """One number with its 95% interval (module docstring; `m` comparisons: Bonferroni; an
+    entry's own ``ci95`` as it is, ValueError for m > 1)."""
     e = _entry(numbers, key)
+    if e.get("ci95") is not None:
+        if m > 1:
+            raise ValueError(f"{key}: its ci95 is the entry's own interval; it cannot be widened for {m} comparisons")
+        lo, hi = (float(b) for b in e["ci95"])
+        v = float(e["value"])
+        return Estimate(v, max(v - lo, hi - v), (key,), (lo, hi))
     se = e.get("se")
     return Estimate(float(e["value"]), None if se is None else _quantile(_df(e), m) * float(se), (key,))
 
@@ -126,7 +141,8 @@ def log_ratio(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Est
 
 def scaled(e: Estimate, offset: float, factor: float) -> Estimate:
     """``offset + factor * e`` with its interval scaled alike (`factor` a known constant)."""
-    return Estimate(offset + factor * e.value, None if e.half is None else abs(factor) * e.half, e.keys)
+    bounds = None if e.bounds is None else tuple(sorted(offset + factor * b for b in e.bounds))
+    return Estimate(offset + factor * e.value, None if e.half is None else abs(factor) * e.half, e.keys, bounds)
 
 
 @dataclass(frozen=True)
@@ -177,3 +193,17 @@ def r2_text(numbers: Mapping, key: str) -> str:
     deciding it), or "" when the run has none."""
     r2 = numbers.get(key, {}).get("value")
     return f", log-log R^2 {r2:.3g}" if r2 is not None else ""
+
+
+def learners_text(numbers: Mapping[str, Mapping], name: str) -> tuple[str, list[str]]:
+    """How many of experiment `name`'s classifiers converged by the stopping rule, per
+    architecture (its ``converged.<arch>`` numbers, `oracle.report.numbers.converged_entry`):
+    "learners converged by the stopping rule: test_resnet 10 of 10, test_vit 9 of 10" and the
+    keys read; ("", []) where the experiment trains none or its numbers predate the count."""
+    prefix = f"{name}.converged."
+    keys = sorted(k for k, e in numbers.items()
+                  if k.startswith(prefix) and e.get("value") is not None and e.get("of") is not None)
+    if not keys:
+        return "", []
+    parts = [f"{k[len(prefix):]} {int(numbers[k]['value'])} of {int(numbers[k]['of'])}" for k in keys]
+    return f"learners converged by the stopping rule: {', '.join(parts)}", keys

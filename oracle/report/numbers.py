@@ -56,6 +56,41 @@ def mean_spread(std: float | None, n: int, over: str = "seeds") -> dict[str, Any
             "se_over": over if ok else None, "n_seeds": int(n)}
 
 
+def converged_entry(runs, who: tuple[str, ...], label: str, artifact: str) -> dict | None:
+    """How many of the classifiers behind `runs` converged by the stopping rule
+    (`oracle.classifiers.stopping`), as an `entry`: the count, with ``of`` the number of
+    classifiers (`runs`: a DataFrame with a bool ``converged`` column, one classifier per
+    distinct `who`, e.g. arch, N, seed, repeated per evaluation set). The claims show it beside
+    each verdict read from those classifiers. None without the column (a run made before
+    the rule was recorded)."""
+    if "converged" not in runs or not len(runs) or runs["converged"].isna().any():
+        return None
+    one = runs.drop_duplicates(subset=[c for c in who if c in runs])
+    k = int(one["converged"].astype(bool).sum())
+    return entry(k, "classifiers", artifact, f"{label}: classifiers converged by the stopping rule, of {len(one)}",
+                 of=len(one))
+
+
+def correlation_ci95(per_seed: list[float] | np.ndarray) -> list[float] | None:
+    """The 95% interval of a correlation measured once per seed, through Fisher's z: the
+    per-seed ``z = atanh(rho)``, their mean and SE over seeds, the Student-t interval on n - 1
+    degrees of freedom, mapped back by ``tanh`` -> ``[lo, hi]`` inside (-1, 1). A t interval on
+    rho itself runs past 1 for a bounded quantity (two seeds of 0.20 and 0.91: [-4.3, 5.4]).
+    None below 2 finite seeds or when every seed has the same rho; a rho of exactly +-1 is
+    held at +-(1 - 1e-12) (its z is infinite)."""
+    from scipy import stats
+
+    r = np.asarray([v for v in per_seed if v is not None and math.isfinite(v)], np.float64)
+    if r.size < 2:
+        return None
+    z = np.arctanh(np.clip(r, -1 + 1e-12, 1 - 1e-12))
+    sd = float(z.std(ddof=1))
+    if sd == 0.0:
+        return None
+    half = float(stats.t.ppf(0.975, r.size - 1)) * sd / math.sqrt(r.size)
+    return [float(np.tanh(z.mean() - half)), float(np.tanh(z.mean() + half))]
+
+
 #: ``se_over`` of a mean over seeds that were scored on one shared test set (module docstring).
 SEEDS_AND_ROWS = "seeds and test rows"
 

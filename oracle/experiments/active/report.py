@@ -17,7 +17,7 @@ from oracle.errors import DataError
 from oracle.experiments.active import ARTIFACTS, STRATEGY_COLORS, STRATEGY_LABELS, TARGET_LABELS, TARGETS
 from oracle.measures.power_laws import aggregate_over_seeds
 from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style, top_legend
-from oracle.report.numbers import entry
+from oracle.report.numbers import converged_entry, correlation_ci95, entry
 
 # --------------------------------------------------------------------------- data
 ROUND_COLUMNS = ("labelled", "epochs", "steps", "kept_steps", "converged", "stopped_by", "train_seconds", "train_loss",
@@ -244,6 +244,9 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     for arch in spec["archs"]:
         label = spec["arch_labels"][arch]
         sub = rounds[rounds["arch"] == arch]
+        converged = converged_entry(sub, ("strategy", "seed", "round"), f"{label}, every round's classifier", path)
+        if converged is not None:
+            out[f"converged.{arch}"] = converged
         gains = {}
         for s in spec["strategies"]:
             runs_s = sub[sub["strategy"] == s]
@@ -269,10 +272,11 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
             for score in [s for s in spec["strategies"] if s in set(c["score"])]:
                 if score == "max_epistemic" and target == "exact_epistemic":
                     continue  # identically 1: the score is the exact KL
-                per_seed = c[c["score"] == score].groupby("seed")["spearman"].mean()
+                per_seed = c[c["score"] == score].groupby("seed")["spearman"].mean().tolist()
                 out[f"spearman_{tag}.{arch}.{score}"] = entry(unit="1", artifact=cpath, description=(
                     f"{label}: Spearman rho over the pool between the {STRATEGY_LABELS[score]} score and the "
-                    f"{TARGET_LABELS[target]}, mean over every round and run"), **_spread(per_seed.tolist()))
+                    f"{TARGET_LABELS[target]}, mean over every round and run; ci95 through Fisher's z of the "
+                    "seeds' means"), **_spread(per_seed), ci95=correlation_ci95(per_seed))
     return out
 
 

@@ -15,11 +15,12 @@ from matplotlib.figure import Figure
 
 from oracle.errors import DataError
 from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
-from oracle.report.numbers import entry, over_seeds, over_seeds_and_rows
+from oracle.report.numbers import converged_entry, entry, over_seeds, over_seeds_and_rows
 
 #: Columns of the ``learner`` data (one row per world and seed of the learner).
 LEARNER_COLUMNS = ("world", "base_temperature", "arch", "N", "seed", "n_test", "num_classes", "test_error", "test_error_se",
-                   "bayes_error", "bayes_error_se", "gap", "gap_se", "excess_error_truth", "source")
+                   "bayes_error", "bayes_error_se", "gap", "gap_se", "excess_error_truth", "converged", "stopped_by",
+                   "source")
 
 
 def learner_frame(spec: Mapping, metrics_paths: Sequence[str]) -> pd.DataFrame:
@@ -48,7 +49,8 @@ def learner_frame(spec: Mapping, metrics_paths: Sequence[str]) -> pd.DataFrame:
         "num_classes": m["num_classes"].astype(int),
         "test_error": 1.0 - m["acc"], "test_error_se": m["acc_se"], "bayes_error": 1.0 - m["bayes_accuracy"],
         "bayes_error_se": m["bayes_accuracy_se"], "gap": m["bayes_gap"], "gap_se": m["bayes_gap_se"],
-        "excess_error_truth": m["bayes_accuracy"] - expected_acc, "source": m["source"]})
+        "excess_error_truth": m["bayes_accuracy"] - expected_acc, "converged": m["converged"],
+        "stopped_by": m["stopped_by"], "source": m["source"]})
     order = {w: i for i, w in enumerate(spec["worlds"])}
     out = out.sort_values(["world", "seed"], key=lambda c: c.map(order) if c.name == "world" else c, kind="stable")
     return out.reset_index(drop=True)[list(LEARNER_COLUMNS)]
@@ -196,8 +198,13 @@ def _learner_figure(learner: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
 def learner_numbers(learner: pd.DataFrame, path: str) -> dict[str, dict]:
     """Per world of the learner: ``gap.<world>``, ``learner_error.<world>`` and
     ``excess_error_truth.<world>``, mean with std and SE over seeds (fractions); none without
-    a learner."""
+    a learner; ``converged.<arch>`` (`oracle.report.numbers.converged_entry`) over every world
+    and seed."""
     out: dict[str, dict] = {}
+    for arch, g in learner.groupby("arch", sort=True):
+        converged = converged_entry(g, ("world", "seed"), str(arch), path)
+        if converged is not None:
+            out[f"converged.{arch}"] = converged
     for world, g in learner.groupby("world", sort=False):
         tau, arch, n = float(g["base_temperature"].iloc[0]), g["arch"].iloc[0], int(g["N"].iloc[0])
         who = f"world {world} (tau={tau:g}): {arch} trained on N={n}"

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from oracle.errors import DataError
-from oracle.report.numbers import entry, mean_spread
+from oracle.report.numbers import converged_entry, entry, mean_spread
 
 CELL_HEADERS = {"arch": "Architecture", "labels": "Labels"}
 
@@ -61,9 +61,9 @@ def learner_numbers(sub: pd.DataFrame, fit: pd.Series | None, arch: str, label: 
     if curvature is not None:
         out[f"curvature.{arch}"] = curvature
     one = sub.drop_duplicates(subset=["N", "seed"])
-    if "converged" in one and one["converged"].notna().all():
-        out[f"converged.{arch}"] = entry(int(one["converged"].astype(bool).sum()), "classifiers", runs_path, (
-            f"{label}: classifiers converged by the stopping rule, of {len(one)}"))
+    converged = converged_entry(one, ("N", "seed"), label, runs_path)
+    if converged is not None:
+        out[f"converged.{arch}"] = converged
     upper = one[one["N"] >= float(np.median(sorted(one["N"].unique())))]
     if "overconfidence_truth" in upper and len(upper):
         out[f"abs_overconfidence_truth.{arch}"] = entry(

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from oracle.errors import ConfigError
+from oracle.io.yaml_text import parse_yaml
 from oracle.workflow import plan
 from oracle.workflow.plan.needed_files import (NeededFile, check_needed_files, missing_files,  # noqa: F401
                                                missing_files_error, missing_files_text, needed_files, used_archs)
@@ -39,7 +40,7 @@ def load_yaml(path: str | Path) -> dict:
         raise ConfigError(f"config file {str(p)!r} does not exist")
     try:
         with p.open() as fh:
-            data = yaml.safe_load(fh)
+            data = parse_yaml(fh)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

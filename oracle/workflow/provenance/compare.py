@@ -30,11 +30,13 @@ def _config(run: str) -> dict:
     made before the config was written there). DataError when it is not YAML."""
     import yaml
 
+    from oracle.io.yaml_text import parse_yaml
+
     path = Path(run) / "config.yaml"
     if not path.is_file():
         return {}
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        config = parse_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise DataError(f"{path}: not YAML ({exc})") from None
     if not isinstance(config, dict):
