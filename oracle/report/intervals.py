@@ -10,8 +10,9 @@ difference of their logarithms, ``se = sqrt((se1/v1)^2 + (se2/v2)^2)`` (delta me
 comparisons at once widen each interval to the
 1 - 0.05/m level (Bonferroni). An entry with its own ``ci95`` [lo, hi] (an interval that is not
 value ± q * se, e.g. a correlation's through Fisher's z) keeps it: `estimate` reads it as it is,
-and refuses to widen it for m > 1, which it cannot do without the entry's own method. An entry with ``posed`` False stands for a question the run does
-not pose (`NotPosed`); a missing one raises `Missing`.
+and refuses to widen it for m > 1, which it cannot do without the entry's own method. An entry
+with ``posed`` False stands for a question the run does not pose (`NotPosed`); a missing one
+raises `Missing`.
 """
 
 from __future__ import annotations

@@ -72,6 +72,18 @@ def converged_entry(runs, who: tuple[str, ...], label: str, artifact: str) -> di
                  of=len(one))
 
 
+def converged_entries(runs, who: tuple[str, ...], labels: Mapping[str, str], artifact: str) -> dict[str, dict]:
+    """``{"converged.<arch>": converged_entry}`` for each architecture of `runs` (an ``arch``
+    column; `labels`: arch -> how the description names it, the arch itself where absent); an
+    architecture whose runs predate the count has none."""
+    out: dict[str, dict] = {}
+    for arch, sub in runs.groupby("arch", sort=True):
+        e = converged_entry(sub, who, labels.get(arch, str(arch)), artifact)
+        if e is not None:
+            out[f"converged.{arch}"] = e
+    return out
+
+
 def correlation_ci95(per_seed: list[float] | np.ndarray) -> list[float] | None:
     """The 95% interval of a correlation measured once per seed, through Fisher's z: the
     per-seed ``z = atanh(rho)``, their mean and SE over seeds, the Student-t interval on n - 1

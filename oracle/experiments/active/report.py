@@ -17,7 +17,7 @@ from oracle.errors import DataError
 from oracle.experiments.active import ARTIFACTS, STRATEGY_COLORS, STRATEGY_LABELS, TARGET_LABELS, TARGETS
 from oracle.measures.power_laws import aggregate_over_seeds
 from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style, top_legend
-from oracle.report.numbers import converged_entry, correlation_ci95, entry
+from oracle.report.numbers import converged_entries, correlation_ci95, entry
 
 # --------------------------------------------------------------------------- data
 ROUND_COLUMNS = ("labelled", "epochs", "steps", "kept_steps", "converged", "stopped_by", "train_seconds", "train_loss",
@@ -240,13 +240,12 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
             ("pool_size", spec["pool_size"], "samples", "unlabelled pool at the start (disjoint from the test set)"),
             ("test_size", int(rounds["test_size"].iloc[0]), "samples", "oracle test set every round is scored on")):
         out[k] = entry(int(v), unit, path, desc)
+    out.update(converged_entries(rounds, ("strategy", "seed", "round"),
+                                 {a: f"{spec['arch_labels'][a]}, every round's classifier" for a in spec["archs"]}, path))
     last_round = rounds["round"].max()
     for arch in spec["archs"]:
         label = spec["arch_labels"][arch]
         sub = rounds[rounds["arch"] == arch]
-        converged = converged_entry(sub, ("strategy", "seed", "round"), f"{label}, every round's classifier", path)
-        if converged is not None:
-            out[f"converged.{arch}"] = converged
         gains = {}
         for s in spec["strategies"]:
             runs_s = sub[sub["strategy"] == s]

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from oracle.errors import DataError
 from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
-from oracle.report.numbers import converged_entry, entry, over_seeds, over_seeds_and_rows
+from oracle.report.numbers import converged_entries, entry, over_seeds, over_seeds_and_rows
 
 #: Columns of the ``learner`` data (one row per world and seed of the learner).
 LEARNER_COLUMNS = ("world", "base_temperature", "arch", "N", "seed", "n_test", "num_classes", "test_error", "test_error_se",
@@ -198,13 +198,9 @@ def _learner_figure(learner: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
 def learner_numbers(learner: pd.DataFrame, path: str) -> dict[str, dict]:
     """Per world of the learner: ``gap.<world>``, ``learner_error.<world>`` and
     ``excess_error_truth.<world>``, mean with std and SE over seeds (fractions); none without
-    a learner; ``converged.<arch>`` (`oracle.report.numbers.converged_entry`) over every world
+    a learner; ``converged.<arch>`` (`oracle.report.numbers.converged_entries`) over every world
     and seed."""
-    out: dict[str, dict] = {}
-    for arch, g in learner.groupby("arch", sort=True):
-        converged = converged_entry(g, ("world", "seed"), str(arch), path)
-        if converged is not None:
-            out[f"converged.{arch}"] = converged
+    out: dict[str, dict] = converged_entries(learner, ("world", "seed"), {}, path)
     for world, g in learner.groupby("world", sort=False):
         tau, arch, n = float(g["base_temperature"].iloc[0]), g["arch"].iloc[0], int(g["N"].iloc[0])
         who = f"world {world} (tau={tau:g}): {arch} trained on N={n}"

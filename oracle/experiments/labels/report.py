@@ -18,7 +18,7 @@ from oracle.experiments._pairs import one_file, pair_rows, pairs_frame
 from oracle.experiments.labels import ARTIFACTS, COLORS, MODES, cell_name
 from oracle.measures.power_laws import aggregate_over_seeds
 from oracle.report.figures import PAGE_WIDTH, errorbar, panel_letters, reliability_diagram, save_figure, size_ticks, style
-from oracle.report.numbers import converged_entry, entry, mean_spread, over_seeds, over_seeds_and_rows
+from oracle.report.numbers import converged_entries, entry, mean_spread, over_seeds, over_seeds_and_rows
 
 
 # --------------------------------------------------------------------------- data
@@ -210,8 +210,5 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
         "of the paired difference (> 0: soft labels are better calibrated against the exact posterior)",
         **mean_spread(float(np.std(reduction, ddof=1)) if len(reduction) > 1 else None, len(reduction)))
     out.update(_calibration_report.agreement_numbers(runs, path, who=("cell", "seed")))
-    for arch, sub in runs.groupby("arch", sort=True):
-        converged = converged_entry(sub, ("labels", "N", "seed"), spec["arch_labels"].get(arch, arch), path)
-        if converged is not None:
-            out[f"converged.{arch}"] = converged
+    out.update(converged_entries(runs, ("labels", "N", "seed"), spec["arch_labels"], path))
     return out

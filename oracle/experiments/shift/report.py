@@ -21,7 +21,7 @@ from oracle.experiments.shift.panels import shift_panels
 from oracle.measures.divergences import categorical_kl, counts_kl, label_kl
 from oracle.measures.accuracy_estimators import r2
 from oracle.measures.prior_shift import bayes_prior_cost, prior_adjusted_classes
-from oracle.report.numbers import converged_entry, entry, mean_spread, over_seeds_and_rows
+from oracle.report.numbers import converged_entries, entry, mean_spread, over_seeds_and_rows
 
 
 # --------------------------------------------------------------------------- data
@@ -364,11 +364,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
             fit["r2"], "1", path, f"R^2 of a linear fit of the accuracy drop against {what} ({fit['n']} configurations)")
         out[f"r2_points_{name}"] = entry(fit["n"], "configurations", path, f"configurations in the fit of r2_drop_vs_{name}")
     out.update(type_comparisons(c, data["pairs"], data_paths["pairs"], path))
-    runs = data["runs"]
-    for arch, sub in runs.groupby("arch", sort=True):
-        converged = converged_entry(sub, ("cell", "seed"), spec["arch_labels"].get(arch, arch), data_paths["runs"])
-        if converged is not None:
-            out[f"converged.{arch}"] = converged
+    out.update(converged_entries(data["runs"], ("cell", "seed"), spec["arch_labels"], data_paths["runs"]))
     for _, r in c.iterrows():
         cell, lab, n = r["cell"], r["label"], int(r["n_runs"])
         out[f"accuracy.{cell}"] = entry(r["acc"], "fraction", path, f"{lab}: baseline test accuracy, mean over {n} runs",
