@@ -14,7 +14,7 @@ import yaml
 from oracle.io.hashing import clear_hash_cache
 from oracle.measures.world_constants import world_numbers
 from oracle.report.numbers import merge_numbers
-from oracle.workflow.provenance.audit import audit, check_numbers, load_numbers, main
+from oracle.tools.audit import audit, check_numbers, load_numbers, main
 from oracle.workflow.provenance import read_record, record_path, write_record
 from oracle.workflow.provenance.params import clear_answers
 

@@ -1,4 +1,4 @@
-"""oracle.workflow.provenance.audit_shards: every shard row is re-scored by default, so a forgery
+"""oracle.tools.audit_shards: every shard row is re-scored by default, so a forgery
 of one row with its records re-signed is caught; a sample is drawn from a fresh, printed seed
 (issue 38 case 1). Runs on the analytic world of tests/smoke/gaussian.yaml, no workflow."""
 
@@ -23,7 +23,7 @@ def gaussian_run(tmp_path):
     from oracle.io.hashing import file_sha256
     from oracle.workflow.plan import shard_ids, shard_sizes, world_specs
     from oracle.workflow.plan.paths import world_file
-    from oracle.workflow.provenance.audit_numbers import load_config
+    from oracle.tools.audit_numbers import load_config
     from oracle.worlds import gaussian_world_from_spec, save_gaussian_world, world_from_checkpoint
 
     cfg = load_config(REPO / "tests/smoke/gaussian.yaml")
@@ -51,7 +51,7 @@ def _forge_one_row(run: Path, row: int) -> Path:
 
 
 def test_an_untouched_run_passes_with_every_row_rescored(gaussian_run):
-    from oracle.workflow.provenance.audit_shards import rescore_shards
+    from oracle.tools.audit_shards import rescore_shards
 
     run, cfg = gaussian_run
     problems, notes = rescore_shards(run, cfg)
@@ -60,7 +60,7 @@ def test_an_untouched_run_passes_with_every_row_rescored(gaussian_run):
 
 
 def test_a_one_row_forgery_is_caught_by_default(gaussian_run):
-    from oracle.workflow.provenance.audit_shards import rescore_shards
+    from oracle.tools.audit_shards import rescore_shards
 
     run, cfg = gaussian_run
     shard = _forge_one_row(run, row=57)
@@ -71,7 +71,7 @@ def test_a_one_row_forgery_is_caught_by_default(gaussian_run):
 
 
 def test_a_sample_comes_from_a_fresh_printed_seed_that_draws_the_same_rows_again(gaussian_run):
-    from oracle.workflow.provenance.audit_shards import rescore_shards
+    from oracle.tools.audit_shards import rescore_shards
 
     run, cfg = gaussian_run
     seeds = set()
@@ -89,8 +89,8 @@ def test_a_sample_comes_from_a_fresh_printed_seed_that_draws_the_same_rows_again
 def test_the_audit_cli_rescores_all_rows_unless_told():
     import argparse
 
-    from oracle.workflow.provenance.audit import parser
-    from oracle.workflow.provenance.audit_shards import parse_rows
+    from oracle.tools.audit import parser
+    from oracle.tools.audit_shards import parse_rows
 
     args = parser().parse_args(["--check-numbers", "x/numbers.json"])
     assert args.rows is None and args.seed is None  # every row; a sample's seed is fresh unless given

@@ -1,4 +1,4 @@
-"""Two runs compared number by number (oracle.report.compare and `python -m oracle.workflow.provenance.compare`)."""
+"""Two runs compared number by number (oracle.tools.comparison and `python -m oracle.tools.compare`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from oracle.errors import DataError
-from oracle.report.compare import (compare_claims, compare_numbers, entry_spread, expected_by_chance, flags,
+from oracle.tools.comparison import (compare_claims, compare_numbers, entry_spread, expected_by_chance, flags,
                                    format_comparison, read_run, z_scores)
 
 
@@ -103,7 +103,7 @@ def test_read_run_names_the_missing_file(tmp_path):
 
 
 def compare_cli(*args):
-    return subprocess.run([sys.executable, "-m", "oracle.workflow.provenance.compare", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "oracle.tools.compare", *map(str, args)], capture_output=True,
                           text=True, timeout=120)
 
 
@@ -134,7 +134,7 @@ def write_config(folder, **sections):
 
 
 def test_config_differences_key_by_key_and_the_world_warning():
-    from oracle.report.compare import config_differences, world_warning
+    from oracle.tools.comparison import config_differences, world_warning
 
     a = {"seed": 0, "worlds": {"base": {"tau": 0.7}}, "classifiers": {"epochs": 40, "seeds": [0, 1]}}
     b = {"seed": 0, "worlds": {"base": {"tau": 1.0}}, "classifiers": {"epochs": 2, "seeds": [0, 1]}, "extra": 1}

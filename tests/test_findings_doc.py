@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from oracle.errors import DataError
-from oracle.report.findings_doc import claims_section, findings_page, write_findings_page
+from oracle.tools.findings_doc import claims_section, findings_page, write_findings_page
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
@@ -104,7 +104,7 @@ def test_script_exits_1_with_one_line_on_a_run_without_claims(tmp_path):
 
 
 def test_worlds_section_says_which_world_poses_which_question(tmp_path):
-    from oracle.report.findings_doc import readme_worlds
+    from oracle.tools.findings_doc import readme_worlds
 
     run = _run(tmp_path)
     text, _ = findings_page(run, tmp_path / "docs" / "findings.md", "cmd")
@@ -118,7 +118,7 @@ def test_worlds_section_says_which_world_poses_which_question(tmp_path):
 
 
 def test_readme_block_is_written_between_its_markers(tmp_path):
-    from oracle.report.findings_doc import README_BEGIN, README_END
+    from oracle.tools.findings_doc import README_BEGIN, README_END
 
     run = _run(tmp_path)
     readme = tmp_path / "README.md"
@@ -136,7 +136,7 @@ def test_the_readme_default_run_block_matches_config_yaml():
     """The README's account of the default run is generated from a run; when the default's
     worlds change, the block is stale and this fails (rerun `make demo` and
     `python scripts/tools/findings_doc.py results/default --readme README.md`)."""
-    from oracle.report.findings_doc import README_BEGIN, README_END, readme_worlds
+    from oracle.tools.findings_doc import README_BEGIN, README_END, readme_worlds
     from oracle.report.generated_text import generated_part
     from oracle.world_specs import world_specs
 

@@ -1,4 +1,4 @@
-"""oracle.workflow.gpu.cost (the projected GPU cost of docs/gpu.md) and oracle.workflow.gpu.check (scripts/tools/gpu_check.py)."""
+"""oracle.tools.gpu.cost (the projected GPU cost of docs/gpu.md) and oracle.tools.gpu.check (scripts/tools/gpu_check.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from oracle.workflow.gpu import cost as gpu_cost
+from oracle.tools.gpu import cost as gpu_cost
 from oracle.workflow import plan
 from oracle.workflow.plan.config import check_config, load_yaml, validate_config
-from oracle.workflow.gpu.check import run_checks
+from oracle.tools.gpu.check import run_checks
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_FLOW = {"patch_size": 8, "channels": 64, "num_blocks": 2, "layers_per_block": 1, "head_dim": 32, "nvp": True}

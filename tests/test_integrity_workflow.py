@@ -21,7 +21,7 @@ import h5py
 import pytest
 import yaml
 
-from oracle.workflow.provenance.audit import check_numbers, load_config
+from oracle.tools.audit import check_numbers, load_config
 from oracle.io.hashing import clear_hash_cache
 from oracle.workflow.provenance import read_record, write_record
 
@@ -276,7 +276,7 @@ def test_check_numbers_recomputes_every_number(smoke, monkeypatch):
     work, _ = smoke
     monkeypatch.chdir(work)
     assert check_numbers(f"{RUN}/numbers.json", require_record=True) == []
-    from oracle.workflow.provenance.audit_numbers import numbers_parts, recompute_part
+    from oracle.tools.audit_numbers import numbers_parts, recompute_part
 
     cfg = load_config(f"{RUN}/config.yaml")
     parts = numbers_parts(f"{RUN}/numbers.json")

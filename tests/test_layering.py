@@ -21,10 +21,13 @@ classifiers   oracle.classifiers.*                 shared, io, world, measures
 experiments   oracle.experiments.*                 shared, io, report, world, measures,
                                                    validation, classifiers
 workflow      oracle.workflow.*                    every group above
+tools         oracle.tools.*                       every group above
 ============  ==========================================================================
 
-So the workflow sits directly under scripts/ and rules/: no library group imports it. Within
-and across groups the module graph has no cycle.
+So the workflow sits directly under scripts/ and rules/: no library group imports it. The tools
+(what inspects a run: audit, run comparison, GPU cost and checks, the findings page) sit beside
+it, used from the command line: they may import the whole library and nothing imports them.
+Within and across groups the module graph has no cycle.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 SHARED = {"oracle", "oracle.errors", "oracle.devices", "oracle.code_version", "oracle.progress"}
-SUBPACKAGES = ("io", "report", "worlds", "measures", "validation", "classifiers", "experiments", "workflow")
+SUBPACKAGES = ("io", "report", "worlds", "measures", "validation", "classifiers", "experiments", "workflow", "tools")
 ALLOWED = {
     "shared": set(),
     "io": {"shared"},
@@ -46,6 +49,7 @@ ALLOWED = {
     "classifiers": {"shared", "io", "world", "measures"},
     "experiments": {"shared", "io", "report", "world", "measures", "validation", "classifiers"},
     "workflow": {"shared", "io", "report", "world", "measures", "validation", "classifiers", "experiments"},
+    "tools": {"shared", "io", "report", "world", "measures", "validation", "classifiers", "experiments", "workflow"},
 }
 
 
@@ -178,3 +182,40 @@ def test_the_checks_see_deferred_imports(tmp_path):
 def test_no_module_over_500_lines():
     long = {m: n for m, p in module_files(REPO).items() if (n := len(p.read_text().splitlines())) > 500}
     assert long == {}
+
+
+def tools_users(root: Path = REPO) -> list[str]:
+    """'file:line' of every import of `oracle.tools` by a part of the pipeline: a rule script
+    (scripts/*.py; scripts/tools/, bench/ and ci/ are command-line tools themselves), a rules file
+    or the Snakefile."""
+    found = []
+    for path in sorted((root / "scripts").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "oracle.tools" or n.startswith("oracle.tools.") for n in names):
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    for path in sorted([*(root / "rules").glob("*.smk"), root / "Snakefile"]):
+        found += [f"{path.relative_to(root)}:{i}" for i, line in enumerate(path.read_text().splitlines(), 1)
+                  if "oracle.tools" in line]
+    return found
+
+
+def test_no_rule_script_imports_the_tools():
+    assert tools_users() == []
+
+
+def test_the_tools_check_can_fail(tmp_path):
+    """A rule script or a rules file that imports a tool is reported, and so is a library module."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "Snakefile").write_text("include: 'rules/a.smk'\n")
+    (tmp_path / "scripts" / "job.py").write_text("import os\nfrom oracle.tools.audit import audit\n")
+    (tmp_path / "rules" / "a.smk").write_text("from oracle.tools import gpu\n")
+    assert tools_users(tmp_path) == ["scripts/job.py:2", "rules/a.smk:1"]
+    pkg = tmp_path / "oracle"
+    (pkg / "tools").mkdir(parents=True)
+    for name in ("__init__.py", "tools/__init__.py", "tools/audit.py"):
+        (pkg / name).write_text("")
+    (pkg / "posterior.py").write_text("from oracle.tools import audit\n")
+    assert upward_imports(tmp_path) == ["oracle.posterior:1 -> oracle.tools.audit (world -> tools)"]

@@ -14,7 +14,7 @@ from oracle.errors import DataError
 from oracle.experiments.estimators import report as estimators_report
 from oracle.report.numbers import correlation_ci95, mean_spread, numbers_tex, round_to_spread, spread_problems
 from oracle.report.tables import column_kinds, format_cell, write_table
-from oracle.workflow.provenance.audit_text import number_text
+from oracle.tools.audit_text import number_text
 
 NEWCOMMAND = re.compile(r"\\newcommand\{\\([A-Za-z]+)\}\{([^{}]*)\}")
 

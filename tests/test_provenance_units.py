@@ -213,7 +213,7 @@ def test_validation_numbers_name_fid_only_in_inception_features():
 
 
 def test_code_check_names_the_changed_module(tmp_path):
-    from oracle.workflow.provenance.audit import changed_code_files
+    from oracle.tools.audit import changed_code_files
     from oracle.workflow.provenance import REPO_ROOT, code_files
 
     recorded = code_files()  # this process imported oracle.workflow.provenance from the repository

@@ -23,7 +23,7 @@ import yaml
 
 from oracle.io.raw_files import raw_data_inputs
 from oracle.report.numbers import SPREAD_MACROS, tex_macro_name
-from oracle.workflow.provenance.audit import audit, check_numbers, load_numbers
+from oracle.tools.audit import audit, check_numbers, load_numbers
 from oracle.io.hashing import clear_hash_cache, file_sha256, path_sha256
 from oracle.workflow.provenance.params import params_differ, params_hash, workflow_params
 from oracle.workflow.provenance import read_record
@@ -41,7 +41,7 @@ def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _audit_cli(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "oracle.workflow.provenance.audit", *args], cwd=workdir,
+    return subprocess.run([sys.executable, "-m", "oracle.tools.audit", *args], cwd=workdir,
                           capture_output=True, text=True, timeout=300)
 
 

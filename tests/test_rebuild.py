@@ -1,5 +1,5 @@
 """Issue 31, fast: the pieces behind the start-of-run check (oracle.workflow.provenance.stale), the
-rebuild's verdicts (oracle.workflow.provenance.artifact_diff), its job graph (oracle.workflow.provenance.rebuild),
+rebuild's verdicts (oracle.tools.artifact_diff), its job graph (oracle.tools.rebuild),
 the rules' params as the one source of what a job depends on (oracle.workflow.provenance.params)
 and the shard re-scoring's rows. The
 end-to-end cases run on a smoke run in tests/test_integrity_workflow.py."""
@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from oracle.io.hashing import clear_hash_cache
-from oracle.workflow.provenance.artifact_diff import compare_artifacts
+from oracle.tools.artifact_diff import compare_artifacts
 from oracle.workflow.provenance import write_record
-from oracle.workflow.provenance.rebuild import chain, run_jobs, sample_jobs
+from oracle.tools.rebuild import chain, run_jobs, sample_jobs
 from oracle.workflow.provenance.stale import PlannedJob, overwrite_problems, stale_reasons, stale_summary
 
 REPO = Path(__file__).resolve().parents[1]
@@ -282,7 +282,7 @@ def test_a_test_set_larger_than_the_world_names_its_key(tmp_path, capsys):
 
 # ----------------------------------------------------------------------------- re-scored rows
 def test_rescored_rows_are_distinct_and_reproducible():
-    from oracle.workflow.provenance.audit_shards import _rows
+    from oracle.tools.audit_shards import _rows
 
     a = _rows(100, 8, seed=0, world_index=0, shard=1)
     assert len(set(a.tolist())) == 8 and (a == _rows(100, 8, 0, 0, 1)).all() and not (a == _rows(100, 8, 0, 0, 2)).all()

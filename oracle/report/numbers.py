@@ -4,7 +4,7 @@ and numbers.tex (one LaTeX macro per number) so a manuscript cites them without 
 An entry is ``{"value", "unit", "artifact", "description"}`` plus its spread (``se`` with
 ``se_over``, ``std``, ``n_seeds``, ``ci95``; ``std_over`` for a std that is not over seeds; ``of``,
 the total of a count such as `converged_entry`'s);
-``artifact`` is the path of the file the value was read from, so ``oracle.workflow.provenance.audit``
+``artifact`` is the path of the file the value was read from, so ``oracle.tools.audit``
 can follow it back to the raw data. A mean over seeds (or models) carries std, se, se_over
 and n_seeds alike (`mean_spread`, `spread_problems`).
 

@@ -1,6 +1,6 @@
 """Write docs/findings.md (and docs/findings/*.png) from one finished run: its claims table beside
 the paper's values, the paper's figures with the run's captions, date, machine and time
-(`oracle.report.findings_doc`). Not a workflow rule: a page of the documentation, regenerated
+(`oracle.tools.findings_doc`). Not a workflow rule: a page of the documentation, regenerated
 from a run's artifacts after the run.
 
     python scripts/tools/findings_doc.py results/cpu-study \
@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from oracle.errors import OracleError
-from oracle.report.findings_doc import README_BEGIN, README_END, readme_block, write_findings_page
+from oracle.tools.findings_doc import README_BEGIN, README_END, readme_block, write_findings_page
 from oracle.report.generated_text import write_generated_part
 
 

@@ -1,5 +1,5 @@
 """Check a GPU install at a preset's real model shapes before GPU-days are spent on it
-(`oracle.workflow.gpu.check`): the posterior in every precision mode, flow training steps in bf16, one
+(`oracle.tools.gpu.check`): the posterior in every precision mode, flow training steps in bf16, one
 sample shard, one classifier.
 
     python scripts/tools/gpu_check.py --preset presets/afhq256.yaml --device cuda
@@ -23,7 +23,7 @@ from oracle.devices import pick_device
 from oracle.errors import ConfigError
 from oracle.io.atomic import write_json_atomic
 from oracle.workflow.plan.config import check_config, load_yaml, validate_config
-from oracle.workflow.gpu.check import CHECKS, run_checks
+from oracle.tools.gpu.check import CHECKS, run_checks
 
 
 def main(argv: list[str] | None = None) -> int:

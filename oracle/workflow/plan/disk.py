@@ -10,7 +10,7 @@ shape (or ``data.image_size`` / ``data.channels`` where set); an ``npz`` or imag
 without ``data.image_size`` has no known shape before the data stage and is not estimated. K
 (`sample_classes`) is counted where the config fixes it (`oracle.world_specs.known_num_classes`),
 where the data kind has a fixed number of classes, or for the presets' data sets
-(`oracle.workflow.gpu.cost.DATASETS`), else as 2 (a lower bound).
+(`oracle.tools.gpu.cost.DATASETS`), else as 2 (a lower bound).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def sample_classes(config: Mapping) -> int:
     if k is None and world_kind(config) != "gaussian":
         k = NATIVE_CLASSES.get(config["data"]["kind"])
     if k is None:
-        from oracle.workflow.gpu.cost import DATASETS  # torch: only when nothing lighter tells K
+        from oracle.tools.gpu.cost import DATASETS  # torch: only when nothing lighter tells K
 
         facts = DATASETS.get(config.get("run"))
         k = facts.num_classes if facts is not None else None

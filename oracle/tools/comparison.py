@@ -1,5 +1,5 @@
 """Two runs compared number by number: what a user asks after a rerun on another machine, with
-another seed or on a GPU. `python -m oracle.workflow.provenance.compare RUN_A RUN_B` prints it.
+another seed or on a GPU. `python -m oracle.tools.compare RUN_A RUN_B` prints it.
 
 Every key of numbers.json present in both runs gets its difference B - A and, where both runs
 give the number a spread, a z = (B - A) / sqrt(s_A^2 + s_B^2), s the entry's standard error

@@ -9,7 +9,7 @@ hash check, and every number computed from it follows. Its rows, though, can be 
 not the shard's own attributes, so forged attributes show too), with the run's flow file, in
 float64. The stored values were computed in the shard's precision mode, whose largest error
 against float64 was measured when it was written (``precision_max_abs_dlogp``, DESIGN rule 9);
-a row that differs by more than `oracle.workflow.provenance.artifact_diff.BOUND_FACTOR` times that bound
+a row that differs by more than `oracle.tools.artifact_diff.BOUND_FACTOR` times that bound
 (plus `FLOOR_NATS`) is flagged. On a GPU the same check catches a precision mode gone wrong.
 
 All rows by default: a sample drawn from a seed anyone can read in the code lets a forger edit
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from oracle.errors import ConfigError, DataError, OracleError
-from oracle.workflow.provenance.artifact_diff import BOUND_FACTOR
+from oracle.tools.artifact_diff import BOUND_FACTOR
 
 __all__ = ["FLOOR_NATS", "fresh_seed", "parse_rows", "rescore_shards"]
 

@@ -64,7 +64,7 @@ def _peak_gib(device: torch.device) -> float | None:
 
 def flow_spec(config: Mapping, facts, num_classes: int | None = None, small: bool = False) -> dict:
     """The run's flow spec (`oracle.workflow.plan.flow_spec`) for the data set `facts`
-    (`oracle.workflow.gpu.cost.DataFacts`), with `num_classes` classes; `small` shrinks it."""
+    (`oracle.tools.gpu.cost.DataFacts`), with `num_classes` classes; `small` shrinks it."""
     from oracle.workflow import plan
 
     spec = plan.flow_spec(config, facts.in_channels, int(config["data"]["image_size"]),
@@ -252,7 +252,7 @@ def run_checks(config: Mapping, device: torch.device, only: list[str] | None = N
     """Run the checks `only` (default all of `CHECKS`) in order; echo one line each; return
     the results by name. A check that raises is echoed as ``<name> FAILED: <error>`` and the
     others still run; the returned dict then lacks it."""
-    from oracle.workflow.gpu.cost import data_facts
+    from oracle.tools.gpu.cost import data_facts
 
     facts = data_facts(config)
     calls = {"posterior": lambda: check_posterior(config, facts, device, small),

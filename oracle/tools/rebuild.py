@@ -8,7 +8,7 @@ input they read that none of them makes (copied, or hard-linked when large and o
 file system, with its record and modification time) and a link to each relative path the
 config names (raw data, checkpoints). One ``snakemake`` call with the run's effective config
 then makes exactly those jobs' outputs (``--allowed-rules``, the ``code`` rerun trigger off as
-for a moved run), and each output is compared with the run's (`oracle.workflow.provenance.artifact_diff`).
+for a moved run), and each output is compared with the run's (`oracle.tools.artifact_diff`).
 
 A job whose inputs were themselves rebuilt reads the rebuilt files, so rebuilding a whole chain
 re-executes it from the raw data; where a rebuilt input differed, the outputs made from it say so.
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from oracle.errors import DataError
 from oracle.io.hashing import RECORD_SUFFIX
-from oracle.workflow.provenance.artifact_diff import VERDICTS, compare_artifacts
+from oracle.tools.artifact_diff import VERDICTS, compare_artifacts
 from oracle.workflow.plan.paths import RESULTS
 from oracle.workflow.provenance.input_identity import config_paths, in_results
 from oracle.workflow.plan.resources import COLLECT_SUFFIX

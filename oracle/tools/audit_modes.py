@@ -1,4 +1,4 @@
-"""The audit's modes that re-execute jobs (`oracle.workflow.provenance.rebuild`): re-deriving every file
+"""The audit's modes that re-execute jobs (`oracle.tools.rebuild`): re-deriving every file
 that is computed from the run's results (``--check-numbers``) and rebuilding the chain behind
 an artifact (``--rebuild``).
 
@@ -8,7 +8,7 @@ metrics, predictions and histories, each table and each numbers part from its da
 numbers.json and numbers.tex from the parts, claims from numbers.json. A table, data file,
 numbers.tex or claims file whose bytes are not what its job makes (a forgery with a re-signed
 record) is flagged. A world's constants are not recomputed here (a pass over all its samples):
-the shard rows are re-scored instead (`oracle.workflow.provenance.audit_shards`), and ``--rebuild``
+the shard rows are re-scored instead (`oracle.tools.audit_shards`), and ``--rebuild``
 recomputes them.
 """
 
@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from oracle.workflow.provenance.rebuild import COLLECT_SUFFIX, Job, chain, rebuild, run_jobs, sample_jobs, summary
+from oracle.tools.rebuild import COLLECT_SUFFIX, Job, chain, rebuild, run_jobs, sample_jobs, summary
 
 __all__ = ["DERIVATION_RULES", "derivation_problems", "rebuild_target"]
 

@@ -1,8 +1,8 @@
 """Audit where an artifact or a reported number came from.
 
-    python -m oracle.workflow.provenance.audit PATH_OR_NUMBER_KEY [--run results/<run>] [--configfile FILE]
+    python -m oracle.tools.audit PATH_OR_NUMBER_KEY [--run results/<run>] [--configfile FILE]
                            [--json] [--strict-code]
-    python -m oracle.workflow.provenance.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]   # re-derives every number
+    python -m oracle.tools.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]   # re-derives every number
 
 TARGET is an artifact path, or a key of ``<run>/numbers.json``; a number entry looks like
 ``{"value": .., "unit": .., "se": .., "artifact": "<path of the artifact it was read from>"}``
@@ -31,7 +31,7 @@ params its job ran with and the code version. It FLAGS:
 - for a number key, numbers.json itself when it changed since its record was written, was
   made under other config values, was computed from another version of the number's
   artifact or of a part it lists, and the number when recomputing it from its source with
-  the project's code (`oracle.workflow.provenance.audit_numbers`) gives another entry.
+  the project's code (`oracle.tools.audit_numbers`) gives another entry.
 
 Code that differs from what made an artifact is a WARNING: the repository files the job
 imported (its record's ``code.files``) whose hash differs on disk now, or, for records
@@ -57,8 +57,8 @@ from pathlib import Path
 from typing import Any
 
 from oracle.errors import DataError, OracleError
-from oracle.workflow.provenance.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
-from oracle.workflow.provenance.audit_text import SHORT, code_str, render
+from oracle.tools.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
+from oracle.tools.audit_text import SHORT, code_str, render
 from oracle.code_version import code_version
 from oracle.io.hashing import file_sha256, path_sha256
 from oracle.workflow.provenance.input_identity import (in_results, named_by_config, oracle_hasher, place_problems,
@@ -66,7 +66,7 @@ from oracle.workflow.provenance.input_identity import (in_results, named_by_conf
 from oracle.workflow.provenance.params import params_differ, run_params
 from oracle.workflow.plan.paths import CONFIG_FILE, NUMBERS_FILE, RESULTS
 from oracle.workflow.provenance import REPO_ROOT, package_drift, read_record, record_root, resolve_recorded_path
-from oracle.workflow.provenance.audit_numbers import (check_numbers, load_config, load_numbers,  # noqa: F401 - the audit API
+from oracle.tools.audit_numbers import (check_numbers, load_config, load_numbers,  # noqa: F401 - the audit API
                                            number_artifact)
 
 
@@ -408,9 +408,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """The audit's command line."""
-    from oracle.workflow.provenance.audit_shards import parse_rows
+    from oracle.tools.audit_shards import parse_rows
 
-    ap = argparse.ArgumentParser(prog="python -m oracle.workflow.provenance.audit", description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="python -m oracle.tools.audit", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("target", nargs="?", help="artifact path or numbers.json key (with --check-numbers: numbers.json path)")
     ap.add_argument("--run", help="results/<run> folder (numbers.json and config.yaml live there)")
@@ -447,8 +447,8 @@ def _run_config(args: argparse.Namespace, run_dir: Path | None) -> Path:
 
 
 def _check_numbers_cli(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from oracle.workflow.provenance.audit_modes import derivation_problems
-    from oracle.workflow.provenance.audit_shards import rescore_shards
+    from oracle.tools.audit_modes import derivation_problems
+    from oracle.tools.audit_shards import rescore_shards
 
     path = Path(args.target) if args.target else (Path(args.run) / "numbers.json" if args.run else None)
     if path is None:
@@ -475,12 +475,12 @@ def _check_numbers_cli(ap: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 
 def _rebuild_cli(args: argparse.Namespace) -> int:
-    from oracle.workflow.provenance.audit_modes import rebuild_target
+    from oracle.tools.audit_modes import rebuild_target
 
     art_path, shown, _, run_dir = resolve_target(args.target, args.run)
     if run_dir is None:
         raise DataError(f"{shown} lies in no results/<run> folder: pass --run")
-    from oracle.workflow.provenance.audit_shards import fresh_seed
+    from oracle.tools.audit_shards import fresh_seed
 
     seed = fresh_seed() if args.seed is None else args.seed
     report = rebuild_target(art_path, run_dir, _run_config(args, run_dir), sample=args.sample, seed=seed,

@@ -1,8 +1,8 @@
-"""Compare finished runs number by number (`oracle.report.compare`):
+"""Compare finished runs number by number (`oracle.tools.comparison`):
 
-    python -m oracle.workflow.provenance.compare results/default results/default-seed1
-    python -m oracle.workflow.provenance.compare RUN_A RUN_B --fail-on moved,verdict   # exit 1 when any moved
-    python -m oracle.workflow.provenance.compare RUN_A RUN_B RUN_C --markdown cmp.md   # a table of runs by number
+    python -m oracle.tools.compare results/default results/default-seed1
+    python -m oracle.tools.compare RUN_A RUN_B --fail-on moved,verdict   # exit 1 when any moved
+    python -m oracle.tools.compare RUN_A RUN_B RUN_C --markdown cmp.md   # a table of runs by number
 
 First the runs (commit, date, machine, seed, config hash), a warning when they are different
 worlds (their data, oracle or worlds settings differ), the config keys that differ and the claims
@@ -47,9 +47,9 @@ FAIL_ON = ("moved", "changed", "undefined", "only_a", "only_b", "verdict")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from oracle.report import compare as cmp
+    from oracle.tools import comparison as cmp
 
-    parser = argparse.ArgumentParser(prog="python -m oracle.workflow.provenance.compare", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m oracle.tools.compare", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", metavar="RUN", help="two or more run folders, results/<run> (the first is A)")
     parser.add_argument("--markdown", help="also write the comparison as Markdown to this file")
     parser.add_argument("--z", type=float, default=3.0, help="|z| beyond which a number has moved (default 3)")

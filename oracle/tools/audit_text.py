@@ -1,4 +1,4 @@
-"""The audit report as text: what `python -m oracle.workflow.provenance.audit` prints (the chain from a
+"""The audit report as text: what `python -m oracle.tools.audit` prints (the chain from a
 number or an artifact back to the raw data, each step flagged or ok)."""
 
 from __future__ import annotations
