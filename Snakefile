@@ -116,7 +116,7 @@ onstart:
 
 # Results copied without Snakemake's metadata (a fresh clone, a deleted .snakemake, a linked
 # results folder) are checked through their records once the DAG is built, before Snakemake
-# decides that nothing is to be done: what differs reruns (rules/common.smk, oracle.workflow.provenance.stale).
+# decides that nothing is to be done: what differs reruns (oracle.workflow.start_check, oracle.workflow.provenance.stale).
 from oracle.workflow import start_check
 
 START_CHECK = start_check.install(workflow, config, RUN, PAPER_TARGETS) if engine.is_main_process(workflow) else None

@@ -6,6 +6,7 @@ Snakemake's documented Snakefile language."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,19 +27,73 @@ def test_the_installed_snakemake_has_every_required_name():
 
 
 def test_a_release_without_a_required_name_is_named():
-    import snakemake.api  # noqa: F401 - snakemake.workflow imports only after the api
-    from snakemake.dag import DAG
-    from snakemake.jobs import Job
-    from snakemake.rules import Rule
-    from snakemake.workflow import Workflow
-
     class RenamedDAG:
-        needrun = needrun_jobs = jobs = dependencies = None  # update_needrun is gone
+        needrun = needrun_jobs = jobs = dependencies = forcefiles = None  # update_needrun is gone
 
-    classes = {"snakemake.workflow.Workflow": Workflow, "snakemake.dag.DAG": DAG, "snakemake.jobs.Job": Job,
-               "snakemake.rules.Rule": Rule}
+    classes = {dotted: engine._class(dotted) for dotted in engine.REQUIRED}
     assert engine.missing_names({**classes, "snakemake.dag.DAG": RenamedDAG}) == ["snakemake.dag.DAG.update_needrun"]
     assert engine.missing_names(classes) == []
+
+
+def _snakemake_names_used(source: str) -> set[str]:
+    """Every attribute the engine module reads of a Snakemake object: of `workflow`, a `job`,
+    the DAG `settings`, or a name it imports from a snakemake module (`RerunTrigger.PARAMS`), and
+    the names it imports from them (`is_flagged`); methods of Python's own containers aside
+    (`forcefiles.update`)."""
+    import ast
+
+    tree = ast.parse(source)
+    roots = {"workflow", "job", "settings"}
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("snakemake"):
+            names = {a.asname or a.name for a in node.names}
+            roots |= names
+            used |= names
+    builtin = {name for t in (set, dict, list, tuple, str, frozenset) for name in dir(t)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Call, ast.Subscript)):
+                base = base.func if isinstance(base, ast.Call) else base.value
+            if isinstance(base, ast.Name) and base.id in roots and node.attr not in builtin:
+                used.add(node.attr)
+    return used - {"api"}  # `import snakemake.api`: the import order Snakemake needs, not a name read
+
+
+def test_every_snakemake_name_the_engine_uses_is_required():
+    """The engine's contract is complete: a name it reads that `REQUIRED` leaves out would fail
+    mid-hook with a traceback instead of at install with one line."""
+    used = _snakemake_names_used((REPO / "oracle" / "workflow" / "engine.py").read_text())
+    # a class the module imports (RerunTrigger) is required as the owner of its names
+    required = {name for owner, names in engine.REQUIRED.items() for name in (*names, owner.rsplit(".", 1)[1])}
+    assert {"forcefiles", "targets", "PARAMS", "is_flagged", "group_components", "_build_dag"} <= used
+    assert used - required == set()
+    # the check sees a name the contract leaves out
+    assert _snakemake_names_used("def f(workflow):\n    return workflow.dag.renamed_jobs\n") == {"dag", "renamed_jobs"}
+
+
+def test_a_name_renamed_in_a_fake_module_stops_install_in_one_line(monkeypatch):
+    """A Snakemake whose snakemake.io renamed `is_flagged` (a fake module in its place) is refused
+    by `install` with one line naming it, before any hook is set."""
+    import types
+
+    import snakemake.io
+
+    fake = types.ModuleType("snakemake.io")
+    fake.__dict__.update({k: v for k, v in vars(snakemake.io).items() if k != "is_flagged"})
+    fake.is_flagged_as = snakemake.io.is_flagged
+    monkeypatch.setitem(sys.modules, "snakemake.io", fake)
+    assert engine.missing_names() == ["snakemake.io.is_flagged"]
+    wf = _FakeWorkflow()
+    build_dag = wf._build_dag
+    with pytest.raises(engine.EngineError) as exc:
+        _install(wf, [])
+    message = str(exc.value)
+    assert "snakemake.io.is_flagged" in message and "\n" not in message
+    assert wf._build_dag == build_dag  # nothing installed
+    monkeypatch.undo()
+    assert engine.missing_names() == []
 
 
 def test_the_tested_range_is_what_requirements_pin_and_the_snakefile_states():

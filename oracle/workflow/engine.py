@@ -1,6 +1,7 @@
 """Every name of Snakemake this workflow uses beyond the documented Snakefile language, in one
-place: the `workflow` and DAG attributes the Snakefile and rules/common.smk read, the job
-attributes, and the three methods the start check wraps (`Workflow._build_dag`, `execute`,
+place: the `workflow` and DAG attributes the Snakefile and the start check
+(`oracle.workflow.start_check`) read, the job attributes, the settings and helpers of Snakemake's
+own modules they need, and the three methods the start check wraps (`Workflow._build_dag`, `execute`,
 `create_report`: Snakemake has no hook between building the DAG and deciding what to run).
 
 Tested with Snakemake `TESTED` (requirements.txt pins it; the Snakefile's ``min_version`` states
@@ -9,7 +10,7 @@ its lower end). A release that renames one of `REQUIRED` stops the run at instal
 expects (say, one that inlines ``_build_dag`` into ``execute``) stops it at ``onstart`` or after
 the dry run, in one line (`Hooks.verify`), instead of silently skipping the start check.
 
-Nothing here knows what the checks do: rules/common.smk passes them in. Snakemake is imported
+Nothing here knows what the checks do: `oracle.workflow.start_check` passes them in. Snakemake is imported
 only inside the functions that need its classes, so the module imports without it.
 """
 
@@ -29,14 +30,19 @@ __all__ = ["TESTED", "REQUIRED", "EngineError", "Hooks", "version_note", "missin
 #: The Snakemake releases this workflow's tests ran with: [lowest, first untested).
 TESTED = ("9.27.1", "9.28")
 
-#: Attributes the workflow reads or replaces, by the class that must have them.
+#: Every Snakemake name this module uses, by the class or module that must have it: what the
+#: workflow reads or replaces (tests/test_engine.py checks that the code below uses no other).
 REQUIRED: dict[str, tuple[str, ...]] = {
     "snakemake.workflow.Workflow": (
         "_build_dag", "execute", "create_report", "dag", "dag_settings", "dryrun", "touch", "rerun_triggers",
         "async_run", "group_settings", "overwrite_configfiles", "is_main_process", "localrules"),
-    "snakemake.dag.DAG": ("needrun", "needrun_jobs", "update_needrun", "jobs", "dependencies"),
+    "snakemake.dag.DAG": ("needrun", "needrun_jobs", "update_needrun", "jobs", "dependencies", "forcefiles"),
     "snakemake.jobs.Job": ("rule", "input", "output", "params", "resources", "group", "wildcards_dict"),
     "snakemake.rules.Rule": ("name", "script", "snakefile"),
+    "snakemake.settings.types.DAGSettings": ("targets",),
+    "snakemake.settings.types.GroupSettings": ("group_components",),
+    "snakemake.settings.enums.RerunTrigger": ("PARAMS",),
+    "snakemake.io": ("is_flagged",),
 }
 
 
@@ -68,29 +74,37 @@ def version_note(version: str | None = None) -> str | None:
     return None
 
 
-def _class(dotted: str) -> type:
+def _class(dotted: str) -> Any:
+    """The class or module `dotted` names in Snakemake; None when this release has none."""
     import importlib
+    import sys
 
     import snakemake.api  # noqa: F401 - snakemake.workflow imports only after the api (a cycle of theirs)
 
+    if dotted in sys.modules:
+        return sys.modules[dotted]
     module, name = dotted.rsplit(".", 1)
-    return getattr(importlib.import_module(module), name)
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
 
 
-def missing_names(classes: Mapping[str, type] | None = None) -> list[str]:
-    """The `REQUIRED` names the classes lack ("snakemake.dag.DAG.needrun"), [] when all are there.
-    `classes`: {dotted class name: class}, default Snakemake's own. An attribute set in
-    ``__init__`` (not on the class) counts when the class's ``__init__`` or annotations name it."""
+def missing_names(classes: Mapping[str, Any] | None = None) -> list[str]:
+    """The `REQUIRED` names the classes and modules lack ("snakemake.dag.DAG.needrun"), [] when all
+    are there. `classes`: {dotted name: class or module}, default Snakemake's own. An attribute set
+    in ``__init__`` (not on the class) counts when the class's ``__init__`` or annotations name
+    it; every name of a class or module that is gone is missing."""
     missing = []
     for dotted, names in REQUIRED.items():
-        cls = classes[dotted] if classes is not None else _class(dotted)
-        for name in names:
-            if not _has(cls, name):
-                missing.append(f"{dotted}.{name}")
+        owner = classes[dotted] if classes is not None else _class(dotted)
+        missing += [f"{dotted}.{name}" for name in names if owner is None or not _has(owner, name)]
     return missing
 
 
-def _has(cls: type, name: str) -> bool:
+def _has(cls: Any, name: str) -> bool:
+    if not isinstance(cls, type):  # a module
+        return hasattr(cls, name)
     if any(name in vars(k) or name in getattr(k, "__annotations__", {}) for k in cls.__mro__):
         return True
     import inspect

@@ -5,7 +5,7 @@ clone, a deleted ``.snakemake``, a results folder linked in) are never passed of
 Snakemake decides what to rerun from its own metadata (``.snakemake/metadata``: a rule's
 params, input set and code) and from modification times. Without that metadata it reruns only
 what is missing or older than its inputs, so a changed setting over copied results runs
-nothing. The workflow (the start check of rules/common.smk) therefore hands every job of the
+nothing. The workflow (its start check, `oracle.workflow.start_check`) therefore hands every job of the
 DAG that Snakemake would not run to `stale_reasons`, which finds, per job, from its outputs'
 records:
 
@@ -33,7 +33,7 @@ other versions of the packages that shape results than the records name (`packag
 Then `overwrite_problems` refuses a run that would overwrite another run's or checkout's
 artifact reached through a link (`oracle.workflow.provenance.input_identity.linked_elsewhere`).
 
-Everything here takes plain values (`PlannedJob`); rules/common.smk turns Snakemake's jobs into them.
+Everything here takes plain values (`PlannedJob`); `oracle.workflow.start_check` turns Snakemake's jobs into them.
 """
 
 from __future__ import annotations
