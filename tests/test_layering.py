@@ -24,7 +24,9 @@ workflow      oracle.workflow.*                    every group above
 tools         oracle.tools.*                       every group above
 ============  ==========================================================================
 
-So the workflow sits directly under scripts/ and rules/: no library group imports it. The tools
+So the workflow sits directly under scripts/ and rules/: no library group imports it. Inside it
+the parts are layered too, bottom to top (`WORKFLOW_PARTS`): plan, provenance, jobs, engine,
+start_check; a part imports only the parts below it. The tools
 (what inspects a run: audit, run comparison, GPU cost and checks, the findings page) sit beside
 it, used from the command line: they may import the whole library and nothing imports them.
 Within and across groups the module graph has no cycle.
@@ -39,6 +41,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 SHARED = {"oracle", "oracle.errors", "oracle.devices", "oracle.code_version", "oracle.progress"}
 SUBPACKAGES = ("io", "report", "worlds", "measures", "validation", "classifiers", "experiments", "workflow", "tools")
+#: The parts of oracle.workflow, bottom to top: each may import only those before it.
+WORKFLOW_PARTS = ("plan", "provenance", "jobs", "engine", "start_check")
 ALLOWED = {
     "shared": set(),
     "io": {"shared"},
@@ -100,6 +104,13 @@ def group(module: str) -> str:
     return "world"
 
 
+def workflow_part(module: str) -> str | None:
+    """The part of oracle.workflow (`WORKFLOW_PARTS`) that holds `module`, None for the package
+    itself and for modules outside the workflow."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "workflow" else None
+
+
 def import_graph(root: Path = REPO) -> dict[str, dict[str, int]]:
     """{module: {imported oracle module: line}} of every module of `root`/oracle."""
     modules = module_files(root)
@@ -114,6 +125,9 @@ def upward_imports(root: Path = REPO) -> list[str]:
             g, h = group(name), group(target)
             if g != h and h not in ALLOWED[g]:
                 bad.append(f"{name}:{line} -> {target} ({g} -> {h})")
+            a, b = workflow_part(name), workflow_part(target)
+            if a and b and WORKFLOW_PARTS.index(b) > WORKFLOW_PARTS.index(a):
+                bad.append(f"{name}:{line} -> {target} (workflow.{a} -> workflow.{b})")
     return sorted(bad)
 
 
@@ -155,6 +169,7 @@ def import_cycles(root: Path = REPO) -> list[list[str]]:
 
 def test_every_module_has_a_group():
     assert set(ALLOWED) == {group(m) for m in module_files(REPO)}
+    assert {workflow_part(m) for m in module_files(REPO)} - {None} == set(WORKFLOW_PARTS)
 
 
 def test_no_upward_imports():
@@ -177,6 +192,23 @@ def test_the_checks_see_deferred_imports(tmp_path):
     (pkg / "b.py").write_text("from oracle import a\n")
     assert upward_imports(tmp_path) == ["oracle.a:2 -> oracle.workflow.plan (world -> workflow)"]
     assert import_cycles(tmp_path) == [["oracle.a", "oracle.b"]]
+
+
+def test_the_check_sees_an_upward_import_inside_the_workflow(tmp_path):
+    """A planning module that reaches the tools or a part above it inside the workflow (the
+    data-set table read from the GPU cost once was one) is reported."""
+    pkg = tmp_path / "oracle"
+    for part in ("workflow", "workflow/plan", "workflow/jobs", "tools"):
+        (pkg / part).mkdir(parents=True)
+        (pkg / part / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "workflow" / "jobs" / "run.py").write_text("from oracle.workflow.plan import disk\n")
+    (pkg / "tools" / "cost.py").write_text("DATA = {}\n")
+    (pkg / "workflow" / "plan" / "disk.py").write_text("def k():\n    from oracle.workflow.jobs import run\n"
+                                                      "    from oracle.tools.cost import DATA\n")
+    assert upward_imports(tmp_path) == [
+        "oracle.workflow.plan.disk:2 -> oracle.workflow.jobs.run (workflow.plan -> workflow.jobs)",
+        "oracle.workflow.plan.disk:3 -> oracle.tools.cost (workflow -> tools)"]
 
 
 def test_no_module_over_500_lines():

@@ -12,7 +12,8 @@ import numpy as np
 
 from oracle.errors import DataError
 from oracle.io.images import resize_center_crop
-from oracle.io.raw_files import IMAGE_EXTENSIONS, LAYOUTS, missing_data
+from oracle.io.data_sets import layout
+from oracle.io.raw_files import IMAGE_EXTENSIONS, missing_data
 from oracle.io.subsets import select_classes, subsample_per_class
 from oracle.progress import Progress
 
@@ -53,7 +54,7 @@ def index_image_folder(root: str | os.PathLike, split: str,
         raise missing_data(folder if folder is not None else root / split, "image_folder")
     names = _class_dirs(folder)
     if not names:
-        raise DataError(f"{folder} has no class folders: expected {LAYOUTS['image_folder']}")
+        raise DataError(f"{folder} has no class folders: expected {layout('image_folder')}")
     others = set(split_dirs.values()) if split_dirs else {"train", "test", "val"}
     for other in sorted(others - {folder.name}):
         od = root / other

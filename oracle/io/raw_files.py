@@ -1,5 +1,5 @@
-"""Raw data on disk: the kinds of data the loaders read, the layout each expects (named in
-every "not found" error), and the raw files a ``data`` spec reads (what the data artifacts'
+"""Raw data on disk: the "not found" error naming the layout a data kind expects
+(`oracle.io.data_sets`), and the raw files a ``data`` spec reads (what the data artifacts'
 provenance records hash, so the audit chain of every number ends at the raw data)."""
 
 from __future__ import annotations
@@ -9,28 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from oracle.errors import DataError
+from oracle.io.data_sets import layout
 
-KINDS = ("digits", "image_folder", "cifar10", "cifar100", "mnist", "fashion_mnist", "svhn", "npz",
-         "imagenet_downsampled")
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp"})
-
-LAYOUTS = {
-    "digits": "scikit-learn's bundled digits (no files needed)",
-    "image_folder": "<root>/<split>/<class_name>/*.{jpg,jpeg,png,...} with the same class folders in every split",
-    "cifar10": "<root>/cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}",
-    "cifar100": "<root>/cifar-100-python/{train,test,meta}",
-    "mnist": "<root>/MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]",
-    "fashion_mnist": "<root>/FashionMNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]",
-    "svhn": "<root>/{train,test,extra}_32x32.mat",
-    "npz": "<root>/{train,test}.npz or a single <root>.npz with keys x [N,H,W,C] uint8, y [N], optional class_names",
-    "imagenet_downsampled": "<root>/train_data_batch_*.npz and <root>/val_data.npz (Downsampled ImageNet, "
-                            "Chrabaszcz et al. 2017: keys data uint8 [N, 3*S*S] channel-planar, labels 1..1000)",
-}
 
 
 def missing_data(path: Path | str, kind: str) -> DataError:
     """The one-line error of data `kind` not found at `path`, naming the expected layout."""
-    return DataError(f"{kind} data not found at {path}: expected {LAYOUTS[kind]}")
+    return DataError(f"{kind} data not found at {path}: expected {layout(kind)}")
 
 
 def raw_data_inputs(spec: Mapping) -> tuple[list[Path], dict[str, Any]]:

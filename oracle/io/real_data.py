@@ -64,7 +64,7 @@ from oracle.errors import ConfigError
 from oracle.io import array_formats as arrays
 from oracle.io.image_folders import load_image_folder
 from oracle.io.images import check_image_triple, resample_filter, resize_images, set_channels
-from oracle.io.raw_files import KINDS, LAYOUTS
+from oracle.io.data_sets import KINDS, layout
 from oracle.io.subsets import select_classes, subsample_per_class, take_split
 
 SPEC_KEYS = frozenset({
@@ -99,7 +99,7 @@ def load_split(spec: Mapping[str, Any], split: str) -> tuple[np.ndarray, np.ndar
         raise ConfigError(f"data.kind={kind!r}: expected one of {list(KINDS)}")
     root = spec.get("root")
     if kind != "digits" and not root:
-        raise ConfigError(f"data.root is required for data.kind={kind!r}: expected {LAYOUTS[kind]}")
+        raise ConfigError(f"data.root is required for data.kind={kind!r}: expected {layout(kind)}")
     image_size = _opt_int(spec, "image_size")
     max_per_class = _opt_int(spec, "max_per_class")
     channels = spec.get("channels")

@@ -64,10 +64,10 @@ def _peak_gib(device: torch.device) -> float | None:
 
 def flow_spec(config: Mapping, facts, num_classes: int | None = None, small: bool = False) -> dict:
     """The run's flow spec (`oracle.workflow.plan.flow_spec`) for the data set `facts`
-    (`oracle.tools.gpu.cost.DataFacts`), with `num_classes` classes; `small` shrinks it."""
+    (`oracle.io.data_sets.DataSet`), with `num_classes` classes; `small` shrinks it."""
     from oracle.workflow import plan
 
-    spec = plan.flow_spec(config, facts.in_channels, int(config["data"]["image_size"]),
+    spec = plan.flow_spec(config, facts.channels, int(config["data"]["image_size"]),
                           facts.num_classes if num_classes is None else num_classes)
     if small:
         spec.update(SMALL_FLOW, img_size=spec["patch_size"] * SMALL_PATCHES)
@@ -196,10 +196,10 @@ def check_classifier(config: Mapping, facts, device: torch.device, small: bool =
     bs = 4 if small else int(tr["batch_size"])
     n = bs * batches
     gen = torch.Generator().manual_seed(0)
-    x = torch.rand(n, facts.in_channels, img, img, generator=gen) * 2 - 1
+    x = torch.rand(n, facts.channels, img, img, generator=gen) * 2 - 1
     y = torch.randint(0, facts.num_classes, (n,), generator=gen)
     pretrained = a["pretrained"] if isinstance(a.get("pretrained"), str) else None
-    model = build_classifier(a["model"], facts.num_classes, facts.in_channels, img, size, pretrained, seed=0)
+    model = build_classifier(a["model"], facts.num_classes, facts.channels, img, size, pretrained, seed=0)
     _reset_peak(device)
     t0 = time.perf_counter()
     model, history = train_classifier(model, x, y, soft=False, epochs=1, batch_size=bs, lr=float(tr["lr"]),

@@ -47,6 +47,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from oracle.errors import ConfigError
+from oracle.io.data_sets import DATA_SETS, DataSet, preset_data_set
 
 
 @dataclass(frozen=True)
@@ -69,30 +70,15 @@ UTILISATION = 0.40
 LAUNCH_S = 5e-6
 
 
-@dataclass(frozen=True)
-class DataFacts:
-    """What the config cannot say about a data set: it is known only once the data are read."""
-
-    n_train: int
-    num_classes: int
-    in_channels: int
-    source: str
-
-
-#: By the preset's ``run`` name; the counts the presets' comments state.
-DATASETS = {
-    "afhq256": DataFacts(14630, 3, 3, "AFHQ train split (presets/afhq256.yaml: 14,630 images)"),
-    "imagenet64": DataFacts(1281167, 1000, 3, "ImageNet-1K train (1,281,167 images)"),
-    "imagenet128": DataFacts(1281167, 1000, 3, "ImageNet-1K train (1,281,167 images)"),
-}
-
-
-def data_facts(config: Mapping) -> DataFacts:
-    """The `DATASETS` entry of the config's ``run``; ConfigError naming the run when unknown."""
+def data_facts(config: Mapping) -> DataSet:
+    """The preset data set of the config's ``run`` (`oracle.io.data_sets.DATA_SETS`: what the
+    config cannot say, known only once the data are read); ConfigError naming the run when unknown."""
     run = config.get("run")
-    if run not in DATASETS:
-        raise ConfigError(f"config key 'run': no data set facts for {run!r} (known: {', '.join(DATASETS)})")
-    return DATASETS[run]
+    facts = preset_data_set(run)
+    if facts is None:
+        known = [name for name in DATA_SETS if preset_data_set(name) is not None]
+        raise ConfigError(f"config key 'run': no data set facts for {run!r} (known: {', '.join(known)})")
+    return facts
 
 
 # --------------------------------------------------------------------------------------------
@@ -248,7 +234,7 @@ class StageCost:
         return self.flops / (peak * 1e12 * utilisation) / 3600.0
 
 
-def _classifier_costs(config: Mapping, facts: DataFacts) -> tuple[float, float, int, int]:
+def _classifier_costs(config: Mapping, facts: DataSet) -> tuple[float, float, int, int]:
     """(training FLOPs, prediction FLOPs, models trained, prediction rows) of every classifier."""
     from oracle.classifiers.specs import training_epochs, validation_rows
     from oracle.workflow import plan
@@ -258,7 +244,7 @@ def _classifier_costs(config: Mapping, facts: DataFacts) -> tuple[float, float, 
 
     def fwd(arch: str) -> int:
         a = plan.arch_spec(config, arch)
-        return classifier_forward_flops(a["model"], facts.num_classes, facts.in_channels, img, a.get("input_size"))
+        return classifier_forward_flops(a["model"], facts.num_classes, facts.channels, img, a.get("input_size"))
 
     train = pred = 0.0
     models = rows = 0
@@ -294,13 +280,13 @@ def _classifier_costs(config: Mapping, facts: DataFacts) -> tuple[float, float, 
     return train, pred, models, rows
 
 
-def stage_costs(config: Mapping, facts: DataFacts | None = None) -> list[StageCost]:
+def stage_costs(config: Mapping, facts: DataSet | None = None) -> list[StageCost]:
     """The `StageCost` of each stage of a validated config (module docstring)."""
     from oracle.workflow import plan
 
     facts = facts or data_facts(config)
     img = int(config["data"]["image_size"])
-    spec = plan.flow_spec(config, facts.in_channels, img, facts.num_classes)
+    spec = plan.flow_spec(config, facts.channels, img, facts.num_classes)
     ff = flow_flops(spec)
     k = facts.num_classes
     train_cfg = config["oracle"]["train"]
@@ -331,7 +317,7 @@ def stage_costs(config: Mapping, facts: DataFacts | None = None) -> list[StageCo
     return out
 
 
-def sampling_launch_floor_h(config: Mapping, facts: DataFacts | None = None, launch_s: float = LAUNCH_S) -> float:
+def sampling_launch_floor_h(config: Mapping, facts: DataSet | None = None, launch_s: float = LAUNCH_S) -> float:
     """GPU-hours of sampling if every aten op of the inverse pass costs `launch_s` seconds and
     nothing else (a batch of ``samples.batch_size`` images shares each op): a latency floor that
     FLOPs do not see."""
@@ -339,7 +325,7 @@ def sampling_launch_floor_h(config: Mapping, facts: DataFacts | None = None, lau
 
     facts = facts or data_facts(config)
     img = int(config["data"]["image_size"])
-    ff = flow_flops(plan.flow_spec(config, facts.in_channels, img, facts.num_classes))
+    ff = flow_flops(plan.flow_spec(config, facts.channels, img, facts.num_classes))
     batch = int(config["samples"]["batch_size"])
     batches = sum(-(-n // batch) for w in plan.world_specs(config).values()
                   for n in plan.shard_sizes(int(w["n_total"]), int(w["n_shards"])))

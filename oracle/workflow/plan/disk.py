@@ -9,8 +9,8 @@ the run writes. It needs each sample's shape: a Gaussian world's spec, or the da
 shape (or ``data.image_size`` / ``data.channels`` where set); an ``npz`` or image-folder run
 without ``data.image_size`` has no known shape before the data stage and is not estimated. K
 (`sample_classes`) is counted where the config fixes it (`oracle.world_specs.known_num_classes`),
-where the data kind has a fixed number of classes, or for the presets' data sets
-(`oracle.tools.gpu.cost.DATASETS`), else as 2 (a lower bound).
+where the data kind has a fixed number of classes, or for the presets' data sets (both from
+`oracle.io.data_sets.DATA_SETS`), else as 2 (a lower bound).
 """
 
 from __future__ import annotations
@@ -20,16 +20,11 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from oracle.io.data_sets import kind_facts, preset_data_set
 from oracle.world_specs import gaussian_spec, known_num_classes, world_kind, world_specs
 
-__all__ = ["NATIVE_CLASSES", "NATIVE_SHAPES", "disk_problem", "row_bytes", "sample_bytes", "sample_classes",
-           "sample_shape"]
+__all__ = ["disk_problem", "row_bytes", "sample_bytes", "sample_classes", "sample_shape"]
 
-#: (channels, side) of the data kinds whose images have a size of their own (oracle.io.real_data).
-NATIVE_SHAPES = {"digits": (1, 8), "mnist": (1, 28), "fashion_mnist": (1, 28), "cifar10": (3, 32),
-                 "cifar100": (3, 32), "svhn": (3, 32)}
-#: K of the data kinds with a fixed set of classes.
-NATIVE_CLASSES = {"digits": 10, "mnist": 10, "fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "svhn": 10}
 #: Bytes per sample row besides x and loglik: source_class, label, index (int64 each).
 ROW_EXTRA_BYTES = 3 * 8
 
@@ -40,9 +35,9 @@ def sample_shape(config: Mapping) -> tuple[int, int, int] | None:
         g = gaussian_spec(config)
         return g["channels"], g["image_size"], g["image_size"]
     data = config["data"]
-    channels, side = NATIVE_SHAPES.get(data["kind"], (3, None))
-    side = data.get("image_size") or side
-    channels = data.get("channels") or channels
+    facts = kind_facts(data["kind"])
+    side = data.get("image_size") or facts.side
+    channels = data.get("channels") or facts.channels or 3  # colour unless the kind says otherwise
     return None if side is None else (int(channels), int(side), int(side))
 
 
@@ -51,12 +46,9 @@ def sample_classes(config: Mapping) -> int:
     stage knows (a lower bound of the bytes)."""
     k = known_num_classes(config)
     if k is None and world_kind(config) != "gaussian":
-        k = NATIVE_CLASSES.get(config["data"]["kind"])
-    if k is None:
-        from oracle.tools.gpu.cost import DATASETS  # torch: only when nothing lighter tells K
-
-        facts = DATASETS.get(config.get("run"))
-        k = facts.num_classes if facts is not None else None
+        k = kind_facts(config["data"]["kind"]).num_classes
+    if k is None and (preset := preset_data_set(config.get("run"))) is not None:
+        k = preset.num_classes
     return int(k or 2)
 
 

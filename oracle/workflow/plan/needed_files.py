@@ -41,13 +41,13 @@ def needed_files(config: Mapping) -> list[NeededFile]:
     """Every file outside results/ the run of `config` reads (raw data, a flow checkpoint to
     import, pretrained classifier weights, the validation's feature-network weights), in the
     order a run reads them. Nothing is ever downloaded: each must be put there by the user."""
-    from oracle.io.raw_files import LAYOUTS
+    from oracle.io.data_sets import layout
 
     out = []
     data, oracle_cfg = config["data"], config["oracle"]
     flow = plan.world_kind(config) == "flow"
     if flow and data["kind"] != "digits" and data["root"]:
-        out.append(NeededFile("data.root", str(data["root"]), f"{data['kind']} data: {LAYOUTS[data['kind']]}",
+        out.append(NeededFile("data.root", str(data["root"]), f"{data['kind']} data: {layout(data['kind'])}",
                               ("data",), f"{data['kind']} data"))
     if flow and oracle_cfg["checkpoint"] is not None:
         out.append(NeededFile("oracle.checkpoint", str(oracle_cfg["checkpoint"]),
