@@ -83,6 +83,21 @@ def test_check_names_the_bad_key(changes, key):
         active.check(name, entry, cfg)
 
 
+def test_a_runs_settings_take_the_training_keys_from_the_one_list():
+    """ActiveSettings carries a round's training block as the config spells it, every key of
+    oracle.classifiers.specs.TRAINING_KEYS (the one list), and refuses a block that lacks one."""
+    from oracle.classifiers.specs import TRAINING_KEYS
+
+    name, _, cfg = active_entry()
+    spec = plan.experiment_spec(cfg, name)
+    s = al.ActiveSettings.from_spec(spec, "bald")
+    assert dict(s.training) == {k: spec["training"][k] for k in TRAINING_KEYS}
+    assert s.scored == tuple(x for x in spec["strategies"] if x != "random")
+    with pytest.raises(ConfigError, match="lack patience"):
+        al.ActiveSettings.from_spec({**spec, "training": {k: v for k, v in spec["training"].items() if k != "patience"}},
+                                    "bald")
+
+
 def test_split_worlds_hold_the_active_seeds():
     name, _, cfg = active_entry(seeds=[0, 7])
     spec = plan.experiment_spec(cfg, name)
@@ -170,8 +185,9 @@ def data():
 
 
 def settings(strategy, **changes) -> al.ActiveSettings:
-    base = dict(strategy=strategy, scored=("max_entropy", "max_epistemic", "bald"), rounds=2, batch=6, epochs=2,
-                min_steps=0, batch_size=16, lr=3e-3, weight_decay=0.01, drop_rate=0.3, mc_samples=4)
+    base = dict(strategy=strategy, scored=("max_entropy", "max_epistemic", "bald"), rounds=2, batch=6, drop_rate=0.3,
+                mc_samples=4, training=dict(epochs=2, min_steps=0, batch_size=16, lr=3e-3, weight_decay=0.01,
+                                            val_size=0, patience=None, eval_steps=1, tolerance=0.01))
     return al.ActiveSettings(**{**base, **changes})
 
 
@@ -287,7 +303,7 @@ def test_stale_or_damaged_round_state_is_discarded_and_the_result_is_a_fresh_run
     state = state_dir / "state.pt"
     new_data, new_s = data, s
     if change == "lr":
-        new_s = dataclasses.replace(s, lr=1e-3)
+        new_s = dataclasses.replace(s, training={**s.training, "lr": 1e-3})
     elif change == "targets":
         new_data = dataclasses.replace(data, targets=(data.targets + 1) % 3)
     else:

@@ -39,10 +39,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from oracle.classifiers.specs import TRAINING_KEYS
 from oracle.progress import Progress
 from oracle.errors import ConfigError, DataError
 from oracle.io.atomic import torch_save_atomic
@@ -88,45 +89,32 @@ class ActiveData:
 class ActiveSettings:
     """What a run does besides its data, arch and seed: its strategy, the scores it computes
     on the pool (``scored``: the experiment's strategies other than random), R ``rounds`` of
-    ``batch`` labels, the training hyperparameters (`training`; ``training_epochs`` of them per round),
-    ``drop_rate`` of every model and ``mc_samples`` MC-dropout passes (BALD)."""
+    ``batch`` labels, ``drop_rate`` of every model, ``mc_samples`` MC-dropout passes (BALD) and
+    a round's training hyperparameters as classifiers.training spells them (``training``: each of
+    `oracle.classifiers.specs.TRAINING_KEYS`; its budget `oracle.classifiers.specs.training_epochs`
+    and its stopping rule)."""
 
     strategy: str
     scored: tuple[str, ...]
     rounds: int
     batch: int
-    epochs: int
-    min_steps: int
-    batch_size: int
-    lr: float
-    weight_decay: float
     drop_rate: float
     mc_samples: int
-    val_size: int = 0
-    patience: int | None = None
-    eval_steps: int = 1
-    tolerance: float = 0.01
+    training: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        if missing := [k for k in TRAINING_KEYS if k not in self.training]:
+            raise ConfigError(f"active learning's training settings lack {', '.join(missing)}")
 
     @classmethod
     def from_spec(cls, spec: Mapping, strategy: str) -> ActiveSettings:
         """The settings of strategy `strategy` of an `active` experiment spec."""
         if strategy not in spec["strategies"]:
             raise ConfigError(f"strategy {strategy!r} is not one of the experiment's {spec['strategies']}")
-        t = spec["training"]
         return cls(strategy=strategy, scored=tuple(s for s in spec["strategies"] if s != "random"),
-                   rounds=int(spec["rounds"]), batch=int(spec["batch"]), epochs=int(t["epochs"]),
-                   min_steps=int(t["min_steps"]), batch_size=int(t["batch_size"]), lr=float(t["lr"]),
-                   weight_decay=float(t["weight_decay"]), drop_rate=float(spec["drop_rate"]),
-                   mc_samples=int(spec["mc_samples"]), val_size=int(t["val_size"]),
-                   patience=None if t["patience"] is None else int(t["patience"]), eval_steps=int(t["eval_steps"]),
-                   tolerance=float(t["tolerance"]))
-
-    @property
-    def training(self) -> dict:
-        """A round's hyperparameters, as classifiers.training spells them: its budget
-        (`oracle.classifiers.specs.training_epochs`) and stopping rule."""
-        return {k: getattr(self, k) for k in ("epochs", "min_steps", "batch_size", "lr", "weight_decay", "val_size",
-                                               "patience", "eval_steps", "tolerance")}
+                   rounds=int(spec["rounds"]), batch=int(spec["batch"]), drop_rate=float(spec["drop_rate"]),
+                   mc_samples=int(spec["mc_samples"]),
+                   training={k: spec["training"][k] for k in TRAINING_KEYS if k in spec["training"]})
 
 
 def load_active_data(samples: str | os.PathLike, splits: str | os.PathLike, seed: int, initial_size: int,
@@ -287,7 +275,7 @@ def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSetting
             records, chosen = list(state["rounds"]), [list(c) for c in state["chosen"]]
             print(f"resuming active learning at round {len(records)}/{s.rounds}", flush=True)
     labelled = np.concatenate([np.arange(data.initial_size), *[np.asarray(c, np.int64) for c in chosen]]).astype(np.int64)
-    batch = max(256, s.batch_size)
+    batch = max(256, int(s.training["batch_size"]))
     rounds = Progress(f"active learning {s.strategy}", s.rounds + 1, unit="round", start=len(records), every_s=0)
     for r in range(len(records), s.rounds + 1):
         ckpt = state_dir / "train_state.pt" if state_dir is not None else None

@@ -12,6 +12,11 @@ from collections.abc import Mapping
 
 from oracle.errors import ConfigError
 
+#: Keys of a training spec's ``training`` block (classifiers.training, overridable per experiment):
+#: the one list of a classifier's training hyperparameters.
+TRAINING_KEYS = ("epochs", "min_steps", "batch_size", "lr", "weight_decay", "val_size", "patience", "eval_steps",
+                 "tolerance")
+
 ARCH_LABELS = {
     "resnet18": "ResNet-18",
     "resnet50": "ResNet-50",

@@ -11,15 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from oracle.classifiers.specs import arch_spec, validation_size
+from oracle.classifiers.specs import TRAINING_KEYS, arch_spec, validation_size
 from oracle.errors import ConfigError
 from oracle.world_specs import resolve_worlds
 
 #: The training-curve settings of every classifier: {training-spec key: config key}.
 CURVE_KEYS = {"curve_size": "classifiers.curve_size", "curve_points": "classifiers.curve_points"}
-#: Keys of a training spec's ``training`` block (classifiers.training, overridable per experiment).
-TRAINING_KEYS = ("epochs", "min_steps", "batch_size", "lr", "weight_decay", "val_size", "patience", "eval_steps",
-                 "tolerance")
 
 _CELL_N = re.compile(r"N(\d+)")
 
