@@ -7,16 +7,18 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from oracle.errors import ConfigError, DataError
 from oracle.io.atomic import atomic_output
+from oracle.io.h5_files import reading
 from oracle.progress import track
 
 H5_FORMAT_VERSION = 1
+#: What remakes an image file (named in its readers' errors).
+RERUN = "rerun the data stage"
 _RESAMPLE = {"nearest": 0, "lanczos": 1, "bilinear": 2, "bicubic": 3, "box": 4}
 
 
@@ -137,58 +139,28 @@ def write_images_h5(path: str | os.PathLike, images: np.ndarray, labels: np.ndar
 
 def read_class_names(path: str | os.PathLike) -> list[str]:
     """The class names of a file written by `write_images_h5`, without reading its images."""
-    import h5py
-
-    path = Path(path)
-    try:
-        with h5py.File(path, "r") as f:
-            if not f.attrs.get("complete", False):
-                raise DataError(f"{path} is incomplete (no 'complete' attribute): rerun the data stage")
-            return [n.decode() if isinstance(n, bytes) else str(n) for n in f.attrs["class_names"]]
-    except DataError:
-        raise
-    except Exception as exc:
-        raise DataError(f"cannot read class names from {path}: {exc}") from None
+    with reading(path, "image", RERUN) as f:
+        return [n.decode() if isinstance(n, bytes) else str(n) for n in f.attrs["class_names"]]
 
 
 def read_image_labels(path: str | os.PathLike) -> np.ndarray:
     """The labels (int64 [N]) of a file written by `write_images_h5`, without its images."""
-    import h5py
-
-    path = Path(path)
-    try:
-        with h5py.File(path, "r") as f:
-            if not f.attrs.get("complete", False):
-                raise DataError(f"{path} is incomplete (no 'complete' attribute): rerun the data stage")
-            return f["labels"][()].astype(np.int64)
-    except DataError:
-        raise
-    except Exception as exc:
-        raise DataError(f"cannot read labels from {path}: {exc}") from None
+    with reading(path, "image", RERUN) as f:
+        return f["labels"][()].astype(np.int64)
 
 
 def read_image_rows(path: str | os.PathLike, rows: Sequence[int]) -> np.ndarray:
     """The images (uint8 [len(rows), C, H, W]) at `rows` (ascending, unique) of a file written
     by `write_images_h5`, read without the others (a train split of ImageNet does not fit in
     memory)."""
-    import h5py
-
-    path = Path(path)
     rows = np.asarray(rows, dtype=np.int64)
     if rows.ndim != 1 or (np.diff(rows) <= 0).any():
         raise DataError(f"read_image_rows({path}): rows must be ascending and unique, got {rows[:8].tolist()}...")
-    try:
-        with h5py.File(path, "r") as f:
-            if not f.attrs.get("complete", False):
-                raise DataError(f"{path} is incomplete (no 'complete' attribute): rerun the data stage")
-            images = f["images"]
-            if len(rows) and (rows[0] < 0 or rows[-1] >= len(images)):
-                raise DataError(f"read_image_rows({path}): rows outside 0..{len(images) - 1}")
-            return images[rows] if len(rows) else np.zeros((0, *images.shape[1:]), np.uint8)
-    except DataError:
-        raise
-    except Exception as exc:
-        raise DataError(f"cannot read image rows from {path}: {exc}") from None
+    with reading(path, "image", RERUN) as f:
+        images = f["images"]
+        if len(rows) and (rows[0] < 0 or rows[-1] >= len(images)):
+            raise DataError(f"read_image_rows({path}): rows outside 0..{len(images) - 1}")
+        return images[rows] if len(rows) else np.zeros((0, *images.shape[1:]), np.uint8)
 
 
 def read_images_h5(path: str | os.PathLike) -> dict[str, Any]:
@@ -198,35 +170,23 @@ def read_images_h5(path: str | os.PathLike) -> dict[str, Any]:
     "attrs": dict of the caller's attributes}. Raises DataError if the file is missing,
     unreadable or lacks the ``complete`` flag.
     """
-    import h5py
-
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"image file {path} not found: expected an HDF5 file written by write_images_h5")
-    try:
-        with h5py.File(path, "r") as f:
-            if not f.attrs.get("complete", False):
-                raise DataError(f"{path} is incomplete (no 'complete' attribute): rerun the data stage")
-            if "images" not in f or "labels" not in f:
-                raise DataError(f"{path} lacks datasets 'images'/'labels'")
-            images = f["images"][()]
-            labels = f["labels"][()].astype(np.int64)
-            names = [n.decode() if isinstance(n, bytes) else str(n) for n in f.attrs["class_names"]]
-            json_keys = set(json.loads(f.attrs.get("json_attrs", "[]")))
-            attrs = {}
-            for key, value in f.attrs.items():
-                if key in {"class_names", "num_classes", "format_version", "json_attrs", "complete", "provenance"}:
-                    continue
-                if key in json_keys:
-                    value = json.loads(value)
-                elif isinstance(value, np.generic):
-                    value = value.item()
-                elif isinstance(value, bytes):
-                    value = value.decode()
-                attrs[key] = value
-    except DataError:
-        raise
-    except OSError as exc:
-        raise DataError(f"cannot read HDF5 image file {path}: {exc}") from None
+    with reading(path, "image", RERUN) as f:
+        if "images" not in f or "labels" not in f:
+            raise DataError(f"{path} lacks datasets 'images'/'labels'")
+        images = f["images"][()]
+        labels = f["labels"][()].astype(np.int64)
+        names = [n.decode() if isinstance(n, bytes) else str(n) for n in f.attrs["class_names"]]
+        json_keys = set(json.loads(f.attrs.get("json_attrs", "[]")))
+        attrs = {}
+        for key, value in f.attrs.items():
+            if key in {"class_names", "num_classes", "format_version", "json_attrs", "complete", "provenance"}:
+                continue
+            if key in json_keys:
+                value = json.loads(value)
+            elif isinstance(value, np.generic):
+                value = value.item()
+            elif isinstance(value, bytes):
+                value = value.decode()
+            attrs[key] = value
     check_image_triple(images, labels, names, path)
     return {"images": images, "labels": labels, "class_names": names, "attrs": attrs}

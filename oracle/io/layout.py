@@ -28,6 +28,7 @@ import os
 from pathlib import Path
 
 from oracle.errors import DataError, OracleError
+from oracle.io.h5_files import check_complete
 
 __all__ = ["check_layout"]
 
@@ -94,8 +95,7 @@ def _check_images(f, p: Path) -> None:
     if labels is None or labels.ndim != 1 or labels.shape[0] != images.shape[0] or labels.dtype.kind not in "iu":
         got = "no dataset labels" if labels is None else f"labels {labels.dtype} {list(labels.shape)}"
         raise DataError(f"{p}: {got} beside {images.shape[0]} images; expected integer labels [{images.shape[0]}]")
-    if not f.attrs.get("complete", False):
-        raise DataError(f"{p} is incomplete (no 'complete' attribute): rerun the data stage")
+    check_complete(f, p, "image", "rerun the data stage")
 
 
 def _check_predictions(f, p: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,14 +43,9 @@ def write_predictions(path: str | os.PathLike, log_q: np.ndarray, index: np.ndar
 
 def read_predictions(path: str | os.PathLike) -> dict[str, Any]:
     """Inverse of :func:`write_predictions` (``logits`` only when the file has them)."""
-    import h5py
+    from oracle.io.h5_files import reading
 
-    p = Path(path)
-    if not p.is_file():
-        raise DataError(f"predictions file {p} does not exist")
-    with h5py.File(p, "r") as f:
-        if not f.attrs.get("complete", False):
-            raise DataError(f"{p} is incomplete: rerun its predict_classifier job")
+    with reading(path, "predictions", "rerun its predict_classifier job") as f:
         out = {name: f[name][()] for name in ("log_q", "index", "label", "logits") if name in f}
         out["attrs"] = {k: json.loads(v) for k, v in f.attrs.items() if k != "complete"}
     return out

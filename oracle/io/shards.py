@@ -47,6 +47,7 @@ import numpy as np
 from oracle.errors import ShardError
 from oracle.io.atomic import to_jsonable
 from oracle.io.h5_attrs import file_attrs, from_attr, to_attr
+from oracle.io.h5_files import open_complete
 
 __all__ = [
     "FORMAT_VERSION",
@@ -349,16 +350,7 @@ class ShardWriter:
 
 
 def _open_checked(path: Path) -> h5py.File:
-    if not path.exists():
-        raise ShardError(f"{path}: no such sample file")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise ShardError(f"{path}: not a readable HDF5 file ({exc})") from exc
-    if not bool(f.attrs.get("complete", False)):
-        f.close()
-        raise ShardError(f"{path}: incomplete (no 'complete' attribute): the writer did not finish; "
-                         "delete it and rerun its job")
+    f = open_complete(path, "sample", "delete it and rerun its job", error=ShardError)
     missing = [name for name in DATASETS if name not in f]
     if missing:
         version = f.attrs.get("format_version")

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -182,30 +181,17 @@ def read_splits_h5(path: str | os.PathLike) -> dict[str, Any]:
     Raises DataError if the file is missing, incomplete, of another format or inconsistent
     (see `check_splits`).
     """
-    import h5py
+    from oracle.io.h5_files import reading
 
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"splits file {path} not found: expected an HDF5 file written by write_splits_h5")
-    try:
-        with h5py.File(path, "r") as f:
-            if not f.attrs.get("complete", False):
-                raise DataError(f"{path} is incomplete (no 'complete' attribute): rerun the splits rule")
-            if int(f.attrs.get("format_version", 1)) != FORMAT_VERSION:
-                raise DataError(f"{path} is in splits format {int(f.attrs.get('format_version', 1))}, not "
-                                f"{FORMAT_VERSION}: delete it and rerun the splits rule")
-            seeds = [int(v) for v in f.attrs["seeds"]]
-            order = {int(name.removeprefix("seed")): d[()].astype(np.int64) for name, d in f["order"].items()}
-            out = {
-                "n_pool": int(f.attrs["n_pool"]), "test_size": int(f.attrs["test_size"]),
-                "test_seed": int(f.attrs["test_seed"]), "seeds": seeds,
-                "stratified": bool(f.attrs["stratified"]), "test": f["test"][()].astype(np.int64),
-                "order": {s: order[s] for s in seeds if s in order},
-            }
-    except DataError:
-        raise
-    except (OSError, KeyError, ValueError) as exc:
-        raise DataError(f"cannot read splits file {path}: {type(exc).__name__}: {exc}") from None
+    with reading(path, "splits", "delete it and rerun the splits rule", FORMAT_VERSION) as f:
+        seeds = [int(v) for v in f.attrs["seeds"]]
+        order = {int(name.removeprefix("seed")): d[()].astype(np.int64) for name, d in f["order"].items()}
+        out = {
+            "n_pool": int(f.attrs["n_pool"]), "test_size": int(f.attrs["test_size"]),
+            "test_seed": int(f.attrs["test_seed"]), "seeds": seeds,
+            "stratified": bool(f.attrs["stratified"]), "test": f["test"][()].astype(np.int64),
+            "order": {s: order[s] for s in seeds if s in order},
+        }
     if set(out["order"]) != set(seeds):
         raise DataError(f"{path}: datasets order/seed* do not match the seeds attribute {seeds}")
     check_splits(out, path)
