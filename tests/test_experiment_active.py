@@ -22,7 +22,7 @@ from oracle.classifiers.data import EvaluationSet
 from oracle.classifiers.predict import predict_log_probs
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import active
-from oracle.report.columns import data_problems
+from oracle.experiments.columns import data_problems
 from oracle.workflow import plan
 from oracle.report.numbers import spread_problems
 

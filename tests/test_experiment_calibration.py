@@ -14,7 +14,7 @@ import pytest
 from oracle.classifiers.evaluate import evaluate_predictions
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import calibration
-from oracle.report.columns import data_problems
+from oracle.experiments.columns import data_problems
 from tests.test_experiment_kinds import DEFAULT
 from tests.test_experiment_shift import csv_roundtrip
 

@@ -14,7 +14,7 @@ import yaml
 
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import difficulty
-from oracle.report.columns import data_problems
+from oracle.experiments.columns import data_problems
 from oracle.report.numbers import spread_problems
 from tests.test_experiment_kinds import DEFAULT
 from tests.test_experiment_shift import csv_roundtrip

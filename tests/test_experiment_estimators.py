@@ -13,7 +13,7 @@ import pytest
 
 from oracle.errors import ConfigError
 from oracle.experiments import estimators
-from oracle.report.columns import data_problems
+from oracle.experiments.columns import data_problems
 from oracle.io.predictions import write_predictions
 from oracle.measures import accuracy_estimators as est
 from oracle.report.numbers import spread_problems

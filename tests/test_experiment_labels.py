@@ -16,7 +16,7 @@ from PIL import Image
 from oracle.classifiers.evaluate import evaluate_predictions
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import labels
-from oracle.report.columns import data_problems
+from oracle.experiments.columns import data_problems
 from oracle.report.numbers import SEEDS_AND_ROWS, spread_problems
 from paired_rows import brute_force, write_classifier, write_world
 

@@ -16,7 +16,7 @@ from oracle.errors import ConfigError, DataError
 from oracle.experiments import scaling
 from oracle.experiments._pairs import COLUMNS as PAIR_COLUMNS
 from oracle.measures.power_laws import loglog_curvature
-from oracle.report.columns import data_problems
+from oracle.experiments.columns import data_problems
 from oracle.report.numbers import spread_problems
 from paired_rows import brute_force, write_classifier, write_world
 

@@ -16,7 +16,8 @@ import pytest
 from oracle.errors import ConfigError
 from oracle.io.splits import write_splits_h5
 from oracle.experiments import shift
-from oracle.report.columns import METRIC_COLUMNS, data_problems
+from oracle.experiments.columns import data_problems
+from oracle.report.columns import METRIC_COLUMNS
 from oracle.measures.divergences import label_kl, tau_kl
 from oracle.report.numbers import SEEDS_AND_ROWS, spread_problems
 from paired_rows import write_classifier, write_world

@@ -1,8 +1,11 @@
 """A new experiment kind is added the documented way, touching nothing central: in a copy of
 the repository, a toy kind that reads one world's samples and splits (a histogram of the exact
-entropy H(p(y|x)) over its test rows: one figure, one number) gets its package, its name in
-`oracle.experiments.PACKAGES` and an entry in config.yaml; Snakemake then plans its jobs (a
-dry run: its collect job reads the world's samples and splits, its figure and numbers follow).
+entropy H(p(y|x)) over its test rows: one figure, one number, one data file whose columns its
+package describes) gets its package, its name in `oracle.experiments.PACKAGES` and an entry in
+config.yaml, and nothing else. Then Snakemake plans its jobs (a dry run: its collect job reads
+the world's samples and splits, its figure and numbers follow), the columns its collect writes
+are the ones its package describes, and the suite's column, docs and kind-contract checks
+(tests/test_columns.py, tests/test_experiment_kinds.py) pass in the copy.
 """
 
 from __future__ import annotations
@@ -29,11 +32,15 @@ TOY = {
 
         from oracle.errors import ConfigError
         from oracle.experiments import entry_schema, reporting_half
+        from oracle.report.columns import CsvColumns
         from oracle.report.paper import Artifact, artifacts_by_name
         from oracle.world_specs import world_specs
 
         KIND = "entropy"
         DATA = ("rows",)
+        COLUMNS = {"rows": CsvColumns("entropy/<experiment>/data/rows.csv", "one test row of the world",
+                                      {"row": ("integer", "row of the world's merged samples"),
+                                       "entropy": ("nats", "exact entropy H(p(y|x)) of the row")})}
         ARTIFACTS = artifacts_by_name(
             Artifact("entropy_histogram", "figure",
                      "Exact entropy H(p(y|x)) (nats) of every test row of one world, as a histogram."))
@@ -158,3 +165,39 @@ def test_a_sample_reading_kind_needs_its_package_its_name_and_its_entry(tmp_path
     assert len(collect) == 1, out[-4000:]
     assert f"input: {run}/samples/base/all.h5, {run}/splits/base.h5" in collect[0]
     assert {"make_splits", "experiment_figure", "experiment_numbers"} <= {rule for rule, _ in jobs}
+
+    # the columns its collect writes on a small world are the ones its package describes
+    check = textwrap.dedent('''
+        import sys
+        import numpy as np
+        from oracle.experiments import kind_module
+        from oracle.experiments.columns import data_problems
+        from oracle.io.shards import ShardWriter
+        from oracle.io.splits import make_splits, write_splits_h5
+
+        rng = np.random.default_rng(0)
+        label = rng.integers(0, 3, 60)
+        attrs = {"oracle_sha256": "0" * 64, "prior": [0.2, 0.3, 0.5], "label_temperature": 1.0,
+                 "base_temperature": 1.0, "seed": 0, "shard": 0, "n_shards": 1, "code_version": "test"}
+        samples, splits = sys.argv[1] + "/all.h5", sys.argv[1] + "/splits.h5"
+        with ShardWriter(samples, 3, (1, 4, 4), attrs) as w:
+            w.write(rng.normal(size=(60, 1, 4, 4)).astype(np.float32), label, label, rng.normal(size=(60, 3)),
+                    np.arange(60))
+        write_splits_h5(splits, make_splits(60, 20, [0], labels=label, test_seed=0))
+        data = kind_module("entropy").collect({"world": "base"}, {"samples": [samples], "splits": [splits]})
+        written = {name: list(frame.columns) for name, frame in data.items()}
+        assert written == {"rows": ["row", "entropy"]}, written
+        print(data_problems("entropy", written))
+    ''')
+    proc = subprocess.run([sys.executable, "-c", check, str(tmp_path)], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr[-3000:]
+    # the suite's column, docs and kind-contract checks pass with the toy registered (the docs
+    # name it in a warning until they are regenerated)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider", "-rw",
+                           "tests/test_columns.py", "tests/test_experiment_kinds.py"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "does not list the kinds ['entropy'] yet" in out, out[-4000:]
+    assert re.search(r"\b(\d+) passed", out) and "failed" not in out, out[-2000:]

@@ -18,6 +18,12 @@ Its interface (planning half unless marked):
 ``DATA``                                     names of its data files (``<kind>/<name>/data/
                                              <data>.csv``), what its tables, figures and
                                              numbers are computed from
+``COLUMNS``                                  {data name: oracle.report.columns.CsvColumns}:
+                                             each data file's columns, unit and meaning (its
+                                             own entries, or the shared ones it writes:
+                                             ``oracle.report.columns.SHARED``); the column
+                                             dictionary of docs/outputs.md gathers them
+                                             (`oracle.experiments.columns`)
 ``SCHEMA``                                   the JSON schema of its config entry (keys besides
                                              ``kind``; ``$ref: "#/$defs/..."`` reaches the
                                              shared definitions of config.schema.yaml), which
@@ -93,7 +99,7 @@ PACKAGES = ("scaling", "labels", "shift", "estimators", "difficulty", "active", 
 
 #: What every kind defines (the contract test checks them; ``table`` and ``figure`` only a kind
 #: with a table or a figure).
-INTERFACE = ("KIND", "ARTIFACTS", "DATA", "SCHEMA", "check", "collect_inputs", "collect", "numbers")
+INTERFACE = ("KIND", "ARTIFACTS", "DATA", "COLUMNS", "SCHEMA", "check", "collect_inputs", "collect", "numbers")
 #: What a kind may define (the contract test checks them where present).
 OPTIONAL = ("split_needs", "run_evaluation_sets")
 #: The names its reporting half defines.
@@ -191,7 +197,7 @@ def table_csvs() -> list[tuple[str, str]]:
     """(path relative to results/<run>, caption) of every table CSV a run can write: each kind's
     table artifacts (``<kind>/<experiment>/tables/<name>.csv``, in `kinds` order) and the
     validation's (``validation/tables/<name>.csv``); the column dictionary lists them
-    (`oracle.report.columns.dictionary_markdown`)."""
+    (`oracle.experiments.columns.dictionary_markdown`)."""
     from oracle.validation.artifacts import ARTIFACTS as VALIDATION
 
     out = [(f"{kind}/<experiment>/tables/{a.name}.csv", a.caption)

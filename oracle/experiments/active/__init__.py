@@ -21,11 +21,48 @@ from typing import Any
 
 from oracle.errors import ConfigError
 from oracle.experiments import _training, entry_schema, reporting_half, with_defaults
+from oracle.report.columns import ID, METRICS, TRAINING, CsvColumns
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import world_spec
 
 KIND = "active"
 DATA = ("rounds", "correlations")
+#: Its data files' columns (`DATA`), unit and meaning each: docs/outputs.md's column dictionary
+#: (`oracle.experiments.columns`); its tests hold them to what its collect writes.
+COLUMNS = {
+    "rounds": CsvColumns(
+        "active/<experiment>/data/rounds.csv",
+        "one round of one active-learning run (arch, strategy, seed)",
+        {"experiment": ID["experiment"], "arch": ID["arch"],
+         "strategy": ("text", "acquisition strategy: random, max_entropy, max_epistemic or bald"),
+         "seed": ID["seed"], "round": ("integer", "round, 0 = the initial set"),
+         "labelled": ("samples", "labels the round's model trained on"),
+         "epochs": TRAINING["epochs"], "steps": TRAINING["steps"], "kept_steps": TRAINING["kept_steps"],
+         "converged": TRAINING["converged"], "stopped_by": TRAINING["stopped_by"],
+         "train_seconds": ("s", "training wall time (sum of its epochs)"),
+         "train_loss": ("nats", "last epoch's mean training loss per sample"),
+         "test_size": ("samples", "oracle test rows"),
+         "acc": METRICS["acc"], "epistemic": METRICS["epistemic"], "total": METRICS["total"],
+         "aleatoric": METRICS["aleatoric"], "bayes_accuracy": METRICS["bayes_accuracy"],
+         "ece": METRICS["ece"],
+         "pool_remaining": ("samples", "unlabelled pool left before this round's acquisition"),
+         "pool_epistemic": ("nats", "mean exact KL(p || q) over that pool"),
+         "pool_aleatoric": ("nats", "mean exact H(p) over that pool"),
+         "selected_epistemic": ("nats", "mean exact KL(p || q) of the rows acquired"),
+         "selected_aleatoric": ("nats", "mean exact H(p) of the rows acquired"),
+         "n_selected": ("samples", "rows acquired this round (0 in the last)"),
+         "source": ("path", "the rounds.json read")}),
+    "correlations": CsvColumns(
+        "active/<experiment>/data/correlations.csv",
+        "one acquisition score against one exact target at one round of one run",
+        {"experiment": ID["experiment"], "arch": ID["arch"], "strategy": ("text", "as in rounds.csv"),
+         "seed": ID["seed"], "round": ("integer", "as in rounds.csv"),
+         "labelled": ("samples", "as in rounds.csv"),
+         "score": ("text", "the acquisition score"),
+         "target": ("text", "exact_epistemic (KL(p || q)) or exact_aleatoric (H(p))"),
+         "spearman": ("1", "Spearman rho of score and target over the unlabelled pool (NaN where undefined)"),
+         "source": ("path", "the rounds.json read")}),
+}
 ARTIFACTS = artifacts_by_name(
     Artifact("rounds", "table",
              "Active learning round by round: per architecture, strategy and labels used (initial set "

@@ -33,10 +33,46 @@ from typing import Any
 from oracle.errors import ConfigError
 from oracle.experiments import entry_schema, reporting_half
 from oracle.experiments.estimators import borrow_models
+from oracle.report.columns import ID, METRICS, RELIABILITY, TRAINING, CsvColumns
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "calibration"
 DATA = ("runs", "sets", "reliability")
+#: What an evaluation set of the calibration kind is (`oracle.experiments.calibration.report.set_info`).
+SET_COLUMNS = {
+    "shift": ("text", "clean, noise or variant"),
+    "sigma": ("1 (pixel scale [-1, 1])", "noise sigma (0 for the clean set, NaN for a variant)"),
+    "tau": ("1", "base temperature of the set's world (NaN for a noisy set)"),
+    "prior_shifted": ("bool", "a variant whose class prior differs from the models' world's"),
+    "parameter": ("text", "the set's shift as text"),
+    "labels": ("text", "where the set's labels come from"),
+}
+#: The calibration kind's metrics (its report's ``METRICS``); the truth ones are NaN on a noisy set.
+CALIBRATION_METRICS = ("acc", "ece", "ece_posterior", "calibration_pointwise", "brier", "overconfidence",
+                        "overconfidence_truth")
+
+#: Its data files' columns (`DATA`), unit and meaning each: docs/outputs.md's column dictionary
+#: (`oracle.experiments.columns`); its tests hold them to what its collect writes.
+COLUMNS = {
+    "runs": CsvColumns(
+        "calibration/<experiment>/data/runs.csv",
+        "one borrowed model (arch, cell, seed) on one evaluation set (the models' clean test set, its noisy "
+        "copies, world variants)",
+        {**{k: ID[k] for k in ("arch", "cell", "N", "seed", "evalset")}, "n": METRICS["n"], **SET_COLUMNS,
+         **{k: METRICS[k] for k in CALIBRATION_METRICS}, "source": TRAINING["source"]}),
+    "sets": CsvColumns(
+        "calibration/<experiment>/data/sets.csv",
+        "one evaluation set, over every model",
+        {"evalset": ID["evalset"], **SET_COLUMNS, "n_models": ("models", "models averaged"),
+         **{k: (METRICS[k][0], "mean over models of runs.csv " + k) for k in CALIBRATION_METRICS},
+         **{f"{k}_se": (METRICS[k][0], f"SE of {k} over models (std / sqrt(n_models))")
+            for k in CALIBRATION_METRICS},
+         "ece_diff": ("fraction", "mean over models of ece - ece_posterior (label ECE minus true ECE)"),
+         "ece_diff_se": ("fraction", "its SE over models"), "ece_diff_z": ("1", "ece_diff / ece_diff_se"),
+         "ece_rank_correlation": ("1", "Spearman rho of ece and ece_posterior over models (NaN with fewer "
+                                       "than 3 models or constant values)")}),
+    "reliability": RELIABILITY,
+}
 ARTIFACTS = artifacts_by_name(
     Artifact("calibration_under_shift", "table",
              "Calibration under test-time shift per architecture and training-set size N: accuracy (%), ECE "

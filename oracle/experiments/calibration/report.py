@@ -16,12 +16,12 @@ from scipy import stats
 from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_frame
 from oracle.errors import DataError
 from oracle.experiments._calibration.report import reliability_panels
-from oracle.experiments.calibration import evaluation_sets
+from oracle.experiments.calibration import CALIBRATION_METRICS, evaluation_sets
 from oracle.report.figures import PAGE_WIDTH, palette, panel_letters, reliability_diagram, save_figure, style, top_legend
 from oracle.report.numbers import entry
 
 #: The calibration metrics of a model on a set (fractions), as named in the metrics files.
-METRICS = ("acc", "ece", "ece_posterior", "calibration_pointwise", "brier", "overconfidence", "overconfidence_truth")
+METRICS = CALIBRATION_METRICS  # the one list: the planning half's, which its column dictionary reads
 #: The metrics against the exact posterior. On a noisy set they are left out (NaN): the flow's
 #: p(y|x') at the noisy input is not the posterior of the noisy set's labels. Those labels are
 #: the clean rows' draws y ~ p(y|x), so given x' they follow the noisy world's posterior

@@ -27,11 +27,49 @@ from typing import Any
 from oracle.classifiers.specs import arch_spec
 from oracle.errors import ConfigError
 from oracle.experiments import _training, entry_schema, reporting_half
+from oracle.report.columns import ID, METRICS, TRAINING, CsvColumns
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import world_specs
 
 KIND = "difficulty"
 DATA = ("curve", "learner")
+#: Its data files' columns (`DATA`), unit and meaning each: docs/outputs.md's column dictionary
+#: (`oracle.experiments.columns`); its tests hold them to what its collect writes.
+COLUMNS = {
+    "curve": CsvColumns(
+        "difficulty/<experiment>/data/curve.csv",
+        "one world variant (spec order), Monte Carlo over all its samples",
+        {"world": ("text", "world name"), "base_temperature": ("1", "its base temperature tau"),
+         "label_temperature": ("1", "its label temperature"),
+         "prior": ("JSON", "its class prior (null: uniform)"),
+         "n": ("samples", "samples averaged"),
+         "bayes_error": ("fraction", "E[1 - max_y p(y|x)]"), "bayes_error_se": ("fraction", "its SE"),
+         "aleatoric": ("nats", "E[H(p(y|x))]"), "aleatoric_se": ("nats", "its SE"),
+         "mutual_information_bits": ("bits", "I(X;Y) = H(Y) - E[H(p(y|x))]"),
+         "mutual_information_se": ("bits", "its SE"),
+         "normalized_mutual_information": ("fraction", "I(X;Y) / H(Y)"),
+         "bayes_error_closed_form": ("fraction", "the closed-form Bayes error where the world has one (NaN "
+                                                 "otherwise)"),
+         "closed_form_z": ("1", "(bayes_error - closed form) / SE"),
+         "closed_form_method": ("text", "how the closed form is computed (empty without one)"),
+         "source": ("path", "the world constants file read")}),
+    "learner": CsvColumns(
+        "difficulty/<experiment>/data/learner.csv",
+        "the learner (one arch at one N) of one seed on its own world's test set",
+        {"world": ("text", "world name it trained and is tested on"),
+         "base_temperature": ("1", "its base temperature tau"), "arch": ID["arch"], "N": ID["N"],
+         "seed": ID["seed"], "n_test": ("samples", "test rows"), "num_classes": METRICS["num_classes"],
+         "test_error": ("fraction", "1 - accuracy against the world's labels"),
+         "test_error_se": ("fraction", "its SE over the test rows"),
+         "bayes_error": ("fraction", "E[1 - max_y p(y|x)] of the same rows"),
+         "bayes_error_se": ("fraction", "its SE"),
+         "gap": ("fraction", "test_error - bayes_error, paired per row (runs.csv bayes_gap)"),
+         "gap_se": ("fraction", "its SE over the test rows"),
+         "excess_error_truth": ("fraction", "E[max_y p(y|x) - p(yhat|x)]: excess error against the truth, "
+                                            "free of label noise"),
+         "converged": TRAINING["converged"], "stopped_by": TRAINING["stopped_by"],
+         "source": TRAINING["source"]}),
+}
 ARTIFACTS = artifacts_by_name(
     Artifact("difficulty_vs_tau", "table",
              "How hard the oracle world is against its base temperature tau: Bayes error (%), aleatoric "

@@ -33,12 +33,55 @@ from typing import Any
 from oracle.errors import ConfigError
 from oracle.experiments import entry_schema, reporting_half
 from oracle.experiments._training import size_cell
+from oracle.report.columns import ID, CsvColumns
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import noisy_set_name
 from oracle.world_specs import world_specs
 
 KIND = "estimators"
 DATA = ("estimates", "scores", "sets")
+#: Its data files' columns (`DATA`), unit and meaning each: docs/outputs.md's column dictionary
+#: (`oracle.experiments.columns`); its tests hold them to what its collect writes.
+COLUMNS = {
+    "estimates": CsvColumns(
+        "estimators/<experiment>/data/estimates.csv",
+        "one method's estimate for one borrowed model on one evaluation set",
+        {**{k: ID[k] for k in ("arch", "cell", "seed", "evalset")},
+         "shift": ("text", "clean, noise or variant"),
+         "parameter": ("text", "the set's shift as text (sigma, tau, prior)"),
+         "method": ("text", "estimator: mano, mano_official, atc_mc, atc_ne, confscore, entropy or nuclear"),
+         "estimate": ("fraction or score", "the method's output: a predicted accuracy (atc_mc, atc_ne, "
+                                           "confscore) or a unitless score (the others)"),
+         "accuracy": ("fraction", "the model's true accuracy on the set against its labels"),
+         "bayes_accuracy": ("fraction", "E[max_y p(y|x)] of the set (clean set and variants; NaN on noise)"),
+         "bayes_accuracy_se": ("fraction", "its SE"), "n": ("samples", "rows of the set")}),
+    "scores": CsvColumns(
+        "estimators/<experiment>/data/scores.csv",
+        "one method for one model against one target, over the shifted sets",
+        {**{k: ID[k] for k in ("arch", "cell", "seed")}, "method": ("text", "as in estimates.csv"),
+         "target": ("text", "accuracy (over every shifted set) or bayes_accuracy (over the world variants)"),
+         "r2": ("1", "R^2 of a linear fit of the target on the estimate"),
+         "spearman": ("1", "Spearman rho (signed) of estimate and target"),
+         "mae": ("fraction", "mean |estimate - target| (NaN for a method that gives a score)"),
+         "n": ("sets", "sets scored")}),
+    "sets": CsvColumns(
+        "estimators/<experiment>/data/sets.csv",
+        "one evaluation set (clean first), over the models",
+        {"evalset": ID["evalset"], "shift": ("text", "clean, noise or variant"),
+         "parameter": ("text", "the set's shift as text"), "n": ("samples", "rows of the set"),
+         "kl_exact": ("nats", "exact KL of the variant world from the models' world (0 for the clean set, "
+                              "NaN for noise)"),
+         "kl_monte_carlo": ("nats", "its Monte Carlo check"), "kl_monte_carlo_se": ("nats", "its SE"),
+         "posterior_shift": ("nats", "noise only: the oracle's E[KL(p(y|x) || p(y|x'))]"),
+         "posterior_shift_se": ("nats", "its SE"),
+         "oracle_acc_noisy": ("fraction", "noise only: the oracle's accuracy on x'"),
+         "accuracy": ("fraction", "mean model accuracy on the set"),
+         "accuracy_std": ("fraction", "its std over models"), "n_models": ("models", "models averaged"),
+         "bayes_accuracy": ("fraction", "mean E[max_y p(y|x)] (NaN on noise)"),
+         "drop_pp": ("pp", "100 x (clean accuracy - accuracy)"),
+         "bayes_drop_pp": ("pp", "100 x (clean Bayes accuracy - bayes_accuracy)"),
+         "irreducible_share": ("1", "bayes_drop_pp / drop_pp, variants only")}),
+}
 ARTIFACTS = artifacts_by_name(
     Artifact("estimator_scores", "table",
              "Label-free accuracy estimators on shifted oracle test sets: R^2 of a linear fit and Spearman's "

@@ -23,10 +23,28 @@ from typing import Any
 
 from oracle.errors import ConfigError
 from oracle.experiments import _calibration, _training, entry_schema, reporting_half, with_defaults
+from oracle.report.columns import ID, PAIRS, RELIABILITY, RUNS, CsvColumns
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "labels"
 DATA = ("runs", "curves", "reliability", "pairs")
+#: Its data files' columns (`DATA`), unit and meaning each: docs/outputs.md's column dictionary
+#: (`oracle.experiments.columns`); its tests hold them to what its collect writes.
+COLUMNS = {
+    "runs": RUNS,
+    "curves": CsvColumns(
+        "labels/<experiment>/data/curves.csv",
+        "one training epoch of one classifier",
+        {"arch": ID["arch"], "cell": ID["cell"], "seed": ID["seed"], "N": ID["N"],
+         "labels": ID["labels"], "epoch": ("epochs", "epoch number, 1 = first"),
+         "train_loss": ("nats", "mean training loss of the epoch per sample: cross-entropy against the labels "
+                                "trained on (hard y, or soft p(y|x))"),
+         "curve_acc": ("fraction", "accuracy against the labels on the curve_size rows of the oracle test set "
+                                   "after the epoch"),
+         "curve_epistemic": ("nats", "E[KL(p || q)] on the same rows after the epoch")}),
+    "reliability": RELIABILITY,
+    "pairs": PAIRS,
+}
 MODES = ("hard", "soft")
 COLORS = {"soft": "#1f77b4", "hard": "#d62728"}  # the paper's blue and red
 ARTIFACTS = artifacts_by_name(

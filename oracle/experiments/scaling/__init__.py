@@ -21,10 +21,34 @@ from typing import Any
 
 from oracle.errors import ConfigError
 from oracle.experiments import _calibration, _training, entry_schema, reporting_half, with_defaults
+from oracle.report.columns import ID, PAIRS, RELIABILITY, RUNS, CsvColumns
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "scaling"
 DATA = ("runs", "fits", "reliability", "pairs")
+#: Its data files' columns (`DATA`), unit and meaning each: docs/outputs.md's column dictionary
+#: (`oracle.experiments.columns`); its tests hold them to what its collect writes.
+COLUMNS = {
+    "runs": RUNS,
+    "fits": CsvColumns(
+        "scaling/<experiment>/data/fits.csv",
+        "one power-law fit value ~ coef N^-alpha: per (arch, seed) (kind seed), mean ± std over seeds "
+        "(kind arch) or of the seed-mean curve (kind curve)",
+        {"kind": ("text", "seed, arch or curve (see row)"),
+         "value": ("text", "the runs.csv column fitted (epistemic, ece, ece_posterior, ...)"),
+         "arch": ID["arch"], "seed": ("integer", "training seed (kind seed only)"),
+         "alpha": ("1", "power-law exponent"), "alpha_se": ("1", "SE of alpha from the fit"),
+         "coef": ("unit of value", "prefactor at N = 1"), "coef_se": ("unit of value", "SE of coef"),
+         "r2": ("1", "R^2 of the log-log line"), "n_points": ("sizes", "training sizes N fitted"),
+         "curvature": ("1", "coefficient of (ln N)^2 of a quadratic log-log fit, 0 on a power law"),
+         "alpha_std": ("1", "std of alpha over seeds (kind arch)"),
+         "curvature_std": ("1", "std of curvature over seeds (kind arch)"),
+         "n_seeds": ("seeds", "seeds averaged (kind arch)"),
+         "weighted": ("bool", "least squares weighted by the values' SE"),
+         "note": ("text", "why the fit is empty (fewer than two N, a value <= 0)")}),
+    "reliability": RELIABILITY,
+    "pairs": PAIRS,
+}
 #: The values with power-law fits in ``fits``: epistemic KL (nats), ECE against the labels and
 #: the true ECE against the exact posterior (fractions).
 FIT_VALUES = ("epistemic", "ece", "ece_posterior")

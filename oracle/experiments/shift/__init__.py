@@ -45,11 +45,81 @@ from typing import Any
 
 from oracle.errors import ConfigError
 from oracle.experiments import _training, entry_schema, reporting_half, with_defaults
+from oracle.report.columns import ID, METRICS, PAIRS, TRAINING, CsvColumns
 from oracle.report.paper import Artifact, artifacts_by_name
 from oracle.world_specs import known_num_classes, world_specs
 
 KIND = "shift"
 DATA = ("runs", "configurations", "pairs")
+#: Its data files' columns (`DATA`), unit and meaning each: docs/outputs.md's column dictionary
+#: (`oracle.experiments.columns`); its tests hold them to what its collect writes.
+COLUMNS = {
+    "runs": CsvColumns(
+        "shift/<experiment>/data/runs.csv",
+        "one evaluation of one classifier on the baseline test set (runs.csv's columns with the metrics the "
+        "metrics file holds, shift_type and the training set's shift)",
+        {**{k: v for k, v in ID.items() if k in ("experiment", "arch", "cell")},
+         "shift_type": ("text", "baseline, prior, noise, prior+noise, variant or variant+noise: how the "
+                                "configuration's training set differs from the baseline's"),
+         **{k: v for k, v in ID.items() if k not in ("experiment", "arch", "cell")}, **METRICS, **TRAINING,
+         "val_acc": ("fraction", "accuracy on the held-out part of the shifted training set, last epoch"),
+         "counts": ("JSON", "realised class counts of the training set (empty when not recorded)"),
+         "kl_y_empirical": ("nats", "KL_y of the realised class frequencies against the baseline world's "
+                                    "class prior P0 (uniform unless the world sets one)"),
+         "smallest_class_rows": ("samples", "rows of the smallest class the baseline world draws, in the "
+                                            "training set's N rows before the validation split: the "
+                                            "realised counts, or for a configuration on the pool's first N "
+                                            "rows, their labels counted by collect"),
+         "unique_rows": ("samples", "distinct sample rows in the training set (resampling draws with "
+                                    "replacement)"),
+         "resampled_classes": ("JSON", "classes drawn with replacement, a JSON list"),
+         "acc_adjusted": ("fraction", "logit-adjusted accuracy against the test labels: argmax of log q(y|x) "
+                                      "- log pi_train(y) + log pi_world(y), pi_train the configuration's "
+                                      "training prior, pi_world the test world's"),
+         "acc_adjusted_se": ("fraction", "its SE over the test rows")}),
+    "configurations": CsvColumns(
+        "shift/<experiment>/data/configurations.csv",
+        "one shift configuration (config order), over its classifiers (every arch and seed)",
+        {"cell": ("text", "configuration name (config key configurations.<name>)"),
+         "label": ("text", "its display label (default: its name)"),
+         "shift_type": ("text", "as in runs.csv"),
+         "world": ("text", "the world its training set is drawn from"),
+         "prior": ("JSON", "its class prior pi (null: the world's own)"),
+         "noise_std": ("1 (pixel scale [-1, 1])", "sigma of the Gaussian noise added to the training "
+                                                  "images, x' = clip(x + eps, -1, 1)"),
+         "n_runs": ("classifiers", "classifiers averaged"),
+         "kl_y_target": ("nats", "KL_y(pi || P0) of the configured prior, P0 the baseline world's (NaN without one)"),
+         "kl_y_empirical": ("nats", "mean of runs.csv kl_y_empirical"),
+         "kl_y_empirical_std": ("nats", "its std over the classifiers"),
+         "kl_exact": ("nats", "exact KL(p_train(x, y) || p_test(x, y)) where tractable (no noise, label "
+                              "temperature 1); NaN otherwise"),
+         "kl_monte_carlo": ("nats", "Monte Carlo check of the variant world's KL from the flow's log densities"),
+         "kl_monte_carlo_se": ("nats", "its SE"),
+         "kl_monte_carlo_z": ("1", "(Monte Carlo - closed form) / SE"),
+         "acc": ("fraction", "mean test accuracy on the baseline test set"),
+         "acc_std": ("fraction", "its std over the classifiers"),
+         "acc_se_rows": ("fraction", "mean over the classifiers of acc's SE over the test rows"),
+         "delta_pp": ("pp", "100 x (acc - the baseline configuration's mean acc)"),
+         "acc_adjusted": ("fraction", "mean of runs.csv acc_adjusted (logit-adjusted accuracy)"),
+         "acc_adjusted_std": ("fraction", "its std over the classifiers"),
+         "acc_adjusted_se_rows": ("fraction", "mean over the classifiers of its SE over the test rows"),
+         "delta_adjusted_pp": ("pp", "100 x (acc_adjusted - the baseline configuration's mean acc_adjusted)"),
+         "bayes_cost_pp": ("pp", "exact Bayes cost of the training prior on the baseline test rows: 100 x "
+                                 "mean over the rows of max_y p(y|x) - p(yhat|x), yhat = argmax_y p(y|x) "
+                                 "pi_train(y) / pi_world(y) (the world's Bayes rule under the training "
+                                 "prior), in expectation over the rows' labels"),
+         "bayes_cost_se_pp": ("pp", "its SE over the test rows (as a sample of the world)"),
+         "smallest_class_rows_min": ("samples", "smallest runs.csv smallest_class_rows over the classifiers"),
+         "smallest_class_rows_max": ("samples", "largest runs.csv smallest_class_rows over the classifiers"),
+         "val_acc": ("fraction", "mean of runs.csv val_acc"), "val_acc_std": ("fraction", "its std"),
+         "bayes_accuracy": ("fraction", "mean Bayes accuracy E[max_y p(y|x)] of the test rows"),
+         "posterior_shift": ("nats", "noise only: the oracle's E[KL(p(y|x) || p(y|x'))] on the baseline test "
+                                     "set at this sigma"),
+         "posterior_shift_se": ("nats", "its SE"),
+         "oracle_acc_noisy": ("fraction", "noise only: the oracle's accuracy on x'"),
+         "oracle_acc_noisy_se": ("fraction", "its SE")}),
+    "pairs": PAIRS,
+}
 ARTIFACTS = artifacts_by_name(
     Artifact("shift_configurations", "table",
              "Controlled shift configurations: class prior pi, noise sigma, training world; KL_y target "
