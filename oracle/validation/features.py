@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from oracle.devices import adamw
 from oracle.io.atomic import torch_save_atomic
 from oracle.errors import DataError, OracleError
 from oracle.io.state_dicts import read_checkpoint
@@ -131,9 +132,10 @@ def train_domain_feature_net(images, labels, *, epochs: int = 10, seed: int = 0,
     """Train a ``DomainFeatureNet`` classifier on REAL training images; return it in eval mode.
 
     ``images`` uint8 ``[N, C, H, W]`` (or float on [-1, 1]), ``labels`` int ``[N]`` in [0, K).
-    AdamW with cosine learning-rate decay, cross-entropy, no augmentation (flips would be wrong
-    for digits). Initialization and shuffling draw only from ``seed`` (the global torch RNG is
-    left untouched), so on CPU the same inputs give bit-identical weights.
+    AdamW (`oracle.devices.adamw`, as every training loop of the project) with cosine
+    learning-rate decay, cross-entropy, no augmentation (flips would be wrong for digits).
+    Initialization and shuffling draw only from ``seed`` (the global torch RNG is left
+    untouched), so on CPU the same inputs give bit-identical weights.
     ``net.train_info`` records epochs, seed, n_train, the last epoch's mean loss (nats) and
     training accuracy.
     """
@@ -157,7 +159,7 @@ def train_domain_feature_net(images, labels, *, epochs: int = 10, seed: int = 0,
         net = DomainFeatureNet(x_all.shape[1], k, min(x_all.shape[-2:]), feature_dim=feature_dim,
                                width=width, max_input_size=max_input_size, dataset_name=dataset_name)
     net.to(device).train()
-    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay)
+    opt = adamw(net.parameters(), device, lr=lr, weight_decay=weight_decay)
     steps = epochs * math.ceil(n / batch_size)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     gen = torch.Generator().manual_seed(seed)
