@@ -241,3 +241,15 @@ def test_library_fid_inception_reproduces_hand_written_features(tmp_path):
     np.testing.assert_allclose(p, torch.softmax(logits.double(), 1).numpy(), rtol=1e-5, atol=1e-9)
     f_tv = features.extract_features(pretrained_nets.load_inception(path, layout="torchvision"), imgs.numpy())
     assert np.abs(f_tv.sum(1) - _HAND_WRITTEN_ROW_SUMS).max() > 1.0
+
+
+def test_every_training_loop_builds_its_optimizer_with_the_one_helper():
+    """AdamW is made in one place (oracle.devices.adamw: the fused kernel where torch has one);
+    no module of oracle/ builds its own, the feature net's loop included."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    own = [str(p.relative_to(repo)) for p in sorted((repo / "oracle").rglob("*.py"))
+           if p.name != "devices.py" and re.search(r"optim\.AdamW\(|optim\.Adam\(", p.read_text())]
+    assert own == []
