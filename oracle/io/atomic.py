@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from oracle.errors import ConfigError
+from oracle.errors import ConfigError, DataError
 
 
 def current_umask() -> int:
@@ -69,6 +69,15 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
     with atomic_output(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(path)
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON value in file `path` (what `write_json_atomic` wrote); DataError, one line naming
+    the file, when it cannot be read or parsed."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from None
 
 
 def torch_save_atomic(obj: Any, path: str | os.PathLike) -> Path:

@@ -19,20 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from oracle.errors import ConfigError, DataError
-from oracle.io.atomic import to_jsonable
+from oracle.io.atomic import read_json, to_jsonable
 from oracle.workflow.provenance import read_record, resolve_recorded_path
 
 
 def _as_written(obj: Any) -> Any:
     """`obj` as it reads back from the JSON write_json_atomic writes."""
     return json.loads(json.dumps(to_jsonable(obj), allow_nan=True))
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read {path}: {exc}") from None
 
 
 def recompute_part(part_path: str | os.PathLike, config: Mapping | None) -> dict[str, dict]:
@@ -50,11 +43,11 @@ def recompute_part(part_path: str | os.PathLike, config: Mapping | None) -> dict
     if rule == "world_numbers" and len(inputs) == 1:
         from oracle.measures.world_constants import world_numbers
 
-        return world_numbers(_read_json(sources[inputs[0]]), inputs[0])
+        return world_numbers(read_json(sources[inputs[0]]), inputs[0])
     if rule == "validation_numbers" and len(inputs) == 1:
         from oracle.validation.artifacts import validation_numbers
 
-        return validation_numbers(_read_json(sources[inputs[0]]), inputs[0])
+        return validation_numbers(read_json(sources[inputs[0]]), inputs[0])
     if rule == "experiment_numbers":
         import pandas as pd
 
@@ -128,10 +121,10 @@ def rederive_problems(numbers_path: str | os.PathLike, config: Mapping | None) -
             failed.append(prefix + ".")
             continue
         if part.is_file():
-            problems += compare_entries({f"{prefix}.{k}": v for k, v in _read_json(part).items()},
+            problems += compare_entries({f"{prefix}.{k}": v for k, v in read_json(part).items()},
                                         {f"{prefix}.{k}": v for k, v in derived[prefix].items()},
                                         f"numbers/{part.name}")
-    stored = {k: v for k, v in _read_json(path).items() if not k.startswith(tuple(failed))}
+    stored = {k: v for k, v in read_json(path).items() if not k.startswith(tuple(failed))}
     return problems + compare_entries(stored, _as_written(merge_numbers(derived)), path.name)
 
 

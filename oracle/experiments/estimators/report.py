@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -15,6 +14,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from oracle.errors import DataError
+from oracle.io.atomic import read_json
 from oracle.experiments.estimators import evaluation_sets
 from oracle.io.predictions import read_predictions
 from oracle.measures import accuracy_estimators as est
@@ -24,13 +24,6 @@ from oracle.report.numbers import entry, mean_spread
 
 
 # --------------------------------------------------------------------------- data
-def _read_json(path: str) -> dict:
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DataError(f"cannot read {path}: {exc}") from None
-
-
 def _set_info(spec: Mapping, evalset: str) -> tuple[str, str]:
     """(shift kind, parameter text) of an evaluation set."""
     if evalset == spec["world"]:
@@ -51,7 +44,7 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
 
     metrics = {}
     for path in inputs["metrics"]:
-        m = _read_json(path)
+        m = read_json(path)
         metrics[(m["arch"], m["cell"], int(m["seed"]), m["evalset"])] = m["metrics"]
     preds = {}
     for path in inputs["predictions"]:
@@ -83,8 +76,8 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
                              "accuracy": acc, "bayes_accuracy": bayes["mean"], "bayes_accuracy_se": bayes["se"],
                              "n": int(len(p["label"]))})
     estimates = pd.DataFrame(rows)
-    divergences = {d["world"]: d for d in map(_read_json, inputs.get("divergences", []))}
-    noise = {round(float(n["sigma"]), 12): n for n in map(_read_json, inputs.get("noise", []))}
+    divergences = {d["world"]: d for d in map(read_json, inputs.get("divergences", []))}
+    noise = {round(float(n["sigma"]), 12): n for n in map(read_json, inputs.get("noise", []))}
     return {"estimates": estimates, "scores": score_frame(estimates),
             "sets": set_frame(spec, estimates, divergences, noise)}
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import DataError
+from oracle.io.atomic import read_json
 from oracle.decomposition import mean_se
 from oracle.experiments._pairs import Pair, one_file, pair_rows, pairs_of_rows, read_row_values
 from oracle.experiments.shift import ARTIFACTS, shift_type
@@ -25,13 +26,6 @@ from oracle.report.numbers import converged_entries, entry, mean_spread, over_se
 
 
 # --------------------------------------------------------------------------- data
-def _read_json(path: str) -> dict:
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DataError(f"cannot read {path}: {exc}") from None
-
-
 def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
     """``runs`` from the metrics (``inputs["metrics"]``) and histories (``inputs["histories"]``:
     validation accuracy, realised class counts); ``configurations`` from runs, the world
@@ -44,7 +38,7 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     runs = read_metrics_frame(inputs["metrics"])
     hist = {}
     for path in inputs["histories"]:
-        h = _read_json(path)
+        h = read_json(path)
         last = h["history"][-1] if h.get("history") else {}
         counts = (h.get("shift") or {}).get("counts")
         hist[(h["arch"], h["cell"], int(h["seed"]))] = {
@@ -71,8 +65,8 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
                           for k in keys])
     runs = pd.concat([runs.reset_index(drop=True), extra], axis=1)
     runs.insert(3, "shift_type", [shift_type(spec, c) for c in runs["cell"]])
-    divergences = {d["world"]: d for d in map(_read_json, inputs.get("divergences", []))}
-    noise = {round(float(n["sigma"]), 12): n for n in map(_read_json, inputs.get("noise", []))}
+    divergences = {d["world"]: d for d in map(read_json, inputs.get("divergences", []))}
+    noise = {round(float(n["sigma"]), 12): n for n in map(read_json, inputs.get("noise", []))}
     costs = {k[1]: mean_se(v["bayes_cost"]) for k, v in per_row.items()}  # a cell's cost: the same per classifier
     return {"runs": runs, "configurations": configuration_frame(spec, runs, divergences, noise, costs),
             "pairs": pairs_of_rows(per_row, n_rows, configuration_pairs(spec, runs), ("acc",))}
