@@ -40,7 +40,7 @@ from oracle.world_specs import known_num_classes, world_kind
 from oracle.workflow.plan.disk import NATIVE_CLASSES, sample_shape
 
 __all__ = ["MAX_STEPS", "NATIVE_TRAIN_IMAGES", "Estimate", "check_budget", "flow_trains", "machine_memory",
-           "memory_estimates", "plan_num_classes", "step_estimates", "training_images_bound"]
+           "memory_estimates", "plan_num_classes", "step_estimates", "training_images_bound", "training_key"]
 
 #: Optimizer steps past which a training has no meaning: 10^8 steps at 10 ms each are 11 days,
 #: and no preset's training comes within a factor of 100 of it.
@@ -101,8 +101,10 @@ def training_images_bound(config: Mapping) -> tuple[int, str] | None:
     return min(bounds) if bounds else None
 
 
-def _training_key(config: Mapping, experiment: str, field: str) -> str:
-    own = (config["experiments"][experiment].get("training") or {})
+def training_key(config: Mapping, experiment: str, field: str) -> str:
+    """The config key of training setting `field` of `experiment`'s classifiers: its own
+    override (``experiments.<name>.training.<field>``) or ``classifiers.training.<field>``."""
+    own = config["experiments"][experiment].get("training") or {}
     return f"experiments.{experiment}.training.{field}" if field in own else f"classifiers.training.{field}"
 
 
@@ -159,7 +161,7 @@ def step_estimates(config: Mapping, specs: Mapping[str, dict]) -> list[tuple[str
             steps = training_epochs(tr, n, t.get("val_fraction")) * per_epoch
             if longest is None or steps > longest[1]:
                 field = "epochs" if int(tr["epochs"]) * per_epoch >= int(tr["min_steps"]) else "min_steps"
-                longest = (_training_key(config, name, field), steps,
+                longest = (training_key(config, name, field), steps,
                            f"the budget of a classifier of experiment {name!r} at N={n}")
         if longest is not None:
             out.append(longest)

@@ -24,7 +24,7 @@ import yaml
 from oracle.errors import ConfigError
 from oracle.io.yaml_text import parse_yaml
 from oracle.workflow import plan
-from oracle.workflow.plan import budget
+from oracle.workflow.plan import budget, job_checks
 from oracle.workflow.plan.needed_files import (NeededFile, check_needed_files, missing_files,  # noqa: F401
                                                missing_files_error, missing_files_text, needed_files, used_archs)
 from oracle.workflow.plan.paths import REPO_ROOT
@@ -327,7 +327,8 @@ def check_config(config: Mapping) -> None:
                               "downloaded); set false, or the path of a local weights file")
     specs = plan.experiment_specs(config)
     _check_paper(config, specs)
-    # what the jobs would hold and run (memory, steps), before Snakemake deletes any output
+    # what the jobs would refuse, hold and run (memory, steps), before Snakemake deletes any output
+    job_checks.check_jobs(config, specs)
     budget.check_budget(config, specs)
     for stage, r in config["resources"].items():
         if r["nodes"] > 1 and (r["gpus"] == 0 or r["gpus"] % r["nodes"]):
