@@ -100,6 +100,8 @@ onstart:
     from oracle.workflow.plan.disk import disk_problem
     from oracle.workflow.provenance.input_identity import check_pending_inputs
 
+    # Snakemake's lock is taken: who holds it, for the message a second run gets (engine.lock_holder_text)
+    engine.note_lock_holder()
     # `--touch` runs no job, so no input is read: nothing to check (and touched outputs have no records)
     _pending = [] if engine.touch_run(workflow) else engine.pending_jobs(workflow)
     try:

@@ -643,8 +643,15 @@ def test_a_job_whose_snakemake_is_killed_is_ended_by_the_server(scripts: Path) -
 
 
 def test_ctrl_c_of_a_waiting_client_is_one_line_and_ends_its_job(scripts: Path) -> None:
-    """Ctrl-C printed a KeyboardInterrupt traceback per waiting job client: now one line."""
-    proc, child, _ = _start_delegated(scripts, "i.txt", "sleep")
+    """Ctrl-C printed a KeyboardInterrupt traceback per waiting job client: now one line. (The
+    client gets SIGINT's default action back: a test run in the background inherits it ignored.)"""
+    work = scripts / "work"
+    proc = subprocess.Popen([sys.executable, str(scripts / "delegate.py"), str(scripts), str(scripts / "job.py"),
+                             "i.txt", "1", "sleep"], cwd=work, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, js.SWITCH_ENV: "on"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert _wait((work / "i.txt.pid").exists, 60)
+    child = int((work / "i.txt.pid").read_text().split()[0])
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "Traceback" not in err, err
