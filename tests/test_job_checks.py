@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import math
 import os
 import subprocess
@@ -300,3 +301,20 @@ def test_a_bad_config_after_a_valid_run_changes_no_file(smoke_run, tmp_path):
         assert proc.returncode == 1 and len(errors) == 1 and key.split(".")[-1] in errors[0], proc.stderr[-2000:]
         assert "Traceback" not in proc.stderr + proc.stdout and '  File "' not in proc.stderr
         assert _sha256s(work / "results") == before, key
+
+
+@pytest.mark.slow
+def test_a_classifier_record_describes_what_the_job_did(smoke_run):
+    """`pretrained: yes` trained from scratch while the record said True. Each classifier's record
+    says which weights the job loaded (None: none, trained from scratch) and the optimizer steps
+    it ran, which its training history confirms."""
+    from oracle.workflow.provenance import record_path
+
+    models = sorted(smoke_run.results.glob("classifiers/**/model.pt"))
+    assert models
+    for model in models:
+        record = json.loads(record_path(model).read_text())
+        history = json.loads(model.with_name("history.json").read_text())
+        pre = smoke_run.config["classifiers"]["archs"][history["arch"]]["pretrained"]
+        assert record["extra"]["weights_loaded"] == (pre or None)
+        assert record["extra"]["steps_run"] == history["history"][-1]["steps"] == history["convergence"]["steps"] > 0
