@@ -278,13 +278,15 @@ def _sha256s(root: Path) -> dict[str, str]:
 #: A few of the probe's one-key changes: NaN of each stage, memory, a flow batch, a record that lied.
 REAL_RUN = [("classifiers.training.lr", math.nan), ("oracle.train.lr", math.nan),
             ("worlds.base.prior", [math.nan] + [0.1] * 9), ("classifiers.archs.test_resnet.input_size", 100000),
-            ("oracle.train.batch_size", 2**20), ("classifiers.archs.test_resnet.pretrained", True)]
+            ("oracle.train.batch_size", 2**20), ("classifiers.archs.test_resnet.pretrained", True),
+            # a weights file not there: a dry run lists it, the run refuses before any job (onstart)
+            ("classifiers.archs.test_resnet.pretrained", "weights/nope.pth")]
 
 
 @pytest.mark.slow
 def test_a_bad_config_after_a_valid_run_changes_no_file(smoke_run, tmp_path):
     """`snakemake` (a real run, not -n) of each bad config after a finished valid run: one line
-    naming the key, no traceback, every file of results/ byte for byte as before."""
+    naming the key, no traceback, every file of results/ byte for byte as before (sha256)."""
     work = tmp_path / "work"
     import shutil
 
@@ -297,7 +299,7 @@ def test_a_bad_config_after_a_valid_run_changes_no_file(smoke_run, tmp_path):
         proc = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "-s", str(REPO / "Snakefile"), "-d",
                                str(work), "--cores", "2", "--configfile", str(bad)], cwd=work, capture_output=True,
                               text=True, timeout=600, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("ConfigError: ")]
+        errors = [ln for ln in proc.stderr.splitlines() if ln.startswith(("ConfigError: ", "DataError: "))]
         assert proc.returncode == 1 and len(errors) == 1 and key.split(".")[-1] in errors[0], proc.stderr[-2000:]
         assert "Traceback" not in proc.stderr + proc.stdout and '  File "' not in proc.stderr
         assert _sha256s(work / "results") == before, key
