@@ -35,17 +35,21 @@ if not engine.configfiles_given(workflow):
 
 # config.schema.yaml with every experiment kind's entry schema (oracle/experiments/<kind>/schema.yaml)
 SCHEMA = oc.full_schema(os.path.join(workflow.basedir, "config.schema.yaml"))
-# One-line ConfigError naming the key first; then the schema's defaults are filled in.
-oc.validate_config(config, SCHEMA)
-oc.fill_defaults(config, SCHEMA)
-oc.check_config(config)
+# One-line ConfigError naming the key first (no stack: Snakemake would print one under it); then
+# the schema's defaults are filled in, and every check a job makes on its config runs now
+# (NaN, memory and steps included: oracle.workflow.plan.budget), before any output is deleted.
 # timm names and pretrained files: once per invocation (the names from a per-timm-version cache,
 # oracle.classifiers.timm_names), so a misspelled architecture fails now, not when its job starts
 # after hours of flow training
+with oc.one_line_errors():
+    oc.validate_config(config, SCHEMA)
+    oc.fill_defaults(config, SCHEMA)
+    oc.check_config(config)
+    if engine.is_main_process(workflow):
+        if _note := engine.version_note():
+            print(_note, file=sys.stderr)
+        oc.check_classifier_archs(config)
 if engine.is_main_process(workflow):
-    if _note := engine.version_note():
-        print(_note, file=sys.stderr)
-    oc.check_classifier_archs(config)
     # raw data and weights the user must still put in place: listed by every invocation (a dry
     # run plans without them); `onstart` refuses a run whose jobs would read one
     if _missing := oc.missing_files(config):
@@ -96,6 +100,8 @@ onstart:
     from oracle.workflow.plan.disk import disk_problem
     from oracle.workflow.provenance.input_identity import check_pending_inputs
 
+    # Snakemake's lock is taken: who holds it, for the message a second run gets (engine.lock_holder_text)
+    engine.note_lock_holder()
     # `--touch` runs no job, so no input is read: nothing to check (and touched outputs have no records)
     _pending = [] if engine.touch_run(workflow) else engine.pending_jobs(workflow)
     try:

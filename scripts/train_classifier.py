@@ -53,7 +53,7 @@ def main(sm):
     state.unlink(missing_ok=True)
     print(f"{wc.experiment}/{wc.arch}/{wc.cell}/seed{seed}: {describe(converged)}, "
           f"final loss {history[-1]['train_loss']:.4f}")
-    return dict(extra={"device": str(device)})
+    return dict(extra={"device": str(device), "weights_loaded": pretrained, "steps_run": converged["steps"]})
 
 
 run_job(snakemake, main)  # noqa: F821 - injected by Snakemake's script directive

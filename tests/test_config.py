@@ -205,10 +205,16 @@ def test_prior_must_sum_to_one(default):
 
 
 def test_prior_length_is_checked_when_k_is_known(default):
+    """K fixed by the data kind (digits: 10), by data.classes or a Gaussian world is checked
+    when the config is read; an image folder's K only by the data stage."""
     default["worlds"]["base"]["prior"] = [0.5, 0.5]
-    oc.check_config(default)  # digits: K is known only once the data are read
     with pytest.raises(ConfigError, match=r"'worlds\.base\.prior'.*2 entries.*the digits data has 10"):
-        oc.check_prior_length(default, 10, "the digits data")
+        oc.check_config(default)  # a dry run refuses it: no flow job learns it after its outputs were deleted
+    folder = copy.deepcopy(default)
+    folder["data"].update(kind="image_folder", root="some/folder")
+    oc.check_config(folder)  # K is known only once the data are read
+    with pytest.raises(ConfigError, match=r"'worlds\.base\.prior'.*2 entries.*the image_folder data has 10"):
+        oc.check_prior_length(folder, 10, "the image_folder data")
     default["data"]["classes"] = ["a", "b", "c"]
     with pytest.raises(ConfigError, match=r"'worlds\.base\.prior'.*2 entries.*3 classes"):
         oc.check_config(default)

@@ -400,7 +400,9 @@ def test_a_missing_output_beside_its_record_is_rebuilt(smoke, tamper):
 
 @pytest.mark.parametrize("change,error", [
     ({"oracle__flow__patch_size": 3}, "ConfigError: config key 'oracle.flow.patch_size': 3 does not divide"),
-    ({"worlds__base__prior": [0.5, 0.5]}, "WorldError: prior has 2 entries but the flow has num_classes=10"),
+    # refused when the config is read (digits fix K = 10), not by the flow job after its outputs went
+    ({"worlds__base__prior": [0.5, 0.5]}, "ConfigError: config key 'worlds.base.prior': has 2 entries but the "
+                                          "digits data has 10 classes"),
     ({"data__kind": "npz", "data__root": "data/missing.npz"}, "DataError: npz data not found at data/missing.npz"),
 ])
 def test_a_bad_value_over_existing_results_fails_the_run(smoke, tamper, change, error):

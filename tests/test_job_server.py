@@ -607,3 +607,66 @@ def test_a_flood_of_connections_under_a_low_descriptor_limit_leaves_the_server_a
     assert later.returncode == 0 and "running inline" not in later.stderr, later.stderr
     log = Path(f"{sock}.log").read_text()
     assert len(log.splitlines()) < 60, log[-3000:]
+
+
+def test_a_job_whose_snakemake_is_killed_is_ended_by_the_server(scripts: Path) -> None:
+    """Issue 49: after kill -9 of snakemake alone its job clients lived on and their jobs wrote
+    outputs and records that no run tracked, beside the next run's writers. The server ends a
+    job whose run (`mark_run`: pid and start time) is gone within seconds."""
+    work = scripts / "work"
+    run_py = scripts / "run.py"  # the Snakemake run: the job's client is its child
+    run_py.write_text(textwrap.dedent(f"""
+        import os, subprocess, sys, time
+        os.environ[{js.RUN_ENV!r}] = str(os.getpid())
+        client = subprocess.Popen(sys.argv[1:], cwd={str(work)!r})
+        print(client.pid, flush=True)
+        time.sleep(300)
+    """))
+    run = subprocess.Popen([sys.executable, str(run_py), sys.executable, str(scripts / "delegate.py"), str(scripts),
+                            str(scripts / "job.py"), "k.txt", "1", "sleep"], stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, js.SWITCH_ENV: "on"})
+    client = int(run.stdout.readline())
+    try:
+        assert _wait((work / "k.txt.pid").exists, 60)
+        child = int((work / "k.txt.pid").read_text().split()[0])
+        assert not _gone(child) and not _gone(client)
+        run.kill()  # kill -9 of snakemake alone: its client lives on
+        run.wait()
+        killed = time.monotonic()
+        assert _wait(lambda: _gone(child), 10), "the job outlived its Snakemake run"
+        assert time.monotonic() - killed < 10
+        assert _wait(lambda: _gone(client), 10), "the client did not end with its job"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(client, signal.SIGKILL)
+    assert len((work / "k.txt.runs").read_text().splitlines()) == 1
+
+
+def test_ctrl_c_of_a_waiting_client_is_one_line_and_ends_its_job(scripts: Path) -> None:
+    """Ctrl-C printed a KeyboardInterrupt traceback per waiting job client: now one line. (The
+    client gets SIGINT's default action back: a test run in the background inherits it ignored.)"""
+    work = scripts / "work"
+    proc = subprocess.Popen([sys.executable, str(scripts / "delegate.py"), str(scripts), str(scripts / "job.py"),
+                             "i.txt", "1", "sleep"], cwd=work, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, js.SWITCH_ENV: "on"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert _wait((work / "i.txt.pid").exists, 60)
+    child = int((work / "i.txt.pid").read_text().split()[0])
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert [ln for ln in err.splitlines() if ln.strip()][-1] == js.INTERRUPTED
+    assert _wait(lambda: _gone(child), 10), "the job outlived its interrupted client"
+
+
+def test_ctrl_c_of_a_job_run_inline_is_one_line(tmp_path: Path) -> None:
+    """A job run inline (the flow's training, a job with the server off) interrupted by Ctrl-C:
+    status 130 and one line, no traceback."""
+    script = tmp_path / "inline.py"
+    script.write_text(textwrap.dedent("""
+        from oracle.workflow.jobs import script_job
+        with script_job(None, log_path=None):
+            raise KeyboardInterrupt
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130 and done.stderr.strip() == js.INTERRUPTED, done.stderr

@@ -16,8 +16,10 @@ only inside the functions that need its classes, so the module imports without i
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from oracle.errors import OracleError
@@ -25,7 +27,8 @@ from oracle.errors import OracleError
 __all__ = ["TESTED", "REQUIRED", "EngineError", "Hooks", "version_note", "missing_names", "install",
            "is_main_process", "configfiles_given", "mark_local", "dry_run", "touch_run", "params_trigger", "dag_jobs",
            "pending_jobs", "needs_run", "force_rerun", "dependencies", "group_components", "job_rule",
-           "job_has_script", "job_outputs", "job_inputs", "job_params", "job_request_fields", "expand_targets"]
+           "job_has_script", "job_outputs", "job_inputs", "job_params", "job_request_fields", "expand_targets",
+           "LOCK_HOLDER", "note_lock_holder", "lock_holder_text"]
 
 #: The Snakemake releases this workflow's tests ran with: [lowest, first untested).
 TESTED = ("9.27.1", "9.28")
@@ -162,7 +165,11 @@ def install(workflow: Any, *, on_run_dag: Callable[[], None], on_report_dag: Cal
         settings = workflow.dag_settings
         if targets is not None and settings is not None:
             workflow.dag_settings = dataclasses.replace(settings, targets=frozenset(targets(settings.targets)))
-        result = execute(*args, **kwargs)
+        try:
+            result = execute(*args, **kwargs)
+        except Exception as exc:
+            _refuse_locked(exc)
+            raise
         if workflow.dag is not None:  # a DAG was built: the check must have seen it
             _verified(hooks)
         after_execute()
@@ -180,6 +187,72 @@ def install(workflow: Any, *, on_run_dag: Callable[[], None], on_report_dag: Cal
     if workflow._build_dag is not build_dag_checked or workflow.execute is not execute_checked:
         raise EngineError("Snakemake's Workflow did not accept the start check's hooks (oracle/workflow/engine.py)")
     return hooks
+
+
+# ----------------------------------------------------------------------------- the lock
+#: Who holds Snakemake's lock on the working directory: Snakemake's lock files name the locked
+#: files, not the process, and its LockException suggests --unlock whether or not that run still
+#: lives. Written by `note_lock_holder` (the Snakefile's ``onstart``, once the lock is taken) into
+#: Snakemake's lock folder, which a run's end and --unlock remove with it.
+LOCK_HOLDER = Path(".snakemake") / "locks" / "oracle-holder.json"
+
+
+def _start_time(pid: int) -> int | None:
+    """Start time (clock ticks since boot) of live process `pid`; None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return None if fields[0] == "Z" else int(fields[19])
+
+
+def note_lock_holder(path: Path = LOCK_HOLDER) -> None:
+    """Record this process (pid, start time, host) as the holder of the working directory's lock."""
+    import json
+    import os
+    import socket
+
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+        tmp.write_text(json.dumps({"pid": os.getpid(), "start": _start_time(os.getpid()),
+                                   "host": socket.gethostname()}) + "\n")
+        tmp.replace(path)
+
+
+def lock_holder_text(path: Path = LOCK_HOLDER) -> str:
+    """What to do about a locked working directory: who holds the lock (`note_lock_holder`),
+    whether that process still runs, then what to do (wait or --unlock)."""
+    import json
+    import socket
+
+    try:
+        holder = json.loads(path.read_text())
+        pid, start, host = int(holder["pid"]), holder.get("start"), str(holder.get("host"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return ("the lock's holder did not leave its process id (a run of another workflow or version): if no "
+                "snakemake runs in this folder (ps -ef | grep snakemake), `snakemake --unlock` removes the lock")
+    if host != socket.gethostname():
+        return (f"the lock is held by Snakemake process {pid} on host {host}, not this one: whether it still runs "
+                f"cannot be told from here; `snakemake --unlock` only once it has ended there")
+    if _start_time(pid) is not None and _start_time(pid) == start:
+        return (f"the lock is held by Snakemake process {pid}, which is still running: wait for it, or stop it "
+                f"(kill {pid}); do not --unlock a live run (two runs would write the same files)")
+    return (f"the lock was held by Snakemake process {pid}, which is no longer running (killed): "
+            "`snakemake --unlock` (same --configfile) removes its stale lock; then rerun")
+
+
+def _refuse_locked(exc: Exception) -> None:
+    """A LockException of ``execute`` as one line naming the lock's holder and whether it runs."""
+    import os
+    import sys
+
+    from snakemake.exceptions import LockException
+
+    if isinstance(exc, LockException):
+        print(f"LockException: {os.getcwd()} is locked; {lock_holder_text()}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 def _verified(hooks: Hooks) -> None:

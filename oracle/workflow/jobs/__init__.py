@@ -86,8 +86,9 @@ def script_job(job: Any = None, *, log_path: str | os.PathLike | None | bool = T
     Before the body runs, every input that has a provenance record is checked against it
     (`verify_inputs`), so a job never computes from an artifact that changed since it was made.
     An :class:`OracleError` (bad input) ends the process with exit status 1 and its one-line
-    message on the original stderr, where Snakemake shows it, as well as in the log; other
-    exceptions keep their traceback (in the log) since they are bugs.
+    message on the original stderr, where Snakemake shows it, as well as in the log; Ctrl-C
+    (KeyboardInterrupt) ends it with status 130 and the one line ``interrupted; rerun to
+    resume``; other exceptions keep their traceback (in the log) since they are bugs.
     """
     started = time.time()
     if log_path is True:
@@ -111,6 +112,13 @@ def script_job(job: Any = None, *, log_path: str | os.PathLike | None | bool = T
             if fh is not None:
                 print(msg, file=orig_err)
             raise SystemExit(1) from None
+        except KeyboardInterrupt:  # Ctrl-C: not a bug; a rerun resumes from the job's checkpoints
+            from oracle.workflow.jobs.server import INTERRUPTED
+
+            print(INTERRUPTED, file=sys.stderr)
+            if fh is not None:
+                print(INTERRUPTED, file=orig_err)
+            raise SystemExit(130) from None
         except Exception:
             # a bug: its traceback in the log too (the interpreter prints it on the original
             # stderr only after this block has closed the log)

@@ -330,6 +330,7 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
     log = _Log()
     pending: dict[socket.socket, _Pending] = {}
     jobs: dict[int, tuple[socket.socket, int]] = {}  # pid -> (client, pidfd)
+    job_runs: dict[int, tuple[int, int]] = {}  # pid -> the Snakemake run that sent the job (mark_run)
     runs: dict[tuple[int, int], float] = {}  # Snakemake runs that sent a job (mark_run) -> last job time
     last = time.monotonic()
     me = os.getpid()
@@ -343,11 +344,31 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
         del pending[p.conn]
         p.close()
 
+    def finish(pid: int, end: bool) -> None:
+        """Reap job `pid` (ending its tree first when `end`) and send its client the reply."""
+        conn, pidfd = jobs.pop(pid)
+        job_runs.pop(pid, None)
+        if end:
+            _end_job(pid)
+        reply = _reap(pid)
+        with contextlib.suppress(OSError):
+            conn.sendall(reply)
+        sel.unregister(pidfd)
+        sel.unregister(conn)
+        os.close(pidfd)
+        conn.close()
+
     try:
         while jobs or pending or runs or time.monotonic() - last < idle_s:
             now = time.monotonic()
             for run in [r for r, t in runs.items() if not _run_alive(r) or now - t > _RUN_HOLD_S]:
                 del runs[run]
+                last = now
+            # a job whose Snakemake run is gone (kill -9 of snakemake alone: its clients live on)
+            # would write outputs and records that no run tracks, beside the next run's writers
+            for pid, run in [(p, r) for p, r in job_runs.items() if not _run_alive(r)]:
+                log("orphan", f"job {pid}: its Snakemake run (pid {run[0]}) is gone; ending the job")
+                finish(pid, end=True)
                 last = now
             for p in [p for p in pending.values() if now > p.deadline]:
                 drop(p, f"no complete request within {REQUEST_TIMEOUT_S:.0f} s")
@@ -408,19 +429,13 @@ def serve(path: Path, idle_s: float, preload: Sequence[str]) -> None:
                     p.conn.setblocking(True)
                     pidfd = os.pidfd_open(child)
                     jobs[child] = (p.conn, pidfd)
+                    if run is not None:
+                        job_runs[child] = run
                     sel.register(pidfd, selectors.EVENT_READ, ("exit", child))
                     sel.register(p.conn, selectors.EVENT_READ, ("client", child))
                 elif data in jobs:  # a child ended, or its client went away
-                    conn, pidfd = jobs.pop(data)
-                    if what == "client":  # the client went away (killed): so does its job, tree and all
-                        _end_job(data)
-                    reply = _reap(data)
-                    with contextlib.suppress(OSError):
-                        conn.sendall(reply)
-                    sel.unregister(pidfd)
-                    sel.unregister(conn)
-                    os.close(pidfd)
-                    conn.close()
+                    # the client went away (killed): so does its job, tree and all
+                    finish(data, end=what == "client")
                     last = time.monotonic()
     except _Stop:
         print("stopped by a signal: killing the running jobs", flush=True)

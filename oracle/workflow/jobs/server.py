@@ -39,6 +39,12 @@ client, owned by the same user, and for at most six hours after the run's last j
 flow trains inline for minutes with no job in the server, and a server that quit then would
 put its imports on the run's critical path again.
 
+A job whose Snakemake run is gone (``kill -9`` of snakemake alone leaves its clients alive) is
+ended by the server within a second or two (the run's process and start time, `mark_run`, are
+looked at once a second), so no job writes outputs or records that no run tracks beside the
+writers of the next run. Ctrl-C (SIGINT to the run's process group) ends a waiting client with
+one line, ``interrupted; rerun to resume``, and no traceback; its job goes with it.
+
 A server stopped with SIGSTOP (or by a debugger) ends no job: each client waiting for one says
 so in one line on stderr within `STALL_CHECK_S` (with the `kill -CONT` that resumes it), and
 again when it runs. The socket is keyed on the server loop's own code (`server_code_sha`), so
@@ -61,7 +67,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["DEFAULT_PRELOAD", "JobLost", "delegate", "idle_seconds", "mark_run", "run_in_server", "runtime_dir",
+__all__ = ["DEFAULT_PRELOAD", "INTERRUPTED", "JobLost", "delegate", "idle_seconds", "mark_run", "run_in_server", "runtime_dir",
            "server_code_sha", "server_configured", "server_wanted", "socket_path"]
 
 #: Imported once by the server; each is optional (a module that fails to import is skipped).
@@ -77,6 +83,8 @@ RUN_ENV = "ORACLE_RUN_PID"
 LOG_BYTES = 1 << 20  # the server's log is started over when a new server finds it larger
 _PROTOCOL = 2
 _START_TIMEOUT_S = 300.0
+#: What a job says when Ctrl-C ends it (the client here, a job run inline: `oracle.workflow.jobs.script_job`).
+INTERRUPTED = "interrupted; rerun to resume"
 #: How often a client waiting for its job looks whether the server can make progress at all.
 STALL_CHECK_S = 5.0
 
@@ -198,6 +206,11 @@ def delegate(argv: Sequence[str] | None = None, *, usage_path: str | os.PathLike
     try:
         status = run_in_server(sys.argv if argv is None else argv, preload=preload, idle_s=idle_seconds(),
                                directory=directory, usage=usage)
+    except KeyboardInterrupt:  # Ctrl-C: the connection closes with this process and the server ends the job
+        print(INTERRUPTED, file=sys.stderr, flush=True)
+        if on_failure is not None:
+            on_failure()
+        os._exit(130)
     except JobLost as exc:
         print(f"job server: {exc}; the job is not rerun inline (rerun it)", file=sys.stderr, flush=True)
         if on_failure is not None:

@@ -10,9 +10,11 @@ nothing knows of Snakemake.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ import yaml
 from oracle.errors import ConfigError
 from oracle.io.yaml_text import parse_yaml
 from oracle.workflow import plan
+from oracle.workflow.plan import budget, job_checks
 from oracle.workflow.plan.needed_files import (NeededFile, check_needed_files, missing_files,  # noqa: F401
                                                missing_files_error, missing_files_text, needed_files, used_archs)
 from oracle.workflow.plan.paths import REPO_ROOT
@@ -154,6 +157,7 @@ def validate_config(config: Mapping, schema: Mapping | str | Path) -> None:
     validator = jsonschema.Draft202012Validator(full_schema(schema))
     if isinstance(config, dict):
         coerce_exponent_numbers(config, validator)
+    check_finite(config)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errors:
         return
@@ -172,6 +176,33 @@ def validate_config(config: Mapping, schema: Mapping | str | Path) -> None:
     raise ConfigError(f"config key {where!r}: {err.message}")
 
 
+def check_finite(value: Any, path: tuple = ()) -> None:
+    """ConfigError naming the first key of `value` (a config, walked recursively) that holds NaN or
+    an infinity: JSON Schema's bounds are false for NaN (``minimum: 0`` passes ``.nan``) and every
+    key of the config means a finite number, so without this a job would refuse the value only
+    after Snakemake deleted its outputs."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"config key {_key_path(path)!r}: {value!r} is not a finite number")
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            check_finite(v, (*path, k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            check_finite(v, (*path, i))
+
+
+@contextlib.contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Where the Snakefile reads its config: a ConfigError is printed as one line on stderr
+    (``ConfigError: config key ...``) and ends the process with status 1, instead of Snakemake's
+    report of an exception in the Snakefile with its stack frames under it."""
+    try:
+        yield
+    except ConfigError as exc:
+        print(f"ConfigError: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
 # ----------------------------------------------------------------------------- worlds
 
 
@@ -185,9 +216,16 @@ def check_prior_length(config: Mapping, num_classes: int, where: str) -> None:
                               f"{num_classes} classes")
 
 
+def _classes_source(config: Mapping) -> str:
+    """What fixes K in the config (`budget.plan_num_classes`), as a prior's error names it."""
+    if plan.world_kind(config) == "gaussian":
+        return "oracle.gaussian.num_classes"
+    return "data.classes" if config["data"].get("classes") else f"the {config['data']['kind']} data"
+
+
 def _check_worlds(config: Mapping) -> None:
     specs = plan.world_specs(config)
-    k = plan.known_num_classes(config)
+    k = budget.plan_num_classes(config)
     for name, spec in specs.items():
         raw = config["worlds"][name] or {}
         key = lambda field: f"worlds.{name if field in raw else plan.BASE_WORLD}.{field}"  # noqa: E731
@@ -196,7 +234,10 @@ def _check_worlds(config: Mapping) -> None:
             if abs(math.fsum(prior) - 1.0) > PRIOR_TOL:
                 raise ConfigError(f"config key {key('prior')!r}: must sum to 1, sums to {math.fsum(prior)!r}")
             if k is not None:
-                plan.resolve_prior(prior, k, key("prior"))
+                check_prior_length(config, k, _classes_source(config))
+            if sum(p > 0 for p in prior) < 2:
+                raise ConfigError(f"config key {key('prior')!r}: {prior} puts all its mass on one class: such a "
+                                  "world has nothing to classify (H(Y) = 0); give at least two classes mass")
         if spec["n_shards"] > spec["n_total"]:
             raise ConfigError(f"config key {key('n_shards')!r}: {spec['n_shards']} shards for "
                               f"{spec['n_total']} samples of world {name!r} leaves empty shards")
@@ -280,8 +321,15 @@ def check_config(config: Mapping) -> None:
         if name in ("validation", "world", "paper"):
             raise ConfigError(f"config key 'experiments.{name}': {name!r} is reserved (numbers.json "
                               "prefixes); choose another experiment name")
+    for name, arch in config["classifiers"]["archs"].items():
+        if arch["pretrained"] is True:  # YAML's yes/true: the job would train from scratch
+            raise ConfigError(f"config key 'classifiers.archs.{name}.pretrained': true names no weights (nothing is "
+                              "downloaded); set false, or the path of a local weights file")
     specs = plan.experiment_specs(config)
     _check_paper(config, specs)
+    # what the jobs would refuse, hold and run (memory, steps), before Snakemake deletes any output
+    job_checks.check_jobs(config, specs)
+    budget.check_budget(config, specs)
     for stage, r in config["resources"].items():
         if r["nodes"] > 1 and (r["gpus"] == 0 or r["gpus"] % r["nodes"]):
             raise ConfigError(
