@@ -226,10 +226,18 @@ def _render_markdown(df: pd.DataFrame, caption: str, float_format: FloatFormat |
 
 
 #: The text width (pt) a table must fit: a plain ``article`` at 10 pt (the narrowest common
-#: \\textwidth; a 6.5 in journal text width is 468 pt).
+#: \\textwidth; a 6.5 in journal text width is 468 pt, ICLR's 5.5 in 397 pt).
 TEXT_WIDTH_PT = 345.0
+#: The column width (pt) the column variant of a table (``<stem>.column.tex``) must fit: one
+#: column of ``[twocolumn]{article}`` at 10 pt (3.18 in; two-column venues print 3.25-3.4 in).
+COLUMN_WIDTH_PT = 229.5
+#: The height (pt) one table float may take: a plain ``article``'s 550 pt \\textheight, less room
+#: for the text a float leaves on its page; a longer table continues in the next float.
+FLOAT_HEIGHT_PT = 430.0
 #: Font sizes a table may be set in, largest first: (command, size relative to 10 pt).
 LATEX_SIZES = (("\\small", 0.9), ("\\footnotesize", 0.8), ("\\scriptsize", 0.7))
+#: Baseline skip (pt) of each of `LATEX_SIZES` in a 10 pt article, by its scale: a table row's height.
+_BASELINE_PT = {0.9: 11.0, 0.8: 9.5, 0.7: 8.0}
 #: Column separation (pt, each side) of every table: LaTeX's default 6 pt spends 12 pt a column.
 TABCOLSEP_PT = 3.0
 #: Mean width (pt) of one character of a table cell at 10 pt (Computer Modern digits are 5 pt,
@@ -296,9 +304,9 @@ def latex_table_width(headers: list[str], rows: list[list[str]], scale: float = 
 
 
 def _column_parts(headers: list[str], cells: list[list[str]], keys: int, scale: float,
-                  wrapped: set[int] = frozenset()) -> list[list[int]] | None:
+                  wrapped: set[int] = frozenset(), width_pt: float = TEXT_WIDTH_PT) -> list[list[int]] | None:
     """The columns of each part when the table is split into parts that each fit
-    `TEXT_WIDTH_PT` at `scale`: the first `keys` columns (what a row is) in every part, the
+    `width_pt` at `scale`: the first `keys` columns (what a row is) in every part, the
     others filled in order; None when the keys and a single other column do not fit."""
     def width(cols):
         return latex_table_width([headers[j] for j in cols], [[r[j] for j in cols] for r in cells], scale,
@@ -306,46 +314,84 @@ def _column_parts(headers: list[str], cells: list[list[str]], keys: int, scale: 
 
     parts, current = [], list(range(keys))
     for j in range(keys, len(headers)):
-        if width([*current, j]) <= TEXT_WIDTH_PT:
+        if width([*current, j]) <= width_pt:
             current.append(j)
         elif len(current) > keys:
             parts.append(current)
             current = [*range(keys), j]
-            if width(current) > TEXT_WIDTH_PT:
+            if width(current) > width_pt:
                 return None
         else:
             return None
     return [*parts, current]
 
 
-def _render_latex(df: pd.DataFrame, caption: str, label: str, note: str = "") -> str:
-    """The table as LaTeX that fits `TEXT_WIDTH_PT`: value and spread in one cell, headers on
+def _row_chunks(headers: list[str], cells: list[list[str]], parts: list[list[int]], wrapped: set[int], scale: float,
+                caption: str, width_pt: float) -> list[list[int]]:
+    """The rows of each float when a table is taller than `FLOAT_HEIGHT_PT`: every float holds
+    the caption, and per column part its header and its rows (a row as tall as its longest
+    wrapped cell); rows fill each float in order, at least one a float."""
+    line = _BASELINE_PT[scale]
+    caption_h = 12.0 * (1 + _visible_length(latex_escape(caption)) * 5.0 // max(width_pt, 1.0)) + 10.0
+    head_h = line * max((len(_header_lines(h)) for h in headers), default=1) + 8.0  # with the rules
+    budget = FLOAT_HEIGHT_PT - caption_h - len(parts) * (head_h + 6.0)
+    heights = [line * max([1] + [-(-int(_visible_length(r[j])) // WRAP_CHARS) for j in wrapped]) * len(parts)
+               for r in cells]
+    chunks: list[list[int]] = [[]]
+    used = 0.0
+    for i, h in enumerate(heights):
+        if chunks[-1] and used + h > budget:
+            chunks.append([])
+            used = 0.0
+        chunks[-1].append(i)
+        used += h
+    return chunks
+
+
+def _layout(headers: list[str], cells: list[list[str]], numeric: list[bool], keys: int,
+            width_pt: float) -> tuple[str, float, list[list[int]]] | None:
+    """(size command, scale, column parts) of a table that fits `width_pt`: the largest of
+    `LATEX_SIZES` at which it fits whole, else the first smaller size at which it splits into
+    parts that each repeat the `keys` leading columns (`_column_parts`); None when neither works."""
+    wrapped = _wrapped(cells, numeric)
+    for size, scale in LATEX_SIZES:
+        if latex_table_width(headers, cells, scale, wrapped) <= width_pt:
+            return size, scale, [list(range(len(headers)))]
+    for size, scale in LATEX_SIZES[1:]:
+        parts = _column_parts(headers, cells, keys, scale, wrapped, width_pt) if 0 < keys < len(headers) else None
+        if parts is not None:
+            return size, scale, parts
+    return None
+
+
+def _render_latex(df: pd.DataFrame, caption: str, label: str, width_pt: float = TEXT_WIDTH_PT) -> str:
+    """The table as LaTeX that fits `width_pt`: value and spread in one cell, headers on
     short lines, the largest of `LATEX_SIZES` at which the estimated width fits; when none does,
     split (at the first smaller size where that works) into parts stacked in one float, each repeating the key columns
-    (the leading columns that are not floats); only when a part cannot fit, ``\\resizebox`` to
-    the text width (graphicx; the comment line says so). `note` (the run's finding, the paper's
-    value) goes in small type under the tabular, inside the float: the caption says only what the
-    table shows."""
+    (the leading columns that are not floats; in a narrow column joined into one wrapped cell
+    where they alone fill it); only when a part cannot fit, ``\\resizebox`` to
+    the line width (graphicx; the comment line says so). A table taller than `FLOAT_HEIGHT_PT`
+    continues in further floats (`_row_chunks`), their captions marked "(continued)", the label
+    on the first. The caption says only what the table shows: the run's finding is the note file
+    (`write_table`), outside the float."""
     rows, numeric = _format_frame(df, None, missing="--")
     keys = next((j for j, c in enumerate(df.columns) if pd.api.types.is_float_dtype(df[c])), len(df.columns))
     kept = [c for j, c in enumerate(df.columns) if j < keys]
     headers, cells, numeric = _latex_columns(df, rows, numeric)
     keys = len([h for h in headers if h in kept][:keys])
-    align = ["r" if n else "l" for n in numeric]
+    layout = _layout(headers, cells, numeric, keys, width_pt)
+    if layout is None and keys > 1:
+        # a narrow column: the key columns (what a row is) become one wrapped cell, "a, b, c"
+        headers = [", ".join(headers[:keys]), *headers[keys:]]
+        cells = [[", ".join(r[:keys]), *r[keys:]] for r in cells]
+        numeric, keys = [False, *numeric[keys:]], 1
+        layout = _layout(headers, cells, numeric, keys, width_pt)
     wrapped = _wrapped(cells, numeric)
-    fits = [(c, f) for c, f in LATEX_SIZES if latex_table_width(headers, cells, f, wrapped) <= TEXT_WIDTH_PT]
-    shrink = False
-    if fits:
-        (size, scale), parts = fits[0], [list(range(len(headers)))]
-    else:
-        parts = None
-        for size, scale in LATEX_SIZES[1:]:
-            parts = _column_parts(headers, cells, keys, scale, wrapped) if 0 < keys < len(headers) else None
-            if parts is not None:
-                break
-        if parts is None:
-            parts, shrink = [list(range(len(headers)))], True
+    shrink = layout is None
+    size, scale, parts = layout or (*LATEX_SIZES[-1], [list(range(len(headers)))])
+    align = ["r" if n else "l" for n in numeric]
     column = [f"p{{{WRAP_CHARS * _CHAR_PT * scale:.0f}pt}}" if j in wrapped else a for j, a in enumerate(align)]
+    chunks = _row_chunks(headers, cells, parts, wrapped, scale, caption, width_pt)
     # a paragraph column breaks only at spaces and hyphens: a list "0.3,0.2,..." also after commas
     cells = [[c.replace(",", ",\\allowbreak{}") if j in wrapped else c for j, c in enumerate(r)] for r in cells]
 
@@ -355,32 +401,35 @@ def _render_latex(df: pd.DataFrame, caption: str, label: str, note: str = "") ->
         return lines[0] if len(lines) == 1 else f"\\begin{{tabular}}[b]{{@{{}}{a}@{{}}}}{stacked}\\end{{tabular}}"
 
     needs = ("booktabs and graphicx (\\resizebox: too wide at \\scriptsize)" if shrink else "booktabs only")
-    lines = [
-        f"% generated by oracle.report.tables.write_table; needs {needs} (plain LaTeX, ASCII)",
-        "\\begin{table}[t]",
-        "\\centering",
-        size,
-        f"\\setlength{{\\tabcolsep}}{{{TABCOLSEP_PT:g}pt}}",
-        f"\\caption{{{latex_escape(caption)}}}",
-        f"\\label{{tab:{label}}}",
-    ]
-    for i, cols in enumerate(parts):
-        if i:
-            lines.append("\\par\\medskip")  # the next part of the same table, under it
-        if shrink:
-            lines.append("\\resizebox{\\textwidth}{!}{%")
-        lines += [
-            f"\\begin{{tabular}}{{{''.join(column[j] for j in cols)}}}",
-            "\\toprule",
-            " & ".join(head(headers[j], align[j]) for j in cols) + " \\\\",
-            "\\midrule",
-        ]
-        lines += [" & ".join(row[j] for j in cols) + " \\\\" for row in cells]
-        lines += ["\\bottomrule", "\\end{tabular}" + ("}" if shrink else "")]
-    if note.strip():
-        lines.append(f"\\par\\smallskip{{\\footnotesize {latex_escape(note.strip())}\\par}}")
-    lines.append("\\end{table}")
+    lines = [f"% generated by oracle.report.tables.write_table; needs {needs} (plain LaTeX, ASCII); fits "
+             f"{width_pt:g} pt" + (f"; {len(chunks)} floats (a long table continues)" if len(chunks) > 1 else "")]
+    for k, chunk in enumerate(chunks):
+        lines += ["\\begin{table}[tp]", "\\centering", size, f"\\setlength{{\\tabcolsep}}{{{TABCOLSEP_PT:g}pt}}",
+                  f"\\caption{{{latex_escape(caption)}{' (continued)' if k else ''}}}"]
+        if not k:
+            lines.append(f"\\label{{tab:{label}}}")
+        for i, cols in enumerate(parts):
+            if i:
+                lines.append("\\par\\medskip")  # the next part of the same table, under it
+            if shrink:
+                lines.append("\\resizebox{\\linewidth}{!}{%")
+            lines += [
+                f"\\begin{{tabular}}{{{''.join(column[j] for j in cols)}}}",
+                "\\toprule",
+                " & ".join(head(headers[j], align[j]) for j in cols) + " \\\\",
+                "\\midrule",
+            ]
+            lines += [" & ".join(cells[r][j] for j in cols) + " \\\\" for r in chunk]
+            lines += ["\\bottomrule", "\\end{tabular}" + ("}" if shrink else "")]
+        lines.append("\\end{table}")
     return "\n".join(lines) + "\n"
+
+
+def _render_note(note: str, label: str) -> str:
+    """The run's finding beside table `tab:<label>` as a LaTeX paragraph (``<stem>.note.tex``),
+    for the text that discusses the table; a comment line alone when there is none."""
+    head = f"% generated by oracle.report.tables.write_table: the finding beside Table~\\ref{{tab:{label}}} (\\input it)"
+    return head + "\n" + (latex_escape(note.strip()) + "\n" if note.strip() else "")
 
 
 def write_all(contents: Mapping[Path, bytes]) -> None:
@@ -390,33 +439,42 @@ def write_all(contents: Mapping[Path, bytes]) -> None:
             tmp.write_bytes(data)
 
 
+#: The files `write_table` writes per table, by suffix after the stem.
+TABLE_FILES = ("csv", "md", "tex", "column.tex", "note.tex")
+
+
 def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str, label: str | None = None,
                 note: str = "") -> dict[str, Path]:
-    """Write ``df`` as ``<stem>.csv``, ``<stem>.md`` and ``<stem>.tex``.
+    """Write ``df`` as ``<stem>.csv``, ``<stem>.md``, ``<stem>.tex`` (fits `TEXT_WIDTH_PT`),
+    ``<stem>.column.tex`` (the same table fit to one column, `COLUMN_WIDTH_PT`, same label: a
+    two-column manuscript inputs it instead) and ``<stem>.note.tex`` (the finding).
 
     Args:
         df: the table; its index is not written (reset it first if it carries data).
         stem: output path without suffix; parent folders are created.
         caption: what the table shows (LaTeX ``\\caption``; the Markdown ``Table:`` line is it
             and then `note`, the same text as the run's caption file).
-        note: what this run found and the paper's value beside it: in LaTeX a note in small
-            type under the tabular, inside the table float, not in the caption.
+        note: what this run found and the paper's value beside it: in LaTeX the paragraph of
+            ``<stem>.note.tex``, outside the table float and its caption.
         label: the LaTeX label's name, unique in a run: ``<experiment>:<artifact>`` (two
             experiments of one kind write tables of the same name); default the stem's name.
     Floats in .md and .tex follow the module's rule (`column_kind`, `format_cell`); the CSV
     keeps full precision (``repr`` of each float) for audits.
 
     Returns:
-        ``{"csv", "md", "tex"}`` -> paths. The LaTeX label is ``tab:<label>``.
+        ``{"csv", "md", "tex", "column.tex", "note.tex"}`` -> paths. The LaTeX label is ``tab:<label>``.
     """
     if not isinstance(df, pd.DataFrame):
         raise OracleError(f"write_table: expected a pandas DataFrame, got {type(df).__name__}")
     stem = Path(stem)
-    paths = {ext: stem.with_name(f"{stem.name}.{ext}") for ext in ("csv", "md", "tex")}
+    paths = {ext: stem.with_name(f"{stem.name}.{ext}") for ext in TABLE_FILES}
+    label = label or stem.name
     contents = {
         paths["csv"]: df.to_csv(index=False, lineterminator="\n").encode("utf-8"),
         paths["md"]: _render_markdown(df, " ".join(p.strip() for p in (caption, note) if p.strip())).encode("utf-8"),
-        paths["tex"]: _render_latex(df, caption, label or stem.name, note).encode("utf-8"),
+        paths["tex"]: _render_latex(df, caption, label).encode("utf-8"),
+        paths["column.tex"]: _render_latex(df, caption, label, COLUMN_WIDTH_PT).encode("utf-8"),
+        paths["note.tex"]: _render_note(note, label).encode("utf-8"),
     }
     write_all(contents)
     return paths
