@@ -142,7 +142,9 @@ def test_a_latex_error_names_the_log_and_leaves_no_pdf(run):
 @pytest.mark.slow
 def test_snakemake_paper_compiles_the_smoke_runs_pdf(gaussian_smoke):
     """`snakemake paper` on a finished smoke run builds paper.pdf with one page per figure at least
-    and every table of the run included, and nothing else reruns."""
+    and every table of the run included, every figure at its drawn size, no overfull box over
+    1 pt and no float too large (the rule fails on either), names it in the end-of-run summary,
+    and nothing else reruns."""
     pdflatex()
     smoke_results = gaussian_smoke  # the session's Gaussian smoke run (tests/conftest.py)
     work = smoke_results.parents[1]
@@ -152,9 +154,14 @@ def test_snakemake_paper_compiles_the_smoke_runs_pdf(gaussian_smoke):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     ran = re.findall(r"^(?:local)?rule (\w+):", proc.stdout + proc.stderr, re.M)
     assert sorted(ran) == ["paper", "paper_pdf"], ran
+    assert re.search(rf"^  paper: +{re.escape(str(smoke_results / 'paper.pdf'))}  \(\d+ pages", proc.stdout, re.M), \
+        proc.stdout[-2000:]
     tex = (smoke_results / "paper.tex").read_text()
     figures = [p for p in smoke_results.rglob("*.pdf") if p.name != "paper.pdf"]
-    tables = list(smoke_results.rglob("tables/*.tex"))
-    pages = int(re.search(r"paper\.pdf: (\d+) pages", (smoke_results / "logs" / "paper_pdf.log").read_text()).group(1))
+    tables = [p for p in smoke_results.rglob("tables/*.tex") if not p.name.endswith((".column.tex", ".note.tex"))]
+    log = (smoke_results / "logs" / "paper_pdf.log").read_text()
+    pages = int(re.search(r"paper\.pdf: (\d+) pages", log).group(1))
     assert pages >= len(figures) and len(tables) > 0
     assert all(f"{p.relative_to(smoke_results).as_posix()}" in tex for p in [*figures, *tables])
+    assert not re.search(r"\\includegraphics\[", tex)  # no figure scaled
+    assert "Verdicts" in tex and "Commit" in tex

@@ -98,6 +98,20 @@ def test_every_table_has_a_column_variant_that_fits_a_twocolumn_article(tmp_path
     assert status == 0 and max(overfull_pt(tmp_path), default=0.0) > 1.0, errors
 
 
+def test_a_narrower_venue_narrows_the_tables_a_wider_one_does_not_widen_them(tmp_path):
+    """Config `figures` (width_in, column_width_in) narrows a variant below the plain article's
+    widths, never widens it past them (the tables still fit a plain article)."""
+    frame = _wide_frames()["measures"]
+    plain = write_table(frame, tmp_path / "plain", caption="c", label="t")
+    wide = write_table(frame, tmp_path / "wide", caption="c", label="t", widths_in={"width_in": 7.0, "column_width_in": 3.5})
+    narrow = write_table(frame, tmp_path / "narrow", caption="c", label="t",
+                         widths_in={"width_in": 4.0, "column_width_in": 2.5})
+    for key in ("tex", "column.tex"):
+        assert wide[key].read_text() == plain[key].read_text()
+    assert "fits 289.08 pt" in narrow["tex"].read_text() and "fits 180.675 pt" in narrow["column.tex"].read_text()
+    assert narrow["tex"].read_text().count("\\begin{tabular}") > plain["tex"].read_text().count("\\begin{tabular}")
+
+
 def test_a_long_table_continues_in_floats_that_fit_the_page(tmp_path):
     """A table of many rows (with wrapped text) is split into floats that each fit a plain
     article's page, under one label, the later captions marked "(continued)"."""

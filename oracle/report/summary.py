@@ -58,15 +58,16 @@ def claims_line(claims_csv: str | os.PathLike) -> str | None:
 
 
 def paper_line(run: str | os.PathLike) -> str | None:
-    """``<run>/paper.pdf  (12 pages)`` when the run has its paper PDF (`snakemake paper`), marked
-    when it is older than the claims it shows; None without one."""
+    """``<run>/paper.pdf  (12 pages)`` when the run has its paper PDF (`snakemake paper`; the page
+    count from its job's log, ``<run>/logs/paper_pdf.log``), marked when it is older than the
+    claims it shows; None without one."""
     import re
 
-    pdf, claims = Path(run) / "paper.pdf", Path(run) / "claims.csv"
+    pdf, claims, log = Path(run) / "paper.pdf", Path(run) / "claims.csv", Path(run) / "logs" / "paper_pdf.log"
     if not pdf.is_file():
         return None
-    counts = [int(n) for n in re.findall(rb"/Type\s*/Pages\b[^>]*?/Count\s+(\d+)", pdf.read_bytes())]
-    text = f"{pdf}" + (f"  ({max(counts)} pages)" if counts else "")
+    pages = re.findall(r"paper\.pdf: (\d+) pages", log.read_text(errors="replace")) if log.is_file() else []
+    text = f"{pdf}" + (f"  ({pages[-1]} pages, every figure at its drawn size)" if pages else "")
     if claims.is_file() and claims.stat().st_mtime > pdf.stat().st_mtime:
         text += "  (older than claims.csv: `snakemake paper` remakes it)"
     return text

@@ -231,6 +231,8 @@ TEXT_WIDTH_PT = 345.0
 #: The column width (pt) the column variant of a table (``<stem>.column.tex``) must fit: one
 #: column of ``[twocolumn]{article}`` at 10 pt (3.18 in; two-column venues print 3.25-3.4 in).
 COLUMN_WIDTH_PT = 229.5
+#: TeX points per inch.
+PT_PER_IN = 72.27
 #: The height (pt) one table float may take: a plain ``article``'s 550 pt \\textheight, less room
 #: for the text a float leaves on its page; a longer table continues in the next float.
 FLOAT_HEIGHT_PT = 430.0
@@ -326,26 +328,35 @@ def _column_parts(headers: list[str], cells: list[list[str]], keys: int, scale: 
     return [*parts, current]
 
 
-def _row_chunks(headers: list[str], cells: list[list[str]], parts: list[list[int]], wrapped: set[int], scale: float,
-                caption: str, width_pt: float) -> list[list[int]]:
-    """The rows of each float when a table is taller than `FLOAT_HEIGHT_PT`: every float holds
-    the caption, and per column part its header and its rows (a row as tall as its longest
-    wrapped cell); rows fill each float in order, at least one a float."""
+def _floats(headers: list[str], cells: list[list[str]], parts: list[list[int]], wrapped: set[int], scale: float,
+            caption: str, width_pt: float) -> list[list[tuple[list[int], list[int]]]]:
+    """The blocks of each float, each block (columns, rows) one tabular, so that no float is
+    taller than `FLOAT_HEIGHT_PT` (its caption, and per block a header and its rows, a row as
+    tall as its longest wrapped cell): the rows are cut into runs that fit a float under one
+    header, every run shown in every column part, and the blocks fill the floats in order."""
     line = _BASELINE_PT[scale]
-    caption_h = 12.0 * (1 + _visible_length(latex_escape(caption)) * 5.0 // max(width_pt, 1.0)) + 10.0
-    head_h = line * max((len(_header_lines(h)) for h in headers), default=1) + 8.0  # with the rules
-    budget = FLOAT_HEIGHT_PT - caption_h - len(parts) * (head_h + 6.0)
-    heights = [line * max([1] + [-(-int(_visible_length(r[j])) // WRAP_CHARS) for j in wrapped]) * len(parts)
-               for r in cells]
-    chunks: list[list[int]] = [[]]
-    used = 0.0
-    for i, h in enumerate(heights):
-        if chunks[-1] and used + h > budget:
-            chunks.append([])
-            used = 0.0
-        chunks[-1].append(i)
+    avail = FLOAT_HEIGHT_PT - (12.0 * (1 + _visible_length(latex_escape(caption)) * 5.0 // max(width_pt, 1.0)) + 10.0)
+    head = line * max((len(_header_lines(h)) for h in headers), default=1) + 14.0  # rules and the skip
+    row_h = [line * max([1] + [-(-int(_visible_length(r[j])) // WRAP_CHARS) for j in wrapped]) for r in cells]
+    runs: list[list[int]] = [[]]
+    used = head
+    for i, h in enumerate(row_h):
+        if runs[-1] and used + h > avail:
+            runs.append([])
+            used = head
+        runs[-1].append(i)
         used += h
-    return chunks
+    floats: list[list[tuple[list[int], list[int]]]] = [[]]
+    used = 0.0
+    for rows in runs:
+        for cols in parts:
+            h = head + sum(row_h[r] for r in rows)
+            if floats[-1] and used + h > avail:
+                floats.append([])
+                used = 0.0
+            floats[-1].append((cols, rows))
+            used += h
+    return floats
 
 
 def _layout(headers: list[str], cells: list[list[str]], numeric: list[bool], keys: int,
@@ -371,7 +382,7 @@ def _render_latex(df: pd.DataFrame, caption: str, label: str, width_pt: float = 
     (the leading columns that are not floats; in a narrow column joined into one wrapped cell
     where they alone fill it); only when a part cannot fit, ``\\resizebox`` to
     the line width (graphicx; the comment line says so). A table taller than `FLOAT_HEIGHT_PT`
-    continues in further floats (`_row_chunks`), their captions marked "(continued)", the label
+    continues in further floats (`_floats`), their captions marked "(continued)", the label
     on the first. The caption says only what the table shows: the run's finding is the note file
     (`write_table`), outside the float."""
     rows, numeric = _format_frame(df, None, missing="--")
@@ -391,8 +402,7 @@ def _render_latex(df: pd.DataFrame, caption: str, label: str, width_pt: float = 
     size, scale, parts = layout or (*LATEX_SIZES[-1], [list(range(len(headers)))])
     align = ["r" if n else "l" for n in numeric]
     column = [f"p{{{WRAP_CHARS * _CHAR_PT * scale:.0f}pt}}" if j in wrapped else a for j, a in enumerate(align)]
-    chunks = _row_chunks(headers, cells, parts, wrapped, scale, caption, width_pt)
-    # a paragraph column breaks only at spaces and hyphens: a list "0.3,0.2,..." also after commas
+    floats = _floats(headers, cells, parts, wrapped, scale, caption, width_pt)
     cells = [[c.replace(",", ",\\allowbreak{}") if j in wrapped else c for j, c in enumerate(r)] for r in cells]
 
     def head(h: str, a: str) -> str:
@@ -402,13 +412,13 @@ def _render_latex(df: pd.DataFrame, caption: str, label: str, width_pt: float = 
 
     needs = ("booktabs and graphicx (\\resizebox: too wide at \\scriptsize)" if shrink else "booktabs only")
     lines = [f"% generated by oracle.report.tables.write_table; needs {needs} (plain LaTeX, ASCII); fits "
-             f"{width_pt:g} pt" + (f"; {len(chunks)} floats (a long table continues)" if len(chunks) > 1 else "")]
-    for k, chunk in enumerate(chunks):
+             f"{width_pt:g} pt" + (f"; {len(floats)} floats (a long table continues)" if len(floats) > 1 else "")]
+    for k, blocks in enumerate(floats):
         lines += ["\\begin{table}[tp]", "\\centering", size, f"\\setlength{{\\tabcolsep}}{{{TABCOLSEP_PT:g}pt}}",
                   f"\\caption{{{latex_escape(caption)}{' (continued)' if k else ''}}}"]
         if not k:
             lines.append(f"\\label{{tab:{label}}}")
-        for i, cols in enumerate(parts):
+        for i, (cols, rows) in enumerate(blocks):
             if i:
                 lines.append("\\par\\medskip")  # the next part of the same table, under it
             if shrink:
@@ -419,7 +429,7 @@ def _render_latex(df: pd.DataFrame, caption: str, label: str, width_pt: float = 
                 " & ".join(head(headers[j], align[j]) for j in cols) + " \\\\",
                 "\\midrule",
             ]
-            lines += [" & ".join(cells[r][j] for j in cols) + " \\\\" for r in chunk]
+            lines += [" & ".join(cells[r][j] for j in cols) + " \\\\" for r in rows]
             lines += ["\\bottomrule", "\\end{tabular}" + ("}" if shrink else "")]
         lines.append("\\end{table}")
     return "\n".join(lines) + "\n"
@@ -444,7 +454,7 @@ TABLE_FILES = ("csv", "md", "tex", "column.tex", "note.tex")
 
 
 def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str, label: str | None = None,
-                note: str = "") -> dict[str, Path]:
+                note: str = "", widths_in: Mapping[str, float] | None = None) -> dict[str, Path]:
     """Write ``df`` as ``<stem>.csv``, ``<stem>.md``, ``<stem>.tex`` (fits `TEXT_WIDTH_PT`),
     ``<stem>.column.tex`` (the same table fit to one column, `COLUMN_WIDTH_PT`, same label: a
     two-column manuscript inputs it instead) and ``<stem>.note.tex`` (the finding).
@@ -458,6 +468,9 @@ def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str, label: 
             ``<stem>.note.tex``, outside the table float and its caption.
         label: the LaTeX label's name, unique in a run: ``<experiment>:<artifact>`` (two
             experiments of one kind write tables of the same name); default the stem's name.
+        widths_in: the venue's widths (config ``figures``: ``width_in``, ``column_width_in``,
+            inches): a narrower one than `TEXT_WIDTH_PT` or `COLUMN_WIDTH_PT` narrows its variant
+            (a wider one does not widen it: the tables also fit a plain article).
     Floats in .md and .tex follow the module's rule (`column_kind`, `format_cell`); the CSV
     keeps full precision (``repr`` of each float) for audits.
 
@@ -469,11 +482,14 @@ def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str, label: 
     stem = Path(stem)
     paths = {ext: stem.with_name(f"{stem.name}.{ext}") for ext in TABLE_FILES}
     label = label or stem.name
+    widths_in = widths_in or {}
+    text_pt = min(TEXT_WIDTH_PT, widths_in.get("width_in", math.inf) * PT_PER_IN)
+    column_pt = min(COLUMN_WIDTH_PT, widths_in.get("column_width_in", math.inf) * PT_PER_IN)
     contents = {
         paths["csv"]: df.to_csv(index=False, lineterminator="\n").encode("utf-8"),
         paths["md"]: _render_markdown(df, " ".join(p.strip() for p in (caption, note) if p.strip())).encode("utf-8"),
-        paths["tex"]: _render_latex(df, caption, label).encode("utf-8"),
-        paths["column.tex"]: _render_latex(df, caption, label, COLUMN_WIDTH_PT).encode("utf-8"),
+        paths["tex"]: _render_latex(df, caption, label, text_pt).encode("utf-8"),
+        paths["column.tex"]: _render_latex(df, caption, label, column_pt).encode("utf-8"),
         paths["note.tex"]: _render_note(note, label).encode("utf-8"),
     }
     write_all(contents)
