@@ -44,13 +44,19 @@ CLAIM_COLUMNS = (("id", "Claim", 0.15), ("paper", "The paper", 0.29), ("this run
 _FLOATS_PER_FLUSH = 8
 #: The widest overfull box (pt) the paper accepts: TeX's rounding, not content cut off.
 OVERFULL_PT = 1.0
-#: The page: US letter, 9 in of text height; the text width is the figures' drawn width.
+#: The page: US letter wide, at least 9 in of text height (taller where a figure with its caption
+#: needs it: a figure is never scaled); the text width is the figures' drawn width.
 PAGE_WIDTH_IN, TEXT_HEIGHT_IN = 8.5, 9.0
 
 
 def _breakable(latex: str) -> str:
     """A cell of a narrow paragraph column: identifiers may break after ``_`` and lists after commas."""
     return latex.replace(r"\_", r"\_\allowbreak{}").replace(",", r",\allowbreak{}").replace("/", r"/\allowbreak{}")
+
+
+def _text(text: str) -> str:
+    """Running text (a caption, a note) as LaTeX: escaped, a path may break after each ``/``."""
+    return latex_escape(text).replace("/", r"/\allowbreak{}")
 
 
 def _claims_rows(claims_csv: str | os.PathLike) -> list[dict]:
@@ -71,11 +77,12 @@ def _claims_table(rows: list[dict]) -> list[str]:
     return [*lines, r"\bottomrule", r"\end{longtable}", "}"]
 
 
-def _figure_width_in(pdf: Path) -> float:
-    """The width (inches) a figure was drawn at: its PDF's MediaBox."""
+def _figure_size_in(pdf: Path) -> tuple[float, float]:
+    """(width, height) in inches a figure was drawn at: its PDF's MediaBox."""
     from oracle.report.figures import pdf_facts
 
-    return pdf_facts(pdf.read_bytes())["width_in"]
+    facts = pdf_facts(pdf.read_bytes())
+    return facts["width_in"], facts["height_in"]
 
 
 def _note(path: Path) -> str:
@@ -108,14 +115,26 @@ def paper_latex(sections: Sequence[Section], claims_csv: str | os.PathLike, titl
         return Path(os.path.relpath(path.resolve(), run_dir)).as_posix()
 
     rows = _claims_rows(claims_csv)
-    margin = (PAGE_WIDTH_IN - text_width_in) / 2
-    if margin < 0.5:
+    if PAGE_WIDTH_IN - text_width_in < 1.0:
         raise DataError(f"figures.width_in = {text_width_in} in: the paper PDF's letter page holds at most "
                         f"{PAGE_WIDTH_IN - 1:g} in of text")
+    # every figure at its drawn size: the text is as tall as the tallest figure with its caption
+    height_in = TEXT_HEIGHT_IN
+    for item in (i for sec in sections for i in sec.items if i.kind == "figure"):
+        pdf = existing(item.stem, "pdf")
+        size = _figure_size_in(pdf)
+        if size[0] > text_width_in + 0.01:
+            raise DataError(f"{pdf}: drawn {size[0]:.2f} in wide, wider than the paper's text width "
+                            f"{text_width_in:g} in (config figures.width_in): redraw it or widen the text")
+        caption = read_caption(existing(item.stem, CAPTION_SUFFIX)) if item.caption else ""
+        lines = 1 + len(caption) * 0.07 / text_width_in  # \small: about 14 characters an inch, 12 pt a line
+        height_in = max(height_in, size[1] + 0.45 + lines * 12 / 72.27)
+    paper_height = height_in + 2.0
     out = [r"\documentclass[10pt]{article}",
-           rf"\usepackage[letterpaper,textwidth={text_width_in:g}in,textheight={TEXT_HEIGHT_IN:g}in]{{geometry}}",
+           rf"\usepackage[paperwidth={PAGE_WIDTH_IN:g}in,paperheight={paper_height:.2f}in,textwidth={text_width_in:g}in,"
+           rf"textheight={height_in:.2f}in]{{geometry}}",
            r"\usepackage{booktabs,graphicx,longtable,array,flafter}", r"\usepackage[hidelinks]{hyperref}",
-           r"\setlength{\LTcapwidth}{\textwidth}",
+           r"\setlength{\LTcapwidth}{\textwidth}", r"\sloppy",
            # one numbering: the paper's id and the artifact's name head each caption, not LaTeX's counter
            r"\newcommand{\paperitem}{}", r"\makeatletter",
            r"\long\def\@makecaption#1#2{\vskip\abovecaptionskip{\small\textbf{\paperitem.}\enskip#2\par}"
@@ -127,13 +146,13 @@ def paper_latex(sections: Sequence[Section], claims_csv: str | os.PathLike, titl
             for k, v in lines.items()]
     out.append(r"\end{tabular}\end{center}")
     if note:
-        out.append(latex_escape(note) + "\n")
+        out.append(_text(note) + "\n")
     out.append(r"\clearpage")
     floats = 0
     for i, section in enumerate(sections):
         out.append(rf"\section{{{latex_escape(section.title)}}}")
         if section.note:
-            out.append(latex_escape(section.note) + "\n")
+            out.append(_text(section.note) + "\n")
         for item in section.items:
             if i == 0 and item.kind == "table":  # the claims: a long table of their own
                 out += _claims_table(rows)
@@ -142,16 +161,14 @@ def paper_latex(sections: Sequence[Section], claims_csv: str | os.PathLike, titl
             if item.kind == "table":
                 out.append(rf"\input{{{rel(existing(item.stem, 'tex'))}}}")
                 if finding := _note(Path(f"{item.stem}.note.tex")):
+                    finding = finding.replace("/", r"/\allowbreak{}")
                     out.append(rf"\par{{\small\noindent\textit{{{latex_escape(item.label)}:}} {finding}\par}}" + "\n")
             else:
                 pdf = existing(item.stem, "pdf")
-                if (width := _figure_width_in(pdf)) > text_width_in + 0.01:
-                    raise DataError(f"{pdf}: drawn {width:.2f} in wide, wider than the paper's text width "
-                                    f"{text_width_in:g} in (config figures.width_in): redraw it or widen the text")
                 caption = read_caption(existing(item.stem, CAPTION_SUFFIX)) if item.caption else ""
                 # at its drawn size: no width, so its text prints at the points it was drawn with
                 out += [r"\begin{figure}[tp]", r"\centering", rf"\includegraphics{{{rel(pdf)}}}",
-                        rf"\caption{{{latex_escape(caption)}}}", r"\end{figure}"]
+                        rf"\caption{{{_text(caption)}}}", r"\end{figure}"]
             floats += 1
             if floats % _FLOATS_PER_FLUSH == 0:
                 out.append(r"\clearpage")
