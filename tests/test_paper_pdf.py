@@ -60,7 +60,7 @@ def test_the_paper_pdf_holds_the_claims_every_figure_and_table(run):
     # the title page: the run, the commit and the verdict counts (oracle.report.verdicts)
     assert "Commit" in tex and "supported 1, contradicted 0, unresolved 0, not posed 0, not run 0" in tex
     pages = compile_pdf(tex, r / "paper.pdf", r)
-    assert (r / "paper.pdf").read_bytes().startswith(b"%PDF") and pages >= 4, exe  # title, claims, figure, experiment
+    assert (r / "paper.pdf").read_bytes().startswith(b"%PDF") and pages >= 3, exe  # title, claims, experiment
     assert not list(r.glob(".paper.pdf.*"))  # written atomically: no partial file left
     assert not (r / "paper.log").exists()  # a log is left only where the paper failed
 
@@ -154,8 +154,8 @@ def test_snakemake_paper_compiles_the_smoke_runs_pdf(gaussian_smoke):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     ran = re.findall(r"^(?:local)?rule (\w+):", proc.stdout + proc.stderr, re.M)
     assert sorted(ran) == ["paper", "paper_pdf"], ran
-    assert re.search(rf"^  paper: +{re.escape(str(smoke_results / 'paper.pdf'))}  \(\d+ pages", proc.stdout, re.M), \
-        proc.stdout[-2000:]
+    pdf = (smoke_results / "paper.pdf").relative_to(work)
+    assert re.search(rf"^  paper: +{re.escape(str(pdf))}  \(\d+ pages", proc.stdout, re.M), proc.stdout[-2000:]
     tex = (smoke_results / "paper.tex").read_text()
     figures = [p for p in smoke_results.rglob("*.pdf") if p.name != "paper.pdf"]
     tables = [p for p in smoke_results.rglob("tables/*.tex") if not p.name.endswith((".column.tex", ".note.tex"))]

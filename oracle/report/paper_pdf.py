@@ -5,8 +5,8 @@ experiment's and the validation's figures and tables with their captions, in the
 
 `paper_latex(sections, claims_csv, title, ...)` writes the document: a plain ``article`` whose
 text width is the width figures are drawn at (config ``figures.width_in``), with booktabs,
-graphicx, longtable and flafter (a float never lands before the text that introduces it, so a
-section heading never falls below its own floats). Each figure goes in at its drawn size (no
+graphicx and longtable, its figures and tables in reading order (not floating: each stands under
+its section heading, its finding right under it). Each figure goes in at its drawn size (no
 scaling: its text prints at the size it was drawn with); each table is the run's own generated
 .tex (its caption and label inside; a long one continues in further floats,
 `oracle.report.tables`), its finding (``<stem>.note.tex``) a paragraph after it. One numbering:
@@ -40,8 +40,6 @@ from oracle.report.verdicts import counts_text
 #: The claims table's columns in the PDF: (claims.csv column, heading, share of the line width).
 CLAIM_COLUMNS = (("id", "Claim", 0.15), ("paper", "The paper", 0.29), ("this run", "This run", 0.34),
                  ("verdict", "Verdict", 0.12))
-#: Floats LaTeX may hold unplaced before it stops (its limit is 18): a page break flushes them first.
-_FLOATS_PER_FLUSH = 8
 #: The widest overfull box (pt) the paper accepts: TeX's rounding, not content cut off.
 OVERFULL_PT = 1.0
 #: The page: US letter wide, at least 9 in of text height (taller where a figure with its caption
@@ -133,12 +131,17 @@ def paper_latex(sections: Sequence[Section], claims_csv: str | os.PathLike, titl
     out = [r"\documentclass[10pt]{article}",
            rf"\usepackage[paperwidth={PAGE_WIDTH_IN:g}in,paperheight={paper_height:.2f}in,textwidth={text_width_in:g}in,"
            rf"textheight={height_in:.2f}in]{{geometry}}",
-           r"\usepackage{booktabs,graphicx,longtable,array,flafter}", r"\usepackage[hidelinks]{hyperref}",
-           r"\setlength{\LTcapwidth}{\textwidth}", r"\sloppy",
+           r"\usepackage{booktabs,graphicx,longtable,array}", r"\usepackage[hidelinks]{hyperref}",
+           r"\setlength{\LTcapwidth}{\textwidth}", r"\sloppy", r"\raggedbottom",
            # one numbering: the paper's id and the artifact's name head each caption, not LaTeX's counter
            r"\newcommand{\paperitem}{}", r"\makeatletter",
            r"\long\def\@makecaption#1#2{\vskip\abovecaptionskip{\small\textbf{\paperitem.}\enskip#2\par}"
-           r"\vskip\abovecaptionskip}", r"\makeatother",
+           r"\vskip\abovecaptionskip}",
+           # in reading order: a figure or table stands where the text names it, its finding right
+           # under it, its section heading above it (a block taller than the page is an overfull box)
+           *(rf"\renewenvironment{{{env}}}[1][]{{\par\bigskip\noindent\begin{{minipage}}{{\linewidth}}"
+             rf"\def\@captype{{{env}}}}}{{\end{{minipage}}\par\bigskip}}" for env in ("figure", "table")),
+           r"\makeatother",
            rf"\title{{{latex_escape(title)}}}", r"\date{}", r"\begin{document}", r"\maketitle",
            r"\begin{center}\begin{tabular}{@{}ll@{}}"]
     lines = {"Run": run_dir.name, **(facts or {}), "Verdicts": counts_text(rows)}
@@ -148,7 +151,6 @@ def paper_latex(sections: Sequence[Section], claims_csv: str | os.PathLike, titl
     if note:
         out.append(_text(note) + "\n")
     out.append(r"\clearpage")
-    floats = 0
     for i, section in enumerate(sections):
         out.append(rf"\section{{{latex_escape(section.title)}}}")
         if section.note:
@@ -169,9 +171,6 @@ def paper_latex(sections: Sequence[Section], claims_csv: str | os.PathLike, titl
                 # at its drawn size: no width, so its text prints at the points it was drawn with
                 out += [r"\begin{figure}[tp]", r"\centering", rf"\includegraphics{{{rel(pdf)}}}",
                         rf"\caption{{{_text(caption)}}}", r"\end{figure}"]
-            floats += 1
-            if floats % _FLOATS_PER_FLUSH == 0:
-                out.append(r"\clearpage")
         out.append(r"\clearpage")
     out.append(r"\end{document}")
     return "\n".join(out) + "\n"
