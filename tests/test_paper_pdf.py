@@ -91,6 +91,12 @@ def test_an_overfull_box_or_a_float_too_large_fails_the_paper(run):
     tall = "\\documentclass{article}\\begin{document}\\begin{table}\\rule{1pt}{900pt}\\end{table}\\end{document}"
     with pytest.raises(DataError, match=r"Float too large for page by [\d.]+pt"):
         compile_pdf(tall, r / "paper.pdf", r)
+    # a figure scaled away from its drawn size (its text with it) is refused too
+    scaled = ("\\documentclass{article}\\usepackage{graphicx}\\begin{document}"
+              "\\includegraphics[width=0.5\\linewidth]{scaling/s/figures/panels.pdf}\\end{document}")
+    with pytest.raises(DataError, match=r"panels\.pdf printed at 0\.72 of its drawn width"):
+        compile_pdf(scaled, r / "paper.pdf", r)
+    compile_pdf(scaled.replace("[width=0.5\\linewidth]", ""), r / "paper.pdf", r)
     # within TeX's rounding (<= 1 pt) is no loss
     compile_pdf("\\documentclass{article}\\begin{document}\\noindent\\rule{345.5pt}{1pt}\\end{document}",
                 r / "paper.pdf", r)

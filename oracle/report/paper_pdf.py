@@ -15,8 +15,8 @@ LaTeX's own "Table 3:" is not printed. Paths are relative to the run folder, whe
 runs pdflatex. Every text goes through `oracle.report.tables.latex_escape` (no Unicode input).
 
 `compile_pdf` refuses what would lose content: an overfull box wider than `OVERFULL_PT` (a row
-or figure cut at the margin) or a float too large for its page (rows off the page), naming the
-first in one line.
+or figure cut at the margin), a float too large for its page (rows off the page) or a figure
+printed at another size than it was drawn at, naming the first in one line.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ CLAIM_COLUMNS = (("id", "Claim", 0.15), ("paper", "The paper", 0.29), ("this run
                  ("verdict", "Verdict", 0.12))
 #: The widest overfull box (pt) the paper accepts: TeX's rounding, not content cut off.
 OVERFULL_PT = 1.0
+#: The scales a figure may print at, against the size it was drawn at (its text sizes with it).
+SCALE_RANGE = (0.95, 1.05)
 #: The page: US letter wide, at least 9 in of text height (taller where a figure with its caption
 #: needs it: a figure is never scaled); the text width is the figures' drawn width.
 PAGE_WIDTH_IN, TEXT_HEIGHT_IN = 8.5, 9.0
@@ -179,9 +181,18 @@ def paper_latex(sections: Sequence[Section], claims_csv: str | os.PathLike, titl
 def layout_problems(log: str) -> list[str]:
     """What a pdflatex log says was lost, one line each: every overfull box wider than
     `OVERFULL_PT` and every float too large for its page, with the input file it was read from
-    (the last ``(<file>.tex`` the log opened before it)."""
-    problems, current = [], "paper.tex"
+    (the last ``(<file>.tex`` the log opened before it), and every figure included at another
+    size than it was drawn at (outside `SCALE_RANGE`: graphicx's ``<file.pdf, id=.., W x H>``
+    against its ``Requested size``)."""
+    problems, current, drawn = [], "paper.tex", None
     for line in log.splitlines():
+        if m := re.search(r"<([^<>,]+\.pdf), id=\d+, ([\d.]+)pt x ([\d.]+)pt>", line):
+            drawn = (m.group(1), float(m.group(2)))
+        elif (m := re.search(r"Requested size: ([\d.]+)pt x", line)) and drawn is not None:
+            scale = float(m.group(1)) / drawn[1]
+            if not SCALE_RANGE[0] <= scale <= SCALE_RANGE[1]:
+                problems.append(f"{drawn[0]} printed at {scale:.2f} of its drawn width")
+            drawn = None
         for opened in re.findall(r"\(([^()\s]+\.tex)", line):
             current = "paper.tex" if Path(opened).name == "paper.tex" else opened.removeprefix("./")
         if m := re.search(r"Overfull \\[hv]box \(([\d.]+)pt too (?:wide|high)\)", line):
@@ -208,7 +219,8 @@ def compile_pdf(tex: str, out_pdf: str | os.PathLike, run_dir: str | os.PathLike
     with tempfile.TemporaryDirectory(prefix="paper-pdf-") as tmp:
         src = Path(tmp) / "paper.tex"
         src.write_text(tex, encoding="utf-8")
-        env = dict(os.environ, TEXINPUTS=f"{run_dir}{os.pathsep}", openout_any="p")
+        # max_print_line: a log line per message, not wrapped at 79 columns (`layout_problems` reads it)
+        env = dict(os.environ, TEXINPUTS=f"{run_dir}{os.pathsep}", openout_any="p", max_print_line="100000")
         for _ in range(runs):
             proc = subprocess.run([exe, "-interaction=nonstopmode", "-halt-on-error", f"-output-directory={tmp}",
                                    src.name], cwd=run_dir, env=env, capture_output=True, timeout=600)

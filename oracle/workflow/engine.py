@@ -1,7 +1,9 @@
 """Every name of Snakemake this workflow uses beyond the documented Snakefile language, in one
 place: the `workflow` and DAG attributes the Snakefile and rules/common.smk read, the job
-attributes, and the three methods the start check wraps (`Workflow._build_dag`, `execute`,
-`create_report`: Snakemake has no hook between building the DAG and deciding what to run).
+attributes, the three methods the start check wraps (`Workflow._build_dag`, `execute`,
+`create_report`: Snakemake has no hook between building the DAG and deciding what to run), and
+the job's mtime test of its rule script (`Job.outputs_older_than_script_or_notebook`), which
+`code_by_content` makes a test of content, so a copied run reruns nothing.
 
 Tested with Snakemake `TESTED` (requirements.txt pins it; the Snakefile's ``min_version`` states
 its lower end). A release that renames one of `REQUIRED` stops the run at install, in one line
