@@ -121,11 +121,16 @@ def test_a_long_table_continues_in_floats_that_fit_the_page(tmp_path):
     paths = write_table(frame, tmp_path / "long", caption="a long table", label="exp:long")
     for key, twocolumn in (("tex", False), ("column.tex", True)):
         tex = paths[key].read_text()
-        assert tex.count("\\begin{table}") >= 2 and tex.count("(continued)") == tex.count("\\begin{table}") - 1
+        assert tex.count("\\begin{table}") >= 2
+        assert tex.count("\\addtocounter{table}{-1}\\caption{(continued)}") == tex.count("\\begin{table}") - 1
         assert latex_labels([paths[key]]) == ["tab:exp:long"] and tex.count("row 89:") == 1
         status, errors = compile_tables([paths[key]], tmp_path, twocolumn=twocolumn)
         assert status == 0, errors
         assert floats_too_large_pt(tmp_path) == [] and max(overfull_pt(tmp_path), default=0.0) <= 1.0
+    # one number for every part of the table: the table after it is Table 2
+    after = write_table(pd.DataFrame({"a": [1.0]}), tmp_path / "after", caption="after", label="exp:after")["tex"]
+    status, errors = compile_tables([paths["tex"], after], tmp_path)
+    assert status == 0 and "\\newlabel{tab:exp:after}{{2}" in (tmp_path / "tables.aux").read_text(), errors
 
 
 def test_labels_name_the_experiment(tmp_path):

@@ -196,7 +196,7 @@ def render_latex(headers: list[str], cells: list[list[str]], numeric: list[bool]
     (the leading columns that are not floats; in a narrow column joined into one wrapped cell
     where they alone fill it); only when a part cannot fit, ``\\resizebox`` to
     the line width (graphicx; the comment line says so). A table taller than `FLOAT_HEIGHT_PT`
-    continues in further floats (`_floats`), their captions marked "(continued)", the label
+    continues in further floats (`_floats`) under the same number, captioned "(continued)", the label
     on the first. The caption says only what the table shows: the run's finding is the note file
     (`write_table`), outside the float. `headers`, `cells` (LaTeX), `numeric` (right-aligned) per
     column, of which the first `keys` say what a row is: `oracle.report.tables.write_table`'s."""
@@ -225,7 +225,8 @@ def render_latex(headers: list[str], cells: list[list[str]], numeric: list[bool]
              f"{width_pt:g} pt" + (f"; {len(floats)} floats (a long table continues)" if len(floats) > 1 else "")]
     for k, blocks in enumerate(floats):
         lines += ["\\begin{table}[tp]", "\\centering", size, f"\\setlength{{\\tabcolsep}}{{{TABCOLSEP_PT:g}pt}}",
-                  f"\\caption{{{latex_escape(caption)}{' (continued)' if k else ''}}}"]
+                  # a continuation keeps the table's number: "Table 4: (continued)"
+                  "\\addtocounter{table}{-1}\\caption{(continued)}" if k else f"\\caption{{{latex_escape(caption)}}}"]
         if not k:
             lines.append(f"\\label{{tab:{label}}}")
         for i, (cols, rows) in enumerate(blocks):
