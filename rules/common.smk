@@ -48,12 +48,13 @@ wildcard_constraints:
 
 def table_outputs(stem, owner=None):
     """<stem>.csv and <stem>.md (both shown in `snakemake --report`, caption
-    report/artifact.rst), .tex and the caption file .caption.rst (last; report/artifact.rst
-    includes it): the order scripts rely on. `owner`: see RuleParams.report_category."""
+    report/artifact.rst), .tex, .column.tex (one column wide), .note.tex (the finding) and the
+    caption file .caption.rst (last; report/artifact.rst includes it): the order scripts rely on
+    (oracle.report.tables.TABLE_FILES). `owner`: see RuleParams.report_category."""
     # (a line may not start with `report(`: Snakemake parses that as the report keyword)
     csv, md = (report(f"{stem}.{s}", caption="../report/artifact.rst", category=report_category(owner),
                       subcategory=report_subcategory(owner)) for s in ("csv", "md"))
-    return [csv, md, f"{stem}.tex", f"{stem}.{CAPTION_SUFFIX}"]
+    return [csv, md, f"{stem}.tex", f"{stem}.column.tex", f"{stem}.note.tex", f"{stem}.{CAPTION_SUFFIX}"]
 
 
 def figure_outputs(stem, owner=None):

@@ -43,6 +43,7 @@ rule experiment_table:
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         caption=artifact_caption,
+        figures=config["figures"],
     log:
         f"{LOGS}/{{kind}}/{{experiment}}/tables/{{artifact}}.log",
     benchmark:

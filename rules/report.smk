@@ -31,7 +31,8 @@ rule report:
 
 # The reproduced paper as one PDF, results/<run>/paper.pdf (`snakemake paper`; not part of `all`:
 # it needs pdflatex): the claims table with the paper's statement beside this run's value and
-# verdict, then every figure and table of the report with its caption (oracle.report.paper_pdf).
+# verdict, then every figure and table of the report with its caption (oracle.report.paper_pdf),
+# at the text width of config `figures.width_in`; an overfull box or a float too large fails it.
 rule paper_pdf:
     input:
         RUN_TARGETS,
@@ -43,6 +44,7 @@ rule paper_pdf:
         tex=PAPER_TEX,
     params:
         contents=report_contents(),
+        figures=config["figures"],
     log:
         f"{LOGS}/paper_pdf.log",
     benchmark:

@@ -54,6 +54,7 @@ rule validation_table:
     params:
         dataset_name=config["data"]["kind"],
         caption=validation_caption,
+        figures=config["figures"],
     log:
         f"{LOGS}/validation/tables/{{artifact}}.log",
     benchmark:

@@ -20,7 +20,7 @@ def main(sm):
     caption = full_caption(sm.params.caption, finding)
     # the .tex caption says what the table shows; the finding (this run, the paper) is a note under it
     write_table(frame, Path(sm.output[0]).with_suffix(""), caption=sm.params.caption, note=finding,
-                label=f"{sm.wildcards.experiment}:{sm.wildcards.artifact}")
+                label=f"{sm.wildcards.experiment}:{sm.wildcards.artifact}", widths_in=sm.params.figures)
     write_caption(sm.output[-1], caption)
     print(caption)
     print(frame.to_string())

@@ -15,7 +15,7 @@ def main(sm):
     numbers = merge_numbers({prefix: json.loads(Path(path).read_text()) for prefix, path in sm.input.items()})
     write_json_atomic(sm.output.json, numbers)
     with atomic_output(sm.output.tex) as tmp:
-        tmp.write_text(numbers_tex(numbers, sm.params.paper))
+        tmp.write_text(numbers_tex(numbers, sm.params.paper, run_dir=str(Path(sm.output.tex).parent)))
     print(f"{len(numbers)} numbers from {len(sm.input)} parts")
 
 

@@ -19,7 +19,7 @@ def main(sm):
     finding = findings(sm.wildcards.artifact, metrics)
     caption = full_caption(sm.params.caption, finding)
     write_table(frame, Path(sm.output[0]).with_suffix(""), caption=sm.params.caption, note=finding,
-                label=f"validation:{sm.wildcards.artifact}")
+                label=f"validation:{sm.wildcards.artifact}", widths_in=sm.params.figures)
     write_caption(sm.output[-1], caption)
     print(caption)
     print(frame.to_string())

@@ -39,15 +39,16 @@ def pdflatex() -> str:
     return exe
 
 
-def compile_tables(tex_files: Iterable[Path], workdir: Path) -> tuple[int, str]:
+def compile_tables(tex_files: Iterable[Path], workdir: Path, twocolumn: bool = False) -> tuple[int, str]:
     """Compile every file of `tex_files` in one bare ``article`` with booktabs (each on its own
-    page, ``\\input`` as a manuscript would); returns (exit status, the log's error lines and
-    the files), nonzero on the first error (``-halt-on-error``)."""
+    page, ``\\input`` as a manuscript would; `twocolumn`: ``[twocolumn]{article}``); returns
+    (exit status, the log's error lines and the files), nonzero on the first error
+    (``-halt-on-error``)."""
     files = [Path(p).resolve() for p in tex_files]
     body = "\n".join(f"\\clearpage\\input{{{p.as_posix()}}}" for p in files)
     doc = workdir / "tables.tex"
-    doc.write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n" + body
-                   + "\n\\end{document}\n")
+    doc.write_text(f"\\documentclass{'[twocolumn]' if twocolumn else ''}{{article}}\n\\usepackage{{booktabs}}\n"
+                   "\\begin{document}\n" + body + "\n\\end{document}\n")
     proc = subprocess.run([pdflatex(), "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=workdir,
                           capture_output=True, text=True, timeout=300)
     errors = [line for line in proc.stdout.splitlines() if line.startswith("!") or "Error" in line]
@@ -59,6 +60,13 @@ def overfull_pt(workdir: Path) -> list[float]:
     (its log's "Overfull \\hbox (12.3pt too wide)" lines): a table wider than the text."""
     log = (Path(workdir) / "tables.log").read_text(errors="replace")
     return [float(v) for v in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)]
+
+
+def floats_too_large_pt(workdir: Path) -> list[float]:
+    """How far (pt) each float of the last `compile_tables` in `workdir` is too tall for its page
+    (its log's "Float too large for page by 172.3pt" lines): a table that runs off the page."""
+    log = (Path(workdir) / "tables.log").read_text(errors="replace")
+    return [float(v) for v in re.findall(r"Float too large for page by ([\d.]+)pt", log)]
 
 
 def latex_labels(tex_files: Iterable[Path]) -> list[str]:

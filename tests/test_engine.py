@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 DOCUMENTED_WORKFLOW = {"basedir"}
 #: Internals by name: none may appear outside the engine module.
 PRIVATE = ("_build_dag", "forcefiles", "dag_settings", "_dag", "needrun_jobs", "update_needrun", "overwrite_configfiles",
-           "is_main_process", "rerun_triggers", "group_settings", "wildcards_dict", "async_run", "create_report")
+           "is_main_process", "rerun_triggers", "group_settings", "wildcards_dict", "async_run", "create_report",
+           "outputs_older_than_script_or_notebook")
 
 
 def test_the_installed_snakemake_has_every_required_name():
@@ -174,6 +175,31 @@ def test_a_paper_id_target_stands_for_its_files():
     _install(wf, calls, targets=lambda t: engine.expand_targets(t, named))
     wf.execute()
     assert wf.seen_targets == {"results/r/a.pdf", "results/r/a.png"} and wf.dag_settings.forcetargets
+
+
+def test_code_changed_is_decided_by_content_not_by_mtime():
+    """Snakemake's mtime test of a rule's script yields an output only where the job's code
+    differs by content (`same_code` False); installed twice, it still wraps Snakemake's own."""
+    import asyncio
+
+    class FakeJob:  # Snakemake's Job: every output older than the script
+        def __init__(self, same: bool):
+            self.same = same
+
+        async def outputs_older_than_script_or_notebook(self):
+            yield "results/r/out.csv"
+
+    def older(job):
+        async def collect():
+            return [f async for f in job.outputs_older_than_script_or_notebook()]
+
+        return asyncio.run(collect())
+
+    assert older(FakeJob(True)) == ["results/r/out.csv"]  # Snakemake's own: mtimes decide
+    engine.code_by_content(lambda job: job.same, FakeJob)
+    assert older(FakeJob(True)) == [] and older(FakeJob(False)) == ["results/r/out.csv"]
+    engine.code_by_content(lambda job: False, FakeJob)
+    assert older(FakeJob(True)) == ["results/r/out.csv"]
 
 
 def _workflow_files() -> dict[Path, str]:

@@ -211,3 +211,26 @@ def test_atomic_output_permissions_and_cleanup(tmp_path):
             tmp.write_text("partial")
             raise RuntimeError("crash")
     assert sorted(os.listdir(tmp_path / "sub")) == ["a.txt"]
+
+
+def test_a_script_is_unchanged_when_its_bytes_are_those_the_records_hold(tmp_path):
+    """`stale.script_unchanged` (what Snakemake's "code changed" asks through the engine): the
+    script's sha256 now against each output's record, whatever the files' mtimes."""
+    from oracle.workflow.provenance.stale import script_unchanged
+
+    script = tmp_path / "scripts" / "make.py"
+    script.parent.mkdir()
+    script.write_text("print('a')\n")
+    out, bare = tmp_path / "out.txt", tmp_path / "bare.txt"
+    out.write_text("x")
+    bare.write_text("y")
+    write_record(out, rule="make", params={"a": 1})
+    rec = json.loads(record_path(out).read_text())
+    rec["code"]["files"]["scripts/make.py"] = file_sha256(script)
+    record_path(out).write_text(json.dumps(rec))
+    os.utime(script, (time.time() + 100, time.time() + 100))  # newer than the output: content decides
+    assert script_unchanged([str(out)], script, root=tmp_path)
+    assert not script_unchanged([str(out), str(bare)], script, root=tmp_path)  # an output without a record
+    assert not script_unchanged([str(out)], None, root=tmp_path) and not script_unchanged([], script, root=tmp_path)
+    script.write_text("print('b')\n")  # an edited script
+    assert not script_unchanged([str(out)], script, root=tmp_path)

@@ -14,7 +14,7 @@ from oracle.report.tables import write_table
 def test_write_table_outputs_parse(tmp_path):
     df = pd.DataFrame({"Architecture": ["ResNet_18", "ViT"], "Accuracy (%)": [97.7312345, np.nan], "N": [100, 40000]})
     paths = write_table(df, tmp_path / "sub" / "tab", "Accuracy & error at N = 40,000")  # (%): 2 decimals
-    assert set(paths) == {"csv", "md", "tex"} and all(p.exists() for p in paths.values())
+    assert set(paths) == {"csv", "md", "tex", "column.tex", "note.tex"} and all(p.exists() for p in paths.values())
     pd.testing.assert_frame_equal(pd.read_csv(paths["csv"], float_precision="round_trip"), df)
     md = paths["md"].read_text()
     assert md.startswith("Table: Accuracy & error at N = 40,000")

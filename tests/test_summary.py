@@ -34,6 +34,24 @@ def test_run_summary(tmp_path):
     text = run_summary(run, 5.0)
     assert f"timings: {run / 'timings.md'}" in text
     assert text.splitlines()[-1] == "    world.base.bayes_accuracy = 0.9 fraction"
+    assert "paper:" not in text  # no `snakemake paper` yet
+
+
+def test_the_summary_names_the_paper_pdf(tmp_path):
+    """After `snakemake paper` the end-of-run summary names paper.pdf with its pages (the job's
+    log), and says so when the claims are newer than it."""
+    import os
+
+    run = tmp_path / "results" / "r"
+    (run / "logs").mkdir(parents=True)
+    (run / "paper.pdf").write_bytes(b"%PDF-1.5")
+    (run / "logs" / "paper_pdf.log").write_text(f"{run}/paper.pdf: 31 pages, 40 tables and figures in 9 sections\n")
+    (run / "claims.csv").write_text("id,verdict\n")
+    os.utime(run / "claims.csv", (1, 1))
+    line = next(ln for ln in run_summary(run, 5.0).splitlines() if ln.startswith("  paper:"))
+    assert line == f"  paper:   {run / 'paper.pdf'}  (31 pages, every figure at its drawn size)"
+    os.utime(run / "paper.pdf", (0, 0))
+    assert "older than claims.csv" in run_summary(run, 5.0)
 
 
 def test_the_main_experiment_heads_its_variants_and_the_verdicts_are_counted(tmp_path):

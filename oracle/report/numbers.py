@@ -17,8 +17,10 @@ Welch-Satterthwaite degrees of freedom ``df`` of that sum (`over_seeds_and_rows`
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -248,14 +250,27 @@ def _tex_value(v: Any) -> str:
     raise DataError(f"numbers.tex: value {v!r} is not a number")
 
 
-def numbers_tex(numbers: Mapping[str, Mapping], paper: Mapping[str, str] | None = None) -> str:
+#: numbers.tex's first macro: the folder numbers.tex was \\input from (LaTeX's \\CurrentFilePath,
+#: 2021-06 and later; empty where LaTeX lacks it or the file is in the working folder), which
+#: every \\paper<Id> path starts with, so \\includegraphics{\\paperFigTwo} finds the file from a
+#: manuscript in any folder.
+RUN_DIR_MACRO = r"""\makeatletter
+\ifdefined\CurrentFilePath\edef\paperRunDir{\CurrentFilePath}\else\def\paperRunDir{}\fi
+\ifx\paperRunDir\@empty\else\edef\paperRunDir{\paperRunDir/}\fi
+\makeatother"""
+
+
+def numbers_tex(numbers: Mapping[str, Mapping], paper: Mapping[str, str] | None = None,
+                run_dir: str | None = None) -> str:
     r"""LaTeX macros ``\newcommand{\numWorldBaseAleatoricFloor}{0.0123}`` (4 significant
     digits), one per number, sorted by key; a number with a spread also gets, per spread field
     (`SPREAD_MACROS`), the spread and the value rounded to it (`round_to_spread`):
     ``\numScalingAlphaResnetSE`` and ``\numScalingAlphaResnetToSE`` from ``se``,
     ``...Std`` and ``...ToStd`` from ``std``, so ``$\numXToSE \pm \numXSE$`` reads "0.26 ±
     0.01". With `paper` ({paper id: artifact path without suffix}) also one macro per paper
-    artifact, ``\paperFigTwo`` -> its path, for ``\includegraphics``/``\input``. Each line ends
+    artifact, ``\paperFigTwo`` -> its path, for ``\includegraphics``/``\input``: relative to
+    `run_dir` (the folder numbers.tex is written to) after ``\paperRunDir`` (`RUN_DIR_MACRO`),
+    so it resolves wherever the run folder lies (without `run_dir`: the path as given). Each line ends
     with a comment naming what the macro is (``% numbers.json: scaling.alpha.resnet (se)``, ``%
     paper artifact: fig2``): a macro name alone does not say which key it was made from. Raises
     DataError when two keys map to the same macro."""
@@ -279,6 +294,10 @@ def numbers_tex(numbers: Mapping[str, Mapping], paper: Mapping[str, str] | None 
             v, s = round_to_spread(float(value), float(spread))
             add(name + spread_suffix, f"{key} ({field})", s or "--")
             add(name + value_suffix, f"{key} (rounded to its {field})", v)
+    if paper and run_dir is not None:
+        lines.append(RUN_DIR_MACRO + " % the folder of this file: every \\paper<Id> path starts there")
     for pid, path in sorted((paper or {}).items()):
+        if run_dir is not None:
+            path = "\\paperRunDir " + Path(os.path.relpath(path, run_dir)).as_posix()
         add(tex_macro_name(pid, prefix="paper"), pid, str(path), "paper artifact")
     return "\n".join(lines) + "\n"

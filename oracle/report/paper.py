@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from oracle.report.captions import CAPTION_SUFFIX
 
-# the caption file last: the table and figure jobs write it as their last output
-TABLE_SUFFIXES = ("csv", "md", "tex", CAPTION_SUFFIX)
+# the caption file last: the table and figure jobs write it as their last output; a table's files
+# between are those of oracle.report.tables.TABLE_FILES (the column variant and the note)
+TABLE_SUFFIXES = ("csv", "md", "tex", "column.tex", "note.tex", CAPTION_SUFFIX)
 FIGURE_SUFFIXES = ("pdf", "png", CAPTION_SUFFIX)
 
 

@@ -57,6 +57,22 @@ def claims_line(claims_csv: str | os.PathLike) -> str | None:
     return f"{len(verdicts)} findings: " + ", ".join(f"{n} {v}" for v, n in counts.items())
 
 
+def paper_line(run: str | os.PathLike) -> str | None:
+    """``<run>/paper.pdf  (12 pages)`` when the run has its paper PDF (`snakemake paper`; the page
+    count from its job's log, ``<run>/logs/paper_pdf.log``), marked when it is older than the
+    claims it shows; None without one."""
+    import re
+
+    pdf, claims, log = Path(run) / "paper.pdf", Path(run) / "claims.csv", Path(run) / "logs" / "paper_pdf.log"
+    if not pdf.is_file():
+        return None
+    pages = re.findall(r"paper\.pdf: (\d+) pages", log.read_text(errors="replace")) if log.is_file() else []
+    text = f"{pdf}" + (f"  ({pages[-1]} pages, every figure at its drawn size)" if pages else "")
+    if claims.is_file() and claims.stat().st_mtime > pdf.stat().st_mtime:
+        text += "  (older than claims.csv: `snakemake paper` remakes it)"
+    return text
+
+
 def run_summary(run: str | os.PathLike, wall_s: float, *, numbers: str | os.PathLike | None = None,
                 timings: str | os.PathLike | None = None) -> str:
     """The end-of-run text: wall time `wall_s` (seconds, this invocation), the results folder
@@ -70,6 +86,8 @@ def run_summary(run: str | os.PathLike, wall_s: float, *, numbers: str | os.Path
              f"  report:  {run}/report.html  (open it in a browser: the claims, every figure and table with its caption)"]
     if timings.is_file():
         lines.append(f"  timings: {timings}  (job-seconds per rule, wall time, critical path)")
+    if (paper := paper_line(run)) is not None:
+        lines.append(f"  paper:   {paper}")
     if (claims := claims_line(run / "claims.csv")) is not None:
         lines.append(f"  claims:  {claims}  ({run}/claims.md)")
     try:

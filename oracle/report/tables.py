@@ -33,6 +33,7 @@ import pandas as pd
 
 from oracle.errors import DataError, OracleError
 from oracle.io.atomic import atomic_output
+from oracle.report.table_latex import _LATEX_MATH, _LATEX_SPECIAL, latex_escape  # noqa: F401 - this module's API too
 
 FloatFormat = str | Callable[[float], str]
 
@@ -113,53 +114,6 @@ def _format_frame(df: pd.DataFrame, float_format: FloatFormat | None,
     return rows, numeric
 
 
-#: Characters that LaTeX treats specially, and every non-ASCII character a table of this project
-#: writes, as commands of plain LaTeX (no package beyond booktabs): a generated .tex compiles in
-#: a bare ``article`` under pdflatex, which has no Unicode input by default. Math symbols go
-#: through ``\ensuremath`` so two in a row never meet as ``$$``.
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-    "|": r"\textbar{}", "<": r"\textless{}", ">": r"\textgreater{}",
-    "–": "--", "—": "---", "‘": "`", "’": "'", "“": "``", "”": "''", "…": r"\ldots{}",
-}
-_LATEX_MATH = {
-    "±": r"\pm", "−": "-", "×": r"\times", "·": r"\cdot", "≈": r"\approx", "≤": r"\leq", "≥": r"\geq",
-    "≠": r"\neq", "∝": r"\propto", "→": r"\rightarrow", "←": r"\leftarrow", "↑": r"\uparrow", "↓": r"\downarrow",
-    "∞": r"\infty", "∫": r"\int", "‖": r"\|", "²": "^{2}", "³": "^{3}", "√": r"\surd",
-    "α": r"\alpha", "β": r"\beta", "γ": r"\gamma", "δ": r"\delta", "ε": r"\varepsilon", "η": r"\eta",
-    "θ": r"\theta", "κ": r"\kappa", "λ": r"\lambda", "μ": r"\mu", "µ": r"\mu", "ν": r"\nu", "π": r"\pi",
-    "ρ": r"\rho", "σ": r"\sigma", "τ": r"\tau", "φ": r"\phi", "χ": r"\chi", "ψ": r"\psi", "ω": r"\omega",
-    "Δ": r"\Delta", "Σ": r"\Sigma", "Φ": r"\Phi", "Ω": r"\Omega",
-}
-_LATEX_ACCENTS = {"\u0302": r"\hat", "\u0303": r"\tilde", "\u0304": r"\bar"}  # ŷ -> \hat{y}
-
-
-def latex_escape(text: str) -> str:
-    """`text` as LaTeX for a table cell or caption: special characters escaped, every non-ASCII
-    character of `_LATEX_SPECIAL`/`_LATEX_MATH` written as plain LaTeX, a letter with a combining
-    hat, tilde or bar as math (``ŷ`` -> ``\ensuremath{\hat{y}}``). OracleError naming any other
-    non-ASCII character: add it to the maps (a .tex that does not compile is worse than none)."""
-    import unicodedata
-
-    def one(ch: str) -> str:
-        if ch in _LATEX_SPECIAL:
-            return _LATEX_SPECIAL[ch]
-        if ch in _LATEX_MATH:
-            return rf"\ensuremath{{{_LATEX_MATH[ch]}}}"
-        if ord(ch) < 128:
-            return ch
-        base, *marks = unicodedata.normalize("NFD", ch)
-        if marks and base.isascii() and all(m in _LATEX_ACCENTS for m in marks):
-            for m in marks:
-                base = f"{_LATEX_ACCENTS[m]}{{{base}}}"
-            return rf"\ensuremath{{{base}}}"
-        raise OracleError(f"latex_escape: no LaTeX for {ch!r} (U+{ord(ch):04X}) in {str(text)[:60]!r}; add it "
-                          "to oracle.report.tables._LATEX_MATH or _LATEX_SPECIAL")
-
-    return "".join(one(ch) for ch in str(text))
-
-
 def markdown_cell(text: object) -> str:
     """`text` as one Markdown table cell: a pipe escaped (an unescaped ``|`` ends the cell and
     shifts every column after it) and newlines folded into spaces."""
@@ -225,23 +179,6 @@ def _render_markdown(df: pd.DataFrame, caption: str, float_format: FloatFormat |
     return f"Table: {caption}\n\n{table}\n"
 
 
-#: The text width (pt) a table must fit: a plain ``article`` at 10 pt (the narrowest common
-#: \\textwidth; a 6.5 in journal text width is 468 pt).
-TEXT_WIDTH_PT = 345.0
-#: Font sizes a table may be set in, largest first: (command, size relative to 10 pt).
-LATEX_SIZES = (("\\small", 0.9), ("\\footnotesize", 0.8), ("\\scriptsize", 0.7))
-#: Column separation (pt, each side) of every table: LaTeX's default 6 pt spends 12 pt a column.
-TABCOLSEP_PT = 3.0
-#: Mean width (pt) of one character of a table cell at 10 pt (Computer Modern digits are 5 pt,
-#: capitals 7 pt): an over-estimate, so a table chosen to fit does fit.
-_CHAR_PT = 5.5
-#: A header is broken into lines of at most this many characters (at spaces).
-HEADER_LINE = 11
-#: A text column with a longer cell is set as a paragraph column this many characters wide
-#: (``p{...}``; the text wraps) instead of one line as wide as its longest cell.
-WRAP_CHARS = 26
-
-
 def _latex_columns(df: pd.DataFrame, rows: list[list[str]], numeric: list[bool]) -> tuple[list[str], list[list[str]],
                                                                                          list[bool]]:
     """Headers and cells of the LaTeX table: a spread column right after its value (a std or SE,
@@ -263,126 +200,6 @@ def _latex_columns(df: pd.DataFrame, rows: list[list[str]], numeric: list[bool])
     return headers, [list(r) for r in zip(*cols)] if cols else [], num
 
 
-def _header_lines(header: str) -> list[str]:
-    """`header` broken at spaces into lines of at most `HEADER_LINE` characters (a longer word
-    stays whole)."""
-    import textwrap
-
-    return textwrap.wrap(header, HEADER_LINE, break_long_words=False, break_on_hyphens=False) or [""]
-
-
-def _visible_length(latex: str) -> float:
-    """About how many characters wide a LaTeX cell prints (commands count as one character)."""
-    text = re.sub(r"\\ensuremath\{\\?([a-zA-Z]*)\}|\\[a-zA-Z]+(\{\})?|\$", "x", latex)
-    return len(text.replace("{", "").replace("}", "").replace("\\", ""))
-
-
-def _wrapped(rows: list[list[str]], numeric: list[bool]) -> set[int]:
-    """The text columns set as paragraphs: a cell longer than `WRAP_CHARS`."""
-    return {j for j, n in enumerate(numeric) if not n and any(_visible_length(r[j]) > WRAP_CHARS for r in rows)}
-
-
-def latex_table_width(headers: list[str], rows: list[list[str]], scale: float = 1.0,
-                      wrapped: set[int] = frozenset()) -> float:
-    """Estimated printed width (pt) of a table of `headers` (broken by `_header_lines`) and
-    LaTeX `rows`, at font size `scale` x 10 pt with `TABCOLSEP_PT` between columns; the
-    columns `wrapped` are `WRAP_CHARS` wide."""
-    width = 0.0
-    for j, h in enumerate(headers):
-        chars = max([_visible_length(latex_escape(line)) for line in _header_lines(h)]
-                    + [WRAP_CHARS if j in wrapped else _visible_length(r[j]) for r in rows])
-        width += chars * _CHAR_PT * scale + 2 * TABCOLSEP_PT
-    return width
-
-
-def _column_parts(headers: list[str], cells: list[list[str]], keys: int, scale: float,
-                  wrapped: set[int] = frozenset()) -> list[list[int]] | None:
-    """The columns of each part when the table is split into parts that each fit
-    `TEXT_WIDTH_PT` at `scale`: the first `keys` columns (what a row is) in every part, the
-    others filled in order; None when the keys and a single other column do not fit."""
-    def width(cols):
-        return latex_table_width([headers[j] for j in cols], [[r[j] for j in cols] for r in cells], scale,
-                                 {i for i, j in enumerate(cols) if j in wrapped})
-
-    parts, current = [], list(range(keys))
-    for j in range(keys, len(headers)):
-        if width([*current, j]) <= TEXT_WIDTH_PT:
-            current.append(j)
-        elif len(current) > keys:
-            parts.append(current)
-            current = [*range(keys), j]
-            if width(current) > TEXT_WIDTH_PT:
-                return None
-        else:
-            return None
-    return [*parts, current]
-
-
-def _render_latex(df: pd.DataFrame, caption: str, label: str, note: str = "") -> str:
-    """The table as LaTeX that fits `TEXT_WIDTH_PT`: value and spread in one cell, headers on
-    short lines, the largest of `LATEX_SIZES` at which the estimated width fits; when none does,
-    split (at the first smaller size where that works) into parts stacked in one float, each repeating the key columns
-    (the leading columns that are not floats); only when a part cannot fit, ``\\resizebox`` to
-    the text width (graphicx; the comment line says so). `note` (the run's finding, the paper's
-    value) goes in small type under the tabular, inside the float: the caption says only what the
-    table shows."""
-    rows, numeric = _format_frame(df, None, missing="--")
-    keys = next((j for j, c in enumerate(df.columns) if pd.api.types.is_float_dtype(df[c])), len(df.columns))
-    kept = [c for j, c in enumerate(df.columns) if j < keys]
-    headers, cells, numeric = _latex_columns(df, rows, numeric)
-    keys = len([h for h in headers if h in kept][:keys])
-    align = ["r" if n else "l" for n in numeric]
-    wrapped = _wrapped(cells, numeric)
-    fits = [(c, f) for c, f in LATEX_SIZES if latex_table_width(headers, cells, f, wrapped) <= TEXT_WIDTH_PT]
-    shrink = False
-    if fits:
-        (size, scale), parts = fits[0], [list(range(len(headers)))]
-    else:
-        parts = None
-        for size, scale in LATEX_SIZES[1:]:
-            parts = _column_parts(headers, cells, keys, scale, wrapped) if 0 < keys < len(headers) else None
-            if parts is not None:
-                break
-        if parts is None:
-            parts, shrink = [list(range(len(headers)))], True
-    column = [f"p{{{WRAP_CHARS * _CHAR_PT * scale:.0f}pt}}" if j in wrapped else a for j, a in enumerate(align)]
-    # a paragraph column breaks only at spaces and hyphens: a list "0.3,0.2,..." also after commas
-    cells = [[c.replace(",", ",\\allowbreak{}") if j in wrapped else c for j, c in enumerate(r)] for r in cells]
-
-    def head(h: str, a: str) -> str:
-        lines = [latex_escape(line) for line in _header_lines(h)]
-        stacked = " \\\\ ".join(lines)
-        return lines[0] if len(lines) == 1 else f"\\begin{{tabular}}[b]{{@{{}}{a}@{{}}}}{stacked}\\end{{tabular}}"
-
-    needs = ("booktabs and graphicx (\\resizebox: too wide at \\scriptsize)" if shrink else "booktabs only")
-    lines = [
-        f"% generated by oracle.report.tables.write_table; needs {needs} (plain LaTeX, ASCII)",
-        "\\begin{table}[t]",
-        "\\centering",
-        size,
-        f"\\setlength{{\\tabcolsep}}{{{TABCOLSEP_PT:g}pt}}",
-        f"\\caption{{{latex_escape(caption)}}}",
-        f"\\label{{tab:{label}}}",
-    ]
-    for i, cols in enumerate(parts):
-        if i:
-            lines.append("\\par\\medskip")  # the next part of the same table, under it
-        if shrink:
-            lines.append("\\resizebox{\\textwidth}{!}{%")
-        lines += [
-            f"\\begin{{tabular}}{{{''.join(column[j] for j in cols)}}}",
-            "\\toprule",
-            " & ".join(head(headers[j], align[j]) for j in cols) + " \\\\",
-            "\\midrule",
-        ]
-        lines += [" & ".join(row[j] for j in cols) + " \\\\" for row in cells]
-        lines += ["\\bottomrule", "\\end{tabular}" + ("}" if shrink else "")]
-    if note.strip():
-        lines.append(f"\\par\\smallskip{{\\footnotesize {latex_escape(note.strip())}\\par}}")
-    lines.append("\\end{table}")
-    return "\n".join(lines) + "\n"
-
-
 def write_all(contents: Mapping[Path, bytes]) -> None:
     """Replace each file atomically with its rendered bytes."""
     for path, data in contents.items():
@@ -390,33 +207,58 @@ def write_all(contents: Mapping[Path, bytes]) -> None:
             tmp.write_bytes(data)
 
 
+#: The files `write_table` writes per table, by suffix after the stem.
+TABLE_FILES = ("csv", "md", "tex", "column.tex", "note.tex")
+
+
 def write_table(df: pd.DataFrame, stem: str | os.PathLike, caption: str, label: str | None = None,
-                note: str = "") -> dict[str, Path]:
-    """Write ``df`` as ``<stem>.csv``, ``<stem>.md`` and ``<stem>.tex``.
+                note: str = "", widths_in: Mapping[str, float] | None = None) -> dict[str, Path]:
+    """Write ``df`` as ``<stem>.csv``, ``<stem>.md``, ``<stem>.tex`` (fits a plain article's text,
+    `oracle.report.table_latex`), ``<stem>.column.tex`` (the same table fit to one column, same label: a
+    two-column manuscript inputs it instead) and ``<stem>.note.tex`` (the finding).
 
     Args:
         df: the table; its index is not written (reset it first if it carries data).
         stem: output path without suffix; parent folders are created.
         caption: what the table shows (LaTeX ``\\caption``; the Markdown ``Table:`` line is it
             and then `note`, the same text as the run's caption file).
-        note: what this run found and the paper's value beside it: in LaTeX a note in small
-            type under the tabular, inside the table float, not in the caption.
+        note: what this run found and the paper's value beside it: in LaTeX the paragraph of
+            ``<stem>.note.tex``, outside the table float and its caption.
         label: the LaTeX label's name, unique in a run: ``<experiment>:<artifact>`` (two
             experiments of one kind write tables of the same name); default the stem's name.
+        widths_in: the venue's widths (config ``figures``: ``width_in``, ``column_width_in``,
+            inches): a narrower one than ``TEXT_WIDTH_PT`` or ``COLUMN_WIDTH_PT`` narrows its variant
+            (a wider one does not widen it: the tables also fit a plain article).
     Floats in .md and .tex follow the module's rule (`column_kind`, `format_cell`); the CSV
     keeps full precision (``repr`` of each float) for audits.
 
     Returns:
-        ``{"csv", "md", "tex"}`` -> paths. The LaTeX label is ``tab:<label>``.
+        ``{"csv", "md", "tex", "column.tex", "note.tex"}`` -> paths. The LaTeX label is ``tab:<label>``.
     """
     if not isinstance(df, pd.DataFrame):
         raise OracleError(f"write_table: expected a pandas DataFrame, got {type(df).__name__}")
     stem = Path(stem)
-    paths = {ext: stem.with_name(f"{stem.name}.{ext}") for ext in ("csv", "md", "tex")}
+    paths = {ext: stem.with_name(f"{stem.name}.{ext}") for ext in TABLE_FILES}
+    from oracle.report.table_latex import COLUMN_WIDTH_PT, PT_PER_IN, TEXT_WIDTH_PT, render_latex, render_note
+
+    def latex(width_pt: float) -> bytes:
+        rows, numeric = _format_frame(df, None, missing="--")
+        keys = next((j for j, c in enumerate(df.columns) if pd.api.types.is_float_dtype(df[c])), len(df.columns))
+        kept = [c for j, c in enumerate(df.columns) if j < keys]
+        headers, cells, numeric = _latex_columns(df, rows, numeric)
+        keys = len([h for h in headers if h in kept][:keys])
+        return render_latex(headers, cells, numeric, keys, caption, label, width_pt).encode("utf-8")
+
+    label = label or stem.name
+    widths_in = widths_in or {}
+    text_pt = min(TEXT_WIDTH_PT, widths_in.get("width_in", math.inf) * PT_PER_IN)
+    column_pt = min(COLUMN_WIDTH_PT, widths_in.get("column_width_in", math.inf) * PT_PER_IN)
     contents = {
         paths["csv"]: df.to_csv(index=False, lineterminator="\n").encode("utf-8"),
         paths["md"]: _render_markdown(df, " ".join(p.strip() for p in (caption, note) if p.strip())).encode("utf-8"),
-        paths["tex"]: _render_latex(df, caption, label or stem.name, note).encode("utf-8"),
+        paths["tex"]: latex(text_pt),
+        paths["column.tex"]: latex(column_pt),
+        paths["note.tex"]: render_note(note, label).encode("utf-8"),
     }
     write_all(contents)
     return paths

@@ -1,8 +1,10 @@
 """Every name of Snakemake this workflow uses beyond the documented Snakefile language, in one
 place: the `workflow` and DAG attributes the Snakefile and the start check
 (`oracle.workflow.start_check`) read, the job attributes, the settings and helpers of Snakemake's
-own modules they need, and the three methods the start check wraps (`Workflow._build_dag`, `execute`,
-`create_report`: Snakemake has no hook between building the DAG and deciding what to run).
+own modules they need, the three methods the start check wraps (`Workflow._build_dag`, `execute`,
+`create_report`: Snakemake has no hook between building the DAG and deciding what to run), and
+the job's mtime test of its rule script (`Job.outputs_older_than_script_or_notebook`), which
+`code_by_content` makes a test of content, so a copied run reruns nothing.
 
 Tested with Snakemake `TESTED` (requirements.txt pins it; the Snakefile's ``min_version`` states
 its lower end). A release that renames one of `REQUIRED` stops the run at install, in one line
@@ -27,8 +29,8 @@ from oracle.errors import OracleError
 __all__ = ["TESTED", "REQUIRED", "EngineError", "Hooks", "version_note", "missing_names", "install",
            "is_main_process", "configfiles_given", "mark_local", "dry_run", "touch_run", "params_trigger", "dag_jobs",
            "pending_jobs", "needs_run", "force_rerun", "dependencies", "group_components", "job_rule",
-           "job_has_script", "job_outputs", "job_inputs", "job_params", "job_request_fields", "expand_targets",
-           "LOCK_HOLDER", "note_lock_holder", "lock_holder_text"]
+           "job_has_script", "job_script", "job_outputs", "job_inputs", "job_params", "job_request_fields",
+           "expand_targets", "LOCK_HOLDER", "note_lock_holder", "lock_holder_text", "code_by_content"]
 
 #: The Snakemake releases this workflow's tests ran with: [lowest, first untested).
 TESTED = ("9.27.1", "9.28")
@@ -40,7 +42,8 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "_build_dag", "execute", "create_report", "dag", "dag_settings", "dryrun", "touch", "rerun_triggers",
         "async_run", "group_settings", "overwrite_configfiles", "is_main_process", "localrules"),
     "snakemake.dag.DAG": ("needrun", "needrun_jobs", "update_needrun", "jobs", "dependencies", "forcefiles"),
-    "snakemake.jobs.Job": ("rule", "input", "output", "params", "resources", "group", "wildcards_dict"),
+    "snakemake.jobs.Job": ("rule", "input", "output", "params", "resources", "group", "wildcards_dict",
+                           "outputs_older_than_script_or_notebook"),
     "snakemake.rules.Rule": ("name", "script", "snakefile"),
     "snakemake.settings.types.DAGSettings": ("targets",),
     "snakemake.settings.types.GroupSettings": ("group_components",),
@@ -139,7 +142,8 @@ class Hooks:
 
 
 def install(workflow: Any, *, on_run_dag: Callable[[], None], on_report_dag: Callable[[], None],
-            after_execute: Callable[[], None], targets: Callable[[Iterable[str]], set[str]] | None = None) -> Hooks:
+            after_execute: Callable[[], None], targets: Callable[[Iterable[str]], set[str]] | None = None,
+            same_code: Callable[[Any], bool] | None = None) -> Hooks:
     """Wrap `workflow` so that `on_run_dag` runs right after ``execute`` (a run or a dry run) has
     built its DAG and before Snakemake decides what to run, `on_report_dag` after
     ``create_report`` has built its DAG, and `after_execute` once ``execute`` returns. Other
@@ -147,6 +151,9 @@ def install(workflow: Any, *, on_run_dag: Callable[[], None], on_report_dag: Cal
 
     targets: maps the command line's targets to the ones to build (`expand_targets`), applied
              before ``execute`` builds its DAG, so ``--force`` forces what they name.
+    same_code: asked of a job whose rule script is newer (mtime) than one of its outputs, where
+             Snakemake would rerun it for "code changed": True keeps the job (the script's
+             content is the one that made the outputs; `code_by_content`).
     EngineError (one line) when this Snakemake lacks a name the workflow needs."""
     if missing := missing_names():
         raise EngineError(f"this Snakemake lacks {', '.join(missing)} (oracle/workflow/engine.py; tested: "
@@ -186,6 +193,8 @@ def install(workflow: Any, *, on_run_dag: Callable[[], None], on_report_dag: Cal
     workflow.create_report = create_report_checked
     if workflow._build_dag is not build_dag_checked or workflow.execute is not execute_checked:
         raise EngineError("Snakemake's Workflow did not accept the start check's hooks (oracle/workflow/engine.py)")
+    if same_code is not None:
+        code_by_content(same_code)
     return hooks
 
 
@@ -253,6 +262,31 @@ def _refuse_locked(exc: Exception) -> None:
     if isinstance(exc, LockException):
         print(f"LockException: {os.getcwd()} is locked; {lock_holder_text()}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
+
+def code_by_content(same_code: Callable[[Any], bool], job_class: type | None = None) -> None:
+    """Make Snakemake's "code changed" trigger content-based: its mtime test (an output older
+    than the rule's script, ``Job.outputs_older_than_script_or_notebook``, which fires for every
+    job of a fresh clone or a copied results tree) yields only where `same_code(job)` is False.
+    An edited script still reruns its jobs (its bytes differ from those the outputs' records
+    hold); Snakemake's own metadata check of the code, where metadata exist, is left as it is.
+    `job_class`: default Snakemake's ``Job``. Idempotent; EngineError when the hook did not take."""
+    if job_class is None:
+        from snakemake.jobs import Job as job_class
+    name = "outputs_older_than_script_or_notebook"
+    older = getattr(job_class, name)
+    older = getattr(older, "_by_mtime", older)  # installed before: wrap Snakemake's own, once
+
+    async def outputs_older_by_content(self):
+        found = [f async for f in older(self)]
+        if found and not same_code(self):
+            for f in found:
+                yield f
+
+    outputs_older_by_content._by_mtime = older
+    setattr(job_class, name, outputs_older_by_content)
+    if getattr(job_class, name) is not outputs_older_by_content:
+        raise EngineError(f"Snakemake's Job did not accept the content check of its code ({name}; "
+                          "oracle/workflow/engine.py)")
 
 
 def _verified(hooks: Hooks) -> None:
@@ -351,6 +385,17 @@ def job_rule(job: Any) -> str:
 def job_has_script(job: Any) -> bool:
     """Whether `job` runs a script (and so writes records): False for an alias rule or `all`."""
     return bool(job.rule.script)
+
+
+def job_script(job: Any) -> str | None:
+    """The path of the rule script of `job` (its ``script:`` resolved against the rules file
+    that names it), None for a rule without one."""
+    import os
+
+    script = job.rule.script
+    if not script:
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(str(job.rule.snakefile)), str(script)))
 
 
 def job_outputs(job: Any, *, temp: bool = True) -> tuple[str, ...]:

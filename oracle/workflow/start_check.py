@@ -61,6 +61,17 @@ class _StartCheck:
             write_params_out(((engine.job_outputs(j), engine.job_params(j)) for j in jobs if engine.job_has_script(j)),
                              os.environ[PARAMS_OUT])
 
+    @staticmethod
+    def same_code(job: Any) -> bool:
+        """Whether the outputs of `job` were made by its rule script as it reads now (their
+        records' ``code.files``): asked where Snakemake's mtime test would call its code changed."""
+        from oracle.workflow.provenance import stale
+
+        try:
+            return stale.script_unchanged(engine.job_outputs(job, temp=False), engine.job_script(job))
+        except OracleError:  # an unreadable record: Snakemake's own verdict (rerun) stands
+            return False
+
     def on_run_dag(self) -> None:
         try:
             self._check_existing_artifacts()
@@ -138,7 +149,8 @@ def install(workflow: Any, config: Mapping, run_dir: str, paper_targets: Mapping
     try:
         return engine.install(workflow, on_run_dag=check.on_run_dag, on_report_dag=check.on_report_dag,
                               after_execute=check.after_execute,
-                              targets=lambda targets: engine.expand_targets(targets, paper_targets))
+                              targets=lambda targets: engine.expand_targets(targets, paper_targets),
+                              same_code=check.same_code)
     except OracleError as exc:
         _fail(exc)
         raise  # unreachable: _fail exits

@@ -49,7 +49,7 @@ from oracle.workflow.provenance.params import params_differ
 from oracle.workflow.provenance.input_identity import linked_elsewhere, made_from_problems, place_problems, recorded_sha256
 from oracle.workflow.provenance import REPO_ROOT, package_drift, read_record, record_path, resolve_recorded_path
 
-__all__ = ["PlannedJob", "code_drift_note", "overwrite_error", "overwrite_problems", "package_drift_note", "report_error", "stale_reasons",
+__all__ = ["PlannedJob", "code_drift_note", "script_unchanged", "overwrite_error", "overwrite_problems", "package_drift_note", "report_error", "stale_reasons",
            "stale_summary"]
 
 
@@ -205,6 +205,30 @@ def code_drift_note(jobs: Sequence[PlannedJob], root: Path = REPO_ROOT) -> str |
     return (f"note: {count} existing output(s) were made by other code ({', '.join(names[:4])}"
             f"{' ...' if len(names) > 4 else ''}); they are kept, as Snakemake keeps them: "
             "`snakemake --forcerun <rule>` remakes them, `audit --strict-code` flags them")
+
+
+def script_unchanged(outputs: Iterable[str], script: str | os.PathLike | None, root: Path = REPO_ROOT) -> bool:
+    """Whether every output in `outputs` was made by the rule script `script` as it reads now:
+    each output exists with a record whose ``code.files`` holds the script (its path relative
+    to `root`) with the sha256 of its bytes now. False when any output or record is missing, the
+    script lies outside `root`, or no script is given. Snakemake asks this (through
+    `oracle.workflow.engine`) where it would rerun a job because the script's modification time
+    is newer than the outputs: a fresh clone or a copied results tree changes mtimes, not code."""
+    if script is None:
+        return False
+    try:
+        rel = Path(os.path.realpath(script)).relative_to(Path(os.path.realpath(root))).as_posix()
+    except ValueError:
+        return False
+    now = file_sha256(script) if os.path.isfile(script) else None
+    outputs = list(outputs)
+    if now is None or not outputs:
+        return False
+    for path in outputs:
+        rec = _record(path) if os.path.exists(path) else None
+        if ((rec or {}).get("code") or {}).get("files", {}).get(rel) != now:
+            return False
+    return True
 
 
 def report_error(jobs: Sequence[PlannedJob], reasons: Mapping[int, list[str]]) -> str | None:
