@@ -19,7 +19,9 @@ __all__ = ["DataSet", "DATA_SETS", "KINDS", "layout", "kind_facts", "preset_data
 class DataSet:
     """One row of `DATA_SETS`: ``kind`` (its loader), ``layout`` (the files expected under
     ``data.root``; a preset's row leaves it to its kind's row), image ``channels`` and native
-    square ``side`` in pixels, ``num_classes``, ``n_train`` (training images), ``source``."""
+    square ``side`` in pixels, ``num_classes``, ``n_train`` (training images; for a data kind
+    with a fixed training split, its size: digits' 1,797 are all its images before the test
+    split), ``source``."""
 
     kind: str
     layout: str
@@ -34,14 +36,15 @@ _IMAGE_FOLDER = "<root>/<split>/<class_name>/*.{jpg,jpeg,png,...} with the same 
 
 DATA_SETS: dict[str, DataSet] = {
     # the data kinds
-    "digits": DataSet("digits", "scikit-learn's bundled digits (no files needed)", 1, 8, 10),
+    "digits": DataSet("digits", "scikit-learn's bundled digits (no files needed)", 1, 8, 10, 1797),
     "image_folder": DataSet("image_folder", _IMAGE_FOLDER),
-    "cifar10": DataSet("cifar10", "<root>/cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}", 3, 32, 10),
-    "cifar100": DataSet("cifar100", "<root>/cifar-100-python/{train,test,meta}", 3, 32, 100),
-    "mnist": DataSet("mnist", "<root>/MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]", 1, 28, 10),
+    "cifar10": DataSet("cifar10", "<root>/cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}", 3, 32, 10,
+                       50000),
+    "cifar100": DataSet("cifar100", "<root>/cifar-100-python/{train,test,meta}", 3, 32, 100, 50000),
+    "mnist": DataSet("mnist", "<root>/MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]", 1, 28, 10, 60000),
     "fashion_mnist": DataSet("fashion_mnist",
-                             "<root>/FashionMNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]", 1, 28, 10),
-    "svhn": DataSet("svhn", "<root>/{train,test,extra}_32x32.mat", 3, 32, 10),
+                             "<root>/FashionMNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]", 1, 28, 10, 60000),
+    "svhn": DataSet("svhn", "<root>/{train,test,extra}_32x32.mat", 3, 32, 10, 73257),
     "npz": DataSet("npz", "<root>/{train,test}.npz or a single <root>.npz with keys x [N,H,W,C] uint8, y [N], "
                           "optional class_names"),
     "imagenet_downsampled": DataSet("imagenet_downsampled",

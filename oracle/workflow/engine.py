@@ -49,6 +49,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "snakemake.settings.types.GroupSettings": ("group_components",),
     "snakemake.settings.enums.RerunTrigger": ("PARAMS",),
     "snakemake.io": ("is_flagged",),
+    "snakemake.exceptions": ("LockException",),
 }
 
 
@@ -271,7 +272,9 @@ def code_by_content(same_code: Callable[[Any], bool], job_class: type | None = N
     hold); Snakemake's own metadata check of the code, where metadata exist, is left as it is.
     `job_class`: default Snakemake's ``Job``. Idempotent; EngineError when the hook did not take."""
     if job_class is None:
-        from snakemake.jobs import Job as job_class
+        from snakemake.jobs import Job
+
+        job_class = Job
     name = "outputs_older_than_script_or_notebook"
     older = getattr(job_class, name)
     older = getattr(older, "_by_mtime", older)  # installed before: wrap Snakemake's own, once

@@ -37,18 +37,15 @@ from oracle.classifiers.specs import training_epochs, validation_rows
 from oracle.errors import ConfigError
 from oracle.experiments import kind_module
 from oracle.world_specs import known_num_classes, world_kind
-from oracle.workflow.plan.disk import NATIVE_CLASSES, sample_shape
+from oracle.io.data_sets import KINDS, kind_facts
+from oracle.workflow.plan.disk import sample_shape
 
-__all__ = ["MAX_STEPS", "NATIVE_TRAIN_IMAGES", "Estimate", "check_budget", "flow_trains", "machine_memory",
+__all__ = ["MAX_STEPS", "Estimate", "check_budget", "flow_trains", "machine_memory",
            "memory_estimates", "plan_num_classes", "step_estimates", "training_images_bound", "training_key"]
 
 #: Optimizer steps past which a training has no meaning: 10^8 steps at 10 ms each are 11 days,
 #: and no preset's training comes within a factor of 100 of it.
 MAX_STEPS = 10**8
-#: Images of the data kinds whose training split has a fixed size (digits: all 1,797 before the
-#: test split), an upper bound of the flow's training images.
-NATIVE_TRAIN_IMAGES = {"digits": 1797, "mnist": 60000, "fashion_mnist": 60000, "cifar10": 50000,
-                       "cifar100": 50000, "svhn": 73257}
 FLOAT32, FLOAT64 = 4, 8
 
 
@@ -73,10 +70,10 @@ def machine_memory() -> int:
 
 def plan_num_classes(config: Mapping) -> int | None:
     """K when the config fixes it: a Gaussian world, a `data.classes` list, or a data kind with a
-    fixed set of classes (`oracle.workflow.plan.disk.NATIVE_CLASSES`); else None."""
+    fixed set of classes (`oracle.io.data_sets`); else None."""
     k = known_num_classes(config)
-    if k is None and world_kind(config) == "flow":
-        k = NATIVE_CLASSES.get(config["data"]["kind"])
+    if k is None and world_kind(config) == "flow" and config["data"]["kind"] in KINDS:
+        k = kind_facts(config["data"]["kind"]).num_classes
     return k
 
 
@@ -88,13 +85,14 @@ def flow_trains(config: Mapping) -> bool:
 def training_images_bound(config: Mapping) -> tuple[int, str] | None:
     """An upper bound of the flow's training images and where it comes from, or None when only
     the data stage knows: data.max_per_class x K where both are known, the data kind's training
-    split (`NATIVE_TRAIN_IMAGES`), whichever is smaller; data.max_per_class for a flow per class."""
+    split (`oracle.io.data_sets`' ``n_train``), whichever is smaller; data.max_per_class for a flow per class."""
     kind, cap = config["data"]["kind"], config["data"]["max_per_class"]
     if config["oracle"]["per_class"]:  # one flow per class: its own class's images
         return (int(cap), f"data.max_per_class={cap} of its class") if cap is not None else None
     bounds = []
-    if kind in NATIVE_TRAIN_IMAGES and not config["data"].get("classes"):
-        bounds.append((NATIVE_TRAIN_IMAGES[kind], f"the {kind} data set's {NATIVE_TRAIN_IMAGES[kind]:,} images"))
+    n_train = kind_facts(kind).n_train if kind in KINDS else None
+    if n_train is not None and not config["data"].get("classes"):
+        bounds.append((n_train, f"the {kind} data set's {n_train:,} images"))
     k = plan_num_classes(config)
     if k is not None and cap is not None:
         bounds.append((k * int(cap), f"data.max_per_class={cap} x {k} classes"))
