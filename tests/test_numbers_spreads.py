@@ -12,7 +12,7 @@ import pytest
 
 from oracle.errors import DataError
 from oracle.experiments.estimators import report as estimators_report
-from oracle.report.numbers import correlation_ci95, mean_spread, numbers_tex, round_to_spread, spread_problems
+from oracle.report.numbers import correlation_ci95, entry, mean_spread, numbers_tex, round_to_spread, spread_problems
 from oracle.report.tables import column_kinds, format_cell, write_table
 from oracle.workflow.provenance.audit_text import number_text
 
@@ -152,3 +152,21 @@ def test_converged_entry_counts_each_classifier_once():
     assert (e["value"], e["of"], e["unit"]) == (3, 4, "classifiers") and e["description"].endswith("of 4")
     assert converged_entry(runs.drop(columns="converged"), ("N", "seed"), "ResNet", "runs.csv") is None
     assert converged_entry(runs.assign(converged=None), ("N", "seed"), "ResNet", "runs.csv") is None
+
+
+def test_a_spread_over_seeds_and_rows_is_checked_part_by_part():
+    """over_seeds_and_rows' entry passes spread_problems; an se that is not the root of its parts'
+    squares (e.g. the old hypot of seeds' and rows' SEs) or a missing component is named."""
+    from oracle.report.numbers import over_seeds_and_rows, scale_spread
+
+    rows = pd.DataFrame({"d": [0.10, 0.14, 0.12], "d_se": [0.02, 0.03, 0.025], "d_se_mean": [0.022] * 3})
+    e = entry(unit="nats", artifact="x", description="d", **over_seeds_and_rows(rows, "d", 400))
+    assert e["rows_bound"] is False and e["n_rows"] == 400 and not spread_problems({"k": e})
+    pp = entry(unit="pp", artifact="x", description="d", **scale_spread(over_seeds_and_rows(rows, "d", 400), 100.0))
+    assert pp["se"] == pytest.approx(100 * e["se"]) and pp["var_rows"] == pytest.approx(1e4 * e["var_rows"])
+    assert not spread_problems({"k": pp})
+    old = {**e, "se": math.hypot(e["std"] / math.sqrt(3), 0.025)}
+    assert "root of the sum" in spread_problems({"k": old})[0]
+    assert "lacks var_rows" in spread_problems({"k": {k: v for k, v in e.items() if k != "var_rows"}})[0]
+    # without the seed-mean rows' SE: its bound, said so
+    assert over_seeds_and_rows(rows.drop(columns="d_se_mean"), "d", 400)["rows_bound"] is True

@@ -5,8 +5,11 @@ classifiers' per-row values, its mean over the test rows and its SE paired per r
 (`oracle.measures.paired`).
 
 A kind's numbers combine a pair's seeds with `oracle.report.numbers.over_seeds_and_rows` over
-the columns ``diff`` / ``diff_se``: the mean over seeds, with the seeds' spread and the rows'
-part (the mean of the seeds' paired SEs) beside it. Reporting half only (numpy, pandas).
+the columns ``diff`` / ``diff_se`` / ``diff_se_mean``: the mean over seeds with the two-way (seed
+x test row) SE, for which each row also carries the SE over the test rows of the per-row
+difference averaged over its group's seeds (per arch: ``diff_se_mean``; over every arch and
+seed of the pair: ``diff_se_mean_all``; `pair_rows` keeps the one its selection is). Reporting
+half only (numpy, pandas).
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from oracle.posterior import posterior_rows
 
 #: Columns of a pairs frame: the classifiers' arch and seed, the per-row value compared
 #: (`ROW_VALUES`), the two cells (``diff`` = value of cell ``a`` - value of cell ``b``), the
-#: mean difference over the test rows, its SE paired per row and the number of rows.
-COLUMNS = ("arch", "seed", "value", "a", "b", "diff", "diff_se", "n_rows")
+#: mean difference over the test rows, its SE paired per row, the number of rows, and the SE
+#: over the rows of the per-row difference averaged over the seeds of the arch
+#: (``diff_se_mean``) and over every (arch, seed) of the pair (``diff_se_mean_all``).
+COLUMNS = ("arch", "seed", "value", "a", "b", "diff", "diff_se", "n_rows", "diff_se_mean", "diff_se_mean_all")
 
 #: One wanted pair: (arch, seed, cell a, cell b).
 Pair = tuple[str, int, str, str]
@@ -97,7 +102,7 @@ def pairs_of_rows(per_row: Mapping[tuple[str, str, int], Mapping[str, np.ndarray
     bad = [v for v in values if v not in ROW_VALUES]
     if bad:
         raise DataError(f"pairs: no per-row value {bad[0]!r} (values: {', '.join(ROW_VALUES)})")
-    rows = []
+    rows, per_row_diff = [], []
     for arch, seed, a, b in wanted:
         ends = []
         for cell in (a, b):
@@ -109,16 +114,65 @@ def pairs_of_rows(per_row: Mapping[tuple[str, str, int], Mapping[str, np.ndarray
             d = paired_difference(ends[0][v], ends[1][v])
             rows.append({"arch": arch, "seed": int(seed), "value": v, "a": a, "b": b, "diff": d["mean"],
                          "diff_se": d["se"], "n_rows": n_rows})
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+            per_row_diff.append(np.asarray(ends[0][v], np.float64) - np.asarray(ends[1][v], np.float64))
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    if len(frame):
+        frame["diff_se_mean"] = _seed_mean_se(frame, per_row_diff, ["arch", "value", "a", "b"])
+        frame["diff_se_mean_all"] = _seed_mean_se(frame, per_row_diff, ["value", "a", "b"])
+    return frame
+
+
+def with_seed_mean_se(runs: pd.DataFrame, per_row: Mapping[tuple[str, str, int], Mapping[str, np.ndarray]],
+                      values: Sequence[str] = ROW_VALUES) -> pd.DataFrame:
+    """`runs` (one row per classifier: columns arch, cell, seed) with a column ``<value>_se_mean``
+    per value of `values`: the SE over the test rows of the per-row value averaged over the seeds
+    of the row's (arch, cell) (`seed_mean_row_se`), what
+    `oracle.report.numbers.over_seeds_and_rows` needs for the two-way SE of a cell's mean over
+    seeds. DataError naming the classifier when `per_row` lacks one."""
+    out = runs.copy()
+    for v in values:
+        out[f"{v}_se_mean"] = np.nan
+    for (arch, cell), idx in out.groupby(["arch", "cell"], sort=False).groups.items():
+        got = []
+        for seed in out.loc[idx, "seed"]:
+            one = per_row.get((str(arch), str(cell), int(seed)))
+            if one is None:
+                raise DataError(f"pairs: no predictions of classifier {arch}/{cell}/seed{seed}")
+            got.append(one)
+        for v in values:
+            out.loc[idx, f"{v}_se_mean"] = seed_mean_row_se([g[v] for g in got])
+    return out
+
+
+def seed_mean_row_se(values: Sequence[np.ndarray]) -> float:
+    """The SE over test rows of the per-row values averaged over seeds: `values`, one float [n]
+    per seed on the same rows -> ``std(mean over seeds, ddof=1) / sqrt(n)`` (what
+    `oracle.measures.two_way.two_way_from_summaries` needs beside the seeds' own SEs)."""
+    mean = np.mean(np.stack([np.asarray(v, np.float64) for v in values]), axis=0)
+    return float(mean.std(ddof=1) / np.sqrt(mean.size)) if mean.size > 1 else float("nan")
+
+
+def _seed_mean_se(frame: pd.DataFrame, per_row_diff: list[np.ndarray], by: list[str]) -> np.ndarray:
+    """`seed_mean_row_se` of each group of `frame` (its rows grouped `by`), on each of its rows."""
+    out = np.full(len(frame), np.nan)
+    for _, idx in frame.groupby(by, sort=False).indices.items():
+        out[idx] = seed_mean_row_se([per_row_diff[i] for i in idx])
+    return out
 
 
 def pair_rows(pairs: pd.DataFrame, value: str, a: str, b: str, arch: str | None = None) -> pd.DataFrame:
     """The rows of `pairs` of ``value`` for cells a - b (one per arch and seed; only `arch`'s
-    when given); a pair stored as b - a is turned round (``diff`` negated, the SE unchanged).
-    Empty when the frame holds neither order."""
+    when given); a pair stored as b - a is turned round (``diff`` negated, the SEs unchanged).
+    ``diff_se_mean`` is that of the selection: the arch's own with `arch`, else the one over
+    every arch (``diff_se_mean_all``; a frame written before either has neither, and
+    `oracle.report.numbers.over_seeds_and_rows` falls back to its bound). Empty when the frame
+    holds neither order."""
     sel = pairs[pairs["value"] == value]
     if arch is not None:
         sel = sel[sel["arch"] == arch]
+    if "diff_se_mean_all" in sel:
+        sel = sel.drop(columns="diff_se_mean") if arch is None else sel.drop(columns="diff_se_mean_all")
+        sel = sel.rename(columns={"diff_se_mean_all": "diff_se_mean"})
     fwd = sel[(sel["a"] == a) & (sel["b"] == b)]
     back = sel[(sel["a"] == b) & (sel["b"] == a)]
     back = back.assign(a=a, b=b, diff=-back["diff"])

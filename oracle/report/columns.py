@@ -73,6 +73,13 @@ _TRAINING = {
     "source": ("path", "the metrics file the row was read from"),
 }
 
+#: Per cell, over its seeds (scaling and labels collect: `oracle.experiments._pairs.with_seed_mean_se`):
+#: what the two-way SE of a cell's mean over seeds and shared test rows needs beside each seed's own SE.
+SE_MEAN_COLUMNS = {
+    f"{m}_se_mean": (unit, f"SE over the test rows of the per-row {m} averaged over the seeds of the row's (arch, "
+                           "cell); the same on each of its rows")
+    for m, unit in (("acc", "fraction"), ("epistemic", "nats"), ("bayes_gap", "fraction"))}
+
 #: What an evaluation set of the calibration kind is (`oracle.experiments.calibration.report.set_info`).
 _SET = {
     "shift": ("text", "clean, noise or variant"),
@@ -90,7 +97,8 @@ _CALIBRATION_METRICS = ("acc", "ece", "ece_posterior", "calibration_pointwise", 
 #: docs/outputs.md lists them.
 CSV_COLUMNS: tuple[CsvColumns, ...] = (
     CsvColumns("<kind>/<experiment>/data/runs.csv",
-               "one evaluation of one classifier on one evaluation set", {**_ID, **_METRICS, **_TRAINING},
+               "one evaluation of one classifier on one evaluation set",
+               {**_ID, **_METRICS, **_TRAINING, **SE_MEAN_COLUMNS},
                ("scaling", "labels")),
     CsvColumns("<kind>/<experiment>/data/reliability.csv",
                "one confidence bin of one evaluation of one classifier",
@@ -120,11 +128,16 @@ CSV_COLUMNS: tuple[CsvColumns, ...] = (
                "test rows (scaling: one N minus the next; labels: soft minus hard at one N; shift: one configuration "
                "minus a later one)",
                {"arch": _ID["arch"], "seed": _ID["seed"],
-                "value": ("text", "the per-row value compared: acc (correct, 0/1) or epistemic (KL(p || q), nats)"),
+                "value": ("text", "the per-row value compared: acc (correct, 0/1), epistemic (KL(p || q), nats) or "
+                                  "bayes_gap (max_y p(y|x) - correct)"),
                 "a": ("text", "cell of the first classifier"), "b": ("text", "cell of the second classifier"),
                 "diff": ("unit of value", "mean over the test rows of value(a) - value(b)"),
                 "diff_se": ("unit of value", "SE of diff over the test rows, paired per row"),
-                "n_rows": ("samples", "test rows paired")},
+                "n_rows": ("samples", "test rows paired"),
+                "diff_se_mean": ("unit of value", "SE over the test rows of the per-row difference averaged over the "
+                                                  "seeds of the row's (arch, value, a, b); the same on each of its "
+                                                  "rows (the two-way SE of the mean over seeds reads it)"),
+                "diff_se_mean_all": ("unit of value", "the same over every (arch, seed) of the row's (value, a, b)")},
                ("scaling", "labels", "shift")),
     CsvColumns("labels/<experiment>/data/curves.csv", "one training epoch of one classifier",
                {"arch": _ID["arch"], "cell": _ID["cell"], "seed": _ID["seed"], "N": _ID["N"],

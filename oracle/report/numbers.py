@@ -9,9 +9,13 @@ can follow it back to the raw data. A mean over seeds (or models) carries std, s
 and n_seeds alike (`mean_spread`, `spread_problems`).
 
 Where the seeds were all scored on the same test rows, the seeds' spread leaves out the error
-of the test set itself (it does not average out over seeds): such a mean carries
-``se_over`` `SEEDS_AND_ROWS`, ``se = sqrt(se_seeds^2 + se_rows^2)`` with both parts, and the
-Welch-Satterthwaite degrees of freedom ``df`` of that sum (`over_seeds_and_rows`).
+of the test set itself (it does not average out over seeds): such a mean carries ``se_over``
+`SEEDS_AND_ROWS` and the two-way (seed x test row) decomposition of its variance
+(`oracle.measures.two_way`), each source counted once: ``se`` = the root of the sum of squares of
+``se_seeds_part``, ``se_rows_part`` and ``se_interaction_part``, the variance components
+``var_seeds``, ``var_rows``, ``var_interaction`` with ``n_seeds`` and ``n_rows`` (what a power
+analysis reads, `oracle.measures.power`), Satterthwaite's ``df`` and ``rows_bound`` (True where
+the seeds' rows were never combined, so the rows' part is its upper bound; `over_seeds_and_rows`).
 """
 
 from __future__ import annotations
@@ -108,32 +112,43 @@ def correlation_ci95(per_seed: list[float] | np.ndarray) -> list[float] | None:
 SEEDS_AND_ROWS = "seeds and test rows"
 
 
-def welch_df(parts: list[tuple[float, float]]) -> float | None:
-    """Welch-Satterthwaite degrees of freedom of a sum of variances: ``parts`` = [(variance,
-    its degrees of freedom), ...] -> ``(sum v)^2 / sum(v^2 / df)``; None when every variance is 0."""
-    num = sum(v for v, _ in parts) ** 2
-    den = sum(v * v / d for v, d in parts if v > 0 and d > 0)
-    return num / den if den > 0 else None
+#: The fields of a `SEEDS_AND_ROWS` spread besides ``se``, ``df`` and ``std`` (`over_seeds_and_rows`).
+TWO_WAY_FIELDS = ("n_seeds", "n_rows", "se_seeds_part", "se_rows_part", "se_interaction_part", "var_seeds",
+                  "var_rows", "var_interaction", "rows_bound")
+
+
+def _two_way_problem(key: str, e: Mapping) -> str | None:
+    """What is wrong with entry `e`'s spread over seeds and test rows, None when nothing."""
+    missing = [f for f in ("se", *TWO_WAY_FIELDS) if e.get(f) is None]
+    if missing or int(e["n_seeds"]) < 2 or int(e["n_rows"]) < 2:
+        return (f"{key}: a spread over seeds and test rows needs se, {', '.join(TWO_WAY_FIELDS)} with n_seeds and "
+                f"n_rows >= 2; lacks {', '.join(missing) or 'n >= 2'}")
+    s, r = int(e["n_seeds"]), int(e["n_rows"])
+    parts = {"se_seeds_part": e["var_seeds"] / s, "se_rows_part": e["var_rows"] / r,
+             "se_interaction_part": e["var_interaction"] / (s * r)}
+    for name, var in parts.items():
+        if var < 0 or not math.isclose(e[name], math.sqrt(var), rel_tol=1e-9, abs_tol=1e-300):
+            return f"{key}: {name} {e[name]} is not the root of its variance component over its count ({var})"
+    if not math.isclose(e["se"], math.sqrt(sum(parts.values())), rel_tol=1e-9, abs_tol=1e-300):
+        return f"{key}: se {e['se']} is not the root of the sum of its parts' squares"
+    return None
 
 
 def spread_problems(numbers: Mapping[str, Mapping]) -> list[str]:
     """One line per entry whose spread breaks the rule every seed-averaged number follows: a
     ``std`` (unless its ``std_over`` says it is over something else, e.g. IS splits) comes with
-    its ``se`` (``std / sqrt(n_seeds)``), ``se_over`` "seeds" or "models" and ``n_seeds`` >= 2,
-    and an ``se`` says what it is over. [] when all do."""
+    its ``se`` (``std / sqrt(n_seeds)``), ``se_over`` "seeds" or "models" and ``n_seeds`` >= 2;
+    an ``se`` over seeds and test rows carries its two-way parts (`TWO_WAY_FIELDS`) and is the
+    root of their sum of squares; and an ``se`` says what it is over. [] when all do."""
     out = []
     for key, e in numbers.items():
         std, se, over, n = e.get("std"), e.get("se"), e.get("se_over"), e.get("n_seeds")
         if se is not None and not over:
             out.append(f"{key}: se {se} says not what it is over (se_over)")
         if over == SEEDS_AND_ROWS:
-            parts = e.get("se_seeds"), e.get("se_rows")
-            if se is None or not n or n < 2 or None in parts:
-                out.append(f"{key}: a spread over seeds and test rows needs se, se_seeds, se_rows and n_seeds >= 2")
-            elif not math.isclose(se, math.hypot(*parts), rel_tol=1e-9):
-                out.append(f"{key}: se {se} is not hypot(se_seeds, se_rows)")
-            elif std is not None and not math.isclose(parts[0], std / math.sqrt(n), rel_tol=1e-9):
-                out.append(f"{key}: se_seeds {parts[0]} is not std / sqrt(n_seeds)")
+            problem = _two_way_problem(key, e)
+            if problem:
+                out.append(problem)
             continue
         if (std is not None and not e.get("std_over")) or over in ("seeds", "models"):
             if std is None or se is None or over not in ("seeds", "models") or not n or n < 2:
@@ -159,22 +174,47 @@ def over_seeds(rows: "pd.DataFrame", col: str) -> dict[str, Any]:  # noqa: F821
 
 def over_seeds_and_rows(rows: "pd.DataFrame", col: str, n_rows: int | None = None) -> dict[str, Any]:  # noqa: F821
     """Mean of `col` over the rows (one per seed, every seed scored on the same test rows) with
-    an SE that holds both errors, as `entry` keywords: ``se_seeds`` = std / sqrt(n) over seeds,
-    ``se_rows`` = the mean of the seeds' Monte Carlo SEs over the test rows (column
-    ``<col>_se``; an upper bound of the SE of the seed-mean over rows, since the seeds' errors on
-    one row are positively correlated), ``se = hypot(se_seeds, se_rows)`` and ``df``, its
-    Welch-Satterthwaite degrees of freedom (n - 1 for the seeds' part, ``n_rows`` - 1 for the
-    rows'; infinite without `n_rows`). One seed: `over_seeds` (its test-set SE alone)."""
+    the two-way (seed x test row) SE (`oracle.measures.two_way.two_way_from_summaries`), as
+    `entry` keywords: ``value``, ``se``, ``df`` (Satterthwaite), ``std`` (over the seed means),
+    ``se_over`` `SEEDS_AND_ROWS` and `TWO_WAY_FIELDS`. It reads column `col` (each seed's mean
+    over the test rows), ``<col>_se`` (each seed's SE over them) and ``<col>_se_mean`` (the SE
+    over the test rows of the per-row values averaged over these seeds, one value on every
+    row: `oracle.experiments._pairs`); without the last its upper bound, the mean of the
+    seeds' SEs, stands in and ``rows_bound`` is True. `n_rows`: the test rows (required for
+    two seeds or more). One seed, or no ``<col>_se``: `over_seeds` (its test-set SE alone).
+    DataError when ``<col>_se_mean`` differs between the rows (they are not one group)."""
+    from oracle.measures.two_way import two_way_from_summaries
+
     vals = rows[col].to_numpy(float)
     n = len(vals)
     if n < 2 or f"{col}_se" not in rows:
         return over_seeds(rows, col)
-    std = float(np.std(vals, ddof=1))
-    se_seeds, se_rows = std / math.sqrt(n), float(rows[f"{col}_se"].to_numpy(float).mean())
-    rows_df = float(n_rows - 1) if n_rows and n_rows > 1 else math.inf
-    df = welch_df([(se_seeds**2, n - 1), (se_rows**2, rows_df)])
-    return {"value": float(vals.mean()), "std": std, "se": math.hypot(se_seeds, se_rows), "se_over": SEEDS_AND_ROWS,
-            "n_seeds": n, "se_seeds": se_seeds, "se_rows": se_rows, "df": df}
+    if not n_rows or n_rows < 2:
+        raise DataError(f"{col}: a spread over seeds and test rows needs the number of test rows, got {n_rows!r}")
+    ses = rows[f"{col}_se"].to_numpy(float)
+    bound = f"{col}_se_mean" not in rows
+    if bound:
+        mean_se = float(ses.mean())
+    else:
+        group = rows[f"{col}_se_mean"].to_numpy(float)
+        if not np.allclose(group, group[0], rtol=1e-12, atol=0.0):
+            raise DataError(f"{col}_se_mean: differs between the rows ({group.min():.6g} .. {group.max():.6g}); "
+                            "the SE of the seed-mean rows holds for one group of seeds only")
+        mean_se = float(group[0])
+    tw = two_way_from_summaries(vals, ses, mean_se, int(n_rows))
+    return {"value": tw.mean, "std": tw.seed_std, "se": tw.se, "se_over": SEEDS_AND_ROWS, "df": tw.df,
+            "n_seeds": n, "n_rows": int(n_rows), **tw.parts, "var_seeds": tw.var_seeds, "var_rows": tw.var_rows,
+            "var_interaction": tw.var_interaction, "rows_bound": bound}
+
+
+def scale_spread(spread: Mapping[str, Any], factor: float) -> dict[str, Any]:
+    """`over_seeds_and_rows` (or `over_seeds`) keywords in another unit (e.g. fraction -> pp:
+    100): value, std, se and the se parts times `factor`, the variance components times its
+    square, counts and df unchanged."""
+    lin = {"value", "std", "se", "se_seeds_part", "se_rows_part", "se_interaction_part"}
+    sq = {"var_seeds", "var_rows", "var_interaction"}
+    return {k: (v * factor if k in lin else v * factor * factor if k in sq else v) if v is not None and
+            not isinstance(v, (bool, str)) else v for k, v in spread.items()}
 
 
 def merge_numbers(parts: Mapping[str, Mapping[str, Mapping]]) -> dict[str, dict]:

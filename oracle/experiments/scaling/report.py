@@ -17,7 +17,8 @@ from matplotlib.figure import Figure
 from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_frame
 from oracle.errors import ConfigError, DataError
 from oracle.experiments._calibration import report as _calibration_report
-from oracle.experiments._pairs import Pair, one_file, pair_rows, pairs_frame
+from oracle.experiments._pairs import (Pair, one_file, pair_rows, pairs_of_rows, read_row_values,
+                                       with_seed_mean_se)
 from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
 from oracle.experiments.scaling.learners import curvature_entry, learner_numbers, learners_table
 from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law_offset,
@@ -25,16 +26,18 @@ from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit
 from oracle.report.figures import (COLUMN_WIDTH, PAGE_WIDTH, errorbar, log_tick_labels, palette, panel_letters,
                                    reliability_diagram, save_figure,
                                    size_ticks, style)
-from oracle.report.numbers import entry, mean_spread, over_seeds, over_seeds_and_rows
+from oracle.report.numbers import entry, mean_spread, over_seeds, over_seeds_and_rows, scale_spread
 
 
 # --------------------------------------------------------------------------- data
 def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
-    """``runs`` and ``reliability`` from the classifiers' metrics files (``inputs["metrics"]``),
-    ``fits`` (every value of `FIT_VALUES`) from runs, ``pairs`` (`next_size_pairs`) from their
+    """``runs`` and ``reliability`` from the classifiers' metrics files (``inputs["metrics"]``;
+    runs with each cell's ``<value>_se_mean``, `oracle.experiments._pairs.with_seed_mean_se`, for
+    the two-way SE of its mean over seeds), ``fits`` (every value of `FIT_VALUES`) from runs, ``pairs`` (`next_size_pairs`) from their
     predictions (``inputs["predictions"]``) and the world's samples (``inputs["samples"]``)."""
-    runs = read_metrics_frame(inputs["metrics"])
-    pairs = pairs_frame(inputs["predictions"], one_file(inputs, "samples"), next_size_pairs(runs), ("epistemic",))
+    per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"))
+    runs = with_seed_mean_se(read_metrics_frame(inputs["metrics"]), per_row)
+    pairs = pairs_of_rows(per_row, n_rows, next_size_pairs(runs), ("epistemic",))
     return {"runs": runs, "fits": all_fits(runs), "reliability": read_reliability_frame(inputs["metrics"]),
             "pairs": pairs}
 
@@ -479,8 +482,7 @@ def _bayes_gap_numbers(data: Mapping[str, Any], spec: Mapping, path: str) -> dic
         name = by_label.get(row["Architecture"], row["Architecture"])
         at = runs[(runs["arch"] == name) & (runs["N"] == int(row["N"]))]
         spread = over_seeds_and_rows(at, "bayes_gap", int(at["n"].iloc[0])) if "bayes_gap" in at else {}
-        spread = {k: (100.0 * v if k in ("std", "se", "se_seeds", "se_rows") and v is not None else v)
-                  for k, v in spread.items() if k != "value"}
+        spread = {k: v for k, v in scale_spread(spread, 100.0).items() if k != "value"}
         out[f"bayes_gap.{name}"] = entry(float(row["Gap (%)"]), "percentage points", path,
                                          f"{row['Architecture']}: Bayes accuracy minus test accuracy at "
                                          f"N={int(row['N'])} (accuracy_vs_bayes table; SE over seeds and the shared "
