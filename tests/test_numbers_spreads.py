@@ -157,7 +157,8 @@ def test_converged_entry_counts_each_classifier_once():
 def test_a_spread_over_seeds_and_rows_is_checked_part_by_part():
     """over_seeds_and_rows' entry passes spread_problems; an se that is not the root of its parts'
     squares (e.g. the old hypot of seeds' and rows' SEs) or a missing component is named."""
-    from oracle.report.numbers import over_seeds_and_rows, scale_spread
+    from oracle.experiments._pairs import over_seeds_and_rows
+    from oracle.report.numbers import scale_spread
 
     rows = pd.DataFrame({"d": [0.10, 0.14, 0.12], "d_se": [0.02, 0.03, 0.025], "d_se_mean": [0.022] * 3})
     e = entry(unit="nats", artifact="x", description="d", **over_seeds_and_rows(rows, "d", 400))

@@ -140,7 +140,8 @@ def test_pairs_carry_the_seed_mean_rows_se_and_give_the_two_way_se_of_the_per_ro
     """Over a pair's seeds, `over_seeds_and_rows` of the pairs frame is `two_way` of the [seeds,
     rows] array of per-row differences (each variance counted once), per arch and over every arch."""
     from oracle.measures.two_way import two_way
-    from oracle.report.numbers import over_seeds_and_rows, spread_problems
+    from oracle.experiments._pairs import over_seeds_and_rows
+    from oracle.report.numbers import spread_problems
 
     samples, paths, qs, log_p, labels, _ = world_and_predictions
     wanted = [(arch, seed, "N10", "N40") for arch in ("a", "b") for seed in (0, 1)]

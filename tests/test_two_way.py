@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 
 from oracle.errors import DataError
-from oracle.measures.two_way import design_se, two_way, two_way_from_summaries
+from oracle.measures.two_way import two_way, two_way_from_summaries
+from oracle.report.power import design_se
 
 
 def _hand_anova(x):

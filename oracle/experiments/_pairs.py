@@ -4,7 +4,7 @@ labels: soft minus hard): per (arch, seed) and pair of cells, the difference of 
 classifiers' per-row values, its mean over the test rows and its SE paired per row
 (`oracle.measures.paired`).
 
-A kind's numbers combine a pair's seeds with `oracle.report.numbers.over_seeds_and_rows` over
+A kind's numbers combine a pair's seeds with `over_seeds_and_rows` over
 the columns ``diff`` / ``diff_se`` / ``diff_se_mean``: the mean over seeds with the two-way (seed
 x test row) SE, for which each row also carries the SE over the test rows of the per-row
 difference averaged over its group's seeds (per arch: ``diff_se_mean``; over every arch and
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,9 @@ from oracle.errors import DataError
 from oracle.io.predictions import read_predictions
 from oracle.io.sample_rows import read_rows
 from oracle.measures.paired import ROW_VALUES, paired_difference, row_values
+from oracle.measures.two_way import two_way_from_summaries
 from oracle.posterior import posterior_rows
+from oracle.report.numbers import SEEDS_AND_ROWS, over_seeds
 
 #: Columns of a pairs frame: the classifiers' arch and seed, the per-row value compared
 #: (`ROW_VALUES`), the two cells (``diff`` = value of cell ``a`` - value of cell ``b``), the
@@ -127,7 +130,7 @@ def with_seed_mean_se(runs: pd.DataFrame, per_row: Mapping[tuple[str, str, int],
     """`runs` (one row per classifier: columns arch, cell, seed) with a column ``<value>_se_mean``
     per value of `values`: the SE over the test rows of the per-row value averaged over the seeds
     of the row's (arch, cell) (`seed_mean_row_se`), what
-    `oracle.report.numbers.over_seeds_and_rows` needs for the two-way SE of a cell's mean over
+    `over_seeds_and_rows` needs for the two-way SE of a cell's mean over
     seeds. DataError naming the classifier when `per_row` lacks one."""
     out = runs.copy()
     for v in values:
@@ -165,7 +168,7 @@ def pair_rows(pairs: pd.DataFrame, value: str, a: str, b: str, arch: str | None 
     when given); a pair stored as b - a is turned round (``diff`` negated, the SEs unchanged).
     ``diff_se_mean`` is that of the selection: the arch's own with `arch`, else the one over
     every arch (``diff_se_mean_all``; a frame written before either has neither, and
-    `oracle.report.numbers.over_seeds_and_rows` falls back to its bound). Empty when the frame
+    `over_seeds_and_rows` falls back to its bound). Empty when the frame
     holds neither order."""
     sel = pairs[pairs["value"] == value]
     if arch is not None:
@@ -178,3 +181,37 @@ def pair_rows(pairs: pd.DataFrame, value: str, a: str, b: str, arch: str | None 
     back = back.assign(a=a, b=b, diff=-back["diff"])
     both = pd.concat([f for f in (fwd, back) if len(f)], ignore_index=True) if len(fwd) or len(back) else fwd
     return both.sort_values(["arch", "seed"], kind="stable").reset_index(drop=True)
+
+
+def over_seeds_and_rows(rows: pd.DataFrame, col: str, n_rows: int | None = None) -> dict[str, Any]:
+    """Mean of `col` over the rows (one per seed, every seed scored on the same test rows) with
+    the two-way (seed x test row) SE (`oracle.measures.two_way.two_way_from_summaries`), as
+    `entry` keywords: ``value``, ``se``, ``df`` (Satterthwaite), ``std`` (over the seed means),
+    ``se_over`` `oracle.report.numbers.SEEDS_AND_ROWS` and its ``TWO_WAY_FIELDS``. It reads column `col` (each seed's mean
+    over the test rows), ``<col>_se`` (each seed's SE over them) and ``<col>_se_mean`` (the SE
+    over the test rows of the per-row values averaged over these seeds, one value on every
+    row: `seed_mean_row_se`); without the last its upper bound, the mean of the
+    seeds' SEs, stands in and ``rows_bound`` is True. `n_rows`: the test rows (required for
+    two seeds or more). One seed, or no ``<col>_se``: `oracle.report.numbers.over_seeds` (its test-set SE
+    alone).
+    DataError when ``<col>_se_mean`` differs between the rows (they are not one group)."""
+    vals = rows[col].to_numpy(float)
+    n = len(vals)
+    if n < 2 or f"{col}_se" not in rows:
+        return over_seeds(rows, col)
+    if not n_rows or n_rows < 2:
+        raise DataError(f"{col}: a spread over seeds and test rows needs the number of test rows, got {n_rows!r}")
+    ses = rows[f"{col}_se"].to_numpy(float)
+    bound = f"{col}_se_mean" not in rows
+    if bound:
+        mean_se = float(ses.mean())
+    else:
+        group = rows[f"{col}_se_mean"].to_numpy(float)
+        if not np.allclose(group, group[0], rtol=1e-12, atol=0.0):
+            raise DataError(f"{col}_se_mean: differs between the rows ({group.min():.6g} .. {group.max():.6g}); "
+                            "the SE of the seed-mean rows holds for one group of seeds only")
+        mean_se = float(group[0])
+    tw = two_way_from_summaries(vals, ses, mean_se, int(n_rows))
+    return {"value": tw.mean, "std": tw.seed_std, "se": tw.se, "se_over": SEEDS_AND_ROWS, "df": tw.df,
+            "n_seeds": n, "n_rows": int(n_rows), **tw.parts, "var_seeds": tw.var_seeds, "var_rows": tw.var_rows,
+            "var_interaction": tw.var_interaction, "rows_bound": bound}

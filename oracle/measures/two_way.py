@@ -17,7 +17,8 @@ the estimate is.
 
 `two_way` takes the array; `two_way_from_summaries` gives the same numbers from per-seed means
 and SEs over rows plus the SE over rows of the seed-mean row values, which is all a kind keeps
-after reading its predictions.
+after reading its predictions. The SE at another design (more seeds or rows) and the counts that
+would decide a claim: `oracle.report.power`.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from oracle.errors import DataError
+from oracle.report.power import satterthwaite_df
 
-__all__ = ["TwoWay", "two_way", "two_way_from_summaries", "satterthwaite_df", "design_se"]
+__all__ = ["TwoWay", "two_way", "two_way_from_summaries"]
 
 
 @dataclass(frozen=True)
@@ -66,14 +68,6 @@ class TwoWay:
 
     def record(self) -> dict[str, float | int | None]:
         return asdict(self)
-
-
-def satterthwaite_df(terms: list[tuple[float, float]]) -> float | None:
-    """Satterthwaite's degrees of freedom of ``V = sum c_i MS_i``: ``terms`` = [(c_i MS_i, df_i),
-    ...] -> ``V^2 / sum((c_i MS_i)^2 / df_i)``; None when V <= 0 or no term has weight."""
-    v = sum(t for t, _ in terms)
-    den = sum(t * t / d for t, d in terms if d > 0 and t != 0)
-    return v * v / den if v > 0 and den > 0 else None
 
 
 def _from_mean_squares(mean: float, s: int, r: int, ms_s: float, ms_r: float, ms_e: float,
@@ -136,16 +130,3 @@ def two_way_from_summaries(seed_means, seed_row_se, mean_row_se: float, n_rows: 
     ms_r = s * r * float(mean_row_se) ** 2
     ms_e = r * (float((se**2).sum()) - s * float(mean_row_se) ** 2) / (s - 1)
     return _from_mean_squares(grand, s, r, ms_s, ms_r, ms_e, float(m.std(ddof=1)))
-
-
-def design_se(var_seeds: float, var_rows: float, var_interaction: float, n_seeds: int, n_rows: int
-              ) -> tuple[float, float | None]:
-    """(SE, Satterthwaite df) the grand mean would have with `n_seeds` seeds and `n_rows` rows,
-    given the variance components: the SE from Var = sigma_S^2 / S + sigma_R^2 / R +
-    sigma_SR^2 / (S R), the df from the mean squares' expectations at that design (R sigma_S^2 +
-    sigma_SR^2, S sigma_R^2 + sigma_SR^2, sigma_SR^2). A power analysis' planning design."""
-    s, r = int(n_seeds), int(n_rows)
-    var = var_seeds / s + var_rows / r + var_interaction / (s * r)
-    e_s, e_r, e_e = r * var_seeds + var_interaction, s * var_rows + var_interaction, var_interaction
-    terms = [(e_s / (s * r), s - 1.0), (e_r / (s * r), r - 1.0), (-e_e / (s * r), (s - 1.0) * (r - 1.0))]
-    return math.sqrt(max(var, 0.0)), satterthwaite_df(terms)

@@ -1,10 +1,10 @@
 """The paper's findings, one row each, judged from a run's numbers.json under one stated rule.
 
-A row is ``{"id", "finding", "paper", "this run", "uncertainty", "rule", "verdict",
-"numbers", "checks"}``: the paper's sentence and value (text), this run's value and its
-uncertainty (both text, generated from the numbers), the rule that decides the verdict, the
-verdict (`VERDICTS`), the numbers.json keys it read and, as JSON, the intervals the rule compared
-with their references and the paper's values (`Check`). Nothing here is hand-written per run.
+A row is ``{"id", "finding", "paper", "this run", "uncertainty", "rule", "verdict", "numbers", "checks",
+"to decide"}``: the paper's sentence and value (text), this run's value and its uncertainty (both text,
+generated from the numbers), the rule that decides the verdict, the verdict (`VERDICTS`), the numbers.json
+keys it read, as JSON the intervals the rule compared with their references and the paper's values
+(`Check`), and what would decide it if unresolved (`oracle.report.power`). None of it is hand-written.
 Where the experiment trains classifiers, "this run" ends with how many of them converged by the
 stopping rule (`learners_text`): shown beside the verdict, never deciding it.
 
@@ -36,6 +36,7 @@ from oracle.report.claim_margins import (ACTIVE_FEWER_MARGIN, ACTIVE_RATIO_MARGI
                                          SUBSTANTIAL_NOISE)
 from oracle.report.intervals import (Check, Missing, NotPosed, difference, estimate, keys_of, log_ratio,
                                      learners_text, r2_text, scaled, straightness, suffixes, value)
+from oracle.report.power import row_to_decide
 from oracle.report.verdicts import combine, sided
 
 
@@ -470,7 +471,7 @@ def _judge(f: Finding, numbers: Mapping, name: str, spec: Mapping) -> dict:
         learners, learner_keys = learners_text(numbers, name)
         return {"this run": f"{value_}; {learners}" if learners else value_, "uncertainty": unc, "verdict": verdict,
                 "numbers": " ".join(dict.fromkeys([*keys, *learner_keys])),
-                "checks": json.dumps([c.record() for c in checks])}
+                "checks": json.dumps([c.record() for c in checks]), "to decide": row_to_decide(checks, verdict)}
     except NotPosed as why:
         return {"this run": f"{name}: {why.args[0]}", "verdict": "not posed"}
     except Missing as m:
@@ -487,8 +488,8 @@ def claims(numbers: Mapping[str, Mapping], experiments: Mapping[str, Mapping]) -
     """
     rows = []
     for f in FINDINGS:
-        row = {"id": f.id, "finding": f.finding, "paper": f.paper, "this run": "", "uncertainty": "",
-               "rule": f.rule, "verdict": "not run", "counted": f.uncounted or "yes", "numbers": "", "checks": "[]"}
+        row = {"id": f.id, "finding": f.finding, "paper": f.paper, "this run": "", "uncertainty": "", "rule": f.rule,
+               "verdict": "not run", "counted": f.uncounted or "yes", "numbers": "", "checks": "[]", "to decide": ""}
         names = [name for name, spec in experiments.items() if spec["kind"] == f.kind]
         if not names:
             row["this run"] = f"no {f.kind} experiment in the config"

@@ -326,7 +326,10 @@ CSV_COLUMNS: tuple[CsvColumns, ...] = (
                 "counted": ("text", "yes, or why the verdict is shown but left out of the counts (a check of the "
                                     "world, an arm another finding counts)"),
                 "numbers": ("text", "numbers.json keys used, space-separated"),
-                "checks": ("JSON", "each check's interval and outcome, a JSON list")}),
+                "checks": ("JSON", "each check's interval and outcome, a JSON list"),
+                "to decide": ("text", "unresolved rows: per open check, the seeds (at the run's test rows) or test rows "
+                                      "(at its seeds) whose interval would clear the threshold, from the two-way "
+                                      "variance components (oracle.report.power)")}),
     CsvColumns("timings.csv", "one rule of the workflow, over all its jobs",
                {"rule": ("text", "Snakemake rule (or total)"), "jobs": ("jobs", "jobs of the rule"),
                 "job_s": ("s", "wall seconds of its jobs, summed"), "max_job_s": ("s", "longest job"),

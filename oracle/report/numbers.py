@@ -14,8 +14,9 @@ of the test set itself (it does not average out over seeds): such a mean carries
 (`oracle.measures.two_way`), each source counted once: ``se`` = the root of the sum of squares of
 ``se_seeds_part``, ``se_rows_part`` and ``se_interaction_part``, the variance components
 ``var_seeds``, ``var_rows``, ``var_interaction`` with ``n_seeds`` and ``n_rows`` (what a power
-analysis reads, `oracle.measures.power`), Satterthwaite's ``df`` and ``rows_bound`` (True where
-the seeds' rows were never combined, so the rows' part is its upper bound; `over_seeds_and_rows`).
+analysis reads, `oracle.report.power`), Satterthwaite's ``df`` and ``rows_bound`` (True where
+the seeds' rows were never combined, so the rows' part is its upper bound;
+`oracle.experiments._pairs.over_seeds_and_rows`).
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ def correlation_ci95(per_seed: list[float] | np.ndarray) -> list[float] | None:
 SEEDS_AND_ROWS = "seeds and test rows"
 
 
-#: The fields of a `SEEDS_AND_ROWS` spread besides ``se``, ``df`` and ``std`` (`over_seeds_and_rows`).
+#: The fields of a `SEEDS_AND_ROWS` spread besides ``se``, ``df`` and ``std``
+#: (`oracle.experiments._pairs.over_seeds_and_rows`).
 TWO_WAY_FIELDS = ("n_seeds", "n_rows", "se_seeds_part", "se_rows_part", "se_interaction_part", "var_seeds",
                   "var_rows", "var_interaction", "rows_bound")
 
@@ -172,43 +174,8 @@ def over_seeds(rows: "pd.DataFrame", col: str) -> dict[str, Any]:  # noqa: F821
             "n_seeds": n}
 
 
-def over_seeds_and_rows(rows: "pd.DataFrame", col: str, n_rows: int | None = None) -> dict[str, Any]:  # noqa: F821
-    """Mean of `col` over the rows (one per seed, every seed scored on the same test rows) with
-    the two-way (seed x test row) SE (`oracle.measures.two_way.two_way_from_summaries`), as
-    `entry` keywords: ``value``, ``se``, ``df`` (Satterthwaite), ``std`` (over the seed means),
-    ``se_over`` `SEEDS_AND_ROWS` and `TWO_WAY_FIELDS`. It reads column `col` (each seed's mean
-    over the test rows), ``<col>_se`` (each seed's SE over them) and ``<col>_se_mean`` (the SE
-    over the test rows of the per-row values averaged over these seeds, one value on every
-    row: `oracle.experiments._pairs`); without the last its upper bound, the mean of the
-    seeds' SEs, stands in and ``rows_bound`` is True. `n_rows`: the test rows (required for
-    two seeds or more). One seed, or no ``<col>_se``: `over_seeds` (its test-set SE alone).
-    DataError when ``<col>_se_mean`` differs between the rows (they are not one group)."""
-    from oracle.measures.two_way import two_way_from_summaries
-
-    vals = rows[col].to_numpy(float)
-    n = len(vals)
-    if n < 2 or f"{col}_se" not in rows:
-        return over_seeds(rows, col)
-    if not n_rows or n_rows < 2:
-        raise DataError(f"{col}: a spread over seeds and test rows needs the number of test rows, got {n_rows!r}")
-    ses = rows[f"{col}_se"].to_numpy(float)
-    bound = f"{col}_se_mean" not in rows
-    if bound:
-        mean_se = float(ses.mean())
-    else:
-        group = rows[f"{col}_se_mean"].to_numpy(float)
-        if not np.allclose(group, group[0], rtol=1e-12, atol=0.0):
-            raise DataError(f"{col}_se_mean: differs between the rows ({group.min():.6g} .. {group.max():.6g}); "
-                            "the SE of the seed-mean rows holds for one group of seeds only")
-        mean_se = float(group[0])
-    tw = two_way_from_summaries(vals, ses, mean_se, int(n_rows))
-    return {"value": tw.mean, "std": tw.seed_std, "se": tw.se, "se_over": SEEDS_AND_ROWS, "df": tw.df,
-            "n_seeds": n, "n_rows": int(n_rows), **tw.parts, "var_seeds": tw.var_seeds, "var_rows": tw.var_rows,
-            "var_interaction": tw.var_interaction, "rows_bound": bound}
-
-
 def scale_spread(spread: Mapping[str, Any], factor: float) -> dict[str, Any]:
-    """`over_seeds_and_rows` (or `over_seeds`) keywords in another unit (e.g. fraction -> pp:
+    """`oracle.experiments._pairs.over_seeds_and_rows` (or `over_seeds`) keywords in another unit (e.g. fraction -> pp:
     100): value, std, se and the se parts times `factor`, the variance components times its
     square, counts and df unchanged."""
     lin = {"value", "std", "se", "se_seeds_part", "se_rows_part", "se_interaction_part"}

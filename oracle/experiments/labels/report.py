@@ -14,12 +14,12 @@ from matplotlib.figure import Figure
 from oracle.classifiers.evaluate import read_history_frame, read_metrics_frame, read_reliability_frame
 from oracle.errors import DataError
 from oracle.experiments._calibration import report as _calibration_report
-from oracle.experiments._pairs import one_file, pair_rows, pairs_of_rows, read_row_values, with_seed_mean_se
+from oracle.experiments._pairs import (one_file, over_seeds_and_rows, pair_rows, pairs_of_rows, read_row_values,
+                                       with_seed_mean_se)
 from oracle.experiments.labels import ARTIFACTS, COLORS, MODES, cell_name
 from oracle.measures.power_laws import aggregate_over_seeds
 from oracle.report.figures import PAGE_WIDTH, errorbar, panel_letters, reliability_diagram, save_figure, size_ticks, style
-from oracle.report.numbers import (converged_entries, entry, mean_spread, over_seeds, over_seeds_and_rows,
-                                   scale_spread)
+from oracle.report.numbers import converged_entries, entry, mean_spread, over_seeds, scale_spread
 
 
 # --------------------------------------------------------------------------- data
@@ -71,7 +71,7 @@ def gain_summary(runs: pd.DataFrame) -> pd.DataFrame:
 def gain_spread(pairs: pd.DataFrame, n: int) -> dict:
     """Soft - hard test accuracy at size `n` in percentage points, as `entry` keywords: the mean
     over seeds of the per-seed gains paired per test row (`pairs`), with the seeds' spread and the
-    rows' part (`oracle.report.numbers.over_seeds_and_rows`). DataError when `pairs` lacks the size."""
+    rows' part (`oracle.experiments._pairs.over_seeds_and_rows`). DataError when `pairs` lacks the size."""
     rows = pair_rows(pairs, "acc", cell_name("soft", n), cell_name("hard", n))
     if rows.empty:
         raise DataError(f"labels: pairs hold no soft - hard accuracy at N={n}; rerun the experiment's collect job")

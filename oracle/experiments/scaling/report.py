@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_frame
 from oracle.errors import ConfigError, DataError
 from oracle.experiments._calibration import report as _calibration_report
-from oracle.experiments._pairs import (Pair, one_file, pair_rows, pairs_of_rows, read_row_values,
+from oracle.experiments._pairs import (Pair, one_file, over_seeds_and_rows, pair_rows, pairs_of_rows, read_row_values,
                                        with_seed_mean_se)
 from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
 from oracle.experiments.scaling.learners import curvature_entry, learner_numbers, learners_table
@@ -26,7 +26,7 @@ from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit
 from oracle.report.figures import (COLUMN_WIDTH, PAGE_WIDTH, errorbar, log_tick_labels, palette, panel_letters,
                                    reliability_diagram, save_figure,
                                    size_ticks, style)
-from oracle.report.numbers import entry, mean_spread, over_seeds, over_seeds_and_rows, scale_spread
+from oracle.report.numbers import entry, mean_spread, over_seeds, scale_spread
 
 
 # --------------------------------------------------------------------------- data
@@ -124,7 +124,7 @@ def accuracy_vs_bayes(df: pd.DataFrame, acc_col: str = "acc") -> pd.DataFrame:
     ``Error (%)`` = 100 - accuracy, ``Bayes (%)`` = 100 * mean(bayes_accuracy) and
     ``Gap (%)`` = Bayes - accuracy; with the per-row paired gap (column ``bayes_gap`` of the
     metrics, for the world's labels) ``Gap SE (%)``, its SE over seeds and the shared test rows
-    (`oracle.report.numbers.over_seeds_and_rows`). Rows sorted by accuracy, best first.
+    (`oracle.experiments._pairs.over_seeds_and_rows`). Rows sorted by accuracy, best first.
     """
 
 

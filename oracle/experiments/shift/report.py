@@ -15,13 +15,13 @@ import pandas as pd
 from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import DataError
 from oracle.decomposition import mean_se
-from oracle.experiments._pairs import Pair, one_file, pair_rows, pairs_of_rows, read_row_values
+from oracle.experiments._pairs import Pair, one_file, over_seeds_and_rows, pair_rows, pairs_of_rows, read_row_values
 from oracle.experiments.shift import ARTIFACTS, shift_type
 from oracle.experiments.shift.panels import shift_panels
 from oracle.measures.divergences import categorical_kl, counts_kl, label_kl
 from oracle.measures.accuracy_estimators import r2
 from oracle.measures.prior_shift import bayes_prior_cost, prior_adjusted_classes
-from oracle.report.numbers import converged_entries, entry, mean_spread, over_seeds_and_rows, scale_spread
+from oracle.report.numbers import converged_entries, entry, mean_spread, scale_spread
 
 
 # --------------------------------------------------------------------------- data
@@ -230,7 +230,7 @@ def type_comparisons(conf: pd.DataFrame, pairs: pd.DataFrame, path: str, conf_pa
     comparable divergence, both scored on the baseline's test set (the baseline cancels: the
     difference is acc(imbalance) - acc(other)), the mean over (arch, seed) of the two classifiers'
     difference paired per test row (`pairs`, read from `path`); SE over those and the test rows
-    (`oracle.report.numbers.over_seeds_and_rows`: the two-way (seed x test row) SE).
+    (`oracle.experiments._pairs.over_seeds_and_rows`: the two-way (seed x test row) SE).
 
     * ``noise_vs_imbalance``: the noise-only configuration with the largest drop against the
       prior-only configuration with the largest drop, at the paper's measure of divergence
