@@ -171,3 +171,15 @@ def test_a_spread_over_seeds_and_rows_is_checked_part_by_part():
     assert "lacks var_rows" in spread_problems({"k": {k: v for k, v in e.items() if k != "var_rows"}})[0]
     # without the seed-mean rows' SE: its bound, said so
     assert over_seeds_and_rows(rows.drop(columns="d_se_mean"), "d", 400)["rows_bound"] is True
+
+
+def test_a_ratio_over_seeds_gets_its_interval_on_the_log_scale():
+    from oracle.report.numbers import ratio_spread
+
+    got = ratio_spread([0.6, 2.6])
+    assert got["value"] == pytest.approx(math.sqrt(0.6 * 2.6)) and 0 < got["ci95"][0] < got["value"] < got["ci95"][1]
+    # as wide either way in factors, where a t interval on the ratio itself goes below 0
+    assert got["ci95"][1] / got["value"] == pytest.approx(got["value"] / got["ci95"][0], rel=1e-12)
+    assert got["se"] == pytest.approx(np.std([0.6, 2.6], ddof=1) / math.sqrt(2)) and not spread_problems({"r": got})
+    # a ratio <= 0 has no log: the arithmetic mean, no ci95
+    assert ratio_spread([-0.5, 2.0]) == {"value": 0.75, **mean_spread(float(np.std([-0.5, 2.0], ddof=1)), 2)}
