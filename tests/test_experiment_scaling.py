@@ -84,7 +84,7 @@ def _write_metrics(root, arch, n, seed, epistemic, world):
     from oracle.classifiers.evaluate import evaluate_predictions
 
     _, log_p, labels, rows = world
-    rng = np.random.default_rng(n + seed)
+    rng = np.random.default_rng([n, seed, sum(map(ord, arch))])  # each arch its own classifiers
     log_q = log_softmax_np(log_p * rng.uniform(0.2, 1.0) + rng.normal(size=(50, 3)))
     m = evaluate_predictions(log_q, log_p, labels)
     m["epistemic"] = {"mean": epistemic, "se": 0.01}
@@ -162,6 +162,19 @@ def test_collect_reads_every_metrics_file_and_fits_each_seed(tmp_path, world):
         want = two_way_from_summaries(at["epistemic"], at["epistemic_se"], float(at["epistemic_se_mean"].iloc[0]), 50)
         assert math.isclose(cell["se"], want.se, rel_tol=1e-12) and cell["rows_bound"] is False
     assert spread_problems({k: v for k, v in nums.items() if k.startswith("kl_fall_last")}) == []
+    # two archs paired per seed and row: ln(KL_a / KL_b) at the largest N, the two-way SE of the delta method's
+    # per-row values; the exponents' difference per seed
+    kl = {x: np.stack([row_values(written[(x, 10000, sd)][2], log_p, labels)["epistemic"] for sd in (0, 1, 2)])
+          for x in alphas}
+    ratio = nums["log_kl_ratio_max_n.a.b"]
+    assert ratio["value"] == pytest.approx(math.log(kl["a"].mean() / kl["b"].mean()), rel=1e-12)
+    tw = two_way(kl["a"] / kl["a"].mean() - kl["b"] / kl["b"].mean())
+    assert ratio["se"] == pytest.approx(tw.se, rel=1e-9) and ratio["df"] == pytest.approx(tw.df, rel=1e-9)
+    assert nums["log_kl_ratio_max_n.b.a"]["value"] == -ratio["value"] and ratio["n_seeds"] == 3
+    diff = np.subtract(alphas["a"], alphas["b"])
+    assert nums["alpha_diff.a.b"]["value"] == pytest.approx(diff.mean(), rel=1e-9)
+    assert nums["alpha_diff.a.b"]["std"] == pytest.approx(diff.std(ddof=1), rel=1e-6)
+    assert spread_problems({k: v for k, v in nums.items() if "ratio_max_n" in k or "alpha_diff" in k}) == []
 
 
 def test_metrics_file_without_its_identity_is_refused(tmp_path):

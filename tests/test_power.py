@@ -120,5 +120,34 @@ def test_claims_rows_carry_what_would_decide_an_unresolved_row():
     assert row["to decide"].startswith("ln(KL vit / KL resnet) at N_max: about ") and "test rows (now 400)" in row["to decide"]
     # at 2 seeds neither more seeds nor more rows alone would do (the seeds' 1 df holds the interval open)
     assert "neither alone" in run(2)["archs_differ"]["to decide"]
+    assert "log_kl_ratio_max_n" not in row["numbers"]
     assert all("to decide" in r for r in rows.values())
     assert all(r["to decide"] == "" for r in rows.values() if r["verdict"] != "unresolved")
+
+
+def test_archs_differ_reads_the_ratio_paired_per_seed_and_row_where_the_run_has_it():
+    from oracle.report.claims import claims
+
+    numbers = {"sc.n_sizes": {"value": 4},
+               "sc.epistemic_max_n.resnet": _two_way_entry(0.05, 1e-3, 0.02, 0.002, 3, 400),
+               "sc.epistemic_max_n.vit": _two_way_entry(0.16, 1e-3, 0.02, 0.002, 3, 400)}
+    unpaired = {r["id"]: r for r in claims(numbers, {"sc": {"kind": "scaling"}})}["archs_differ"]
+    # paired, the seeds' and rows' shared errors cancel: a narrow interval above 2x
+    numbers["sc.log_kl_ratio_max_n.vit.resnet"] = _two_way_entry(math.log(3.2), 1e-4, 1e-3, 1e-3, 3, 400)
+    paired = {r["id"]: r for r in claims(numbers, {"sc": {"kind": "scaling"}})}["archs_differ"]
+    assert unpaired["verdict"] == "unresolved" and paired["verdict"] == "supported"
+    assert "sc.log_kl_ratio_max_n.vit.resnet" in paired["numbers"].split()
+
+
+def test_a_paired_entry_replaces_the_unpaired_difference_and_ratio():
+    """difference / log_ratio with `paired`: the run's paired entry (its own SE and df) where it has
+    one, the unpaired combination of the two entries where it has not."""
+    n = {"a": _two_way_entry(0.20, 1e-4, 0.02, 0.05, 2, 500), "b": _two_way_entry(0.15, 2e-4, 0.01, 0.04, 2, 500),
+         "d": {"value": 0.05, "se": 0.004, "std": 0.008, "se_over": "seeds", "n_seeds": 4},
+         "r": _two_way_entry(math.log(0.2 / 0.15), 1e-3, 0.01, 0.02, 2, 500)}
+    paired = difference(n, "a", "b", paired="d")
+    assert paired.keys == ("d",) and paired.half == pytest.approx(stats.t.ppf(0.975, 3) * 0.004)
+    assert difference(n, "a", "b", paired="nope").keys == ("a", "b")
+    assert log_ratio(n, "a", "b", paired="r").half == pytest.approx(
+        stats.t.ppf(0.975, n["r"]["df"]) * n["r"]["se"], rel=1e-12)
+    assert log_ratio(n, "a", "b", paired="r").half < log_ratio(n, "a", "b").half

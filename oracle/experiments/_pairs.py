@@ -14,6 +14,7 @@ half only (numpy, pandas).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -25,7 +26,7 @@ from oracle.errors import DataError
 from oracle.io.predictions import read_predictions
 from oracle.io.sample_rows import read_rows
 from oracle.measures.paired import ROW_VALUES, paired_difference, row_values
-from oracle.measures.two_way import two_way_from_summaries
+from oracle.measures.two_way import TwoWay, two_way, two_way_from_summaries
 from oracle.posterior import posterior_rows
 from oracle.report.numbers import SEEDS_AND_ROWS, over_seeds
 
@@ -211,7 +212,48 @@ def over_seeds_and_rows(rows: pd.DataFrame, col: str, n_rows: int | None = None)
             raise DataError(f"{col}_se_mean: differs between the rows ({group.min():.6g} .. {group.max():.6g}); "
                             "the SE of the seed-mean rows holds for one group of seeds only")
         mean_se = float(group[0])
-    tw = two_way_from_summaries(vals, ses, mean_se, int(n_rows))
+    return two_way_spread(two_way_from_summaries(vals, ses, mean_se, int(n_rows)), bound)
+
+
+def two_way_spread(tw: TwoWay, rows_bound: bool = False) -> dict[str, Any]:
+    """A `TwoWay` as `entry` keywords (`over_seeds_and_rows`'s fields): value, std over the seed
+    means, se, Satterthwaite df, se_over `oracle.report.numbers.SEEDS_AND_ROWS`, the counts, the
+    SE's parts, the variance components and ``rows_bound``."""
     return {"value": tw.mean, "std": tw.seed_std, "se": tw.se, "se_over": SEEDS_AND_ROWS, "df": tw.df,
-            "n_seeds": n, "n_rows": int(n_rows), **tw.parts, "var_seeds": tw.var_seeds, "var_rows": tw.var_rows,
-            "var_interaction": tw.var_interaction, "rows_bound": bound}
+            "n_seeds": tw.n_seeds, "n_rows": tw.n_rows, **tw.parts, "var_seeds": tw.var_seeds,
+            "var_rows": tw.var_rows, "var_interaction": tw.var_interaction, "rows_bound": bool(rows_bound)}
+
+
+#: Columns of a contrasts frame (`log_ratio_contrasts`): the per-row value, the size N and its
+#: cells, the two archs, and `two_way_spread`'s fields of ln(mean of a / mean of b).
+CONTRAST_COLUMNS = ("value", "N", "a", "b", "cell", "log_ratio", "se", "df", "n_seeds", "n_rows", "var_seeds",
+                    "var_rows", "var_interaction")
+
+
+def log_ratio_contrasts(per_row: Mapping[tuple[str, str, int], Mapping[str, np.ndarray]], runs: pd.DataFrame,
+                        value: str = "epistemic") -> pd.DataFrame:
+    """ln(A / B) for every two archs a, b (a before b in name order) trained at the same size N
+    (`runs`: arch, cell, N, seed), A and B the means of `value` over their common seeds and the
+    shared test rows, paired per seed (the same seed trains on the same rows) and per row: its SE
+    is the two-way SE (`oracle.measures.two_way.two_way`) of the delta method's per-row values
+    ``a[s, r] / A - b[s, r] / B``, whose grand mean is 0 and whose spread is that of ln(A / B) to
+    first order. Pairs with fewer than two common seeds, or a mean <= 0, are left out."""
+    rows = []
+    for (n, cell), sub in runs.drop_duplicates(["arch", "cell", "seed"]).groupby(["N", "cell"], sort=True):
+        archs = sorted(set(sub["arch"]))
+        for i, a in enumerate(archs):
+            for b in archs[i + 1:]:
+                seeds = sorted(set(sub.loc[sub["arch"] == a, "seed"]) & set(sub.loc[sub["arch"] == b, "seed"]))
+                if len(seeds) < 2:
+                    continue
+                xa = np.stack([per_row[(a, str(cell), int(s))][value] for s in seeds])
+                xb = np.stack([per_row[(b, str(cell), int(s))][value] for s in seeds])
+                ma, mb = float(xa.mean()), float(xb.mean())
+                if ma <= 0 or mb <= 0:
+                    continue
+                tw = two_way(xa / ma - xb / mb)
+                rows.append({"value": value, "N": int(n), "a": a, "b": b, "cell": str(cell),
+                             "log_ratio": math.log(ma / mb), "se": tw.se, "df": tw.df, "n_seeds": tw.n_seeds,
+                             "n_rows": tw.n_rows, "var_seeds": tw.var_seeds, "var_rows": tw.var_rows,
+                             "var_interaction": tw.var_interaction})
+    return pd.DataFrame(rows, columns=list(CONTRAST_COLUMNS))

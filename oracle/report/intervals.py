@@ -158,8 +158,13 @@ def estimate(numbers: Mapping[str, Mapping], key: str, m: int = 1) -> Estimate:
                     design=_design(e, m))
 
 
-def difference(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Estimate:
-    """numbers[a] - numbers[b] with the interval of the module docstring (None without both se)."""
+def difference(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1, paired: str | None = None) -> Estimate:
+    """numbers[a] - numbers[b] with the interval of the module docstring (None without both se).
+    `paired`: the key of the same difference taken paired per seed (and test row), e.g.
+    scaling's ``alpha_diff.<a>.<b>``; where the run has it, that entry is the estimate instead."""
+    if paired is not None and numbers.get(paired, {}).get("value") is not None:
+        _entry(numbers, a), _entry(numbers, b)  # both ends must still exist (Missing / NotPosed as unpaired)
+        return estimate(numbers, paired, m)
     ea, eb = _entry(numbers, a), _entry(numbers, b)
     diff = float(ea["value"]) - float(eb["value"])
     if ea.get("se") is None or eb.get("se") is None:
@@ -171,13 +176,17 @@ def difference(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Es
     return Estimate(diff, quantile(min(dfs) if dfs else None, m) * se, (a, b), design=design)
 
 
-def log_ratio(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Estimate:
+def log_ratio(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1, paired: str | None = None) -> Estimate:
     """ln(numbers[a] / numbers[b]) with the interval of the module docstring (None without both
-    se); NotPosed unless both values are > 0."""
+    se); NotPosed unless both values are > 0. `paired`: the key of the same log ratio taken
+    paired per seed and test row (e.g. scaling's ``log_kl_ratio_max_n.<a>.<b>``); where the run
+    has it, that entry (its value, two-way SE and df) is the estimate instead."""
     ea, eb = _entry(numbers, a), _entry(numbers, b)
     va, vb = float(ea["value"]), float(eb["value"])
     if va <= 0 or vb <= 0:
         raise NotPosed(f"{a} = {va:.4g} and {b} = {vb:.4g}: a ratio needs both > 0")
+    if paired is not None and numbers.get(paired, {}).get("value") is not None:
+        return estimate(numbers, paired, m)
     if ea.get("se") is None or eb.get("se") is None:
         return Estimate(math.log(va / vb), None, (a, b))
     dfs = [d for d in (_df(ea), _df(eb)) if d is not None]

@@ -9,9 +9,10 @@ the truth (`oracle.experiments._calibration.report`).
 
 Data: ``runs`` (one row per classifier: `oracle.classifiers.evaluate.read_metrics_frame`),
 ``fits`` (`power_law_fits` of the epistemic KL, the ECE against labels and the true ECE),
-``reliability`` (per-bin calibration data) and ``pairs`` (`oracle.experiments._pairs`: per
-(arch, seed) the epistemic KL at each N minus at the next, paired per test row). Accuracies are fractions in data and numbers,
-percentages in tables and figures.
+``reliability`` (per-bin calibration data), ``pairs`` (`oracle.experiments._pairs`: per
+(arch, seed) the epistemic KL at each N minus at the next, paired per test row) and ``contrasts``
+(two archs' KL ratio at each N, paired per seed and test row). Accuracies are fractions in data
+and numbers, percentages in tables and figures.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from oracle.experiments import _calibration, _training, entry_schema, reporting_
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "scaling"
-DATA = ("runs", "fits", "reliability", "pairs")
+DATA = ("runs", "fits", "reliability", "pairs", "contrasts")
 #: The values with power-law fits in ``fits``: epistemic KL (nats), ECE against the labels and
 #: the true ECE against the exact posterior (fractions).
 FIT_VALUES = ("epistemic", "ece", "ece_posterior")

@@ -17,9 +17,10 @@ from matplotlib.figure import Figure
 from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_frame
 from oracle.errors import ConfigError, DataError
 from oracle.experiments._calibration import report as _calibration_report
-from oracle.experiments._pairs import (Pair, one_file, over_seeds_and_rows, pair_rows, pairs_of_rows, read_row_values,
-                                       with_seed_mean_se)
+from oracle.experiments._pairs import (Pair, log_ratio_contrasts, one_file, over_seeds_and_rows, pair_rows, pairs_of_rows,
+                                       read_row_values, with_seed_mean_se)
 from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
+from oracle.experiments.scaling.contrasts import contrast_numbers
 from oracle.experiments.scaling.learners import curvature_entry, learner_numbers, learners_table
 from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law_offset,
                                         fit_seed_mean, power_law)
@@ -33,13 +34,14 @@ from oracle.report.numbers import entry, mean_spread, over_seeds, scale_spread
 def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
     """``runs`` and ``reliability`` from the classifiers' metrics files (``inputs["metrics"]``;
     runs with each cell's ``<value>_se_mean``, `oracle.experiments._pairs.with_seed_mean_se`, for
-    the two-way SE of its mean over seeds), ``fits`` (every value of `FIT_VALUES`) from runs, ``pairs`` (`next_size_pairs`) from their
+    the two-way SE of its mean over seeds), ``contrasts`` (two archs' KL ratio at each N paired per
+    seed and row: `oracle.experiments._pairs.log_ratio_contrasts`), ``fits`` (every value of `FIT_VALUES`) from runs, ``pairs`` (`next_size_pairs`) from their
     predictions (``inputs["predictions"]``) and the world's samples (``inputs["samples"]``)."""
     per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"))
     runs = with_seed_mean_se(read_metrics_frame(inputs["metrics"]), per_row)
-    pairs = pairs_of_rows(per_row, n_rows, next_size_pairs(runs), ("epistemic",))
     return {"runs": runs, "fits": all_fits(runs), "reliability": read_reliability_frame(inputs["metrics"]),
-            "pairs": pairs}
+            "pairs": pairs_of_rows(per_row, n_rows, next_size_pairs(runs), ("epistemic",)),
+            "contrasts": log_ratio_contrasts(per_row, runs)}
 
 
 def next_size_pairs(runs: pd.DataFrame) -> list[Pair]:
@@ -126,8 +128,6 @@ def accuracy_vs_bayes(df: pd.DataFrame, acc_col: str = "acc") -> pd.DataFrame:
     metrics, for the world's labels) ``Gap SE (%)``, its SE over seeds and the shared test rows
     (`oracle.experiments._pairs.over_seeds_and_rows`). Rows sorted by accuracy, best first.
     """
-
-
     _check_runs(df, ["arch", "N", "seed", acc_col, "bayes_accuracy"])
     rows = []
     for arch, runs in df.groupby("arch", sort=True):
@@ -306,7 +306,9 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     * the accuracy_vs_bayes table: ``bayes_gap.<arch>`` (percentage points) and its range over
       architectures ``bayes_gap_min``/``bayes_gap_max``;
     * ``calibration.*``: whether ECE against labels and against the truth agree
-      (`oracle.experiments._calibration.report.agreement_numbers`).
+      (`oracle.experiments._calibration.report.agreement_numbers`);
+    * two archs paired per seed (and row): ``log_kl_ratio_max_n.<a>.<b>``, ``alpha_diff.<a>.<b>``
+      (`oracle.experiments.scaling.contrasts.contrast_numbers`).
     """
     runs, fits = data["runs"], data["fits"]
     runs_path, fits_path = data_paths["runs"], data_paths["fits"]
@@ -369,6 +371,8 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     out.update(_bayes_gap_numbers(data, spec, runs_path))
     out.update(claim_numbers(runs, fits, data["pairs"], spec, runs_path, data_paths["pairs"]))
     out.update(_calibration_report.agreement_numbers(runs, runs_path))
+    if "contrasts" in data:  # frames made before the contrasts (or by hand) go without them
+        out.update(contrast_numbers(data["contrasts"], fits, runs, labels, data_paths["contrasts"], fits_path))
     return out
 
 
