@@ -108,19 +108,30 @@ def test_to_decide_says_seeds_and_rows_and_prices_the_seeds():
 def test_claims_rows_carry_what_would_decide_an_unresolved_row():
     from oracle.report.claims import claims
 
-    def run(s):
-        numbers = {"sc.n_sizes": {"value": 4},
+    def run(s, more=None):
+        numbers = {**(more or {}), "sc.n_sizes": {"value": 4},
                    "sc.epistemic_max_n.resnet": _two_way_entry(0.05, 1e-5, 0.02, 0.002, s, 400),
                    "sc.epistemic_max_n.vit": _two_way_entry(0.08, 1e-5, 0.02, 0.002, s, 400)}
         return {r["id"]: r for r in claims(numbers, {"sc": {"kind": "scaling", "world": "w"}})}
 
     rows = run(3)
     row = rows["archs_differ"]
+    priced = run(3, {"sc.seed_job_s": {"value": 120.0, "unit": "job-s"}})["archs_differ"]["to decide"]
     assert row["verdict"] == "unresolved"  # ratio 1.6 against "markedly" 2x, an interval over both
     assert row["to decide"].startswith("ln(KL vit / KL resnet) at N_max: about ") and "test rows (now 400)" in row["to decide"]
     # at 2 seeds neither more seeds nor more rows alone would do (the seeds' 1 df holds the interval open)
     assert "neither alone" in run(2)["archs_differ"]["to decide"]
-    assert "log_kl_ratio_max_n" not in row["numbers"]
+    assert priced == row["to decide"]  # rows decide it here: nothing to price
+    # seeds deciding it: the experiment's cost of one more seed (seed_job_s) prices them
+    spread = {"sc.n_sizes": {"value": 4}, "sc.epistemic_max_n.resnet": _two_way_entry(0.05, 3e-4, 1e-4, 1e-4, 3, 400),
+              "sc.epistemic_max_n.vit": _two_way_entry(0.16, 3e-4, 1e-4, 1e-4, 3, 400)}
+    plain = {r["id"]: r for r in claims(spread, {"sc": {"kind": "scaling"}})}["archs_differ"]["to decide"]
+    cost = {r["id"]: r for r in claims({**spread, "sc.seed_job_s": {"value": 120.0}},
+                                       {"sc": {"kind": "scaling"}})}["archs_differ"]["to decide"]
+    k = needed(log_ratio(spread, "sc.epistemic_max_n.vit", "sc.epistemic_max_n.resnet").design,
+               math.log(0.16 / 0.05), math.log(2.0)).seeds
+    assert plain.endswith(f"about {k} seeds (now 3)") and cost.endswith(f"(now 3; about {120 * (k - 3)} job-s more)")
+    assert "log_kl_ratio_max_n" not in row["numbers"] and "job-s" not in row["to decide"]
     assert all("to decide" in r for r in rows.values())
     assert all(r["to decide"] == "" for r in rows.values() if r["verdict"] != "unresolved")
 

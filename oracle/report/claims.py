@@ -466,9 +466,10 @@ def _judge(f: Finding, numbers: Mapping, name: str, spec: Mapping) -> dict:
         # a learner's number comes with whether its learners converged: a verdict read from
         # classifiers stopped short measures the recipe, not the world
         learners, learner_keys = learners_text(numbers, name)
+        seed_cost = numbers.get(f"{name}.seed_job_s", {}).get("value")  # prices "to decide"'s seeds
         return {"this run": f"{value_}; {learners}" if learners else value_, "uncertainty": unc, "verdict": verdict,
                 "numbers": " ".join(dict.fromkeys([*keys, *learner_keys])),
-                "checks": json.dumps([c.record() for c in checks]), "to decide": row_to_decide(checks, verdict)}
+                "checks": json.dumps([c.record() for c in checks]), "to decide": row_to_decide(checks, verdict, seed_cost)}
     except NotPosed as why:
         return {"this run": f"{name}: {why.args[0]}", "verdict": "not posed"}
     except Missing as m:

@@ -13,9 +13,10 @@ import pandas as pd
 from oracle.report.numbers import SEEDS_AND_ROWS, entry, mean_spread
 
 
-def contrast_numbers(contrasts: pd.DataFrame, fits: pd.DataFrame, runs: pd.DataFrame, labels: Mapping[str, str],
-                     contrasts_path: str, fits_path: str) -> dict[str, dict]:
-    """For every two architectures a, b (both orders):
+def contrast_numbers(contrasts: pd.DataFrame | None, fits: pd.DataFrame, runs: pd.DataFrame,
+                     labels: Mapping[str, str], contrasts_path: str, fits_path: str) -> dict[str, dict]:
+    """For every two architectures a, b (both orders; `contrasts` None: data made before them,
+    or by hand, which have only the second):
 
     * ``log_kl_ratio_max_n.<a>.<b>``: ln(KL_a / KL_b) at the largest N, where it is both's
       largest, paired per seed and test row (`contrasts`,
@@ -25,7 +26,7 @@ def contrast_numbers(contrasts: pd.DataFrame, fits: pd.DataFrame, runs: pd.DataF
     """
     out: dict[str, dict] = {}
     top = runs.groupby("arch")["N"].max().to_dict()
-    for _, c in contrasts[contrasts["value"] == "epistemic"].iterrows():
+    for _, c in (contrasts[contrasts["value"] == "epistemic"] if contrasts is not None else pd.DataFrame()).iterrows():
         if not top.get(c["a"]) == top.get(c["b"]) == int(c["N"]):
             continue
         s, r = int(c["n_seeds"]), int(c["n_rows"])

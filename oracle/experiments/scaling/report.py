@@ -27,7 +27,7 @@ from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit
 from oracle.report.figures import (COLUMN_WIDTH, PAGE_WIDTH, errorbar, log_tick_labels, palette, panel_letters,
                                    reliability_diagram, save_figure,
                                    size_ticks, style)
-from oracle.report.numbers import entry, mean_spread, over_seeds, scale_spread
+from oracle.report.numbers import entry, mean_spread, over_seeds, scale_spread, seed_cost
 
 
 # --------------------------------------------------------------------------- data
@@ -308,7 +308,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     * ``calibration.*``: whether ECE against labels and against the truth agree
       (`oracle.experiments._calibration.report.agreement_numbers`);
     * two archs paired per seed (and row): ``log_kl_ratio_max_n.<a>.<b>``, ``alpha_diff.<a>.<b>``
-      (`oracle.experiments.scaling.contrasts.contrast_numbers`).
+      (`oracle.experiments.scaling.contrasts.contrast_numbers`); ``seed_job_s``, one seed's cost.
     """
     runs, fits = data["runs"], data["fits"]
     runs_path, fits_path = data_paths["runs"], data_paths["fits"]
@@ -371,8 +371,8 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     out.update(_bayes_gap_numbers(data, spec, runs_path))
     out.update(claim_numbers(runs, fits, data["pairs"], spec, runs_path, data_paths["pairs"]))
     out.update(_calibration_report.agreement_numbers(runs, runs_path))
-    if "contrasts" in data:  # frames made before the contrasts (or by hand) go without them
-        out.update(contrast_numbers(data["contrasts"], fits, runs, labels, data_paths["contrasts"], fits_path))
+    out.update(contrast_numbers(data.get("contrasts"), fits, runs, labels, data_paths.get("contrasts", ""), fits_path))
+    out.update(seed_cost(runs, ("arch", "N", "seed"), runs_path))
     return out
 
 
