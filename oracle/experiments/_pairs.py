@@ -138,7 +138,7 @@ def with_seed_mean_se(runs: pd.DataFrame, per_row: Mapping[tuple[str, str, int],
         out[f"{v}_se_mean"] = np.nan
     for (arch, cell), idx in out.groupby(["arch", "cell"], sort=False).groups.items():
         got = []
-        for seed in out.loc[idx, "seed"]:
+        for seed in sorted(set(out.loc[idx, "seed"])):  # a classifier on several evaluation sets counts once
             one = per_row.get((str(arch), str(cell), int(seed)))
             if one is None:
                 raise DataError(f"pairs: no predictions of classifier {arch}/{cell}/seed{seed}")
