@@ -174,7 +174,11 @@ def test_collect_reads_every_metrics_file_and_fits_each_seed(tmp_path, world):
     diff = np.subtract(alphas["a"], alphas["b"])
     assert nums["alpha_diff.a.b"]["value"] == pytest.approx(diff.mean(), rel=1e-9)
     assert nums["alpha_diff.a.b"]["std"] == pytest.approx(diff.std(ddof=1), rel=1e-6)
-    assert spread_problems({k: v for k, v in nums.items() if "ratio_max_n" in k or "alpha_diff" in k}) == []
+    # the low-data half per seed: ln KL(10) / KL(100) = alpha ln 10 here
+    low = nums["log_kl_drop_low_diff.a.b"]
+    assert low["value"] == pytest.approx(diff.mean() * math.log(10), rel=1e-9) and low["n_seeds"] == 3
+    assert nums["log_kl_drop_low.a"]["value"] == pytest.approx(np.mean(alphas["a"]) * math.log(10), rel=1e-9)
+    assert spread_problems({k: v for k, v in nums.items() if "ratio_max_n" in k or "_diff." in k}) == []
 
 
 def test_metrics_file_without_its_identity_is_refused(tmp_path):

@@ -14,7 +14,8 @@ from oracle.report.numbers import SEEDS_AND_ROWS, entry, mean_spread
 
 
 def contrast_numbers(contrasts: pd.DataFrame | None, fits: pd.DataFrame, runs: pd.DataFrame,
-                     labels: Mapping[str, str], contrasts_path: str, fits_path: str) -> dict[str, dict]:
+                     labels: Mapping[str, str], contrasts_path: str, fits_path: str, runs_path: str = "runs.csv"
+                     ) -> dict[str, dict]:
     """For every two architectures a, b (both orders; `contrasts` None: data made before them,
     or by hand, which have only the second):
 
@@ -22,7 +23,9 @@ def contrast_numbers(contrasts: pd.DataFrame | None, fits: pd.DataFrame, runs: p
       largest, paired per seed and test row (`contrasts`,
       `oracle.experiments._pairs.log_ratio_contrasts`; two-way SE, Satterthwaite df);
     * ``alpha_diff.<a>.<b>``: alpha_a - alpha_b of the epistemic KL's power law, per seed (the
-      ``kind="seed"`` rows of `fits`), mean ± std over the seeds both have.
+      ``kind="seed"`` rows of `fits`), mean ± std over the seeds both have;
+    * ``log_kl_drop_low_diff.<a>.<b>``: the same for ln KL(N_min) / KL(N_mid), the low-data half
+      of the N grid (`low_data_drops`), where both have the same N_min and N_mid.
     """
     out: dict[str, dict] = {}
     top = runs.groupby("arch")["N"].max().to_dict()
@@ -44,15 +47,45 @@ def contrast_numbers(contrasts: pd.DataFrame | None, fits: pd.DataFrame, runs: p
                 "method's per-row values)"), **spread)
     seed_fits = fits[(fits["kind"] == "seed") & (fits["value"] == "epistemic")] if "kind" in fits else fits.iloc[:0]
     alpha = seed_fits.pivot_table(index="seed", columns="arch", values="alpha") if len(seed_fits) else pd.DataFrame()
-    archs = sorted(alpha.columns)
+    out.update(_per_seed_diffs(alpha, "alpha_diff", "exponent of the epistemic KL", labels, fits_path))
+    drops, grid = low_data_drops(runs)
+    same = {a: grid[a] for a in drops}
+    for key in {g for g in same.values()}:
+        table = pd.DataFrame({a: d for a, d in drops.items() if same[a] == key})
+        out.update(_per_seed_diffs(table, "log_kl_drop_low_diff", f"ln KL(N={key[0]}) / KL(N={key[1]})", labels,
+                                   runs_path))
+    return out
+
+
+def low_data_drops(runs: pd.DataFrame) -> tuple[dict[str, pd.Series], dict[str, tuple[int, int]]]:
+    """Per arch, ln KL(N_min) / KL(N_mid) per seed (N_mid the middle size of its grid: the
+    low-data half, as scaling's ``log_kl_drop_low``) and its (N_min, N_mid); archs with one size,
+    or a KL <= 0, are left out."""
+    drops, grid = {}, {}
+    for arch, sub in runs.groupby("arch", sort=True):
+        sizes = sorted(int(n) for n in sub["N"].unique())
+        mid = sizes[(len(sizes) - 1) // 2]
+        if mid == sizes[0]:
+            continue
+        low = sub[sub["N"].isin([sizes[0], mid])].pivot_table(index="seed", columns="N", values="epistemic").dropna()
+        if len(low) and bool((low > 0).all().all()):
+            drops[arch], grid[arch] = np.log(low[sizes[0]] / low[mid]), (sizes[0], mid)
+    return drops, grid
+
+
+def _per_seed_diffs(table: pd.DataFrame, name: str, what: str, labels: Mapping[str, str], path: str) -> dict[str, dict]:
+    """``<name>.<a>.<b>`` (both orders) for every two columns (archs) of `table` (index: seed):
+    the per-seed difference, mean ± std over the seeds both have (>= 2)."""
+    out: dict[str, dict] = {}
+    archs = sorted(table.columns)
     for i, a in enumerate(archs):
         for b in archs[i + 1:]:
-            d = (alpha[a] - alpha[b]).dropna().to_numpy(float)
+            d = (table[a] - table[b]).dropna().to_numpy(float)
             if d.size < 2:
                 continue
             for x, y, v in ((a, b, d), (b, a, -d)):
-                out[f"alpha_diff.{x}.{y}"] = entry(float(v.mean()), "1", fits_path, (
-                    f"exponent of the epistemic KL of {labels.get(x, x)} minus that of {labels.get(y, y)}, per seed "
-                    f"(the same seed trains both on the same rows), mean ± std over {d.size} seeds"),
-                    **mean_spread(float(v.std(ddof=1)), int(d.size)))
+                out[f"{name}.{x}.{y}"] = entry(float(v.mean()), "1", path, (
+                    f"{what} of {labels.get(x, x)} minus that of {labels.get(y, y)}, per seed (the same seed trains "
+                    f"both on the same rows), mean ± std over {d.size} seeds"), **mean_spread(float(v.std(ddof=1)),
+                                                                                        int(d.size)))
     return out

@@ -20,7 +20,7 @@ from oracle.experiments._calibration import report as _calibration_report
 from oracle.experiments._pairs import (Pair, log_ratio_contrasts, one_file, over_seeds_and_rows, pair_rows, pairs_of_rows,
                                        read_row_values, with_seed_mean_se)
 from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
-from oracle.experiments.scaling.contrasts import contrast_numbers
+from oracle.experiments.scaling.contrasts import contrast_numbers, low_data_drops
 from oracle.experiments.scaling.learners import curvature_entry, learner_numbers, learners_table
 from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law_offset,
                                         fit_seed_mean, power_law)
@@ -307,8 +307,8 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
       architectures ``bayes_gap_min``/``bayes_gap_max``;
     * ``calibration.*``: whether ECE against labels and against the truth agree
       (`oracle.experiments._calibration.report.agreement_numbers`);
-    * two archs paired per seed (and row): ``log_kl_ratio_max_n.<a>.<b>``, ``alpha_diff.<a>.<b>``
-      (`oracle.experiments.scaling.contrasts.contrast_numbers`); ``seed_job_s``, one seed's cost.
+    * two archs paired per seed (and row): ``log_kl_ratio_max_n``, ``alpha_diff``, ``log_kl_drop_low_diff``
+      ``.<a>.<b>`` (`oracle.experiments.scaling.contrasts.contrast_numbers`); ``seed_job_s``.
     """
     runs, fits = data["runs"], data["fits"]
     runs_path, fits_path = data_paths["runs"], data_paths["fits"]
@@ -371,7 +371,8 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     out.update(_bayes_gap_numbers(data, spec, runs_path))
     out.update(claim_numbers(runs, fits, data["pairs"], spec, runs_path, data_paths["pairs"]))
     out.update(_calibration_report.agreement_numbers(runs, runs_path))
-    out.update(contrast_numbers(data.get("contrasts"), fits, runs, labels, data_paths.get("contrasts", ""), fits_path))
+    out.update(contrast_numbers(data.get("contrasts"), fits, runs, labels, data_paths.get("contrasts", ""), fits_path,
+                                runs_path))
     out.update(seed_cost(runs, ("arch", "N", "seed"), runs_path))
     return out
 
@@ -443,14 +444,11 @@ def claim_numbers(runs: pd.DataFrame, fits: pd.DataFrame, pairs: pd.DataFrame, s
                 f"{label}: epistemic KL at N={prev} minus at N={hi}, mean over seeds of the difference paired per "
                 "test row (SE over seeds and test rows, the rows' part paired per row)"),
                 **over_seeds_and_rows(fall, "diff", int(fall["n_rows"].iloc[0])))
-        mid = arch_sizes[(len(arch_sizes) - 1) // 2]
-        if mid > arch_sizes[0]:
-            low = sub[sub["N"].isin([arch_sizes[0], mid])].pivot(index="seed", columns="N", values="epistemic").dropna()
-            ratio = low[arch_sizes[0]] / low[mid]
-            if len(ratio) and bool((ratio > 0).all()):
-                out[f"log_kl_drop_low.{arch}"] = entry(unit="1", artifact=path, description=(
-                    f"{label}: ln KL(N={arch_sizes[0]}) / KL(N={mid}) per seed, mean over seeds (the low-data half of "
-                    "the N grid)"), **_seed_spread(np.log(ratio.to_numpy(float))))
+        drops, grid = low_data_drops(sub)
+        if arch in drops:
+            out[f"log_kl_drop_low.{arch}"] = entry(unit="1", artifact=path, description=(
+                f"{label}: ln KL(N={grid[arch][0]}) / KL(N={grid[arch][1]}) per seed, mean over seeds (the low-data "
+                "half of the N grid)"), **_seed_spread(drops[arch].to_numpy(float)))
         if len(arch_sizes) >= 3:
             cs = [fit_power_law_offset(g["N"], g["total"])["c"] for _, g in sub.groupby("seed")]
             out[f"total_asymptote.{arch}"] = entry(unit="nats", artifact=path, description=(
