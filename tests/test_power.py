@@ -162,3 +162,12 @@ def test_a_paired_entry_replaces_the_unpaired_difference_and_ratio():
     assert log_ratio(n, "a", "b", paired="r").half == pytest.approx(
         stats.t.ppf(0.975, n["r"]["df"]) * n["r"]["se"], rel=1e-12)
     assert log_ratio(n, "a", "b", paired="r").half < log_ratio(n, "a", "b").half
+
+
+def test_a_difference_of_a_two_way_and_a_seeds_only_estimate_keeps_the_rows_part():
+    n = {"a": _two_way_entry(0.20, 1e-4, 0.02, 0.05, 3, 500),
+         "s": {"value": 0.1, "se": 0.01, "std": 0.02, "se_over": "seeds", "n_seeds": 4}}
+    d = difference(n, "a", "s").design
+    assert d.n_rows == 500 and d.n_seeds == 3 and d.var_rows == pytest.approx(0.02)
+    se, _ = design_se(d.var_seeds, d.var_rows, d.var_interaction, d.n_seeds, d.n_rows)
+    assert se >= n["a"]["se"]  # the rows' part is not dropped

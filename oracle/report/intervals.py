@@ -57,8 +57,10 @@ class Design:
 
     def plus(self, other: Design, scale_self: float = 1.0, scale_other: float = 1.0) -> Design:
         """The design of ``scale_self * this + scale_other * other`` for two independent
-        estimates: components added (each times its scale squared), at the smaller counts."""
-        rows = None if self.n_rows is None or other.n_rows is None else min(self.n_rows, other.n_rows)
+        estimates: components added (each times its scale squared), at the smaller counts (rows:
+        of those that have them; a design over seeds alone has no rows' components)."""
+        known = [r for r in (self.n_rows, other.n_rows) if r is not None]
+        rows = min(known) if known else None
         a, b = scale_self**2, scale_other**2
         return Design(a * self.var_seeds + b * other.var_seeds, a * self.var_rows + b * other.var_rows,
                       a * self.var_interaction + b * other.var_interaction, min(self.n_seeds, other.n_seeds), rows,
