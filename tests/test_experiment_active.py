@@ -385,7 +385,11 @@ def test_numbers_match_a_hand_computation(collected):
     gain = {s: [ACC[(s, seed)][-1] - ACC[(s, seed)][0] for seed in (0, 1)] for s in ("max_entropy", "max_epistemic")}
     ratios = [gain["max_epistemic"][i] / gain["max_entropy"][i] for i in (0, 1)]
     g = nums["gain_ratio.test_resnet"]
-    assert g["value"] == pytest.approx(np.mean(ratios), rel=1e-12)
+    # a ratio on its own scale: the geometric mean, and the t interval of ln r mapped back by exp
+    assert g["value"] == pytest.approx(math.exp(np.mean(np.log(ratios))), rel=1e-12)
+    half = stats.t.ppf(0.975, 1) * np.std(np.log(ratios), ddof=1) / math.sqrt(2)
+    assert g["ci95"] == pytest.approx([g["value"] * math.exp(-half), g["value"] * math.exp(half)], rel=1e-9)
+    assert g["ci95"][0] > 0  # never below 0, as a t interval on the ratio itself can be
     assert g["std"] == pytest.approx(np.std(ratios, ddof=1), rel=1e-12) and g["n_seeds"] == 2
     assert nums["gain_ratio_of_means.test_resnet"]["value"] == pytest.approx(
         np.mean(gain["max_epistemic"]) / np.mean(gain["max_entropy"]), rel=1e-12)

@@ -15,6 +15,7 @@ import yaml
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import difficulty
 from oracle.experiments.columns import data_problems
+from oracle.measures.two_way import two_way_from_summaries
 from oracle.report.numbers import spread_problems
 from tests.test_experiment_kinds import DEFAULT
 from tests.test_experiment_shift import csv_roundtrip
@@ -177,9 +178,13 @@ def test_learner_against_brute_force(tmp_path):
     assert g["std"] == pytest.approx(gaps.std(ddof=1), abs=1e-12)
     # the three seeds share the world's test rows: the SE holds the seeds' spread and the rows' error
     assert g["se_over"] == "seeds and test rows"
-    assert g["se_seeds"] == pytest.approx(gaps.std(ddof=1) / math.sqrt(3), abs=1e-12)
-    assert g["se_rows"] == pytest.approx(np.mean([truth["tau2", s][3] for s in (0, 1, 2)]), rel=1e-12)
-    assert g["se"] == pytest.approx(math.hypot(g["se_seeds"], g["se_rows"]), rel=1e-12)
+    # no per-row values of the seeds together here: the rows' part at its bound (the seeds' rows perfectly
+    # correlated), which is the hypot of the seeds' spread and their mean row SE
+    assert g["rows_bound"] is True and g["n_rows"] == int(lrn["n_test"].iloc[0])
+    row_se = [truth["tau2", s][3] for s in (0, 1, 2)]
+    want = two_way_from_summaries(gaps, row_se, float(np.mean(row_se)), g["n_rows"])
+    assert g["se"] == pytest.approx(want.se, rel=1e-12)
+    assert g["se"] == pytest.approx(math.hypot(gaps.std(ddof=1) / math.sqrt(3), np.mean(row_se)), rel=1e-2)
     assert nums["learner_error.base"]["value"] == pytest.approx(np.mean([truth["base", s][0] for s in (0, 1, 2)]))
     assert nums["bayes_error.base"]["value"] == 0.1  # the curve's numbers are untouched
     t = difficulty.table("learner_vs_bayes", data, learner_spec())

@@ -17,6 +17,8 @@ from oracle.classifiers.evaluate import evaluate_predictions
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import labels
 from oracle.experiments.columns import data_problems
+from oracle.measures.paired import row_values
+from oracle.measures.two_way import two_way
 from oracle.report.numbers import SEEDS_AND_ROWS, spread_problems
 from paired_rows import brute_force, write_classifier, write_world
 
@@ -139,10 +141,14 @@ def test_gain_is_paired_per_test_row_with_a_rows_part(collected):
     for n in NS:
         g, at = nums[f"gain.N{n}"], pairs[pairs["a"] == f"soft-N{n}"]
         assert g["se_over"] == SEEDS_AND_ROWS and g["artifact"] == "pairs.csv"
-        assert math.isclose(g["se_rows"], 100 * at["diff_se"].mean(), rel_tol=1e-12)
+        # the two-way (seed x test row) SE of the [seeds, rows] array of per-row soft - hard correctness, in pp
+        per_row = [row_values(log_qs[("soft", n, sd)], WORLD_LOG_P, WORLD_Y)["acc"]
+                   - row_values(log_qs[("hard", n, sd)], WORLD_LOG_P, WORLD_Y)["acc"] for sd in sorted(at["seed"])]
+        tw = two_way(100 * np.stack(per_row))
+        assert math.isclose(g["se"], tw.se, rel_tol=1e-9) and math.isclose(g["var_rows"], tw.var_rows, rel_tol=1e-9)
         # the rows' part paired: at most the unpaired hypot of the two arms' test-set SEs
         arms = [runs[(runs["cell"] == f"{m}-N{n}")]["acc_se"].mean() for m in ("soft", "hard")]
-        assert g["se_rows"] <= 100 * math.hypot(*arms) + 1e-12
+        assert g["se_rows_part"] <= 100 * math.hypot(*arms) + 1e-12
 
 
 def test_collect_needs_training_curves(tmp_path):

@@ -15,8 +15,10 @@ from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import ConfigError, DataError
 from oracle.experiments import scaling
 from oracle.experiments._pairs import COLUMNS as PAIR_COLUMNS
+from oracle.measures.paired import row_values
 from oracle.measures.power_laws import loglog_curvature
 from oracle.experiments.columns import data_problems
+from oracle.measures.two_way import two_way, two_way_from_summaries
 from oracle.report.numbers import spread_problems
 from paired_rows import brute_force, write_classifier, write_world
 
@@ -82,7 +84,7 @@ def _write_metrics(root, arch, n, seed, epistemic, world):
     from oracle.classifiers.evaluate import evaluate_predictions
 
     _, log_p, labels, rows = world
-    rng = np.random.default_rng(n + seed)
+    rng = np.random.default_rng([n, seed, sum(map(ord, arch))])  # each arch its own classifiers
     log_q = log_softmax_np(log_p * rng.uniform(0.2, 1.0) + rng.normal(size=(50, 3)))
     m = evaluate_predictions(log_q, log_p, labels)
     m["epistemic"] = {"mean": epistemic, "se": 0.01}
@@ -142,9 +144,41 @@ def test_collect_reads_every_metrics_file_and_fits_each_seed(tmp_path, world):
         fall = nums[f"kl_fall_last.{arch}"]
         assert fall["artifact"] == "pairs.csv" and fall["n_seeds"] == 3 and fall["df"] is not None
         assert math.isclose(fall["value"], last["diff"].mean(), rel_tol=1e-12)
-        assert math.isclose(fall["se_rows"], last["diff_se"].mean(), rel_tol=1e-12)
-        assert math.isclose(fall["se_seeds"], last["diff"].std(ddof=1) / math.sqrt(3), rel_tol=1e-12)
+        # the two-way (seed x test row) SE of the [seeds, rows] array of per-row differences
+        kl = {(n, seed): row_values(written[(arch, n, seed)][2], log_p, labels)["epistemic"]
+              for n in (1000, 10000) for seed in sorted(set(last["seed"]))}
+        tw = two_way(np.stack([kl[1000, seed] - kl[10000, seed] for seed in sorted(set(last["seed"]))]))
+        assert math.isclose(fall["se"], tw.se, rel_tol=1e-9) and math.isclose(fall["df"], tw.df, rel_tol=1e-9)
+        assert fall["rows_bound"] is False and fall["n_rows"] == 50
+        # the old hypot of the seeds' spread and their mean paired SE counts the interaction twice
+        assert fall["se"] <= math.hypot(last["diff"].std(ddof=1) / math.sqrt(3), last["diff_se"].mean()) + 1e-15
+        # a cell's mean over seeds: runs' <value>_se_mean is the SE over rows of its seed-mean per-row values
+        # (the metrics files here carry made-up means, so the entry is checked on its inputs)
+        seeds = sorted(set(last["seed"]))
+        seed_mean = np.mean([row_values(written[(arch, 10000, sd)][2], log_p, labels)["epistemic"] for sd in seeds], 0)
+        at = df[(df["arch"] == arch) & (df["N"] == 10000)]
+        assert np.allclose(at["epistemic_se_mean"], seed_mean.std(ddof=1) / math.sqrt(50), rtol=1e-9)
+        cell = nums[f"epistemic_max_n.{arch}"]
+        want = two_way_from_summaries(at["epistemic"], at["epistemic_se"], float(at["epistemic_se_mean"].iloc[0]), 50)
+        assert math.isclose(cell["se"], want.se, rel_tol=1e-12) and cell["rows_bound"] is False
     assert spread_problems({k: v for k, v in nums.items() if k.startswith("kl_fall_last")}) == []
+    # two archs paired per seed and row: ln(KL_a / KL_b) at the largest N, the two-way SE of the delta method's
+    # per-row values; the exponents' difference per seed
+    kl = {x: np.stack([row_values(written[(x, 10000, sd)][2], log_p, labels)["epistemic"] for sd in (0, 1, 2)])
+          for x in alphas}
+    ratio = nums["log_kl_ratio_max_n.a.b"]
+    assert ratio["value"] == pytest.approx(math.log(kl["a"].mean() / kl["b"].mean()), rel=1e-12)
+    tw = two_way(kl["a"] / kl["a"].mean() - kl["b"] / kl["b"].mean())
+    assert ratio["se"] == pytest.approx(tw.se, rel=1e-9) and ratio["df"] == pytest.approx(tw.df, rel=1e-9)
+    assert nums["log_kl_ratio_max_n.b.a"]["value"] == -ratio["value"] and ratio["n_seeds"] == 3
+    diff = np.subtract(alphas["a"], alphas["b"])
+    assert nums["alpha_diff.a.b"]["value"] == pytest.approx(diff.mean(), rel=1e-9)
+    assert nums["alpha_diff.a.b"]["std"] == pytest.approx(diff.std(ddof=1), rel=1e-6)
+    # the low-data half per seed: ln KL(10) / KL(100) = alpha ln 10 here
+    low = nums["log_kl_drop_low_diff.a.b"]
+    assert low["value"] == pytest.approx(diff.mean() * math.log(10), rel=1e-9) and low["n_seeds"] == 3
+    assert nums["log_kl_drop_low.a"]["value"] == pytest.approx(np.mean(alphas["a"]) * math.log(10), rel=1e-9)
+    assert spread_problems({k: v for k, v in nums.items() if "ratio_max_n" in k or "_diff." in k}) == []
 
 
 def test_metrics_file_without_its_identity_is_refused(tmp_path):

@@ -19,6 +19,7 @@ from oracle.experiments import shift
 from oracle.experiments.columns import data_problems
 from oracle.report.columns import METRIC_COLUMNS
 from oracle.measures.divergences import label_kl, tau_kl
+from oracle.measures.two_way import two_way
 from oracle.report.numbers import SEEDS_AND_ROWS, spread_problems
 from paired_rows import write_classifier, write_world
 from tests.test_experiment_kinds import DEFAULT
@@ -290,8 +291,10 @@ def test_drop_fits_and_numbers(collected, tmp_path):
     assert nums["kl_exact.tau"]["value"] == pytest.approx(tau_kl(64, 0.9))
     assert nums["kl_monte_carlo.tau"]["se"] == 0.02 and nums["posterior_shift.noise0.1"]["unit"] == "nats"
     assert "kl_exact.noise0.1" not in nums and nums["oracle_accuracy_noisy.noise0.1"]["unit"] == "fraction"
-    assert all(e["artifact"] == "pairs.csv" if k.endswith("_vs_imbalance") else e["artifact"] == "conf.csv"
-               for k, e in nums.items())
+    assert all(e["artifact"] == "pairs.csv" if k.endswith("_vs_imbalance") else
+               e["artifact"] == "runs.csv" if k == "seed_job_s" else e["artifact"] == "conf.csv" for k, e in nums.items())
+    # one more seed's training cost: every configuration's classifier of a seed, summed, mean over seeds
+    assert nums["seed_job_s"]["value"] == pytest.approx(1.0 * len(PAPER)) and nums["seed_job_s"]["unit"] == "job-s"
     # the imbalance arm (the prior-only configuration of the largest drop) and its smallest class
     prior = c[(c["shift_type"] == "prior") & np.isfinite(c["kl_exact"])]
     arm = prior.loc[(-prior["delta_pp"]).idxmax()]
@@ -317,13 +320,16 @@ def test_type_comparisons_pair_the_two_configurations_per_test_row(collected):
     # the noise-only configuration with the largest drop (noise0.15) against the prior-only one (imb70)
     imb, noise = np.array(PAPER["imb70"][3]), np.array(PAPER["noise0.15"][3])
     assert d["value"] == pytest.approx(100 * (imb - noise).mean(), abs=1e-9) and d["se_over"] == SEEDS_AND_ROWS
-    assert d["se_seeds"] == pytest.approx(100 * np.std(imb - noise, ddof=1) / math.sqrt(3), rel=1e-9)
-    # nested correct sets: each row's difference is 0 or 1, so the paired SE is that of a proportion
-    p = imb - noise
-    assert d["se_rows"] == pytest.approx(100 * np.mean(np.sqrt(p * (1 - p) / (TEST_ROWS - 1))), rel=1e-9)
+    # the two-way (seed x test row) SE of the [seeds, rows] array of per-row correctness differences, in pp
+    correct = {a: [(_log_q(acc)[0].argmax(1) == _log_q(acc)[1]).astype(float) for acc in PAPER[a][3]]
+               for a in ("imb70", "noise0.15")}
+    tw = two_way(100 * (np.stack(correct["imb70"]) - np.stack(correct["noise0.15"])))
+    assert d["se"] == pytest.approx(tw.se, rel=1e-9) and d["df"] == pytest.approx(tw.df, rel=1e-9)
+    assert d["rows_bound"] is False and not spread_problems({"d": d})
     unpaired = 100 * math.hypot(np.mean(np.sqrt(imb * (1 - imb) / TEST_ROWS)),
                                 np.mean(np.sqrt(noise * (1 - noise) / TEST_ROWS)))
-    assert d["se_rows"] < 0.9 * unpaired  # 0.86 against 0.97 pp: the noise arm's own spread dominates both
+    # the rows' share paired: well below the two arms' unpaired test-set SEs (0.78 against 0.97 pp)
+    assert math.hypot(d["se_rows_part"], d["se_interaction_part"]) < 0.9 * unpaired
 
 
 def test_paper_preset_has_the_ten_configurations_of_table_7():

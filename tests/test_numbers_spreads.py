@@ -12,7 +12,7 @@ import pytest
 
 from oracle.errors import DataError
 from oracle.experiments.estimators import report as estimators_report
-from oracle.report.numbers import correlation_ci95, mean_spread, numbers_tex, round_to_spread, spread_problems
+from oracle.report.numbers import correlation_ci95, entry, mean_spread, numbers_tex, round_to_spread, spread_problems
 from oracle.report.tables import column_kinds, format_cell, write_table
 from oracle.tools.audit_text import number_text
 
@@ -152,3 +152,47 @@ def test_converged_entry_counts_each_classifier_once():
     assert (e["value"], e["of"], e["unit"]) == (3, 4, "classifiers") and e["description"].endswith("of 4")
     assert converged_entry(runs.drop(columns="converged"), ("N", "seed"), "ResNet", "runs.csv") is None
     assert converged_entry(runs.assign(converged=None), ("N", "seed"), "ResNet", "runs.csv") is None
+
+
+def test_a_spread_over_seeds_and_rows_is_checked_part_by_part():
+    """over_seeds_and_rows' entry passes spread_problems; an se that is not the root of its parts'
+    squares (e.g. the old hypot of seeds' and rows' SEs) or a missing component is named."""
+    from oracle.experiments._pairs import over_seeds_and_rows
+    from oracle.report.numbers import scale_spread
+
+    rows = pd.DataFrame({"d": [0.10, 0.14, 0.12], "d_se": [0.02, 0.03, 0.025], "d_se_mean": [0.022] * 3})
+    e = entry(unit="nats", artifact="x", description="d", **over_seeds_and_rows(rows, "d", 400))
+    assert e["rows_bound"] is False and e["n_rows"] == 400 and not spread_problems({"k": e})
+    pp = entry(unit="pp", artifact="x", description="d", **scale_spread(over_seeds_and_rows(rows, "d", 400), 100.0))
+    assert pp["se"] == pytest.approx(100 * e["se"]) and pp["var_rows"] == pytest.approx(1e4 * e["var_rows"])
+    assert not spread_problems({"k": pp})
+    old = {**e, "se": math.hypot(e["std"] / math.sqrt(3), 0.025)}
+    assert "root of the sum" in spread_problems({"k": old})[0]
+    assert "lacks var_rows" in spread_problems({"k": {k: v for k, v in e.items() if k != "var_rows"}})[0]
+    # without the seed-mean rows' SE: its bound, said so
+    assert over_seeds_and_rows(rows.drop(columns="d_se_mean"), "d", 400)["rows_bound"] is True
+
+
+def test_a_ratio_over_seeds_gets_its_interval_on_the_log_scale():
+    from oracle.report.numbers import ratio_spread
+
+    got = ratio_spread([0.6, 2.6])
+    assert got["value"] == pytest.approx(math.sqrt(0.6 * 2.6)) and 0 < got["ci95"][0] < got["value"] < got["ci95"][1]
+    # as wide either way in factors, where a t interval on the ratio itself goes below 0
+    assert got["ci95"][1] / got["value"] == pytest.approx(got["value"] / got["ci95"][0], rel=1e-12)
+    assert got["se"] == pytest.approx(np.std([0.6, 2.6], ddof=1) / math.sqrt(2)) and not spread_problems({"r": got})
+    # a ratio <= 0 has no log: the arithmetic mean, no ci95
+    assert ratio_spread([-0.5, 2.0]) == {"value": 0.75, **mean_spread(float(np.std([-0.5, 2.0], ddof=1)), 2)}
+
+
+def test_seed_cost_sums_each_seeds_classifiers_once():
+    from oracle.report.numbers import converged_entries, seed_cost
+
+    runs = pd.DataFrame({"arch": ["a", "a", "b", "a", "a", "b", "a"], "N": [10, 20, 20, 10, 20, 20, 20],
+                         "seed": [0, 0, 0, 1, 1, 1, 1], "train_seconds": [1.0, 2.0, 4.0, 3.0, 5.0, 6.0, 5.0],
+                         "converged": [True] * 7})
+    # the last row repeats classifier (a, 20, seed 1) on a second evaluation set: counted once
+    got = seed_cost(runs, ("arch", "N", "seed"), "runs.csv")["seed_job_s"]
+    assert got["value"] == pytest.approx(((1 + 2 + 4) + (3 + 5 + 6)) / 2) and got["unit"] == "job-s"
+    assert converged_entries(runs, ("N", "seed"), {}, "runs.csv")["seed_job_s"] == got
+    assert seed_cost(runs.drop(columns="train_seconds"), ("arch", "N", "seed"), "x") == {}

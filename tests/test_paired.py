@@ -39,6 +39,7 @@ def test_row_values_are_the_per_row_terms_of_the_metrics():
     metrics = evaluate_predictions(lq, log_p, labels)
     assert math.isclose(got["acc"].mean(), metrics["acc"]["mean"], rel_tol=1e-12)
     assert math.isclose(got["epistemic"].mean(), metrics["epistemic"]["mean"], rel_tol=1e-12)
+    assert math.isclose(got["bayes_gap"].mean(), metrics["bayes_gap"]["mean"], rel_tol=1e-12)
     with pytest.raises(DataError, match="labels"):
         row_values(lq, log_p, labels[:-1])
 
@@ -105,7 +106,7 @@ def world_and_predictions(tmp_path):
 def test_pairs_frame_is_the_brute_force_loop_on_the_worlds_posterior(world_and_predictions):
     samples, paths, qs, log_p, labels, _ = world_and_predictions
     wanted = [("a", 0, "N10", "N40"), ("b", 1, "N20", "N10")]
-    frame = pairs_frame(paths, samples, wanted)
+    frame = pairs_frame(paths, samples, wanted, ("acc", "epistemic"))
     assert len(frame) == 4 and set(frame["value"]) == {"acc", "epistemic"} and (frame["n_rows"] == N_ROWS).all()
     for _, r in frame.iterrows():
         mean, se = brute_force(qs[(r["arch"], r["a"], r["seed"])], qs[(r["arch"], r["b"], r["seed"])], log_p, labels,
@@ -133,3 +134,34 @@ def test_pairs_frame_refuses_predictions_that_do_not_share_the_rows(world_and_pr
         pairs_frame([*paths, wrong], samples, [])
     with pytest.raises(DataError, match="a second prediction file"):
         pairs_frame([*paths, paths[0]], samples, [])
+
+
+def test_pairs_carry_the_seed_mean_rows_se_and_give_the_two_way_se_of_the_per_row_array(world_and_predictions):
+    """Over a pair's seeds, `over_seeds_and_rows` of the pairs frame is `two_way` of the [seeds,
+    rows] array of per-row differences (each variance counted once), per arch and over every arch."""
+    from oracle.measures.two_way import two_way
+    from oracle.experiments._pairs import over_seeds_and_rows
+    from oracle.report.numbers import spread_problems
+
+    samples, paths, qs, log_p, labels, _ = world_and_predictions
+    wanted = [(arch, seed, "N10", "N40") for arch in ("a", "b") for seed in (0, 1)]
+    frame = pairs_frame(paths, samples, wanted)
+    assert set(frame["value"]) == {"acc", "epistemic", "bayes_gap"}
+
+    def per_row(arch, seed, value):
+        a = row_values(qs[(arch, "N10", seed)], log_p, labels)[value]
+        return a - row_values(qs[(arch, "N40", seed)], log_p, labels)[value]
+
+    for arch in ("a", None):
+        units = [(x, s) for x in ("a", "b") if arch in (None, x) for s in (0, 1)]
+        rows = pair_rows(frame, "epistemic", "N10", "N40", arch)
+        assert len(rows) == len(units)
+        got = over_seeds_and_rows(rows, "diff", N_ROWS)
+        want = two_way(np.stack([per_row(x, s, "epistemic") for x, s in units]))
+        assert got["se"] == pytest.approx(want.se, rel=1e-9) and got["df"] == pytest.approx(want.df, rel=1e-9)
+        assert got["var_interaction"] == pytest.approx(want.var_interaction, rel=1e-9)
+        assert got["rows_bound"] is False
+        assert not spread_problems({"k": {**got, "unit": "nats"}})
+    # rows of two groups mixed: refused, not averaged
+    with pytest.raises(DataError, match="differs between the rows"):
+        over_seeds_and_rows(frame[frame["value"] == "epistemic"], "diff", N_ROWS)

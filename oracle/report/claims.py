@@ -1,10 +1,10 @@
 """The paper's findings, one row each, judged from a run's numbers.json under one stated rule.
 
-A row is ``{"id", "finding", "paper", "this run", "uncertainty", "rule", "verdict",
-"numbers", "checks"}``: the paper's sentence and value (text), this run's value and its
-uncertainty (both text, generated from the numbers), the rule that decides the verdict, the
-verdict (`VERDICTS`), the numbers.json keys it read and, as JSON, the intervals the rule compared
-with their references and the paper's values (`Check`). Nothing here is hand-written per run.
+A row is ``{"id", "finding", "paper", "this run", "uncertainty", "rule", "verdict", "numbers", "checks",
+"to decide"}``: the paper's sentence and value (text), this run's value and its uncertainty (both text,
+generated from the numbers), the rule that decides the verdict, the verdict (`VERDICTS`), the numbers.json
+keys it read, as JSON the intervals the rule compared with their references and the paper's values
+(`Check`), and what would decide it if unresolved (`oracle.report.power`). None of it is hand-written.
 Where the experiment trains classifiers, "this run" ends with how many of them converged by the
 stopping rule (`learners_text`): shown beside the verdict, never deciding it.
 
@@ -36,6 +36,7 @@ from oracle.report.claim_margins import (ACTIVE_FEWER_MARGIN, ACTIVE_RATIO_MARGI
                                          SUBSTANTIAL_NOISE)
 from oracle.report.intervals import (Check, Missing, NotPosed, difference, estimate, keys_of, log_ratio,
                                      learners_text, r2_text, scaled, straightness, suffixes, value)
+from oracle.report.power import row_to_decide
 from oracle.report.verdicts import combine, sided
 
 
@@ -129,21 +130,18 @@ def _archs_differ(n, x, spec) -> Judgement:
     # each pair as larger over smaller KL, so "markedly" is one threshold on one side
     pairs = [(a, b) if kl[a] >= kl[b] else (b, a) for i, a in enumerate(archs) for b in archs[i + 1:]]
     m = len(pairs)
-    ratios = {p: log_ratio(n, f"{x}.epistemic_max_n.{p[0]}", f"{x}.epistemic_max_n.{p[1]}", m=m) for p in pairs}
+    ratios = {p: log_ratio(n, *(f"{x}.epistemic_max_n.{a}" for a in p), m=m,
+                           paired=f"{x}.log_kl_ratio_max_n.{p[0]}.{p[1]}") for p in pairs}
     mark = math.log(MARKED_RATIO)
     widest = max(pairs, key=lambda p: ratios[p].value)
-    if any(r.side(mark) == 1 for r in ratios.values()):
-        verdict = "supported"
-    elif all(r.side(mark) == -1 for r in ratios.values()):
-        verdict = "contradicted"
-    else:
-        verdict = "unresolved"
+    sides = [r.side(mark) for r in ratios.values()]
+    verdict = "supported" if 1 in sides else "contradicted" if all(v == -1 for v in sides) else "unresolved"
     r = ratios[widest]
     interval = ("no interval (no SE)" if r.half is None else
                 f"Bonferroni 95% (m={m}) CI [{math.exp(r.lo):.4g}, {math.exp(r.hi):.4g}]")
     return (f"epistemic KL at the largest N (nats): {', '.join(f'{a} {kl[a]:.4g}' for a in archs)}; largest ratio "
             f"{widest[0]} / {widest[1]} = {math.exp(r.value):.4g}", interval, verdict,
-            [f"{x}.epistemic_max_n.{a}" for a in archs],
+            [f"{x}.epistemic_max_n.{a}" for a in archs] + keys_of(*ratios.values()),
             [Check(f"ln(KL {widest[0]} / KL {widest[1]}) at N_max", r, mark, math.log(0.117 / 0.026))])
 
 
@@ -386,9 +384,9 @@ FINDINGS: tuple[Finding, ...] = (
     Finding("archs_differ", "scaling", "architectures differ markedly in how they approach the floor",
             "ResNet-18 reduces KL 6x, ViT-B 1.2x over N = 100 ... 40,000 (Table 2)",
             f"not posed with one architecture; the ratio of the epistemic KLs at the largest N (larger over smaller), "
-            f"every pair of architectures, Bonferroni {_CI} of its logarithm (delta method): supported if one pair's "
-            f"lies above {MARKED_RATIO:g}x (\"markedly\"; the paper's Table 2: 4.5x); contradicted if every pair's "
-            f"lies below {MARKED_RATIO:g}x; else unresolved", _archs_differ),
+            f"every pair, Bonferroni {_CI} of its logarithm (delta method, paired per seed and test row where the run "
+            f"has both): supported if one pair's lies above {MARKED_RATIO:g}x (\"markedly\"; the paper's Table 2: "
+            f"4.5x); contradicted if every pair's lies below {MARKED_RATIO:g}x; else unresolved", _archs_differ),
     Finding("exponents_differ", "scaling", "ResNets show clean power-law scaling while ViTs stall in low-data "
             "regimes", "alpha_ResNet > alpha_ViT; ViT improves < 1.2x (Table 2)",
             f"not posed without a ResNet and a ViT; two halves, each with the {_CI} of a difference: alpha_ResNet - "
@@ -468,9 +466,10 @@ def _judge(f: Finding, numbers: Mapping, name: str, spec: Mapping) -> dict:
         # a learner's number comes with whether its learners converged: a verdict read from
         # classifiers stopped short measures the recipe, not the world
         learners, learner_keys = learners_text(numbers, name)
+        seed_cost = numbers.get(f"{name}.seed_job_s", {}).get("value")  # prices "to decide"'s seeds
         return {"this run": f"{value_}; {learners}" if learners else value_, "uncertainty": unc, "verdict": verdict,
                 "numbers": " ".join(dict.fromkeys([*keys, *learner_keys])),
-                "checks": json.dumps([c.record() for c in checks])}
+                "checks": json.dumps([c.record() for c in checks]), "to decide": row_to_decide(checks, verdict, seed_cost)}
     except NotPosed as why:
         return {"this run": f"{name}: {why.args[0]}", "verdict": "not posed"}
     except Missing as m:
@@ -487,8 +486,8 @@ def claims(numbers: Mapping[str, Mapping], experiments: Mapping[str, Mapping]) -
     """
     rows = []
     for f in FINDINGS:
-        row = {"id": f.id, "finding": f.finding, "paper": f.paper, "this run": "", "uncertainty": "",
-               "rule": f.rule, "verdict": "not run", "counted": f.uncounted or "yes", "numbers": "", "checks": "[]"}
+        row = {"id": f.id, "finding": f.finding, "paper": f.paper, "this run": "", "uncertainty": "", "rule": f.rule,
+               "verdict": "not run", "counted": f.uncounted or "yes", "numbers": "", "checks": "[]", "to decide": ""}
         names = [name for name, spec in experiments.items() if spec["kind"] == f.kind]
         if not names:
             row["this run"] = f"no {f.kind} experiment in the config"

@@ -80,10 +80,18 @@ TRAINING = {
     "source": ("path", "the metrics file the row was read from"),
 }
 
+#: Per cell, over its seeds (scaling and labels collect: `oracle.experiments._pairs.with_seed_mean_se`):
+#: what the two-way SE of a cell's mean over seeds and shared test rows needs beside each seed's own SE.
+SE_MEAN_COLUMNS = {
+    f"{m}_se_mean": (unit, f"SE over the test rows of the per-row {m} averaged over the seeds of the row's (arch, "
+                           "cell); the same on each of its rows")
+    for m, unit in (("acc", "fraction"), ("epistemic", "nats"), ("bayes_gap", "fraction"))}
+
 #: The data files several experiment kinds write: each kind that writes one names it in its
 #: ``COLUMNS`` (`oracle.experiments.columns` gathers them).
 RUNS = CsvColumns("<kind>/<experiment>/data/runs.csv",
-                  "one evaluation of one classifier on one evaluation set", {**ID, **METRICS, **TRAINING})
+                  "one evaluation of one classifier on one evaluation set",
+                  {**ID, **METRICS, **TRAINING, **SE_MEAN_COLUMNS})
 
 RELIABILITY = CsvColumns("<kind>/<experiment>/data/reliability.csv",
                          "one confidence bin of one evaluation of one classifier",
@@ -98,11 +106,16 @@ PAIRS = CsvColumns("<kind>/<experiment>/data/pairs.csv",
                    "test rows (scaling: one N minus the next; labels: soft minus hard at one N; shift: one configuration "
                    "minus a later one)",
                    {"arch": ID["arch"], "seed": ID["seed"],
-                    "value": ("text", "the per-row value compared: acc (correct, 0/1) or epistemic (KL(p || q), nats)"),
+                    "value": ("text", "the per-row value compared: acc (correct, 0/1), epistemic (KL(p || q), nats) or "
+                                      "bayes_gap (max_y p(y|x) - correct)"),
                     "a": ("text", "cell of the first classifier"), "b": ("text", "cell of the second classifier"),
                     "diff": ("unit of value", "mean over the test rows of value(a) - value(b)"),
                     "diff_se": ("unit of value", "SE of diff over the test rows, paired per row"),
-                    "n_rows": ("samples", "test rows paired")})
+                    "n_rows": ("samples", "test rows paired"),
+                    "diff_se_mean": ("unit of value", "SE over the test rows of the per-row difference averaged over "
+                                                      "the seeds of the row's (arch, value, a, b); the same on each of "
+                                                      "its rows (the two-way SE of the mean over seeds reads it)"),
+                    "diff_se_mean_all": ("unit of value", "the same over every (arch, seed) of the row's (value, a, b)")})
 
 #: {data name: entry} of the shared entries, in the order docs/outputs.md lists them.
 SHARED = {"runs": RUNS, "reliability": RELIABILITY, "pairs": PAIRS}
@@ -117,7 +130,10 @@ CLAIMS = CsvColumns("claims.csv", "one finding of the paper judged on this run's
                      "counted": ("text", "yes, or why the verdict is shown but left out of the counts (a check of the "
                                          "world, an arm another finding counts)"),
                      "numbers": ("text", "numbers.json keys used, space-separated"),
-                     "checks": ("JSON", "each check's interval and outcome, a JSON list")})
+                     "checks": ("JSON", "each check's interval and outcome, a JSON list"),
+                     "to decide": ("text", "unresolved rows: per open check, the seeds (at the run's test rows) or test "
+                                           "rows (at its seeds) whose interval would clear the threshold, from the "
+                                           "two-way variance components (oracle.report.power)")})
 
 TIMINGS = CsvColumns("timings.csv", "one rule of the workflow, over all its jobs",
                      {"rule": ("text", "Snakemake rule (or total)"), "jobs": ("jobs", "jobs of the rule"),

@@ -13,6 +13,11 @@ value ± q * se, e.g. a correlation's through Fisher's z) keeps it: `estimate` r
 and refuses to widen it for m > 1, which it cannot do without the entry's own method. An entry
 with ``posed`` False stands for a question the run does not pose (`NotPosed`); a missing one
 raises `Missing`.
+
+An estimate read from entries with a spread also carries its `Design`: the variance components
+per seed and per test row and the counts they were measured at (an entry over seeds and test
+rows: its two-way components; an SE over seeds alone: ``se^2 n_seeds`` per seed), so
+`oracle.report.power` can say how many seeds or test rows would decide a check.
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-__all__ = ["Check", "Estimate", "Missing", "NotPosed", "difference", "estimate", "keys_of", "learners_text",
-           "log_ratio", "r2_text", "scaled", "straightness", "suffixes", "value"]
+__all__ = ["Check", "Design", "Estimate", "Missing", "NotPosed", "difference", "estimate", "keys_of", "learners_text",
+           "log_ratio", "quantile", "r2_text", "scaled", "straightness", "suffixes", "value"]
 
 
 class Missing(Exception):
@@ -33,6 +38,44 @@ class Missing(Exception):
 
 class NotPosed(Exception):
     """The run does not reach the regime the finding needs (the row says why)."""
+
+
+@dataclass(frozen=True)
+class Design:
+    """Where an estimate's variance comes from: the components sigma_S^2 (``var_seeds``, per
+    seed), sigma_R^2 (``var_rows``, per test row) and sigma_SR^2 (``var_interaction``) in the
+    estimate's unit squared, the seeds and test rows they were measured at (``n_rows`` None: the
+    SE is over seeds alone) and ``m``, the comparisons its interval is widened for
+    (Var = var_seeds / S + var_rows / R + var_interaction / (S R))."""
+
+    var_seeds: float
+    var_rows: float
+    var_interaction: float
+    n_seeds: int
+    n_rows: int | None
+    m: int = 1
+
+    def plus(self, other: Design, scale_self: float = 1.0, scale_other: float = 1.0) -> Design:
+        """The design of ``scale_self * this + scale_other * other`` for two independent
+        estimates: components added (each times its scale squared), at the smaller counts (rows:
+        of those that have them; a design over seeds alone has no rows' components)."""
+        known = [r for r in (self.n_rows, other.n_rows) if r is not None]
+        rows = min(known) if known else None
+        a, b = scale_self**2, scale_other**2
+        return Design(a * self.var_seeds + b * other.var_seeds, a * self.var_rows + b * other.var_rows,
+                      a * self.var_interaction + b * other.var_interaction, min(self.n_seeds, other.n_seeds), rows,
+                      max(self.m, other.m))
+
+
+def _design(e: Mapping, m: int) -> Design | None:
+    """The `Design` of numbers.json entry `e` (None without one: no SE, or an SE over a test set)."""
+    if e.get("var_seeds") is not None and e.get("n_rows"):
+        return Design(float(e["var_seeds"]), float(e["var_rows"]), float(e["var_interaction"]), int(e["n_seeds"]),
+                      int(e["n_rows"]), m)
+    n = e.get("n_seeds")
+    if e.get("se") is not None and e.get("se_over") in ("seeds", "models") and n and int(n) >= 2:
+        return Design(float(e["se"]) ** 2 * int(n), 0.0, 0.0, int(n), None, m)
+    return None
 
 
 @dataclass(frozen=True)
@@ -45,6 +88,7 @@ class Estimate:
     half: float | None
     keys: tuple[str, ...]
     bounds: tuple[float, float] | None = None
+    design: Design | None = None
 
     @property
     def lo(self) -> float:
@@ -73,7 +117,7 @@ class Estimate:
         return "no interval (no SE)" if self.half is None else f"{level} CI [{self.lo:.4g}, {self.hi:.4g}]"
 
 
-def _quantile(df: float | None, m: int = 1) -> float:
+def quantile(df: float | None, m: int = 1) -> float:
     """The two-sided 95% quantile for `m` comparisons at once (Bonferroni)."""
     p = 1.0 - 0.025 / max(m, 1)
     return float(stats.t.ppf(p, df)) if df else float(stats.norm.ppf(p))
@@ -112,38 +156,56 @@ def estimate(numbers: Mapping[str, Mapping], key: str, m: int = 1) -> Estimate:
         v = float(e["value"])
         return Estimate(v, max(v - lo, hi - v), (key,), (lo, hi))
     se = e.get("se")
-    return Estimate(float(e["value"]), None if se is None else _quantile(_df(e), m) * float(se), (key,))
+    return Estimate(float(e["value"]), None if se is None else quantile(_df(e), m) * float(se), (key,),
+                    design=_design(e, m))
 
 
-def difference(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Estimate:
-    """numbers[a] - numbers[b] with the interval of the module docstring (None without both se)."""
+def difference(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1, paired: str | None = None) -> Estimate:
+    """numbers[a] - numbers[b] with the interval of the module docstring (None without both se).
+    `paired`: the key of the same difference taken paired per seed (and test row), e.g.
+    scaling's ``alpha_diff.<a>.<b>``; where the run has it, that entry is the estimate instead."""
+    if paired is not None and numbers.get(paired, {}).get("value") is not None:
+        _entry(numbers, a), _entry(numbers, b)  # both ends must still exist (Missing / NotPosed as unpaired)
+        return estimate(numbers, paired, m)
     ea, eb = _entry(numbers, a), _entry(numbers, b)
     diff = float(ea["value"]) - float(eb["value"])
     if ea.get("se") is None or eb.get("se") is None:
         return Estimate(diff, None, (a, b))
     dfs = [d for d in (_df(ea), _df(eb)) if d is not None]
     se = math.hypot(float(ea["se"]), float(eb["se"]))
-    return Estimate(diff, _quantile(min(dfs) if dfs else None, m) * se, (a, b))
+    da, db = _design(ea, m), _design(eb, m)
+    design = da.plus(db) if da is not None and db is not None else None
+    return Estimate(diff, quantile(min(dfs) if dfs else None, m) * se, (a, b), design=design)
 
 
-def log_ratio(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Estimate:
+def log_ratio(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1, paired: str | None = None) -> Estimate:
     """ln(numbers[a] / numbers[b]) with the interval of the module docstring (None without both
-    se); NotPosed unless both values are > 0."""
+    se); NotPosed unless both values are > 0. `paired`: the key of the same log ratio taken
+    paired per seed and test row (e.g. scaling's ``log_kl_ratio_max_n.<a>.<b>``); where the run
+    has it, that entry (its value, two-way SE and df) is the estimate instead."""
     ea, eb = _entry(numbers, a), _entry(numbers, b)
     va, vb = float(ea["value"]), float(eb["value"])
     if va <= 0 or vb <= 0:
         raise NotPosed(f"{a} = {va:.4g} and {b} = {vb:.4g}: a ratio needs both > 0")
+    if paired is not None and numbers.get(paired, {}).get("value") is not None:
+        return estimate(numbers, paired, m)
     if ea.get("se") is None or eb.get("se") is None:
         return Estimate(math.log(va / vb), None, (a, b))
     dfs = [d for d in (_df(ea), _df(eb)) if d is not None]
     se = math.hypot(float(ea["se"]) / va, float(eb["se"]) / vb)
-    return Estimate(math.log(va / vb), _quantile(min(dfs) if dfs else None, m) * se, (a, b))
+    da, db = _design(ea, m), _design(eb, m)
+    design = da.plus(db, 1.0 / va, 1.0 / vb) if da is not None and db is not None else None
+    return Estimate(math.log(va / vb), quantile(min(dfs) if dfs else None, m) * se, (a, b), design=design)
 
 
 def scaled(e: Estimate, offset: float, factor: float) -> Estimate:
     """``offset + factor * e`` with its interval scaled alike (`factor` a known constant)."""
     bounds = None if e.bounds is None else tuple(sorted(offset + factor * b for b in e.bounds))
-    return Estimate(offset + factor * e.value, None if e.half is None else abs(factor) * e.half, e.keys, bounds)
+    d = e.design
+    design = None if d is None else Design(factor**2 * d.var_seeds, factor**2 * d.var_rows,
+                                           factor**2 * d.var_interaction, d.n_seeds, d.n_rows, d.m)
+    return Estimate(offset + factor * e.value, None if e.half is None else abs(factor) * e.half, e.keys, bounds,
+                    design)
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,14 @@ can follow it back to the raw data. A mean over seeds (or models) carries std, s
 and n_seeds alike (`mean_spread`, `spread_problems`).
 
 Where the seeds were all scored on the same test rows, the seeds' spread leaves out the error
-of the test set itself (it does not average out over seeds): such a mean carries
-``se_over`` `SEEDS_AND_ROWS`, ``se = sqrt(se_seeds^2 + se_rows^2)`` with both parts, and the
-Welch-Satterthwaite degrees of freedom ``df`` of that sum (`over_seeds_and_rows`).
+of the test set itself (it does not average out over seeds): such a mean carries ``se_over``
+`SEEDS_AND_ROWS` and the two-way (seed x test row) decomposition of its variance
+(`oracle.measures.two_way`), each source counted once: ``se`` = the root of the sum of squares of
+``se_seeds_part``, ``se_rows_part`` and ``se_interaction_part``, the variance components
+``var_seeds``, ``var_rows``, ``var_interaction`` with ``n_seeds`` and ``n_rows`` (what a power
+analysis reads, `oracle.report.power`), Satterthwaite's ``df`` and ``rows_bound`` (True where
+the seeds' rows were never combined, so the rows' part is its upper bound;
+`oracle.experiments._pairs.over_seeds_and_rows`).
 """
 
 from __future__ import annotations
@@ -77,13 +82,28 @@ def converged_entry(runs, who: tuple[str, ...], label: str, artifact: str) -> di
 def converged_entries(runs, who: tuple[str, ...], labels: Mapping[str, str], artifact: str) -> dict[str, dict]:
     """``{"converged.<arch>": converged_entry}`` for each architecture of `runs` (an ``arch``
     column; `labels`: arch -> how the description names it, the arch itself where absent); an
-    architecture whose runs predate the count has none."""
-    out: dict[str, dict] = {}
+    architecture whose runs predate the count has none. With them the learners' cost,
+    ``seed_job_s`` (`seed_cost`)."""
+    out: dict[str, dict] = seed_cost(runs, ("arch", *who), artifact)
     for arch, sub in runs.groupby("arch", sort=True):
         e = converged_entry(sub, who, labels.get(arch, str(arch)), artifact)
         if e is not None:
             out[f"converged.{arch}"] = e
     return out
+
+
+def seed_cost(runs, who: tuple[str, ...], artifact: str) -> dict[str, dict]:
+    """``{"seed_job_s": entry}``: the training job-seconds one more seed of the experiment costs,
+    the sum of ``train_seconds`` over each seed's classifiers (one per distinct `who`, which
+    holds ``seed``), mean over seeds; what `oracle.report.power.to_decide` prices seeds with. {}
+    without the columns (a frame that does not record its training time)."""
+    if not {"seed", "train_seconds"} <= set(runs) or not len(runs) or runs["train_seconds"].isna().all():
+        return {}
+    one = runs.drop_duplicates(subset=[c for c in who if c in runs])
+    per_seed = one.groupby("seed")["train_seconds"].sum()
+    return {"seed_job_s": entry(float(per_seed.mean()), "job-s", artifact, (
+        f"training job-seconds of one seed's {len(one) // max(len(per_seed), 1)} classifiers (their train_seconds "
+        f"summed), mean over {len(per_seed)} seeds: the cost of one more seed, prediction jobs left out"))}
 
 
 def correlation_ci95(per_seed: list[float] | np.ndarray) -> list[float] | None:
@@ -106,36 +126,70 @@ def correlation_ci95(per_seed: list[float] | np.ndarray) -> list[float] | None:
     return [float(np.tanh(z.mean() - half)), float(np.tanh(z.mean() + half))]
 
 
+def ratio_spread(per_seed: list[float] | np.ndarray) -> dict[str, Any]:
+    """A ratio measured once per seed, as `entry` keywords on its own scale: where every seed's
+    ratio is > 0 (and there are >= 2), ``value`` is their geometric mean and ``ci95`` the
+    Student-t interval of the mean of ``ln r`` on n - 1 degrees of freedom mapped back by exp,
+    so the interval stays positive and is as wide either way in factors (a t interval on r
+    itself over two seeds of 0.6 and 2.6 runs from -11 to 14); ``std`` and ``se`` are the
+    per-seed ratios' own (`mean_spread`). Otherwise the arithmetic mean with `mean_spread`
+    alone (a ratio <= 0 has no log). Non-finite seeds are left out."""
+    from scipy import stats
+
+    r = np.asarray([v for v in per_seed if v is not None and math.isfinite(v)], np.float64)
+    if not r.size:
+        return {"value": None, **mean_spread(None, 0)}
+    spread = mean_spread(float(r.std(ddof=1)) if r.size > 1 else None, int(r.size))
+    if r.size < 2 or (r <= 0).any():
+        return {"value": float(r.mean()), **spread}
+    z = np.log(r)
+    half = float(stats.t.ppf(0.975, r.size - 1)) * float(z.std(ddof=1)) / math.sqrt(r.size)
+    return {"value": float(np.exp(z.mean())), **spread,
+            "ci95": [float(np.exp(z.mean() - half)), float(np.exp(z.mean() + half))]}
+
+
 #: ``se_over`` of a mean over seeds that were scored on one shared test set (module docstring).
 SEEDS_AND_ROWS = "seeds and test rows"
 
 
-def welch_df(parts: list[tuple[float, float]]) -> float | None:
-    """Welch-Satterthwaite degrees of freedom of a sum of variances: ``parts`` = [(variance,
-    its degrees of freedom), ...] -> ``(sum v)^2 / sum(v^2 / df)``; None when every variance is 0."""
-    num = sum(v for v, _ in parts) ** 2
-    den = sum(v * v / d for v, d in parts if v > 0 and d > 0)
-    return num / den if den > 0 else None
+#: The fields of a `SEEDS_AND_ROWS` spread besides ``se``, ``df`` and ``std``
+#: (`oracle.experiments._pairs.over_seeds_and_rows`).
+TWO_WAY_FIELDS = ("n_seeds", "n_rows", "se_seeds_part", "se_rows_part", "se_interaction_part", "var_seeds",
+                  "var_rows", "var_interaction", "rows_bound")
+
+
+def _two_way_problem(key: str, e: Mapping) -> str | None:
+    """What is wrong with entry `e`'s spread over seeds and test rows, None when nothing."""
+    missing = [f for f in ("se", *TWO_WAY_FIELDS) if e.get(f) is None]
+    if missing or int(e["n_seeds"]) < 2 or int(e["n_rows"]) < 2:
+        return (f"{key}: a spread over seeds and test rows needs se, {', '.join(TWO_WAY_FIELDS)} with n_seeds and "
+                f"n_rows >= 2; lacks {', '.join(missing) or 'n >= 2'}")
+    s, r = int(e["n_seeds"]), int(e["n_rows"])
+    parts = {"se_seeds_part": e["var_seeds"] / s, "se_rows_part": e["var_rows"] / r,
+             "se_interaction_part": e["var_interaction"] / (s * r)}
+    for name, var in parts.items():
+        if var < 0 or not math.isclose(e[name], math.sqrt(var), rel_tol=1e-9, abs_tol=1e-300):
+            return f"{key}: {name} {e[name]} is not the root of its variance component over its count ({var})"
+    if not math.isclose(e["se"], math.sqrt(sum(parts.values())), rel_tol=1e-9, abs_tol=1e-300):
+        return f"{key}: se {e['se']} is not the root of the sum of its parts' squares"
+    return None
 
 
 def spread_problems(numbers: Mapping[str, Mapping]) -> list[str]:
     """One line per entry whose spread breaks the rule every seed-averaged number follows: a
     ``std`` (unless its ``std_over`` says it is over something else, e.g. IS splits) comes with
-    its ``se`` (``std / sqrt(n_seeds)``), ``se_over`` "seeds" or "models" and ``n_seeds`` >= 2,
-    and an ``se`` says what it is over. [] when all do."""
+    its ``se`` (``std / sqrt(n_seeds)``), ``se_over`` "seeds" or "models" and ``n_seeds`` >= 2;
+    an ``se`` over seeds and test rows carries its two-way parts (`TWO_WAY_FIELDS`) and is the
+    root of their sum of squares; and an ``se`` says what it is over. [] when all do."""
     out = []
     for key, e in numbers.items():
         std, se, over, n = e.get("std"), e.get("se"), e.get("se_over"), e.get("n_seeds")
         if se is not None and not over:
             out.append(f"{key}: se {se} says not what it is over (se_over)")
         if over == SEEDS_AND_ROWS:
-            parts = e.get("se_seeds"), e.get("se_rows")
-            if se is None or not n or n < 2 or None in parts:
-                out.append(f"{key}: a spread over seeds and test rows needs se, se_seeds, se_rows and n_seeds >= 2")
-            elif not math.isclose(se, math.hypot(*parts), rel_tol=1e-9):
-                out.append(f"{key}: se {se} is not hypot(se_seeds, se_rows)")
-            elif std is not None and not math.isclose(parts[0], std / math.sqrt(n), rel_tol=1e-9):
-                out.append(f"{key}: se_seeds {parts[0]} is not std / sqrt(n_seeds)")
+            problem = _two_way_problem(key, e)
+            if problem:
+                out.append(problem)
             continue
         if (std is not None and not e.get("std_over")) or over in ("seeds", "models"):
             if std is None or se is None or over not in ("seeds", "models") or not n or n < 2:
@@ -159,24 +213,14 @@ def over_seeds(rows: "pd.DataFrame", col: str) -> dict[str, Any]:  # noqa: F821
             "n_seeds": n}
 
 
-def over_seeds_and_rows(rows: "pd.DataFrame", col: str, n_rows: int | None = None) -> dict[str, Any]:  # noqa: F821
-    """Mean of `col` over the rows (one per seed, every seed scored on the same test rows) with
-    an SE that holds both errors, as `entry` keywords: ``se_seeds`` = std / sqrt(n) over seeds,
-    ``se_rows`` = the mean of the seeds' Monte Carlo SEs over the test rows (column
-    ``<col>_se``; an upper bound of the SE of the seed-mean over rows, since the seeds' errors on
-    one row are positively correlated), ``se = hypot(se_seeds, se_rows)`` and ``df``, its
-    Welch-Satterthwaite degrees of freedom (n - 1 for the seeds' part, ``n_rows`` - 1 for the
-    rows'; infinite without `n_rows`). One seed: `over_seeds` (its test-set SE alone)."""
-    vals = rows[col].to_numpy(float)
-    n = len(vals)
-    if n < 2 or f"{col}_se" not in rows:
-        return over_seeds(rows, col)
-    std = float(np.std(vals, ddof=1))
-    se_seeds, se_rows = std / math.sqrt(n), float(rows[f"{col}_se"].to_numpy(float).mean())
-    rows_df = float(n_rows - 1) if n_rows and n_rows > 1 else math.inf
-    df = welch_df([(se_seeds**2, n - 1), (se_rows**2, rows_df)])
-    return {"value": float(vals.mean()), "std": std, "se": math.hypot(se_seeds, se_rows), "se_over": SEEDS_AND_ROWS,
-            "n_seeds": n, "se_seeds": se_seeds, "se_rows": se_rows, "df": df}
+def scale_spread(spread: Mapping[str, Any], factor: float) -> dict[str, Any]:
+    """`oracle.experiments._pairs.over_seeds_and_rows` (or `over_seeds`) keywords in another unit (e.g. fraction -> pp:
+    100): value, std, se and the se parts times `factor`, the variance components times its
+    square, counts and df unchanged."""
+    lin = {"value", "std", "se", "se_seeds_part", "se_rows_part", "se_interaction_part"}
+    sq = {"var_seeds", "var_rows", "var_interaction"}
+    return {k: (v * factor if k in lin else v * factor * factor if k in sq else v) if v is not None and
+            not isinstance(v, (bool, str)) else v for k, v in spread.items()}
 
 
 def merge_numbers(parts: Mapping[str, Mapping[str, Mapping]]) -> dict[str, dict]:

@@ -17,7 +17,7 @@ from oracle.errors import DataError
 from oracle.experiments.active import ARTIFACTS, STRATEGY_COLORS, STRATEGY_LABELS, TARGET_LABELS, TARGETS
 from oracle.measures.power_laws import aggregate_over_seeds
 from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style, top_legend
-from oracle.report.numbers import converged_entries, correlation_ci95, entry
+from oracle.report.numbers import converged_entries, correlation_ci95, entry, ratio_spread
 
 # --------------------------------------------------------------------------- data
 ROUND_COLUMNS = ("labelled", "epochs", "steps", "kept_steps", "converged", "stopped_by", "train_seconds", "train_loss",
@@ -214,7 +214,8 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     * per arch and strategy: ``final_accuracy``, ``final_epistemic`` (last round),
       ``accuracy_gain`` (last round minus round 0, per seed);
     * with max_entropy and max_epistemic (the paper's comparison), per arch:
-      ``gain_ratio`` = mean over seeds of gain(max_epistemic) / gain(max_entropy) (the paper's
+      ``gain_ratio`` = geometric mean over seeds of gain(max_epistemic) / gain(max_entropy) with
+      its log-scale ci95 (`oracle.report.numbers.ratio_spread`; the paper's
       "1.6x larger accuracy gain under the same budget"; None when a seed's max-entropy gain is
       <= 0), ``gain_ratio_of_means`` (ratio of the seed-mean gains), ``target_accuracy`` (the
       configured one, else the mid-regime default: halfway between the seed-mean accuracy of
@@ -290,8 +291,9 @@ def _paper_comparison(sub, gains: Mapping, spec: Mapping, arch: str, path: str) 
     why = f"; undefined: max entropy's gain is <= 0 at seed(s) {bad}" if bad else ""
     out[f"gain_ratio.{arch}"] = entry(unit="ratio", artifact=path, description=(
         f"{label}: accuracy gain of Max Epistemic over that of Max Entropy under the same budget "
-        f"({spec['labels_per_round'][0]} -> {spec['labels_per_round'][-1]} labels), mean over seeds of the "
-        f"per-seed ratio (paper: 1.6x){why}"), **_spread(ratios))
+        f"({spec['labels_per_round'][0]} -> {spec['labels_per_round'][-1]} labels), geometric mean over seeds of "
+        f"the per-seed ratio with its interval on the log scale (the arithmetic mean where a ratio is <= 0; "
+        f"paper: 1.6x){why}"), **ratio_spread(ratios))
     mean_ent = float(ent.loc[seeds].mean()) if seeds else math.nan
     out[f"gain_ratio_of_means.{arch}"] = entry(
         float(epi.loc[seeds].mean()) / mean_ent if seeds and mean_ent > 0 else None, "ratio", path,

@@ -15,7 +15,8 @@ from matplotlib.figure import Figure
 
 from oracle.errors import DataError
 from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
-from oracle.report.numbers import converged_entries, entry, over_seeds, over_seeds_and_rows
+from oracle.experiments._pairs import over_seeds_and_rows
+from oracle.report.numbers import converged_entries, entry, over_seeds
 
 #: Columns of the ``learner`` data (one row per world and seed of the learner).
 LEARNER_COLUMNS = ("world", "base_temperature", "arch", "N", "seed", "n_test", "num_classes", "test_error", "test_error_se",

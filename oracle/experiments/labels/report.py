@@ -14,30 +14,33 @@ from matplotlib.figure import Figure
 from oracle.classifiers.evaluate import read_history_frame, read_metrics_frame, read_reliability_frame
 from oracle.errors import DataError
 from oracle.experiments._calibration import report as _calibration_report
-from oracle.experiments._pairs import one_file, pair_rows, pairs_frame
+from oracle.experiments._pairs import (one_file, over_seeds_and_rows, pair_rows, pairs_of_rows, read_row_values,
+                                       with_seed_mean_se)
 from oracle.experiments.labels import ARTIFACTS, COLORS, MODES, cell_name
 from oracle.measures.power_laws import aggregate_over_seeds
 from oracle.report.figures import PAGE_WIDTH, errorbar, panel_letters, reliability_diagram, save_figure, size_ticks, style
-from oracle.report.numbers import converged_entries, entry, mean_spread, over_seeds, over_seeds_and_rows
+from oracle.report.numbers import converged_entries, entry, mean_spread, over_seeds, scale_spread
 
 
 # --------------------------------------------------------------------------- data
 def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
-    """``runs`` and ``reliability`` from the metrics files (``inputs["metrics"]``), ``curves``
+    """``runs`` and ``reliability`` from the metrics files (``inputs["metrics"]``; runs with each
+    cell's ``<value>_se_mean``, `oracle.experiments._pairs.with_seed_mean_se`), ``curves``
     from the training histories (``inputs["histories"]``), ``pairs`` (soft - hard accuracy per
     N and seed, paired per test row) from the predictions (``inputs["predictions"]``) and the
     world's samples (``inputs["samples"]``)."""
-    runs = read_metrics_frame(inputs["metrics"])
     curves = read_history_frame(inputs["histories"])
     if "curve_acc" not in curves.columns:
         raise DataError("labels: the training histories have no test-accuracy curve; set classifiers.curve_size > 0")
+    per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"))
+    runs = with_seed_mean_se(read_metrics_frame(inputs["metrics"]), per_row)
     curves = curves[["arch", "cell", "seed", "N", "labels", "epoch", "train_loss", "curve_acc", "curve_epistemic"]]
     g = paired_gains(runs)
     arch = spec["archs"][0] if spec.get("archs") else str(runs["arch"].iloc[0])
     wanted = [(arch, int(s), cell_name("soft", n), cell_name("hard", n)) for n, s in zip(g["N"], g["seed"])]
     return {"runs": runs, "curves": curves.sort_values(["labels", "N", "seed", "epoch"]).reset_index(drop=True),
             "reliability": read_reliability_frame(inputs["metrics"]),
-            "pairs": pairs_frame(inputs["predictions"], one_file(inputs, "samples"), wanted, ("acc",))}
+            "pairs": pairs_of_rows(per_row, n_rows, wanted, ("acc",))}
 
 
 def paired_gains(runs: pd.DataFrame, col: str = "acc") -> pd.DataFrame:
@@ -68,12 +71,11 @@ def gain_summary(runs: pd.DataFrame) -> pd.DataFrame:
 def gain_spread(pairs: pd.DataFrame, n: int) -> dict:
     """Soft - hard test accuracy at size `n` in percentage points, as `entry` keywords: the mean
     over seeds of the per-seed gains paired per test row (`pairs`), with the seeds' spread and the
-    rows' part (`oracle.report.numbers.over_seeds_and_rows`). DataError when `pairs` lacks the size."""
+    rows' part (`oracle.experiments._pairs.over_seeds_and_rows`). DataError when `pairs` lacks the size."""
     rows = pair_rows(pairs, "acc", cell_name("soft", n), cell_name("hard", n))
     if rows.empty:
         raise DataError(f"labels: pairs hold no soft - hard accuracy at N={n}; rerun the experiment's collect job")
-    return over_seeds_and_rows(rows.assign(diff=100.0 * rows["diff"], diff_se=100.0 * rows["diff_se"]), "diff",
-                               int(rows["n_rows"].iloc[0]))
+    return scale_spread(over_seeds_and_rows(rows, "diff", int(rows["n_rows"].iloc[0])), 100.0)
 
 
 # --------------------------------------------------------------------------- tables

@@ -9,9 +9,10 @@ the truth (`oracle.experiments._calibration.report`).
 
 Data: ``runs`` (one row per classifier: `oracle.classifiers.evaluate.read_metrics_frame`),
 ``fits`` (`power_law_fits` of the epistemic KL, the ECE against labels and the true ECE),
-``reliability`` (per-bin calibration data) and ``pairs`` (`oracle.experiments._pairs`: per
-(arch, seed) the epistemic KL at each N minus at the next, paired per test row). Accuracies are fractions in data and numbers,
-percentages in tables and figures.
+``reliability`` (per-bin calibration data), ``pairs`` (`oracle.experiments._pairs`: per
+(arch, seed) the epistemic KL at each N minus at the next, paired per test row) and ``contrasts``
+(two archs' KL ratio at each N, paired per seed and test row). Accuracies are fractions in data
+and numbers, percentages in tables and figures.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from oracle.report.columns import ID, PAIRS, RELIABILITY, RUNS, CsvColumns
 from oracle.report.paper import Artifact, artifacts_by_name
 
 KIND = "scaling"
-DATA = ("runs", "fits", "reliability", "pairs")
+DATA = ("runs", "fits", "reliability", "pairs", "contrasts")
 #: Its data files' columns (`DATA`), unit and meaning each: docs/outputs.md's column dictionary
 #: (`oracle.experiments.columns`); its tests hold them to what its collect writes.
 COLUMNS = {
@@ -48,6 +49,19 @@ COLUMNS = {
          "note": ("text", "why the fit is empty (fewer than two N, a value <= 0)")}),
     "reliability": RELIABILITY,
     "pairs": PAIRS,
+    "contrasts": CsvColumns(
+        "scaling/<experiment>/data/contrasts.csv",
+        "two architectures trained at the same N: the log ratio of their mean per-row value over their "
+        "common seeds and the shared test rows, paired per seed and row",
+        {"value": ("text", "the per-row value (epistemic: KL(p || q), nats)"), "N": ID["N"],
+         "a": ID["arch"], "b": ("text", "the second architecture"), "cell": ID["cell"],
+         "log_ratio": ("1", "ln(mean of a / mean of b)"),
+         "se": ("1", "its two-way (seed x test row) SE: of the per-row values a / A - b / B (delta method)"),
+         "df": ("1", "Satterthwaite degrees of freedom of that SE"),
+         "n_seeds": ("seeds", "common seeds of a and b"), "n_rows": ("samples", "shared test rows"),
+         "var_seeds": ("1", "variance component per seed (two-way ANOVA)"),
+         "var_rows": ("1", "variance component per test row"),
+         "var_interaction": ("1", "seed x row interaction variance")}),
 }
 #: The values with power-law fits in ``fits``: epistemic KL (nats), ECE against the labels and
 #: the true ECE against the exact posterior (fractions).

@@ -17,26 +17,31 @@ from matplotlib.figure import Figure
 from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_frame
 from oracle.errors import ConfigError, DataError
 from oracle.experiments._calibration import report as _calibration_report
-from oracle.experiments._pairs import Pair, one_file, pair_rows, pairs_frame
+from oracle.experiments._pairs import (Pair, log_ratio_contrasts, one_file, over_seeds_and_rows, pair_rows, pairs_of_rows,
+                                       read_row_values, with_seed_mean_se)
 from oracle.experiments.scaling import ARTIFACTS, FIT_VALUES
+from oracle.experiments.scaling.contrasts import contrast_numbers, low_data_drops
 from oracle.experiments.scaling.learners import curvature_entry, learner_numbers, learners_table
 from oracle.measures.power_laws import (aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_power_law_offset,
                                         fit_seed_mean, power_law)
 from oracle.report.figures import (COLUMN_WIDTH, PAGE_WIDTH, errorbar, log_tick_labels, palette, panel_letters,
                                    reliability_diagram, save_figure,
                                    size_ticks, style)
-from oracle.report.numbers import entry, mean_spread, over_seeds, over_seeds_and_rows
+from oracle.report.numbers import entry, mean_spread, over_seeds, scale_spread, seed_cost
 
 
 # --------------------------------------------------------------------------- data
 def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
-    """``runs`` and ``reliability`` from the classifiers' metrics files (``inputs["metrics"]``),
-    ``fits`` (every value of `FIT_VALUES`) from runs, ``pairs`` (`next_size_pairs`) from their
+    """``runs`` and ``reliability`` from the classifiers' metrics files (``inputs["metrics"]``;
+    runs with each cell's ``<value>_se_mean``, `oracle.experiments._pairs.with_seed_mean_se`, for
+    the two-way SE of its mean over seeds), ``contrasts`` (two archs' KL ratio at each N paired per
+    seed and row: `oracle.experiments._pairs.log_ratio_contrasts`), ``fits`` (every value of `FIT_VALUES`) from runs, ``pairs`` (`next_size_pairs`) from their
     predictions (``inputs["predictions"]``) and the world's samples (``inputs["samples"]``)."""
-    runs = read_metrics_frame(inputs["metrics"])
-    pairs = pairs_frame(inputs["predictions"], one_file(inputs, "samples"), next_size_pairs(runs), ("epistemic",))
+    per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"))
+    runs = with_seed_mean_se(read_metrics_frame(inputs["metrics"]), per_row)
     return {"runs": runs, "fits": all_fits(runs), "reliability": read_reliability_frame(inputs["metrics"]),
-            "pairs": pairs}
+            "pairs": pairs_of_rows(per_row, n_rows, next_size_pairs(runs), ("epistemic",)),
+            "contrasts": log_ratio_contrasts(per_row, runs)}
 
 
 def next_size_pairs(runs: pd.DataFrame) -> list[Pair]:
@@ -121,10 +126,8 @@ def accuracy_vs_bayes(df: pd.DataFrame, acc_col: str = "acc") -> pd.DataFrame:
     ``Error (%)`` = 100 - accuracy, ``Bayes (%)`` = 100 * mean(bayes_accuracy) and
     ``Gap (%)`` = Bayes - accuracy; with the per-row paired gap (column ``bayes_gap`` of the
     metrics, for the world's labels) ``Gap SE (%)``, its SE over seeds and the shared test rows
-    (`oracle.report.numbers.over_seeds_and_rows`). Rows sorted by accuracy, best first.
+    (`oracle.experiments._pairs.over_seeds_and_rows`). Rows sorted by accuracy, best first.
     """
-
-
     _check_runs(df, ["arch", "N", "seed", acc_col, "bayes_accuracy"])
     rows = []
     for arch, runs in df.groupby("arch", sort=True):
@@ -303,7 +306,9 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     * the accuracy_vs_bayes table: ``bayes_gap.<arch>`` (percentage points) and its range over
       architectures ``bayes_gap_min``/``bayes_gap_max``;
     * ``calibration.*``: whether ECE against labels and against the truth agree
-      (`oracle.experiments._calibration.report.agreement_numbers`).
+      (`oracle.experiments._calibration.report.agreement_numbers`);
+    * two archs paired per seed (and row): ``log_kl_ratio_max_n``, ``alpha_diff``, ``log_kl_drop_low_diff``
+      ``.<a>.<b>`` (`oracle.experiments.scaling.contrasts.contrast_numbers`); ``seed_job_s``.
     """
     runs, fits = data["runs"], data["fits"]
     runs_path, fits_path = data_paths["runs"], data_paths["fits"]
@@ -366,6 +371,9 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     out.update(_bayes_gap_numbers(data, spec, runs_path))
     out.update(claim_numbers(runs, fits, data["pairs"], spec, runs_path, data_paths["pairs"]))
     out.update(_calibration_report.agreement_numbers(runs, runs_path))
+    out.update(contrast_numbers(data.get("contrasts"), fits, runs, labels, data_paths.get("contrasts", ""), fits_path,
+                                runs_path))
+    out.update(seed_cost(runs, ("arch", "N", "seed"), runs_path))
     return out
 
 
@@ -436,14 +444,11 @@ def claim_numbers(runs: pd.DataFrame, fits: pd.DataFrame, pairs: pd.DataFrame, s
                 f"{label}: epistemic KL at N={prev} minus at N={hi}, mean over seeds of the difference paired per "
                 "test row (SE over seeds and test rows, the rows' part paired per row)"),
                 **over_seeds_and_rows(fall, "diff", int(fall["n_rows"].iloc[0])))
-        mid = arch_sizes[(len(arch_sizes) - 1) // 2]
-        if mid > arch_sizes[0]:
-            low = sub[sub["N"].isin([arch_sizes[0], mid])].pivot(index="seed", columns="N", values="epistemic").dropna()
-            ratio = low[arch_sizes[0]] / low[mid]
-            if len(ratio) and bool((ratio > 0).all()):
-                out[f"log_kl_drop_low.{arch}"] = entry(unit="1", artifact=path, description=(
-                    f"{label}: ln KL(N={arch_sizes[0]}) / KL(N={mid}) per seed, mean over seeds (the low-data half of "
-                    "the N grid)"), **_seed_spread(np.log(ratio.to_numpy(float))))
+        drops, grid = low_data_drops(sub)
+        if arch in drops:
+            out[f"log_kl_drop_low.{arch}"] = entry(unit="1", artifact=path, description=(
+                f"{label}: ln KL(N={grid[arch][0]}) / KL(N={grid[arch][1]}) per seed, mean over seeds (the low-data "
+                "half of the N grid)"), **_seed_spread(drops[arch].to_numpy(float)))
         if len(arch_sizes) >= 3:
             cs = [fit_power_law_offset(g["N"], g["total"])["c"] for _, g in sub.groupby("seed")]
             out[f"total_asymptote.{arch}"] = entry(unit="nats", artifact=path, description=(
@@ -479,8 +484,7 @@ def _bayes_gap_numbers(data: Mapping[str, Any], spec: Mapping, path: str) -> dic
         name = by_label.get(row["Architecture"], row["Architecture"])
         at = runs[(runs["arch"] == name) & (runs["N"] == int(row["N"]))]
         spread = over_seeds_and_rows(at, "bayes_gap", int(at["n"].iloc[0])) if "bayes_gap" in at else {}
-        spread = {k: (100.0 * v if k in ("std", "se", "se_seeds", "se_rows") and v is not None else v)
-                  for k, v in spread.items() if k != "value"}
+        spread = {k: v for k, v in scale_spread(spread, 100.0).items() if k != "value"}
         out[f"bayes_gap.{name}"] = entry(float(row["Gap (%)"]), "percentage points", path,
                                          f"{row['Architecture']}: Bayes accuracy minus test accuracy at "
                                          f"N={int(row['N'])} (accuracy_vs_bayes table; SE over seeds and the shared "

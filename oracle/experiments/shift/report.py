@@ -16,13 +16,13 @@ from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import DataError
 from oracle.io.atomic import read_json
 from oracle.decomposition import mean_se
-from oracle.experiments._pairs import Pair, one_file, pair_rows, pairs_of_rows, read_row_values
+from oracle.experiments._pairs import Pair, one_file, over_seeds_and_rows, pair_rows, pairs_of_rows, read_row_values
 from oracle.experiments.shift import ARTIFACTS, shift_type
 from oracle.experiments.shift.panels import shift_panels
 from oracle.measures.divergences import categorical_kl, counts_kl, label_kl
 from oracle.measures.accuracy_estimators import r2
 from oracle.measures.prior_shift import bayes_prior_cost, prior_adjusted_classes
-from oracle.report.numbers import converged_entries, entry, mean_spread, over_seeds_and_rows
+from oracle.report.numbers import converged_entries, entry, mean_spread, scale_spread
 
 
 # --------------------------------------------------------------------------- data
@@ -224,7 +224,7 @@ def type_comparisons(conf: pd.DataFrame, pairs: pd.DataFrame, path: str, conf_pa
     comparable divergence, both scored on the baseline's test set (the baseline cancels: the
     difference is acc(imbalance) - acc(other)), the mean over (arch, seed) of the two classifiers'
     difference paired per test row (`pairs`, read from `path`); SE over those and the test rows
-    (`oracle.report.numbers.over_seeds_and_rows`: the rows' part the mean of the paired SEs).
+    (`oracle.experiments._pairs.over_seeds_and_rows`: the two-way (seed x test row) SE).
 
     * ``noise_vs_imbalance``: the noise-only configuration with the largest drop against the
       prior-only configuration with the largest drop, at the paper's measure of divergence
@@ -255,12 +255,11 @@ def type_comparisons(conf: pd.DataFrame, pairs: pd.DataFrame, path: str, conf_pa
         if rows.empty:
             raise DataError(f"shift: pairs hold no accuracy of {i['cell']!r} against {other['cell']!r}; rerun the "
                             "experiment's collect job")
-        rows = rows.assign(diff=100.0 * rows["diff"], diff_se=100.0 * rows["diff_se"])
         out[key] = entry(unit="percentage points", artifact=path, description=(
             f"accuracy drop of {other['label']} ({what}) minus that of {i['label']} (exact KL {i['kl_exact']:.3g} nats, "
             f"KL_y {i['kl_y_empirical']:.3g}), the prior shift with the largest drop at a divergence at least as "
             "large; > 0: the shift of p(x|y) costs more. Mean over (arch, seed) of the difference paired per test "
-            "row"), posed=True, **over_seeds_and_rows(rows, "diff", int(rows["n_rows"].iloc[0])))
+            "row"), posed=True, **scale_spread(over_seeds_and_rows(rows, "diff", int(rows["n_rows"].iloc[0])), 100.0))
         if conf_path is not None and np.isfinite(i.get("smallest_class_rows_min", np.nan)):
             out[f"{key}_smallest_class"] = entry(int(i["smallest_class_rows_min"]), "rows", conf_path, (
                 f"training rows of the smallest class of {i['label']} (its arm of {key}; fewest over seeds)"))
