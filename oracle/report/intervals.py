@@ -39,12 +39,15 @@ class NotPosed(Exception):
 class Estimate:
     """A value with its interval half-width (None: no uncertainty known) and the numbers it
     came from; `bounds`, where the interval is not symmetric about the value (an entry's own
-    ``ci95``), are its ends, and `half` then the larger distance from the value to one."""
+    ``ci95``), are its ends, and `half` then the larger distance from the value to one. `se`:
+    the standard error the interval was made from, in the value's units (None: not known), the
+    unit of a verdict's margin (`oracle.report.verdicts.check_margin`)."""
 
     value: float
     half: float | None
     keys: tuple[str, ...]
     bounds: tuple[float, float] | None = None
+    se: float | None = None
 
     @property
     def lo(self) -> float:
@@ -110,9 +113,10 @@ def estimate(numbers: Mapping[str, Mapping], key: str, m: int = 1) -> Estimate:
             raise ValueError(f"{key}: its ci95 is the entry's own interval; it cannot be widened for {m} comparisons")
         lo, hi = (float(b) for b in e["ci95"])
         v = float(e["value"])
-        return Estimate(v, max(v - lo, hi - v), (key,), (lo, hi))
+        return Estimate(v, max(v - lo, hi - v), (key,), (lo, hi), None if e.get("se") is None else float(e["se"]))
     se = e.get("se")
-    return Estimate(float(e["value"]), None if se is None else _quantile(_df(e), m) * float(se), (key,))
+    return Estimate(float(e["value"]), None if se is None else _quantile(_df(e), m) * float(se), (key,),
+                    se=None if se is None else float(se))
 
 
 def difference(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Estimate:
@@ -123,7 +127,7 @@ def difference(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Es
         return Estimate(diff, None, (a, b))
     dfs = [d for d in (_df(ea), _df(eb)) if d is not None]
     se = math.hypot(float(ea["se"]), float(eb["se"]))
-    return Estimate(diff, _quantile(min(dfs) if dfs else None, m) * se, (a, b))
+    return Estimate(diff, _quantile(min(dfs) if dfs else None, m) * se, (a, b), se=se)
 
 
 def log_ratio(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Estimate:
@@ -137,13 +141,14 @@ def log_ratio(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1) -> Est
         return Estimate(math.log(va / vb), None, (a, b))
     dfs = [d for d in (_df(ea), _df(eb)) if d is not None]
     se = math.hypot(float(ea["se"]) / va, float(eb["se"]) / vb)
-    return Estimate(math.log(va / vb), _quantile(min(dfs) if dfs else None, m) * se, (a, b))
+    return Estimate(math.log(va / vb), _quantile(min(dfs) if dfs else None, m) * se, (a, b), se=se)
 
 
 def scaled(e: Estimate, offset: float, factor: float) -> Estimate:
     """``offset + factor * e`` with its interval scaled alike (`factor` a known constant)."""
     bounds = None if e.bounds is None else tuple(sorted(offset + factor * b for b in e.bounds))
-    return Estimate(offset + factor * e.value, None if e.half is None else abs(factor) * e.half, e.keys, bounds)
+    return Estimate(offset + factor * e.value, None if e.half is None else abs(factor) * e.half, e.keys, bounds,
+                    None if e.se is None else abs(factor) * e.se)
 
 
 @dataclass(frozen=True)
@@ -160,7 +165,7 @@ class Check:
     def record(self) -> dict:
         e = self.estimate
         finite = lambda v: v if math.isfinite(v) else None  # noqa: E731
-        return {"label": self.label, "value": e.value, "lo": finite(e.lo), "hi": finite(e.hi),
+        return {"label": self.label, "value": e.value, "lo": finite(e.lo), "hi": finite(e.hi), "se": e.se,
                 "reference": self.reference, "paper": self.paper}
 
 
