@@ -19,7 +19,7 @@ def written_columns(tmp_path) -> dict[str, list[str]]:
     classifier evaluation (a metrics JSON as the prediction job writes it)."""
     from oracle.classifiers.evaluate import ID_COLUMNS, evaluate_predictions, read_metrics_frame, read_reliability_frame
     from oracle.experiments.scaling.report import all_fits
-    from oracle.report.claims import claims
+    from oracle.report.claims_doc import claims_rows
     from oracle.report.timings import TIMING_COLUMNS
 
     rng = np.random.default_rng(0)
@@ -38,7 +38,7 @@ def written_columns(tmp_path) -> dict[str, list[str]]:
     return {"<kind>/<experiment>/data/runs.csv": list(runs.columns),
             "<kind>/<experiment>/data/reliability.csv": list(read_reliability_frame(files).columns),
             "scaling/<experiment>/data/fits.csv": list(all_fits(runs).columns),
-            "claims.csv": list(pd.DataFrame(claims({}, {})).columns),
+            "claims.csv": list(pd.DataFrame(claims_rows({}, {})).columns),
             "timings.csv": list(TIMING_COLUMNS)}
 
 

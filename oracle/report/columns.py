@@ -313,7 +313,13 @@ CSV_COLUMNS: tuple[CsvColumns, ...] = (
                 "counted": ("text", "yes, or why the verdict is shown but left out of the counts (a check of the "
                                     "world, an arm another finding counts)"),
                 "numbers": ("text", "numbers.json keys used, space-separated"),
-                "checks": ("JSON", "each check's interval and outcome, a JSON list")}),
+                "checks": ("JSON", "each check's interval (value, lo, hi, se), reference and the paper's value, "
+                                   "a JSON list"),
+                "margin": ("SE", "how far the end of the interval nearest its reference lies from it, in that "
+                                 "interval's own SEs (empty without an interval); under 1: a verdict close to "
+                                 "flipping"),
+                "paper verdict": ("text", "the same rule applied to the paper's printed numbers "
+                                          "(oracle/report/paper_numbers.py), or 'not printed'")}),
     CsvColumns("timings.csv", "one rule of the workflow, over all its jobs",
                {"rule": ("text", "Snakemake rule (or total)"), "jobs": ("jobs", "jobs of the rule"),
                 "job_s": ("s", "wall seconds of its jobs, summed"), "max_job_s": ("s", "longest job"),
