@@ -50,6 +50,9 @@ def test_the_paper_pdf_holds_the_claims_every_figure_and_table(run):
     # the paper's statement beside this run's value, escaped for pdflatex (no Unicode input)
     assert r"KL \ensuremath{\propto} N\textasciicircum{}-alpha" in tex and r"\ensuremath{\pm} 0.05" in tex
     assert r"\input{scaling/s/tables/acc.tex}" in tex and "{scaling/s/figures/panels.pdf}" in tex
+    # the one verdict count, and the paper's own verdict column ("–" in a claims.csv from before it)
+    assert "Verdicts: supported 1, contradicted 0, unresolved 0, not posed 0, not run 0." in tex
+    assert r"\textbf{On the paper's numbers}" in tex and r"supported & -- \\" in tex
     assert r"\textbf{Figure 2 · s/panels.}".replace("·", r"\ensuremath{\cdot}") in tex
     pages = compile_pdf(tex, r / "paper.pdf", r)
     assert (r / "paper.pdf").read_bytes().startswith(b"%PDF") and pages >= 3, exe  # claims, their figure, experiment

@@ -26,10 +26,14 @@ from oracle.io.atomic import atomic_output
 from oracle.report.captions import CAPTION_SUFFIX, read_caption
 from oracle.report.html_report import Section
 from oracle.report.tables import latex_escape
+from oracle.report.verdicts import counts_text
 
-#: The claims table's columns in the PDF: (claims.csv column, heading, width).
-CLAIM_COLUMNS = (("id", "Claim", "2.3cm"), ("paper", "The paper", "4.6cm"), ("this run", "This run", "6.4cm"),
-                 ("verdict", "Verdict", "1.7cm"))
+#: The claims table's columns in the PDF: (claims.csv column, heading, width); the paper's verdict
+#: is the rule on its printed numbers (`oracle.report.claims_doc.claims_rows`), "–" in a claims.csv
+#: from before that column.
+CLAIM_COLUMNS = (("id", "Claim", "2.3cm"), ("paper", "The paper", "4.1cm"), ("this run", "This run", "5.2cm"),
+                 ("verdict", "Verdict", "1.7cm"), ("paper verdict", "On the paper's numbers", "1.7cm"))
+_OPTIONAL = {"paper verdict"}
 #: Floats LaTeX may hold unplaced before it stops (its limit is 18): a page break flushes them first.
 _FLOATS_PER_FLUSH = 8
 
@@ -37,13 +41,16 @@ _FLOATS_PER_FLUSH = 8
 def _claims_table(claims_csv: str | os.PathLike) -> list[str]:
     with open(claims_csv, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    missing = [c for c, _, _ in CLAIM_COLUMNS if rows and c not in rows[0]]
+    missing = [c for c, _, _ in CLAIM_COLUMNS if rows and c not in rows[0] and c not in _OPTIONAL]
     if missing:
         raise DataError(f"{claims_csv}: no column(s) {missing} (expected the claims table of oracle.report.claims)")
     spec = "".join(f"p{{{w}}}" for _, _, w in CLAIM_COLUMNS)
     head = " & ".join(rf"\textbf{{{h}}}" for _, h, _ in CLAIM_COLUMNS) + r" \\"
-    lines = [r"{\small", rf"\begin{{longtable}}{{{spec}}}", r"\toprule", head, r"\midrule", r"\endhead"]
-    lines += [" & ".join(latex_escape(r[c]) for c, _, _ in CLAIM_COLUMNS) + r" \\ \midrule" for r in rows]
+    # the one verdict count of every output of the run, the uncounted checks named beside it
+    lines = [latex_escape(f"Verdicts: {counts_text(rows)}.") + "\n",
+             r"{\small", rf"\begin{{longtable}}{{{spec}}}", r"\toprule", head, r"\midrule", r"\endhead"]
+    lines += [" & ".join(latex_escape(r.get(c) or "–") for c, _, _ in CLAIM_COLUMNS) + r" \\ \midrule"
+              for r in rows]
     return [*lines, r"\bottomrule", r"\end{longtable}", "}"]
 
 
