@@ -93,3 +93,43 @@ def test_shared_figures_print(tmp_path):
                              real=images, real_labels=labels,
                              real_title="real training images (data/train.h5), 8 per class")
     assert pdf_facts(out["pdf"].read_bytes())["width_in"] == pytest.approx(PAGE_WIDTH, abs=0.01)
+
+
+def _row_of_panels(n: int, titles: list[str] | None = None) -> Figure:
+    """`n` panels side by side on one page width, x ticks at N = 500, 1000, 2000 (linear)."""
+    with style():
+        fig = Figure(figsize=(PAGE_WIDTH, 2.2), layout="constrained")
+        for i, ax in enumerate(fig.subplots(1, n)):
+            ax.plot([500, 1000, 2000], [3, 2, 1])
+            ax.set_xticks([500, 1000, 2000])
+            ax.set(xlabel="N", title=(titles or [""] * n)[i])
+    return fig
+
+
+def test_overlapping_tick_labels_and_titles_are_refused(tmp_path):
+    """Issue 48: Figure 5's ticks 1000 and 2000 ran together ("10002000") and its titles into
+    each other; the figure check names them."""
+    with pytest.raises(OracleError, match=r"x tick labels '\d+' and '\d+' overlap"):
+        save_figure(_row_of_panels(8), tmp_path / "ticks")
+    long = ["expected calibration error against the labels"] * 3
+    with pytest.raises(OracleError, match=r"title 'expected calibration error aga' overlaps"):
+        save_figure(_row_of_panels(3, long), tmp_path / "titles")
+    assert not list(tmp_path.iterdir())
+    save_figure(_row_of_panels(3, ["(a) ECE", "(b) KL", "(c) gap"]), tmp_path / "fits")  # the check can pass
+
+
+def test_a_run_writes_a_figure_that_does_not_fit_with_a_warning_in_its_log_and_caption(tmp_path, capsys):
+    """Issue 46 item 7: presentation never costs a run: outside the tests (`strict` False) the
+    figure is written, the job's log (stderr) and its caption say what is wrong."""
+    from oracle.report.captions import read_caption, write_caption
+
+    fig = _figure(COLUMN_WIDTH)
+    fig.axes[0].legend(loc="upper left", bbox_to_anchor=(1.2, 1))  # a legend right of the canvas
+    out = save_figure(fig, tmp_path / "cut", strict=False)
+    assert out["pdf"].is_file() and out["png"].is_file()
+    assert "WARNING: figure" in capsys.readouterr().err
+    write_caption(tmp_path / "cut.caption.rst", "What it shows.")
+    caption = read_caption(tmp_path / "cut.caption.rst")
+    assert caption.startswith("What it shows. Layout warning: this figure does not print cleanly (content reaches")
+    write_caption(tmp_path / "other.caption.rst", "Another.")  # a figure written cleanly: no warning
+    assert read_caption(tmp_path / "other.caption.rst") == "Another."
