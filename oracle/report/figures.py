@@ -67,7 +67,76 @@ def pdf_facts(pdf: bytes) -> dict:
         sizes += [float(v) for v in re.findall(rb"/\S+\s+([\d.]+)\s+Tf\b", text)]
     fonts = re.findall(rb"/Type\s*/Font\s*/Subtype\s*/(\w+)|/Subtype\s*/(\w+)\s*/Type\s*/Font", pdf)
     return {"width_in": (x1 - x0) / 72.0, "height_in": (y1 - y0) / 72.0, "text_pt": sorted(sizes),
-            "font_types": sorted({(a or b).decode() for a, b in fonts})}
+            "font_types": sorted({(a or b).decode() for a, b in fonts}), "panels": _pdf_panels(pdf)}
+
+
+#: The PDF metadata key `save_figure` records the drawn panels under ("(a) title; (b) title").
+_PANELS_KEY = "Keywords"
+
+
+def _pdf_string(raw: bytes) -> str:
+    """A PDF string object's text: a literal ``(...)`` with its escapes, or ``<FEFF...>`` UTF-16BE hex."""
+    if raw.startswith(b"<"):
+        data = bytes.fromhex(raw[1:-1].decode("ascii"))
+    else:
+        data = re.sub(rb"\\([0-7]{1,3})", lambda m: bytes([int(m.group(1), 8)]), raw[1:-1])
+        data = re.sub(rb"\\(.)", rb"\1", data, flags=re.S)
+    return data[2:].decode("utf-16-be") if data[:2] == b"\xfe\xff" else data.decode("latin-1")
+
+
+def _pdf_panels(pdf: bytes) -> dict[str, str]:
+    """The panels `save_figure` recorded in a PDF's metadata: {letter: title without its letter}."""
+    m = re.search(rb"/" + _PANELS_KEY.encode() + rb"\s*(\((?:\\.|[^\\)])*\)|<[0-9A-Fa-f]*>)", pdf, flags=re.S)
+    return _parse_panels(_pdf_string(m.group(1))) if m else {}
+
+
+_PANEL = re.compile(r"\(([a-z])\) ?([^;]*)")
+
+
+def _parse_panels(text: str) -> dict[str, str]:
+    return {m.group(1): m.group(2).strip() for m in _PANEL.finditer(text)}
+
+
+def drawn_panels(fig: Figure) -> dict[str, str]:
+    """The lettered panels ``fig`` draws (`panel_letters`): {letter: its title without the letter}."""
+    out = {}
+    for ax in fig.axes:
+        m = re.match(r"\(([a-z])\)\s*(.*)", " ".join(ax.get_title().split())) if ax.get_visible() else None
+        if m:
+            out[m.group(1)] = m.group(2).replace(";", ",")
+    return out
+
+
+#: Words a caption's description of a panel and the panel's title may share without saying the
+#: same thing.
+_FILLER = {"with", "against", "over", "from", "each", "every", "than", "that", "this", "their", "mean", "dashed",
+           "solid", "nats", "samples", "size", "dataset", "per", "and", "the"}
+
+
+def _words(text: str) -> set[str]:
+    """The content words of `text`, lower case, a plural's "s" dropped ("exponents" is "exponent")."""
+    return {w[:-1] if w.endswith("s") and len(w) > 4 else w
+            for w in re.findall(r"[a-z]{4,}", text.lower()) if w not in _FILLER}
+
+
+def caption_panel_problems(caption: str, panels: Mapping[str, str]) -> list[str]:
+    """Where a caption and a figure's panels (`drawn_panels`, or `pdf_facts`' ``panels``)
+    disagree, one line each: the caption names a panel letter the figure does not draw, or its
+    text for a panel ("(d) exponent alpha per architecture") shares no word with that panel's
+    title ("floor + epistemic"). A letter is named as "(x)" followed by a space."""
+    named = [(m.group(1), m.start()) for m in re.finditer(r"(?:^|(?<=\s))\(([a-z])\)(?=\s)", caption)]
+    problems = []
+    for i, (letter, at) in enumerate(named):
+        if letter not in panels:
+            drawn = ", ".join(f"({k})" for k in sorted(panels)) or "no lettered panel"
+            problems.append(f"the caption names panel ({letter}); the figure draws {drawn}")
+            continue
+        end = named[i + 1][1] if i + 1 < len(named) else len(caption)
+        said = caption[at:end]
+        if panels[letter] and not _words(panels[letter]) & _words(said):
+            problems.append(f"the caption's {' '.join(said.split())[:60]!r} does not describe panel ({letter}), "
+                            f"titled {panels[letter]!r}")
+    return problems
 
 
 def _overlap(a, b, slack: float = 0.5) -> bool:
@@ -147,6 +216,41 @@ def palette(archs: Sequence[str]) -> dict[str, tuple]:
 FIGURE_DPI = 200
 
 
+def thin_tick_labels(fig: Figure) -> None:
+    """Drop tick labels that would run into their neighbour ("10002000" on a narrow log axis of
+    sizes N): per axis, keep the last label and, walking back, every label clear of the one kept
+    after it (major and minor alike); the axis keeps those ticks only. `save_figure` calls it, so
+    every figure's ticks fit its panels by construction, at whatever width the panels got."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter
+
+    fig.canvas.draw()  # the final layout: constrained layout places the axes on a draw
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            lo_hi = sorted(axis.get_view_interval())
+            for minor in (False, True):
+                ticks = [t for t in (axis.get_minor_ticks() if minor else axis.get_major_ticks())
+                         if t.label1.get_visible() and t.label1.get_text().strip()
+                         and lo_hi[0] <= t.get_loc() <= lo_hi[1]]
+                boxes = sorted(((t.get_loc(), t.label1.get_text(), t.label1.get_window_extent(renderer))
+                                for t in ticks), key=lambda b: b[2].x0 if name == "x" else b[2].y0)
+                if not any(_overlap(a[2], b[2]) for a, b in zip(boxes, boxes[1:])):
+                    continue
+                kept = [boxes[-1]]
+                for b in reversed(boxes[:-1]):
+                    if not _overlap(b[2], kept[-1][2]):
+                        kept.append(b)
+                kept.sort(key=lambda b: b[0])
+                if minor:
+                    axis.set_minor_formatter(NullFormatter())  # minor labels that collide: none
+                    continue
+                axis.set_major_locator(FixedLocator([b[0] for b in kept]))
+                axis.set_major_formatter(FixedFormatter([b[1] for b in kept]))
+    fig.canvas.draw()
+
+
 #: The environment variable that makes `save_figure` refuse a figure `print_problems` finds
 #: unprintable ("1"; the test suite sets it): a run writes the figure with a warning instead.
 STRICT_ENV = "ORACLE_STRICT_FIGURES"
@@ -163,9 +267,11 @@ def save_figure(fig: Figure, stem: str | os.PathLike, dpi: int = FIGURE_DPI,
     (`oracle.report.captions.note_layout_problems`): presentation never costs a run's results."""
     stem = Path(stem)
     FigureCanvasAgg(fig)
+    thin_tick_labels(fig)
     rendered = {}
     with matplotlib.rc_context(_FONT_RC):
-        for ext, meta in (("pdf", {"CreationDate": None}), ("png", {"Software": None})):
+        panels = "; ".join(f"({k}) {t}" for k, t in sorted(drawn_panels(fig).items()))
+        for ext, meta in (("pdf", {"CreationDate": None, _PANELS_KEY: panels}), ("png", {"Software": None})):
             buf = io.BytesIO()
             fig.savefig(buf, format=ext, dpi=dpi, metadata=meta)
             rendered[stem.with_name(f"{stem.name}.{ext}")] = buf.getvalue()

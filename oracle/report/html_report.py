@@ -156,8 +156,8 @@ def _worlds_html(rows: Sequence[WorldRow]) -> str:
         f'<td class="r">{r.aleatoric_nats:.4f} ± {r.aleatoric_se:.4f}</td>'
         f'<td class="r">{r.num_classes}</td><td class="r">{r.n}</td></tr>' for r in rows)
     return ('<div class="table-wrap"><table class="worlds"><caption>The worlds of this run: the experiments that '
-            "ask a question of each, its exact Bayes error and aleatoric floor (± Monte Carlo SE over its "
-            "oracle samples)</caption><thead><tr><th>world</th><th>used by (experiment, kind)</th>"
+            "ask a question of each, its exact Bayes error and aleatoric floor (means over all of its oracle "
+            "samples ± Monte Carlo SE; a figure's floor is over its experiment's test rows)</caption><thead><tr><th>world</th><th>used by (experiment, kind)</th>"
             '<th class="r">Bayes error (%)</th><th class="r">aleatoric floor (nats)</th><th class="r">K</th>'
             f'<th class="r">samples</th></tr></thead><tbody>{body}</tbody></table></div>')
 
