@@ -139,8 +139,13 @@ def caption_panel_problems(caption: str, panels: Mapping[str, str]) -> list[str]
     return problems
 
 
+#: Tick labels closer than this (pixels at the canvas' 100 dpi, about 2 pt) read as one ("50100").
+TICK_GAP_PX = 3.0
+
+
 def _overlap(a, b, slack: float = 0.5) -> bool:
-    """Two display-space boxes overlap by more than `slack` pixels both ways."""
+    """Two display-space boxes overlap by more than `slack` pixels both ways (a negative slack:
+    they come closer than that)."""
     return min(a.x1, b.x1) - max(a.x0, b.x0) > slack and min(a.y1, b.y1) - max(a.y0, b.y0) > slack
 
 
@@ -160,10 +165,13 @@ def collisions(fig: Figure) -> list[str]:
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
             labels = _shown(axis.get_ticklabels(which="both"))
             others += _shown([axis.label, *labels])
+            # an oblique label's box is wider than its glyphs: parallel neighbours' boxes overlap though
+            # the texts do not, so only upright and vertical labels are compared
+            labels = [t for t in labels if t.get_rotation() % 90 == 0]
             boxes = sorted(((t.get_text(), t.get_window_extent(renderer)) for t in labels),
                            key=lambda b: b[1].x0 if name == "x" else b[1].y0)
             for (ta, ba), (tb, bb) in zip(boxes, boxes[1:]):
-                if _overlap(ba, bb):
+                if _overlap(ba, bb, -TICK_GAP_PX):
                     out.append(f"{name} tick labels {ta!r} and {tb!r} overlap (axes {ax.get_title()[:30]!r})")
                     break
         titles += _shown([ax.title, ax._left_title, ax._right_title])
@@ -220,7 +228,9 @@ def thin_tick_labels(fig: Figure) -> None:
     """Drop tick labels that would run into their neighbour ("10002000" on a narrow log axis of
     sizes N): per axis, keep the last label and, walking back, every label clear of the one kept
     after it (major and minor alike); the axis keeps those ticks only. `save_figure` calls it, so
-    every figure's ticks fit its panels by construction, at whatever width the panels got."""
+    every figure's ticks fit its panels by construction, at whatever width the panels got. Named
+    ticks (a FixedFormatter's: architectures, strategies) are left to their figure: a name is
+    never dropped."""
     from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter
 
     fig.canvas.draw()  # the final layout: constrained layout places the axes on a draw
@@ -231,16 +241,18 @@ def thin_tick_labels(fig: Figure) -> None:
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
             lo_hi = sorted(axis.get_view_interval())
             for minor in (False, True):
+                if isinstance(axis.get_minor_formatter() if minor else axis.get_major_formatter(), FixedFormatter):
+                    continue
                 ticks = [t for t in (axis.get_minor_ticks() if minor else axis.get_major_ticks())
                          if t.label1.get_visible() and t.label1.get_text().strip()
                          and lo_hi[0] <= t.get_loc() <= lo_hi[1]]
                 boxes = sorted(((t.get_loc(), t.label1.get_text(), t.label1.get_window_extent(renderer))
                                 for t in ticks), key=lambda b: b[2].x0 if name == "x" else b[2].y0)
-                if not any(_overlap(a[2], b[2]) for a, b in zip(boxes, boxes[1:])):
+                if not any(_overlap(a[2], b[2], -TICK_GAP_PX) for a, b in zip(boxes, boxes[1:])):
                     continue
                 kept = [boxes[-1]]
                 for b in reversed(boxes[:-1]):
-                    if not _overlap(b[2], kept[-1][2]):
+                    if not _overlap(b[2], kept[-1][2], -TICK_GAP_PX):
                         kept.append(b)
                 kept.sort(key=lambda b: b[0])
                 if minor:

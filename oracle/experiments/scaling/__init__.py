@@ -54,7 +54,8 @@ ARTIFACTS = artifacts_by_name(
     Artifact("epistemic_curves", "figure",
              "Epistemic KL (nats) against N (samples), one panel per architecture: every seed "
              "(faint), mean ± std over seeds, the power-law fit to the seed mean (dashed, unweighted "
-             "least squares in log-log space) with alpha, mean ± std of the per-seed fits, in its legend."),
+             "least squares in log-log space) and alpha, mean ± std of the per-seed fits, in the panel's "
+             "upper right corner."),
     Artifact("calibration_vs_n", "figure",
              "Calibration against N (samples): (a) ECE against the world's labels (solid) and the true ECE "
              "against the exact posterior (dashed), 10 equal-width bins, mean ± std over seeds, log-log; "

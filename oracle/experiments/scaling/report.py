@@ -247,7 +247,8 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
 def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Path]:
     """Epistemic KL vs N, one panel per architecture: every seed's curve (faint), the mean ±
     std over seeds, the dashed power-law fit to the seed mean, and alpha as mean ± std of the
-    per-seed fits in the legend (the title names the architecture: one line at any panel width)."""
+    per-seed fits in the panel's upper right corner (the title names the architecture: one line at
+    any panel width)."""
 
 
     _check_runs(df, ["arch", "N", "seed", "epistemic"])
@@ -272,8 +273,9 @@ def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pat
             fit = mean_fits.loc[arch]
             s = seed_fits.loc[arch]
             spread = "" if math.isnan(s["alpha_std"]) else f" ± {s['alpha_std']:.3f}"
-            ax.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), "k--", lw=1,
-                    label=f"fit, α = {s['alpha']:.3f}{spread}")
+            ax.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), "k--", lw=1, label="power-law fit")
+            # upper right, where a falling curve leaves room: one line at any panel width
+            ax.text(0.97, 0.96, f"α = {s['alpha']:.3f}{spread}", transform=ax.transAxes, ha="right", va="top")
             ax.set(yscale="log", xlabel="dataset size N", ylabel="epistemic KL (nats)", title=arch)
             size_ticks(ax, runs["N"])
             log_tick_labels(ax, "y")
