@@ -16,15 +16,17 @@ from oracle.measures.power_laws import fit_power_law, loglog_curvature
 from oracle.report import claims as cl
 from oracle.report.intervals import straightness
 from oracle.report.paper_numbers import (NOT_PRINTED_VERDICT, PAPER_EXPERIMENTS as EXPERIMENTS, TABLE2, TABLE2_N,
-                                         curvature_with_se, over_3_seeds, paper_numbers, paper_verdicts, printed)
+                                         curvature_with_se, loglog_r2, over_3_seeds, paper_numbers, paper_verdicts,
+                                         printed)
 
 #: Not the paper's: 0.02 + 0.14 (100 / N)^0.5 on Table 2's grid, printed to 3 digits (a curve that bends).
 BENT = (0.160, 0.064, 0.040, 0.034, 0.027)
 
 
-def test_the_curvature_is_the_pipelines_own_estimator():
+def test_the_curvature_and_r2_are_the_pipelines_own_estimators():
     for kl in (*TABLE2.values(), BENT):
         assert curvature_with_se(TABLE2_N, kl)["value"] == pytest.approx(loglog_curvature(TABLE2_N, kl), abs=1e-12)
+        assert loglog_r2(TABLE2_N, kl) == pytest.approx(fit_power_law(TABLE2_N, kl)["r2"], abs=1e-12)
 
 
 #: Supported on the paper's numbers, each with perturbed copies that must be contradicted.
