@@ -121,3 +121,14 @@ def test_one_sentence_per_claim_says_what_this_run_found():
     n = {**base_numbers(), "scaling.n_sizes": {"value": 2}}
     power = cd.claim_sentences(cd.claims_rows(n, EXPERIMENTS))[0]
     assert power.startswith("power_law: not posed: scaling: 2 sizes N")
+
+
+def test_a_rows_to_decide_shows_under_its_claim_and_in_an_unresolved_rows_sentence():
+    """The power analysis's column ("to decide", where the rows carry it) is shown, not computed here."""
+    rows = cd.claims_rows({**base_numbers(), "labels.true_ece_soft_max_n": seeds(0.029, 0.001)}, EXPERIMENTS)
+    soft = by_id(rows)["soft_calibration"]
+    assert soft["verdict"] == "unresolved"
+    soft[cd.TO_DECIDE] = "about 3 seeds"
+    assert "- to decide: about 3 seeds" in cd.claim_section(soft)
+    assert cd.claim_sentences([soft])[0].endswith("; to decide: about 3 seeds.")
+    assert "to decide" not in " ".join(cd.claim_sentences([by_id(rows)["power_law"]]))

@@ -29,6 +29,9 @@ WIDTH = 100
 MAX_ROW = 200
 #: The columns claims.csv gains here, after those of `oracle.report.claims.claims`.
 MARGIN, PAPER_VERDICT = "margin", "paper verdict"
+#: A row's seeds or test rows that would decide it, where the claims rows carry it (the power
+#: analysis's column): shown under the claim and in its sentence.
+TO_DECIDE = "to decide"
 #: The short table's columns: (header, the most characters a cell keeps; None: as it is).
 _SHORT = (("id", None), ("verdict", None), ("this run", 60), ("the paper", 40), ("paper's verdict", None),
           ("margin (SE)", None))
@@ -165,6 +168,8 @@ def claim_section(row: Mapping) -> list[str]:
         where = f" (check: {label})" if label else ""
         out += _item("margin", f"{m:.2f} SE{where}: the distance from the interval's end nearest its "
                      "reference to the reference" + ("; within one SE of flipping" if close(m) else ""))
+    if row.get(TO_DECIDE):
+        out += _item("to decide", row[TO_DECIDE])
     out += _item("rule", row.get("rule", ""))
     if not counted(row):
         out += _item("not counted", row.get("counted", ""))
@@ -203,5 +208,6 @@ def claim_sentences(rows: Iterable[Mapping]) -> list[str]:
         else:
             found = _cut(few_words(r), 160)
         paper = f"; the rule on the paper's printed numbers: {r[PAPER_VERDICT]}" if r.get(PAPER_VERDICT) else ""
-        out.append(f"{r['id']}: {r['verdict']}{tag}: {found}{paper}.")
+        decide = f"; to decide: {r[TO_DECIDE]}" if r.get(TO_DECIDE) and r["verdict"] == "unresolved" else ""
+        out.append(f"{r['id']}: {r['verdict']}{tag}: {found}{paper}{decide}.")
     return out
