@@ -120,7 +120,7 @@ def short_table(rows: list[Mapping]) -> list[str]:
         return [max(len(c) for c in col) for col in zip(header, *cells)]
 
     # the table pads every cell to its column's width: shorten the longest "this run" cells until it fits
-    while sum(widths()) + 3 * len(header) + 1 >= MAX_ROW:
+    while sum(widths()) + 3 * len(header) + 1 >= MAX_ROW and widths()[2] > len(header[2]) + 4:
         w = widths()[2]
         for row in cells:
             if len(row[2]) == w:
