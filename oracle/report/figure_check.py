@@ -129,6 +129,16 @@ def _shown(texts) -> list:
     return [t for t in texts if t.get_visible() and t.get_text().strip()]
 
 
+def _drawn_tick_labels(axis) -> list:
+    """The tick labels an axis draws: visible, not empty, at a tick inside its view limits (an
+    axis keeps labels of ticks past its ends, which are not drawn)."""
+    lo, hi = sorted(axis.get_view_interval())
+    tol = 1e-9 * max(abs(lo), abs(hi), 1.0)
+    ticks = [*axis.get_major_ticks(), *axis.get_minor_ticks()]
+    return [t.label1 for t in ticks if lo - tol <= t.get_loc() <= hi + tol and t.label1.get_visible()
+            and t.label1.get_text().strip()]
+
+
 def collisions(fig: Figure) -> list[str]:
     """Texts of ``fig`` that run into each other, one line each: two tick labels of one axis
     ("10002000"), or a title (an axes' or the figure's, wrapped or not) with another title, a
@@ -139,7 +149,7 @@ def collisions(fig: Figure) -> list[str]:
         if not ax.get_visible():
             continue
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
-            labels = _shown(axis.get_ticklabels(which="both"))
+            labels = _drawn_tick_labels(axis)
             others += _shown([axis.label, *labels])
             # an oblique label's box is wider than its glyphs: parallel neighbours' boxes overlap though
             # the texts do not, so only upright and vertical labels are compared
