@@ -397,3 +397,25 @@ def test_one_verdict_count_in_the_report_claims_md_the_caption_and_the_summary(t
     findings = [t for tag, _, t in parse(page) if tag == "li"]
     assert len(findings) == len(rows) and findings[0].startswith("power_law: supported: ")
     assert any(f.startswith("floor_exact: contradicted (a check, not counted)") for f in findings)
+
+
+def test_the_report_shows_claims_md_short_table_then_each_claim(run):
+    """claims.md's short table is the report's claims table (verdict second, coloured by the
+    verdict without its marks), and each claim's section below it renders as headings and lists,
+    its Markdown escapes resolved."""
+    from oracle.report.claims_doc import claims_markdown, claims_rows
+    from tests.test_claims import EXPERIMENTS, base_numbers, seeds
+
+    rows = claims_rows({**base_numbers(), "labels.true_ece_soft_max_n": seeds(0.0252, 0.001)}, EXPERIMENTS)
+    rows[0]["rule"] = "a * b <arch> _CI_"
+    (run / "claims.md").write_text(claims_markdown(rows, "Claims"))
+    text = write_report(sections_of(run), run / "report.html", "Run r").read_text()
+    els = parse(text)
+    claims = [i for i, (tag, a, _) in enumerate(els) if tag == "table"][0]
+    assert [t for tag, _, t in els[claims:] if tag == "th"][:6] == [
+        "id", "verdict", "this run", "the paper", "paper's verdict", "margin (SE)"]
+    assert 'class="verdict-supported">supported (close)</td>' in text
+    heads = [t for tag, _, t in els if tag in ("h4", "h5")]
+    assert "Each claim" in heads and "power_law: supported" in heads and len(heads) == len(rows) + 1
+    items = [t for tag, _, t in els if tag == "li"]
+    assert "rule: a * b <arch> _CI_" in items and not any("\\" in t for t in items)
