@@ -1,6 +1,7 @@
 """Every figure at every preset's shapes (issue 46 item 7): the scaling kind's figures drawn for
 the architectures (their printed labels), sizes N and seeds of each scaling experiment of the
-embedded default and of every preset, on synthetic numbers; each must print (`save_figure` is
+embedded default and of every preset, and the active kind's for each active experiment's
+architectures, strategies and rounds, on synthetic numbers; each must print (`save_figure` is
 strict in the tests: fit, fonts, no colliding texts) and its caption name only the panels it
 draws. A preset's run can no longer stop on a figure the tests never drew at its shapes."""
 
@@ -13,7 +14,7 @@ import pandas as pd
 import pytest
 
 from oracle.classifiers.specs import arch_spec
-from oracle.experiments import scaling
+from oracle.experiments import active, scaling
 from oracle.workflow.plan.config import load_yaml
 from oracle.report.figures import caption_panel_problems, pdf_facts
 
@@ -74,3 +75,48 @@ def test_every_scaling_figure_prints_at_the_presets_shapes(shape, tmp_path):
         out = scaling.figure(name, data, spec, tmp_path / name)  # raises on a figure that does not print
         panels = pdf_facts(out["pdf"].read_bytes())["panels"]
         assert not caption_panel_problems(scaling.ARTIFACTS[name].caption, panels), (name, panels)
+
+
+def active_shapes() -> dict[tuple, str]:
+    """{(arch labels, strategies, labelled sizes): the first "<config>: <experiment>" of that shape}."""
+    shapes = {}
+    for path in CONFIGS:
+        cfg = load_yaml(path)
+        for name, entry in (cfg.get("experiments") or {}).items():
+            if entry.get("kind") != "active":
+                continue
+            labels = tuple((a, arch_spec(cfg, a)["label"]) for a in entry["archs"])
+            sizes = tuple(entry["initial_size"] + r * entry["batch"] for r in range(entry["rounds"] + 1))
+            shapes.setdefault((labels, tuple(entry["strategies"]), sizes), f"{path.name}: {name}")
+    return shapes
+
+
+ACTIVE = active_shapes()
+
+
+@pytest.mark.parametrize("shape", list(ACTIVE), ids=list(ACTIVE.values()))
+def test_every_active_figure_prints_at_the_presets_shapes(shape, tmp_path):
+    labels, strategies, sizes = shape
+    rng = np.random.default_rng(1)
+    rounds, corr = [], []
+    for arch, _ in labels:
+        for j, strategy in enumerate(strategies):
+            for seed in range(2):
+                for r, n in enumerate(sizes):
+                    rounds.append({"arch": arch, "strategy": strategy, "seed": seed, "round": r, "labelled": n,
+                                   "acc": 0.6 + 0.3 * r / len(sizes) + 0.01 * j + rng.normal(0, 0.005),
+                                   "epistemic": 0.5 / (1 + r) + 0.01 * j})
+                    if strategy == "random":
+                        continue
+                    corr += [{"arch": arch, "strategy": strategy, "seed": seed, "round": r, "labelled": n,
+                              "score": strategy, "target": target, "spearman": rho + rng.normal(0, 0.02)}
+                             for target, rho in (("exact_epistemic", 0.6), ("exact_aleatoric", 0.2))]
+    data = {"rounds": pd.DataFrame(rounds), "correlations": pd.DataFrame(corr)}
+    spec = {"kind": "active", "archs": [a for a, _ in labels], "strategies": list(strategies),
+            "arch_labels": dict(labels)}
+    figures = [n for n, a in active.ARTIFACTS.items() if a.type == "figure"]
+    assert "acquisition_panels" in figures
+    for name in figures:
+        out = active.figure(name, data, spec, tmp_path / name)  # raises on a figure that does not print
+        panels = pdf_facts(out["pdf"].read_bytes())["panels"]
+        assert not caption_panel_problems(active.ARTIFACTS[name].caption, panels), (name, panels)
