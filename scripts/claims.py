@@ -1,7 +1,7 @@
 """Rule `claims`: numbers.json and the config's experiments -> claims.csv and claims.md, one row
-per finding of the paper with this run's value, its uncertainty and a verdict under a stated
-rule (`oracle.report.claims`), and claims.{pdf,png} with its caption: the same as a forest plot
-(`oracle.report.claims_figure`)."""
+per finding of the paper with this run's value, its uncertainty, a verdict under a stated rule,
+its margin and the paper's own verdict (`oracle.report.claims_doc`), and claims.{pdf,png} with
+its caption: the same as a forest plot (`oracle.report.claims_figure`)."""
 
 from oracle.workflow.jobs import run_job
 
@@ -12,18 +12,15 @@ def main(sm):
 
     import pandas as pd
 
-    from oracle.report.claims import claims
-    from oracle.report.verdicts import counts_text
-    from oracle.report.tables import write_csv_markdown
-
-    rows = claims(json.loads(Path(sm.input.numbers).read_text()), sm.params.experiments)
-    write_csv_markdown(pd.DataFrame(rows), sm.output.csv, sm.output.md,
-                       "The paper's findings against this run's numbers (verdict under each row's rule)",
-                       notes=f"Verdicts: {counts_text(rows)}.",
-                       csv_only=("checks",))
     from oracle.report.captions import write_caption
+    from oracle.report.claims_doc import claims_markdown, claims_rows
     from oracle.report.claims_figure import claims_caption, claims_forest
+    from oracle.report.tables import write_all
 
+    rows = claims_rows(json.loads(Path(sm.input.numbers).read_text()), sm.params.experiments)
+    frame = pd.DataFrame(rows)
+    write_all({Path(sm.output.csv): frame.to_csv(index=False, lineterminator="\n").encode("utf-8"),
+               Path(sm.output.md): claims_markdown(rows, "The paper's findings against this run").encode("utf-8")})
     frame = pd.read_csv(sm.output.csv, keep_default_na=False)
     claims_forest(frame, Path(sm.output.pdf).with_suffix(""))
     write_caption(sm.output.caption, claims_caption(frame))

@@ -40,8 +40,8 @@ def test_figure_and_caption_from_a_claims_csv(tmp_path):
     out = claims_forest(back, tmp_path / "claims")
     assert out["png"].read_bytes().startswith(b"\x89PNG") and out["pdf"].read_bytes().startswith(b"%PDF")
     # floor_exact (a check of the world) and shift_exact (shift_type's arm) are shown, not counted
-    assert ("This run: 11 findings counted, 11 supported; shown, not counted: floor_exact, shift_exact."
-            in claims_caption(back))
+    assert ("This run: 11 findings counted; verdicts: supported 11, contradicted 0, unresolved 0, not posed 0, "
+            "not run 0 (not counted: floor_exact, shift_exact)." in claims_caption(back))
     with pytest.raises(DataError, match="checks"):
         forest_rows(back.drop(columns="checks"))
     bad = back.copy()

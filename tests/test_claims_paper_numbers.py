@@ -1,13 +1,7 @@
-"""oracle.report.claims on the paper's own printed numbers: each rule that the paper prints
-enough to judge reaches the paper's verdict (supported), and a perturbed copy (the effect
+"""oracle.report.claims on the paper's own printed numbers (`oracle.report.paper_numbers`, whose
+docstring says how a printed number and its spread become an entry): each rule that the paper
+prints enough to judge reaches the paper's verdict (supported), and a perturbed copy (the effect
 reversed, or shrunk below the rule's margin) is contradicted.
-
-Spreads: a number the paper prints as mean ± std over its 3 seeds ("All results are averaged
-over 3 seeds with standard deviation shown") is entered as SE = std / sqrt(3) with 2 degrees of
-freedom; a number printed without a spread is entered at its printed precision, SE = half a unit
-of its last digit (normal quantile): the least uncertainty the print admits, so a rule that
-cannot decide on it cannot decide on the paper at all. A curvature is the (ln N)^2 coefficient
-of a quadratic fit to Table 2's curve with its regression SE (5 points, 2 degrees of freedom).
 
 Where the paper's own spreads do not decide its sentence the test says so (`UNDECIDED`), and
 where it prints no number a rule could read it names what is missing (`NOT_PRINTED`); every
@@ -16,84 +10,23 @@ finding is in exactly one of the three groups.
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
 
 from oracle.measures.power_laws import fit_power_law, loglog_curvature
 from oracle.report import claims as cl
 from oracle.report.intervals import straightness
+from oracle.report.paper_numbers import (NOT_PRINTED_VERDICT, PAPER_EXPERIMENTS as EXPERIMENTS, TABLE2, TABLE2_N,
+                                         curvature_with_se, loglog_r2, over_3_seeds, paper_numbers, paper_verdicts,
+                                         printed)
 
-EXPERIMENTS = {"scaling": {"kind": "scaling", "world": "afhq"}, "labels": {"kind": "labels", "world": "afhq"},
-               "shift": {"kind": "shift", "world": "afhq"}, "active": {"kind": "active", "world": "imagenet64"},
-               "difficulty": {"kind": "difficulty"}}
-
-#: Table 2: epistemic KL (nats) against N on AFHQ, seed means.
-TABLE2_N = (100, 1_000, 5_000, 10_000, 40_000)
-TABLE2 = {"resnet": (0.160, 0.090, 0.058, 0.033, 0.026), "vit": (0.131, 0.141, 0.099, 0.117, 0.117)}
-#: Figure 2d / section 4.1: alpha mean ± std over 3 seeds (ResNet-50 and ViT-Base on AFHQ).
-ALPHA = {"resnet": (0.039, 0.007), "vit": (0.032, 0.010)}
-#: Table 1: gap to the Bayes accuracy (pp) per architecture; Bayes accuracy 99.77%, K = 3.
-TABLE1_GAP = {"convnext": 1.75, "resnet": 2.05, "swin": 2.10, "mobilenet": 2.12, "vit": 2.80}
-#: Section 4.1: the aleatoric floor on AFHQ (nats); section 2.3: Bayes errors of AFHQ and ImageNet-64.
-FLOOR_AFHQ, BAYES_ERROR_AFHQ, BAYES_ERROR_IMAGENET = 0.012, 0.0023, 0.04031
 #: Not the paper's: 0.02 + 0.14 (100 / N)^0.5 on Table 2's grid, printed to 3 digits (a curve that bends).
 BENT = (0.160, 0.064, 0.040, 0.034, 0.027)
 
 
-def printed(value: float, unit: float) -> dict:
-    """A number printed without a spread, at its printed precision (`unit`: its last digit)."""
-    return {"value": value, "se": unit / 2, "se_over": "printed precision"}
-
-
-def over_3_seeds(mean: float, std: float) -> dict:
-    return {"value": mean, "std": std, "se": std / math.sqrt(3), "se_over": "seeds", "n_seeds": 3}
-
-
-def curvature_with_se(sizes, kl) -> dict:
-    """The (ln N)^2 coefficient of a least-squares quadratic in ln N fitted to ln KL, with its
-    regression SE (residual variance over n - 3 degrees of freedom)."""
-    x = np.log(np.asarray(sizes, float))
-    x -= x.mean()
-    z = np.log(np.asarray(kl, float))
-    design = np.stack([np.ones_like(x), x, x**2], axis=1)
-    coef, *_ = np.linalg.lstsq(design, z, rcond=None)
-    df = len(z) - 3
-    s2 = float(np.sum((z - design @ coef) ** 2)) / df
-    se = math.sqrt(s2 * np.linalg.inv(design.T @ design)[2, 2])
-    assert coef[2] == pytest.approx(loglog_curvature(sizes, kl), abs=1e-12)  # the pipeline's own estimator
-    return {"value": float(coef[2]), "se": se, "se_over": "fit residuals", "df": df}
-
-
-def paper_numbers() -> dict:
-    n = {"scaling.n_sizes": {"value": len(TABLE2_N)},
-         "scaling.test_bayes_accuracy": printed(0.9977, 0.0001), "scaling.num_classes": {"value": 3},
-         "world.afhq.bayes_error": printed(BAYES_ERROR_AFHQ, 0.0001),
-         "world.imagenet64.bayes_error": printed(BAYES_ERROR_IMAGENET, 0.00001),
-         # section 4.4: 1.6x the gain of max entropy, 47.8% fewer labels (ImageNet-64)
-         "active.gain_ratio.resnet": printed(1.6, 0.1), "active.fewer_labels.resnet": printed(0.478, 0.001),
-         # Table 9: the largest noise-only drop (sigma 0.15, 76.92 ± 13.02) against the largest
-         # prior-only one (70/20/10, 97.38 ± 0.20): the baseline cancels, the seeds' spreads add
-         "shift.noise_vs_imbalance": {"value": 97.38 - 76.92, "se": math.hypot(13.02, 0.20) / math.sqrt(3),
-                                      "se_over": "seeds", "n_seeds": 3, "posed": True}}
-    for arch, kl in TABLE2.items():
-        n[f"scaling.alpha.{arch}"] = over_3_seeds(*ALPHA[arch])
-        n[f"scaling.curvature.{arch}"] = curvature_with_se(TABLE2_N, kl)
-        n[f"scaling.kl_r2.{arch}"] = {"value": fit_power_law(TABLE2_N, kl)["r2"]}
-        n[f"scaling.epistemic_max_n.{arch}"] = printed(kl[-1], 0.001)
-        # the low-data half: ln KL(100) / KL(5,000), the middle N of Table 2's grid
-        n[f"scaling.log_kl_drop_low.{arch}"] = {"value": math.log(kl[0] / kl[2]), "se": math.hypot(
-            0.0005 / kl[0], 0.0005 / kl[2]), "se_over": "printed precision"}
-        # the total is the floor plus the KL; its drop per doubling over the last step of N
-        total_prev, total_last = FLOOR_AFHQ + kl[-2], FLOOR_AFHQ + kl[-1]
-        n[f"scaling.total_drop_last.{arch}"] = {"value": 1 - (total_last / total_prev) ** (1 / math.log2(4))}
-        n[f"scaling.kl_fall_last.{arch}"] = {"value": kl[-2] - kl[-1], "se": math.hypot(0.0005, 0.0005),
-                                             "se_over": "printed precision"}
-        n[f"scaling.aleatoric.{arch}"] = printed(FLOOR_AFHQ, 0.001)
-    for arch, gap in TABLE1_GAP.items():
-        n[f"scaling.bayes_gap.{arch}"] = printed(gap, 0.01)
-    return n
+def test_the_curvature_and_r2_are_the_pipelines_own_estimators():
+    for kl in (*TABLE2.values(), BENT):
+        assert curvature_with_se(TABLE2_N, kl)["value"] == pytest.approx(loglog_curvature(TABLE2_N, kl), abs=1e-12)
+        assert loglog_r2(TABLE2_N, kl) == pytest.approx(fit_power_law(TABLE2_N, kl)["r2"], abs=1e-12)
 
 
 #: Supported on the paper's numbers, each with perturbed copies that must be contradicted.
@@ -184,3 +117,16 @@ def test_the_shallow_vit_is_a_power_law_though_its_r2_is_low():
     assert straightness(cl.estimate(n, "scaling.curvature.vit")) == 1
     assert straightness(cl.estimate({"c": curvature_with_se(TABLE2_N, BENT)}, "c")) == -1
     assert fit_power_law(TABLE2_N, BENT)["r2"] > 0.9   # which the R^2 gate called a power law
+
+
+def test_the_papers_verdict_column_is_the_rules_on_the_papers_numbers():
+    """claims' "paper verdict" column (`paper_verdicts`): the verdict of each group above, and
+    "not printed" exactly where the paper prints no number the rule reads."""
+    got = paper_verdicts()
+    assert sorted(got) == sorted(f.id for f in cl.FINDINGS)
+    assert {f for f, v in got.items() if v == NOT_PRINTED_VERDICT} <= set(NOT_PRINTED)
+    for fid in SUPPORTED:
+        assert got[fid] == "supported", fid
+    for fid in UNDECIDED:
+        assert got[fid] == verdicts(paper_numbers())[fid], fid
+    assert got["soft_labels"] == got["learner_bayes_gap"] == NOT_PRINTED_VERDICT

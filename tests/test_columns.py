@@ -23,7 +23,7 @@ def written_columns(tmp_path) -> list:
     classifier evaluation (a metrics JSON as the prediction job writes it)."""
     from oracle.classifiers.evaluate import ID_COLUMNS, evaluate_predictions, read_metrics_frame, read_reliability_frame
     from oracle.experiments.scaling.report import all_fits
-    from oracle.report.claims import claims
+    from oracle.report.claims_doc import claims_rows
     from oracle.report.timings import TIMING_COLUMNS
 
     rng = np.random.default_rng(0)
@@ -41,7 +41,7 @@ def written_columns(tmp_path) -> list:
     runs = read_metrics_frame(files)
     return [(RUNS, list(runs.columns)), (RELIABILITY, list(read_reliability_frame(files).columns)),
             (data_entry("scaling", "fits"), list(all_fits(runs).columns)),
-            (CLAIMS, list(pd.DataFrame(claims({}, {})).columns)), (TIMINGS, list(TIMING_COLUMNS))]
+            (CLAIMS, list(pd.DataFrame(claims_rows({}, {})).columns)), (TIMINGS, list(TIMING_COLUMNS))]
 
 
 def test_every_written_column_is_in_the_dictionary_and_nothing_else(tmp_path):

@@ -256,9 +256,20 @@ def _check_image_pair(paths):
         assert im.size[0] > 300 and im.size[1] > 200
 
 
+def _caption_names_drawn_panels(name: str, out: dict) -> None:
+    """Issue 48: the artifact's caption names only panels the figure draws, each as its title
+    says (Figure 2's "(d) exponent alpha" over a panel of floor + epistemic failed here)."""
+    from oracle.report.figures import caption_panel_problems, pdf_facts
+
+    panels = pdf_facts(out["pdf"].read_bytes())["panels"]
+    assert not caption_panel_problems(scaling.ARTIFACTS[name].caption, panels), (name, panels)
+
+
 def test_figures_write_pdf_and_png_and_rerun_identically(runs, tmp_path):
-    _check_image_pair(scaling.figure("scaling_panels", runs, spec(), tmp_path / "panels"))
-    _check_image_pair(scaling.figure("epistemic_curves", runs, spec(), tmp_path / "curves"))
+    _check_image_pair(out := scaling.figure("scaling_panels", runs, spec(), tmp_path / "panels"))
+    _caption_names_drawn_panels("scaling_panels", out)
+    _check_image_pair(out := scaling.figure("epistemic_curves", runs, spec(), tmp_path / "curves"))
+    _caption_names_drawn_panels("epistemic_curves", out)
     first = (tmp_path / "panels.pdf").read_bytes()
     scaling.figure("scaling_panels", runs, spec(), tmp_path / "panels")
     assert (tmp_path / "panels.pdf").read_bytes() == first  # no timestamps: reruns are identical
@@ -311,7 +322,8 @@ def test_calibration_figures(runs, tmp_path):
                                                                        "true_probability")}} for b in range(10)]
     data = {**runs, "reliability": pd.DataFrame(rows).fillna(np.nan)}
     for name in ("calibration_vs_n", "calibration_agreement", "reliability"):
-        _check_image_pair(scaling.figure(name, data, spec(), tmp_path / name))
+        _check_image_pair(out := scaling.figure(name, data, spec(), tmp_path / name))
+        _caption_names_drawn_panels(name, out)
     with pytest.raises(DataError, match="calibration_vs_n"):
         scaling.figure("fig9", data, spec(), tmp_path / "x")
 

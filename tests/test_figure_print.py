@@ -3,6 +3,8 @@ one or two columns wide, no text under 8 pt at that width, nothing cut off."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
@@ -93,3 +95,102 @@ def test_shared_figures_print(tmp_path):
                              real=images, real_labels=labels,
                              real_title="real training images (data/train.h5), 8 per class")
     assert pdf_facts(out["pdf"].read_bytes())["width_in"] == pytest.approx(PAGE_WIDTH, abs=0.01)
+
+
+def _row_of_panels(n: int, titles: list[str] | None = None) -> Figure:
+    """`n` panels side by side on one page width, x ticks at N = 500, 1000, 2000 (linear)."""
+    with style():
+        fig = Figure(figsize=(PAGE_WIDTH, 2.2), layout="constrained")
+        for i, ax in enumerate(fig.subplots(1, n)):
+            ax.plot([500, 1000, 2000], [3, 2, 1])
+            ax.set_xticks([500, 1000, 2000])
+            ax.set(xlabel="N", title=(titles or [""] * n)[i])
+    return fig
+
+
+def test_overlapping_tick_labels_and_titles_are_refused(tmp_path):
+    """Issue 48: Figure 5's ticks 1000 and 2000 ran together ("10002000") and its titles into
+    each other; the figure check names them."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from oracle.report.figures import collisions
+
+    fig = _row_of_panels(8)
+    FigureCanvasAgg(fig).draw()
+    assert any(re.fullmatch(r"x tick labels '\d+' and '\d+' overlap \(axes ''\)", c) for c in collisions(fig))
+    save_figure(fig, tmp_path / "ticks")  # which save_figure thins to fit (below)
+    assert not collisions(fig)
+    (tmp_path / "ticks.pdf").unlink()
+    (tmp_path / "ticks.png").unlink()
+    long = ["expected calibration error against the labels"] * 3
+    with pytest.raises(OracleError, match=r"title 'expected calibration error aga' overlaps"):
+        save_figure(_row_of_panels(3, long), tmp_path / "titles")
+    assert not list(tmp_path.iterdir())
+    save_figure(_row_of_panels(3, ["(a) ECE", "(b) KL", "(c) gap"]), tmp_path / "fits")  # the check can pass
+
+
+def test_a_run_writes_a_figure_that_does_not_fit_with_a_warning_in_its_log_and_caption(tmp_path, capsys):
+    """Issue 46 item 7: presentation never costs a run: outside the tests (`strict` False) the
+    figure is written, the job's log (stderr) and its caption say what is wrong."""
+    from oracle.report.captions import read_caption, write_caption
+
+    fig = _figure(COLUMN_WIDTH)
+    fig.axes[0].legend(loc="upper left", bbox_to_anchor=(1.2, 1))  # a legend right of the canvas
+    out = save_figure(fig, tmp_path / "cut", strict=False)
+    assert out["pdf"].is_file() and out["png"].is_file()
+    assert "WARNING: figure" in capsys.readouterr().err
+    write_caption(tmp_path / "cut.caption.rst", "What it shows.")
+    caption = read_caption(tmp_path / "cut.caption.rst")
+    assert caption.startswith("What it shows. Layout warning: this figure does not print cleanly (content reaches")
+    write_caption(tmp_path / "other.caption.rst", "Another.")  # a figure written cleanly: no warning
+    assert read_caption(tmp_path / "other.caption.rst") == "Another."
+
+
+def _four_panels() -> Figure:
+    """Figure 2's layout: four lettered panels, (d) the floor with the epistemic KL stacked on it."""
+    from oracle.report.figures import panel_letters
+
+    with style():
+        fig = Figure(figsize=(PAGE_WIDTH, 4.8), layout="constrained")
+        axes = fig.subplots(2, 2)
+        for ax, title in zip(axes.ravel(), ["total loss", "epistemic error, fits dashed", "accuracy",
+                                            "floor + epistemic"]):
+            ax.plot([1, 2], [1, 2])
+            ax.set_title(title)
+        panel_letters(axes)
+    return fig
+
+
+def test_a_caption_naming_a_panel_the_figure_does_not_draw_fails(tmp_path):
+    """Issue 48: the panels a saved figure draws are in its PDF (`pdf_facts`' panels), and a
+    caption that names a letter the figure lacks, or describes a panel as another one, is named."""
+    from oracle.report.figures import caption_panel_problems
+
+    panels = pdf_facts(save_figure(_four_panels(), tmp_path / "fig2")["pdf"].read_bytes())["panels"]
+    assert panels == {"a": "total loss", "b": "epistemic error, fits dashed", "c": "accuracy",
+                      "d": "floor + epistemic"}
+    old = ("Loss decomposition against N: (a) total cross-entropy (nats) with the aleatoric floor, (b) epistemic "
+           "KL (nats) with power-law fits, (c) test accuracy (%) against the Bayes-optimal accuracy, (d) exponent "
+           "alpha per architecture, mean ± std over per-seed fits; against N (samples).")
+    assert caption_panel_problems(old, panels) == [
+        "the caption's '(d) exponent alpha per architecture, mean ± std over per-see' does not describe panel "
+        "(d), titled 'floor + epistemic'"]
+    assert caption_panel_problems(old.replace("(d) exponent alpha per architecture", "(d) the floor stacked under "
+                                              "the epistemic KL") + " (e) more", panels) == [
+        "the caption names panel (e); the figure draws (a), (b), (c), (d)"]
+    assert not caption_panel_problems(old.replace("(d) exponent alpha", "(d) the floor + epistemic KL"), panels)
+
+
+def test_tick_labels_are_thinned_to_fit_their_panel(tmp_path):
+    """Figure 5's "10002000": `save_figure` keeps the largest size's label and drops the ones
+    that would run into a neighbour, so a narrow panel of many sizes N prints."""
+    from oracle.report.figures import size_ticks
+
+    with style():
+        fig = Figure(figsize=(PAGE_WIDTH, 2.0), layout="constrained")
+        for ax in fig.subplots(1, 4):
+            ax.plot([100, 1000, 2000, 4000, 5000, 10000], [6, 5, 4, 3, 2, 1])
+            size_ticks(ax, [100, 1000, 2000, 4000, 5000, 10000])
+    save_figure(fig, tmp_path / "fig5")  # strict in the tests: would raise on a collision
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_visible()]
+    assert labels[-1] == "10000" and "100" in labels and len(labels) < 6, labels

@@ -228,7 +228,7 @@ def test_the_report_of_a_smoke_run_in_headless_chromium(smoke_results, tmp_path)
         len(read_markdown_table(p).rows) + 1 for p in md_tables)
     claims = read_markdown_table(smoke_results / "claims.md")
     cells = [t for tag, _, t in els if tag == "td"]
-    assert all(row[0] in cells and row[-2] in cells for row in claims.rows)  # id and verdict of every finding
+    assert all(row[0] in cells and row[1] in cells for row in claims.rows)  # id and verdict of every finding
     shot = tmp_path / "report.png"
     proc = run_chromium(exe, report.as_uri(), tmp_path / "profile2", "--window-size=1280,2400", f"--screenshot={shot}")
     assert proc.returncode == 0 and shot.stat().st_size > 50_000, proc.stderr[-2000:]
@@ -360,3 +360,62 @@ def test_nothing_of_the_first_screen_is_clipped_at_1280_or_800_px(run, tmp_path,
     assert int(body["data-widest"]) <= inner, body
     assert int(body["data-verdict-right"]) <= inner, body  # every verdict in view, no sideways scroll
     assert int(body["data-worlds-right"]) <= inner, body
+
+
+def test_one_verdict_count_in_the_report_claims_md_the_caption_and_the_summary(tmp_path):
+    """Issue 48: the report's badges, the end-of-run summary, claims.md and the forest plot's
+    caption give the same count (the counted rows; the uncounted checks named beside it), and
+    the report opens with one sentence per claim."""
+    import re as re_
+
+    from oracle.report.claims_doc import claims_markdown, claims_rows
+    from oracle.report.claims_figure import claims_caption
+    from oracle.report.html_report import run_facts
+    from oracle.report.summary import claims_line
+    from oracle.report.verdicts import counts_text
+    from tests.test_claims import EXPERIMENTS, base_numbers, mc
+
+    run = tmp_path / "results" / "r"
+    run.mkdir(parents=True)
+    rows = claims_rows({**base_numbers(), "scaling.label_check": mc(0.05, 0.003)}, EXPERIMENTS)
+    pd.DataFrame(rows).to_csv(run / "claims.csv", index=False)
+    (run / "claims.md").write_text(claims_markdown(rows, "Claims"))
+    frame = pd.read_csv(run / "claims.csv", keep_default_na=False)
+    record = {"code": {"commit": "8aa4875c552d", "dirty": False}, "hostname": "vm", "created_utc": "t",
+              "params_sha256": "e" * 64}
+    facts = run_facts(record, run / "claims.csv", 1.0)
+    text = counts_text(rows)  # "supported 10, contradicted 0, ... (not counted: floor_exact, shift_exact)"
+    counts = {v: int(n) for v, n in re_.findall(r"([a-z ]+?) (\d+)", text.split(" (not counted")[0].replace(",", ""))}
+    assert dict(facts.verdicts) == {v.strip(): n for v, n in counts.items()}
+    assert sum(facts.verdicts.values()) == len(rows) - 2 and facts.uncounted == ("floor_exact", "shift_exact")
+    assert claims_line(run / "claims.csv") == text
+    assert text in (run / "claims.md").read_text().replace("\n", " ")
+    assert f"{sum(facts.verdicts.values())} findings counted" in claims_caption(frame)
+    page = write_report([], run / "report.html", "Run r", facts=facts).read_text()
+    assert f"The paper's {len(rows) - 2} findings counted on this run" in page
+    assert "Shown, not counted: floor_exact, shift_exact." in page
+    findings = [t for tag, _, t in parse(page) if tag == "li"]
+    assert len(findings) == len(rows) and findings[0].startswith("power_law: supported: ")
+    assert any(f.startswith("floor_exact: contradicted (a check, not counted)") for f in findings)
+
+
+def test_the_report_shows_claims_md_short_table_then_each_claim(run):
+    """claims.md's short table is the report's claims table (verdict second, coloured by the
+    verdict without its marks), and each claim's section below it renders as headings and lists,
+    its Markdown escapes resolved."""
+    from oracle.report.claims_doc import claims_markdown, claims_rows
+    from tests.test_claims import EXPERIMENTS, base_numbers, seeds
+
+    rows = claims_rows({**base_numbers(), "labels.true_ece_soft_max_n": seeds(0.0252, 0.001)}, EXPERIMENTS)
+    rows[0]["rule"] = "a * b <arch> _CI_"
+    (run / "claims.md").write_text(claims_markdown(rows, "Claims"))
+    text = write_report(sections_of(run), run / "report.html", "Run r").read_text()
+    els = parse(text)
+    claims = [i for i, (tag, a, _) in enumerate(els) if tag == "table"][0]
+    assert [t for tag, _, t in els[claims:] if tag == "th"][:6] == [
+        "id", "verdict", "this run", "the paper", "paper's verdict", "margin (SE)"]
+    assert 'class="verdict-supported">supported (close)</td>' in text
+    heads = [t for tag, _, t in els if tag in ("h4", "h5")]
+    assert "Each claim" in heads and "power_law: supported" in heads and len(heads) == len(rows) + 1
+    items = [t for tag, _, t in els if tag == "li"]
+    assert "rule: a * b <arch> _CI_" in items and not any("\\" in t for t in items)

@@ -59,6 +59,8 @@ def test_the_paper_pdf_holds_the_claims_every_figure_and_table(run):
     assert "This run: 91.2\\%. The paper: 97-98\\%" in tex
     # the title page: the run, the commit and the verdict counts (oracle.report.verdicts)
     assert "Commit" in tex and "supported 1, contradicted 0, unresolved 0, not posed 0, not run 0" in tex
+    # the paper's own verdict column ("–" in a claims.csv from before it)
+    assert r"\textbf{On the paper's numbers}" in tex and r"supported & -- \\" in tex
     pages = compile_pdf(tex, r / "paper.pdf", r)
     assert (r / "paper.pdf").read_bytes().startswith(b"%PDF") and pages >= 3, exe  # title, claims, experiment
     assert not list(r.glob(".paper.pdf.*"))  # written atomically: no partial file left

@@ -61,7 +61,10 @@ def test_the_main_experiment_heads_its_variants_and_the_verdicts_are_counted(tmp
     assert headline_numbers(numbers) == ["scaling.alpha.resnet = 0.41", "scaling.alpha.vit = 0.37"]
     run = tmp_path / "r"
     run.mkdir()
-    (run / "claims.csv").write_text("id,verdict\nd,not posed\na,supported\nb,contradicted\nc,supported\n")
-    assert f"claims:  4 findings: 2 supported, 1 contradicted, 1 not posed  ({run}/claims.md)" in run_summary(run, 1.0)
+    (run / "claims.csv").write_text("id,verdict,counted\nd,not posed,yes\na,supported,yes\nb,contradicted,yes\n"
+                                    "c,supported,yes\ne,supported,a check of the world\n")
+    # the one count of every output (claims.md, the report, the forest plot): the check named, not counted
+    assert (f"claims:  supported 2, contradicted 1, unresolved 0, not posed 1, not run 0 (not counted: e)  "
+            f"({run}/claims.md)") in run_summary(run, 1.0)
     (run / "claims.csv").write_text("id\na\n")  # no verdict column: no line rather than a wrong one
     assert "claims:" not in run_summary(run, 1.0)

@@ -156,6 +156,24 @@ def test_every_table_of_the_run_works_in_its_tool(results, tmp_path):
             assert len(set(counts)) == 1, f"{path}: rows with {sorted(set(counts))} columns"
 
 
+def test_every_figure_caption_names_only_the_panels_it_draws(results):
+    """Issue 48: each figure of the run (every kind's, the validation's) and its caption file:
+    no caption names a panel letter the figure does not draw or describes a panel as another."""
+    from oracle.report.captions import read_caption
+    from oracle.report.figures import caption_panel_problems, pdf_facts
+
+    pdfs = sorted(results.rglob("figures/*.pdf"))
+    assert len(pdfs) >= 5, pdfs
+    lettered = 0
+    for pdf in pdfs:
+        panels = pdf_facts(pdf.read_bytes())["panels"]
+        lettered += bool(panels)
+        caption = read_caption(pdf.with_name(f"{pdf.stem}.caption.rst"))
+        assert not caption_panel_problems(caption, panels), (pdf, panels, caption)
+        assert "Layout warning" not in caption, pdf  # the tests' runs are strict: no figure written with one
+    assert lettered >= 2  # scaling_panels and more draw lettered panels
+
+
 def test_figures_exist(results):
     for stem in ("scaling_panels", "epistemic_curves"):
         pdf = (results / "scaling" / "scaling" / "figures" / f"{stem}.pdf").read_bytes()

@@ -53,8 +53,32 @@ def read_caption(path: str | os.PathLike) -> str:
         raise DataError(f"cannot read caption file {path}: {exc}") from None
 
 
+#: Layout problems of the figures this process wrote though they do not print cleanly
+#: (`oracle.report.figures.save_figure` outside the tests), by figure stem (resolved path).
+_LAYOUT_PROBLEMS: dict[str, list[str]] = {}
+
+
+def note_layout_problems(stem: str | os.PathLike, problems: Iterable[str]) -> None:
+    """Remember that the figure `stem` was written with `problems`: its caption file, written
+    by this process (`write_caption`), says so."""
+    _LAYOUT_PROBLEMS[str(Path(stem).resolve())] = list(problems)
+
+
+def layout_warning(caption_path: str | os.PathLike) -> str:
+    """"Layout warning: ..." for the figure whose caption file is `caption_path` when it was
+    written with problems (`note_layout_problems`), else ""."""
+    path = Path(caption_path)
+    suffix = f".{CAPTION_SUFFIX}"
+    if not path.name.endswith(suffix):
+        return ""
+    problems = _LAYOUT_PROBLEMS.get(str(path.with_name(path.name[:-len(suffix)]).resolve()))
+    return f"Layout warning: this figure does not print cleanly ({'; '.join(problems)})." if problems else ""
+
+
 def write_caption(path: str | os.PathLike, caption: str) -> None:
-    """The caption file of an artifact (atomic): `caption` as one reStructuredText paragraph."""
+    """The caption file of an artifact (atomic): `caption` as one reStructuredText paragraph,
+    and a figure's layout warning (`layout_warning`) after it."""
+    caption = full_caption(caption, layout_warning(path))
     with atomic_output(path) as tmp:
         tmp.write_text(rst_escape(" ".join(caption.split())) + "\n", encoding="utf-8")
 

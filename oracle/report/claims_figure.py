@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from oracle.errors import DataError
-from oracle.report.verdicts import counted, counts_text, verdict_counts
+from oracle.report.verdicts import counts_text, verdict_counts
 from oracle.report.figures import PAGE_WIDTH, save_figure, style
 
 #: Colour per verdict (colourblind-safe: blue, vermilion, grey, sky, black outline).
@@ -113,11 +113,8 @@ def claims_caption(claims: pd.DataFrame) -> str:
     verdict got."""
     records = claims.to_dict("records")
     counts = verdict_counts(records)
-    tally = ", ".join(f"{c} {v}" for v, c in counts.items() if c)
-    shown = [r["id"] for r in records if not counted(r)]
     return (f"Every interval the claims' rules compared, one row each, grouped by finding: this run's estimate "
             f"(dot) and 95% interval (bar), the value the rule compares it with (dashed), the paper's value where "
             f"it gives one (open diamond); each row on its own axis, in the check's units. Colour and the right "
-            f"margin: the finding's verdict. This run: {sum(counts.values())} findings counted, {tally}"
-            + (f"; shown, not counted: {', '.join(shown)}" if shown else "") + f". The rule of each row is in "
-            f"claims.md.")
+            f"margin: the finding's verdict. This run: {sum(counts.values())} findings counted; verdicts: "
+            f"{counts_text(records)}. The rule of each row is in claims.md.")

@@ -130,7 +130,13 @@ CLAIMS = CsvColumns("claims.csv", "one finding of the paper judged on this run's
                      "counted": ("text", "yes, or why the verdict is shown but left out of the counts (a check of the "
                                          "world, an arm another finding counts)"),
                      "numbers": ("text", "numbers.json keys used, space-separated"),
-                     "checks": ("JSON", "each check's interval and outcome, a JSON list"),
+                     "checks": ("JSON", "each check's interval (value, lo, hi, se), reference and the paper's value, "
+                                        "a JSON list"),
+                     "margin": ("SE", "how far the end of the interval nearest its reference lies from it, in that "
+                                      "interval's own SEs (empty without an interval); under 1: a verdict close to "
+                                      "flipping"),
+                     "paper verdict": ("text", "the same rule applied to the paper's printed numbers "
+                                               "(oracle/report/paper_numbers.py), or 'not printed'"),
                      "to decide": ("text", "unresolved rows: per open check, the seeds (at the run's test rows) or test "
                                            "rows (at its seeds) whose interval would clear the threshold, from the "
                                            "two-way variance components (oracle.report.power)")})

@@ -26,7 +26,7 @@ from pathlib import Path
 from oracle.errors import DataError
 from oracle.io.atomic import atomic_output
 from oracle.report.captions import CAPTION_SUFFIX, read_caption
-from oracle.report.verdicts import VERDICTS
+from oracle.report.verdicts import counted, verdict_counts
 from oracle.report.claims_figure import VERDICT_COLORS
 from oracle.report.tables import read_markdown_table
 
@@ -36,8 +36,10 @@ class RunFacts:
     """What the report's first screen says about the run, before any table: the code
     (`commit`, `dirty`), when (`date_utc`, ISO), where (`machine`), the effective config's
     hash `config_sha256` (its record's ``params_sha256``: that job's one param is the whole
-    config), the wall time `wall_s` (seconds; None when unknown) and the number of
-    findings per verdict (`verdicts`, claims.csv's column)."""
+    config), the wall time `wall_s` (seconds; None when unknown), the number of counted
+    findings per verdict (`verdicts`: `oracle.report.verdicts.verdict_counts`, the one count of
+    every output), the ids of the rows shown but not counted (`uncounted`) and one sentence per
+    claim saying what the run found (`findings`: `oracle.report.claims_doc.claim_sentences`)."""
 
     commit: str
     dirty: bool
@@ -46,11 +48,13 @@ class RunFacts:
     config_sha256: str
     wall_s: float | None
     verdicts: Mapping[str, int]
+    uncounted: tuple[str, ...] = ()
+    findings: tuple[str, ...] = ()
 
 
-def verdict_counts(claims_csv: str | os.PathLike) -> dict[str, int]:
-    """Findings per verdict of a claims.csv (every verdict of `VERDICTS`, 0 when none).
-    DataError naming the file when it cannot be read or has no ``verdict`` column."""
+def claims_rows(claims_csv: str | os.PathLike) -> list[dict]:
+    """The rows of a claims.csv. DataError naming the file when it cannot be read or has no
+    ``verdict`` column."""
     import csv
 
     try:
@@ -60,17 +64,17 @@ def verdict_counts(claims_csv: str | os.PathLike) -> dict[str, int]:
         raise DataError(f"report: cannot read {claims_csv}: {exc}") from None
     if rows and "verdict" not in rows[0]:
         raise DataError(f"{claims_csv}: no verdict column (rerun the claims rule)")
-    counts = {v: 0 for v in VERDICTS}
-    for r in rows:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    return counts
+    return rows
 
 
 def run_facts(record: Mapping, claims_csv: str | os.PathLike, wall_s: float | None) -> RunFacts:
     """The `RunFacts` of a run from the provenance record of its claims.csv (`record`: the code,
-    the job's host and device, the config hash, when it was made), the verdicts of
+    the job's host and device, the config hash, when it was made), the verdicts and findings of
     `claims_csv` and its wall time `wall_s` (NaN or None: unknown). DataError naming the
     missing field of the record."""
+    from oracle.report.claims_doc import claim_sentences
+
+    rows = claims_rows(claims_csv)
     try:
         code = record["code"]
         machine = f"{record['hostname']} ({record['device']})" if record.get("device") else str(record["hostname"])
@@ -78,7 +82,8 @@ def run_facts(record: Mapping, claims_csv: str | os.PathLike, wall_s: float | No
                          date_utc=str(record["created_utc"]), machine=machine,
                          config_sha256=str(record["params_sha256"]),
                          wall_s=None if wall_s is None or wall_s != wall_s else float(wall_s),
-                         verdicts=verdict_counts(claims_csv))
+                         verdicts=verdict_counts(rows), uncounted=tuple(r["id"] for r in rows if not counted(r)),
+                         findings=tuple(claim_sentences(rows)))
     except (KeyError, TypeError) as exc:
         raise DataError(f"report: the provenance record of {claims_csv} lacks {exc} (rerun the claims rule)") from None
     return facts
@@ -96,8 +101,11 @@ def _facts_html(facts: RunFacts) -> str:
     badges = "".join(f'<span class="badge verdict-{_anchor(v)}">{html.escape(v)} <b>{int(n)}</b></span>'
                      for v, n in facts.verdicts.items())
     total = sum(int(n) for n in facts.verdicts.values())
+    left = f" Shown, not counted: {html.escape(', '.join(facts.uncounted))}." if facts.uncounted else ""
+    found = "".join(f"<li>{_inline(f)}</li>" for f in facts.findings)
     return (f'<dl class="run-facts">{facts_dl}</dl>'
-            f'<p class="verdicts">The paper\'s {total} findings on this run: {badges}</p>')
+            f'<p class="verdicts">The paper\'s {total} findings counted on this run: {badges}{left}</p>'
+            + (f'<ol class="findings">{found}</ol>' if found else ""))
 
 
 @dataclass(frozen=True)
@@ -148,8 +156,8 @@ def _worlds_html(rows: Sequence[WorldRow]) -> str:
         f'<td class="r">{r.aleatoric_nats:.4f} ± {r.aleatoric_se:.4f}</td>'
         f'<td class="r">{r.num_classes}</td><td class="r">{r.n}</td></tr>' for r in rows)
     return ('<div class="table-wrap"><table class="worlds"><caption>The worlds of this run: the experiments that '
-            "ask a question of each, its exact Bayes error and aleatoric floor (± Monte Carlo SE over its "
-            "oracle samples)</caption><thead><tr><th>world</th><th>used by (experiment, kind)</th>"
+            "ask a question of each, its exact Bayes error and aleatoric floor (means over all of its oracle "
+            "samples ± Monte Carlo SE; a figure's floor is over its experiment's test rows)</caption><thead><tr><th>world</th><th>used by (experiment, kind)</th>"
             '<th class="r">Bayes error (%)</th><th class="r">aleatoric floor (nats)</th><th class="r">K</th>'
             f'<th class="r">samples</th></tr></thead><tbody>{body}</tbody></table></div>')
 
@@ -252,6 +260,7 @@ details[open] summary { display: none; }
 .badge { display: inline-block; padding: .1em .6em; margin: 0 .3em .3em 0; border-radius: .3em; }
 .files { font-size: .8em; color: #666; } .files a { color: #555; }
 .note { color: #444; max-width: 60em; } code { font-size: .9em; }
+ol.findings { max-width: 60em; font-size: .92em; padding-left: 1.6em; } ol.findings li { margin: .15em 0; }
 """
 
 
@@ -274,24 +283,41 @@ def _files(item: Item, out_dir: Path) -> str:
 
 
 def _inline(text: str) -> str:
-    """Markdown-ish text as HTML: escaped, with `code` spans."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+    """Markdown-ish text as HTML: escaped, with `code` spans and backslash escapes resolved."""
+    text = re.sub(r"\\([\\`*_<>#+\-.!\[\]])", lambda m: f"\x00{ord(m.group(1))}\x00", text)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+    return re.sub("\x00(\\d+)\x00", lambda m: html.escape(chr(int(m.group(1)))), out)
 
 
 def _notes(text: str) -> str:
-    """The notes under a Markdown table: "- " lines as a list, other lines as paragraphs."""
-    out, bullets = [], []
+    """The Markdown under a table: "#" headings, "- " items (a wrapped item's indented lines
+    joined to it) as a list, other lines as paragraphs (consecutive lines joined)."""
+    out, bullets, para = [], [], []
+
+    def flush(lists: bool = True) -> None:
+        if para:
+            out.append(f'<p class="note">{_inline(" ".join(para))}</p>')
+            para.clear()
+        if lists and bullets:
+            out.append(f"<ul>{''.join(f'<li>{_inline(b)}</li>' for b in bullets)}</ul>")
+            bullets.clear()
+
     for line in text.splitlines():
         if line.startswith("- "):
-            bullets.append(f"<li>{_inline(line[2:])}</li>")
-            continue
-        if bullets:
-            out.append(f"<ul>{''.join(bullets)}</ul>")
-            bullets = []
-        if line.strip():
-            out.append(f'<p class="note">{_inline(line)}</p>')
-    if bullets:
-        out.append(f"<ul>{''.join(bullets)}</ul>")
+            flush(lists=False)
+            bullets.append(line[2:])
+        elif bullets and line.startswith("  ") and line.strip():
+            bullets[-1] += " " + line.strip()
+        elif line.startswith("#"):
+            flush()
+            level = min(len(line) - len(line.lstrip("#")) + 2, 6)
+            out.append(f"<h{level}>{_inline(line.lstrip('#').strip())}</h{level}>")
+        elif line.strip():
+            flush()
+            para.append(line.strip())
+        else:
+            flush()
+    flush()
     return "".join(out)
 
 
@@ -327,8 +353,8 @@ def _table(item: Item) -> tuple[str, str]:
         cells = []
         for i, (cell, a) in enumerate(zip(row, md.align)):
             cls = _ALIGN[a]
-            if i in verdict:
-                cls = f' class="verdict-{_anchor(cell)}"'
+            if i in verdict:  # "supported (close)": the verdict's colour
+                cls = f' class="verdict-{_anchor(cell.split(" (")[0])}"'
             elif len(cell) > LONG_CELL:
                 cells.append(f'<td class="long">{_folded(cell)}</td>')
                 continue

@@ -82,13 +82,16 @@ def _design(e: Mapping, m: int) -> Design | None:
 class Estimate:
     """A value with its interval half-width (None: no uncertainty known) and the numbers it
     came from; `bounds`, where the interval is not symmetric about the value (an entry's own
-    ``ci95``), are its ends, and `half` then the larger distance from the value to one."""
+    ``ci95``), are its ends, and `half` then the larger distance from the value to one. `se`:
+    the standard error the interval was made from, in the value's units (None: not known), the
+    unit of a verdict's margin (`oracle.report.verdicts.check_margin`)."""
 
     value: float
     half: float | None
     keys: tuple[str, ...]
     bounds: tuple[float, float] | None = None
     design: Design | None = None
+    se: float | None = None
 
     @property
     def lo(self) -> float:
@@ -154,10 +157,10 @@ def estimate(numbers: Mapping[str, Mapping], key: str, m: int = 1) -> Estimate:
             raise ValueError(f"{key}: its ci95 is the entry's own interval; it cannot be widened for {m} comparisons")
         lo, hi = (float(b) for b in e["ci95"])
         v = float(e["value"])
-        return Estimate(v, max(v - lo, hi - v), (key,), (lo, hi))
+        return Estimate(v, max(v - lo, hi - v), (key,), (lo, hi), se=None if e.get("se") is None else float(e["se"]))
     se = e.get("se")
     return Estimate(float(e["value"]), None if se is None else quantile(_df(e), m) * float(se), (key,),
-                    design=_design(e, m))
+                    design=_design(e, m), se=None if se is None else float(se))
 
 
 def difference(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1, paired: str | None = None) -> Estimate:
@@ -175,7 +178,7 @@ def difference(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1, paire
     se = math.hypot(float(ea["se"]), float(eb["se"]))
     da, db = _design(ea, m), _design(eb, m)
     design = da.plus(db) if da is not None and db is not None else None
-    return Estimate(diff, quantile(min(dfs) if dfs else None, m) * se, (a, b), design=design)
+    return Estimate(diff, quantile(min(dfs) if dfs else None, m) * se, (a, b), design=design, se=se)
 
 
 def log_ratio(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1, paired: str | None = None) -> Estimate:
@@ -195,7 +198,7 @@ def log_ratio(numbers: Mapping[str, Mapping], a: str, b: str, m: int = 1, paired
     se = math.hypot(float(ea["se"]) / va, float(eb["se"]) / vb)
     da, db = _design(ea, m), _design(eb, m)
     design = da.plus(db, 1.0 / va, 1.0 / vb) if da is not None and db is not None else None
-    return Estimate(math.log(va / vb), quantile(min(dfs) if dfs else None, m) * se, (a, b), design=design)
+    return Estimate(math.log(va / vb), quantile(min(dfs) if dfs else None, m) * se, (a, b), design=design, se=se)
 
 
 def scaled(e: Estimate, offset: float, factor: float) -> Estimate:
@@ -205,7 +208,7 @@ def scaled(e: Estimate, offset: float, factor: float) -> Estimate:
     design = None if d is None else Design(factor**2 * d.var_seeds, factor**2 * d.var_rows,
                                            factor**2 * d.var_interaction, d.n_seeds, d.n_rows, d.m)
     return Estimate(offset + factor * e.value, None if e.half is None else abs(factor) * e.half, e.keys, bounds,
-                    design)
+                    design, None if e.se is None else abs(factor) * e.se)
 
 
 @dataclass(frozen=True)
@@ -222,7 +225,7 @@ class Check:
     def record(self) -> dict:
         e = self.estimate
         finite = lambda v: v if math.isfinite(v) else None  # noqa: E731
-        return {"label": self.label, "value": e.value, "lo": finite(e.lo), "hi": finite(e.hi),
+        return {"label": self.label, "value": e.value, "lo": finite(e.lo), "hi": finite(e.hi), "se": e.se,
                 "reference": self.reference, "paper": self.paper}
 
 

@@ -37,9 +37,12 @@ from oracle.report.html_report import Section
 from oracle.report.tables import latex_escape
 from oracle.report.verdicts import counts_text
 
-#: The claims table's columns in the PDF: (claims.csv column, heading, share of the line width).
-CLAIM_COLUMNS = (("id", "Claim", 0.15), ("paper", "The paper", 0.29), ("this run", "This run", 0.34),
-                 ("verdict", "Verdict", 0.12))
+#: The claims table's columns in the PDF: (claims.csv column, heading, share of the line width); the
+#: paper's verdict is the rule on its printed numbers (`oracle.report.claims_doc.claims_rows`), "–"
+#: in a claims.csv from before that column.
+CLAIM_COLUMNS = (("id", "Claim", 0.14), ("paper", "The paper", 0.25), ("this run", "This run", 0.31),
+                 ("verdict", "Verdict", 0.12), ("paper verdict", "On the paper's numbers", 0.12))
+_OPTIONAL = {"paper verdict"}
 #: The widest overfull box (pt) the paper accepts: TeX's rounding, not content cut off.
 OVERFULL_PT = 1.0
 #: The scales a figure may print at, against the size it was drawn at (its text sizes with it).
@@ -62,7 +65,7 @@ def _text(text: str) -> str:
 def _claims_rows(claims_csv: str | os.PathLike) -> list[dict]:
     with open(claims_csv, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    missing = [c for c, _, _ in CLAIM_COLUMNS if rows and c not in rows[0]]
+    missing = [c for c, _, _ in CLAIM_COLUMNS if rows and c not in rows[0] and c not in _OPTIONAL]
     if missing:
         raise DataError(f"{claims_csv}: no column(s) {missing} (expected the claims table of oracle.report.claims)")
     return rows
@@ -73,7 +76,8 @@ def _claims_table(rows: list[dict]) -> list[str]:
     head = " & ".join(rf"\textbf{{{h}}}" for _, h, _ in CLAIM_COLUMNS) + r" \\"
     lines = [r"{\small\setlength{\tabcolsep}{3pt}", rf"\begin{{longtable}}{{{spec}}}", r"\toprule", head, r"\midrule",
              r"\endhead"]
-    lines += [" & ".join(_breakable(latex_escape(r[c])) for c, _, _ in CLAIM_COLUMNS) + r" \\ \midrule" for r in rows]
+    lines += [" & ".join(_breakable(latex_escape(r.get(c) or "–")) for c, _, _ in CLAIM_COLUMNS) + r" \\ \midrule"
+              for r in rows]
     return [*lines, r"\bottomrule", r"\end{longtable}", "}"]
 
 

@@ -41,20 +41,21 @@ def headline_numbers(numbers: dict, headlines: Sequence[tuple[str, int]] = HEADL
 
 
 def claims_line(claims_csv: str | os.PathLike) -> str | None:
-    """"13 findings: 11 supported, 1 contradicted, 1 unresolved" from a claims.csv (in the
-    order of `oracle.report.verdicts.VERDICTS`; verdicts with no finding left out); None when the file cannot be read or has no verdict column."""
+    """The verdict count of a claims.csv as every output of a run gives it
+    (`oracle.report.verdicts.counts_text`: the counted rows per verdict, the uncounted checks named
+    beside them); None when the file cannot be read or has no verdict column."""
     import csv
 
     try:
         with open(claims_csv, newline="", encoding="utf-8") as f:
-            verdicts = [r["verdict"] for r in csv.DictReader(f)]
-    except (OSError, KeyError, csv.Error):
+            rows = list(csv.DictReader(f))
+    except (OSError, csv.Error):
         return None
-    from oracle.report.verdicts import VERDICTS
+    if not rows or "verdict" not in rows[0]:
+        return None
+    from oracle.report.verdicts import counts_text
 
-    order = [v for v in VERDICTS if v in verdicts] + [v for v in dict.fromkeys(verdicts) if v not in VERDICTS]
-    counts = {v: verdicts.count(v) for v in order}
-    return f"{len(verdicts)} findings: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+    return counts_text(rows)
 
 
 def paper_line(run: str | os.PathLike) -> str | None:

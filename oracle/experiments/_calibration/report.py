@@ -30,7 +30,8 @@ from scipy import stats
 from oracle.errors import DataError
 from oracle.measures.calibration import pool_reliability
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
-from oracle.report.figures import PAGE_WIDTH, errorbar, log_tick_labels, palette, panel_letters, save_figure, size_ticks, style
+from oracle.report.figures import (PAGE_WIDTH, errorbar, log_tick_labels, palette, panel_letters, save_figure,
+                                   size_ticks, style, top_legend)
 from oracle.report.numbers import entry
 
 
@@ -66,7 +67,7 @@ def agreement_figure(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
     span = max(float(n_log.max() - n_log.min()), 1e-9)
     sizes = 12 + 40 * (n_log - n_log.min()) / span
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 3.2), layout="constrained")
+        fig = Figure(figsize=(PAGE_WIDTH, 2.9 + 0.2 * math.ceil(2 * len(groups) / 4)), layout="constrained")
         ax_a, ax_b = fig.subplots(1, 2)
         top = float(max(runs["ece"].max(), runs["ece_posterior"].max())) * 1.05 + 1e-3
         for g in groups:
@@ -97,8 +98,9 @@ METRIC_HATCHES = ("", "//", "..")
 
 def calibration_vs_n(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "arch") -> dict[str, Path]:
     """(a) ECE against labels (solid) and true ECE (dashed) against N per `group`, mean ± std
-    over seeds, log-log; (b) per group the exponent alpha of the ECE beside that of the
-    epistemic KL, mean ± std over per-seed power-law fits (groups whose values are not all
+    over seeds, log-log (its legend above the panels, `top_legend`, the figure taller by its
+    rows: it fits however many groups and however long their names); (b) per group the
+    exponent alpha of the ECE beside that of the epistemic KL, mean ± std over per-seed power-law fits (groups whose values are not all
     positive, or with fewer than two N, get no bar)."""
 
 
@@ -115,7 +117,7 @@ def calibration_vs_n(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
                 fit = fit_per_seed(sub, col, group_cols=(group,)).iloc[0]
                 alphas[g, name] = (fit["alpha"], 0.0 if np.isnan(fit["alpha_std"]) else fit["alpha_std"])
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 3.2), layout="constrained")
+        fig = Figure(figsize=(PAGE_WIDTH, 2.9 + 0.2 * math.ceil(2 * len(groups) / 4)), layout="constrained")
         ax_a, ax_b = fig.subplots(1, 2)
         for g in groups:
             a = agg[agg[group] == g]
@@ -124,7 +126,9 @@ def calibration_vs_n(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
                           ls="--", marker="s", ms=3, capsize=2, lw=1, label=f"{g}: truth")
         ax_a.set(yscale="log", xlabel="dataset size N", ylabel="ECE (fraction, 10 bins)",
                  title="ECE: labels solid, truth dashed")
-        ax_a.legend(loc="best", ncol=2 if len(groups) > 2 else 1)
+        # above the panels in the columns that fit the page: inside panel (a), two columns of six
+        # "EfficientNet (test): labels" ran past the 6.8 in canvas of the cpu-study's figure
+        top_legend(fig, *ax_a.get_legend_handles_labels())
         size_ticks(ax_a, runs["N"])
         log_tick_labels(ax_a, "y")
         width = 0.8 / len(values)

@@ -71,8 +71,8 @@ ARTIFACTS = artifacts_by_name(
              "samples each round acquired."),
     Artifact("acquisition_panels", "figure",
              "Epistemic-based acquisition: (a) test accuracy (%) against labels, (b) exact epistemic KL "
-             "(nats) on the oracle test set against labels, (c) final accuracy (%) per strategy; mean ± "
-             "std over seeds."),
+             "(nats) on the oracle test set against labels, (c) final accuracy (%) per strategy at the last "
+             "round's labels; mean ± std over seeds."),
     Artifact("proxy_correlations", "figure",
              "How close each acquisition score comes to the exact signal: Spearman rank correlation over "
              "the unlabelled pool of each score with (a) the exact epistemic KL(p || q) and (b) the exact "

@@ -81,16 +81,19 @@ ARTIFACTS = artifacts_by_name(
              "overconfidence against the truth (mean confidence - mean p(argmax q|x); negative: "
              "under-confident) and the true ECE against the exact posterior (10 equal-width bins)."),
     Artifact("scaling_panels", "figure",
-             "Loss decomposition against N: (a) total "
-             "cross-entropy (nats) with the aleatoric floor, (b) epistemic KL (nats) with power-law "
+             "Loss decomposition against N (samples): (a) total "
+             "cross-entropy (nats) with the aleatoric floor E[H(p)] of the test rows (dotted; the worlds "
+             "table gives the floor over all the world's samples), (b) epistemic KL (nats) with power-law "
              "fits to the seed means (dashed; unweighted least squares in log-log space, which is less "
-             "noisy than weighting by seed standard errors from a few seeds), (c) test accuracy (%) "
-             "against the Bayes-optimal accuracy, (d) exponent alpha per architecture, mean ± std over "
-             "per-seed fits; against N (samples)."),
+             "noisy than weighting by seed standard errors from a few seeds) and, in its legend, the "
+             "exponent alpha per architecture, mean ± std over per-seed fits, (c) test accuracy (%) "
+             "against the Bayes-optimal accuracy, (d) the total loss stacked: the aleatoric floor (grey) "
+             "and each architecture's floor + epistemic KL (nats, linear y)."),
     Artifact("epistemic_curves", "figure",
              "Epistemic KL (nats) against N (samples), one panel per architecture: every seed "
              "(faint), mean ± std over seeds, the power-law fit to the seed mean (dashed, unweighted "
-             "least squares in log-log space) and alpha as mean ± std of the per-seed fits."),
+             "least squares in log-log space) and alpha, mean ± std of the per-seed fits, in the panel's "
+             "upper right corner."),
     Artifact("calibration_vs_n", "figure",
              "Calibration against N (samples): (a) ECE against the world's labels (solid) and the true ECE "
              "against the exact posterior (dashed), 10 equal-width bins, mean ± std over seeds, log-log; "

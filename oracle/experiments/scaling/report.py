@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -200,7 +199,9 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
     """Four panels over dataset size N (mean ± std over seeds): (a) total cross-entropy
     (nats), log-log, with the aleatoric floor E[H(p)] as a line; (b) epistemic KL (nats),
     log-log, dashed power-law fits to the seed-mean curves; (c) accuracy (%) against the
-    Bayes-optimal accuracy line; (d) the total loss stacked: the aleatoric floor (grey) and
+    Bayes-optimal accuracy line; (d) the total loss stacked: the aleatoric floor (grey; the
+    mean E[H(p)] over the test rows the classifiers were scored on, labelled so: the report's
+    worlds table gives the floor over all of the world's samples) and
     each architecture's epistemic KL above it (shaded to its seed-mean total), linear y. The
     exponent alpha per architecture (mean ± std over per-seed fits) is in (b)'s legend: as its
     own bar panel it was a whole panel for one bar in a one-architecture experiment."""
@@ -229,7 +230,7 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
                 ax_d.fill_between(a["N"], floor, floor + a["epistemic_mean"], color=colors[arch], alpha=0.2, lw=0)
             ax_d.plot(a["N"], floor + a["epistemic_mean"], color=colors[arch], marker="o", ms=3, lw=1.2,
                       label=f"{arch}: floor + epistemic")
-        ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"floor E[H(p)] {floor:.3g}")
+        ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"floor E[H(p)], test rows {floor:.3g}")
         ax_a.set(yscale="log", xlabel="dataset size N", ylabel="total cross-entropy (nats)", title="total loss")
         ax_b.set(yscale="log", xlabel="dataset size N", ylabel="epistemic KL(p || q) (nats)",
                  title="epistemic error, fits dashed")
@@ -249,7 +250,8 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
 def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Path]:
     """Epistemic KL vs N, one panel per architecture: every seed's curve (faint), the mean ±
     std over seeds, the dashed power-law fit to the seed mean, and alpha as mean ± std of the
-    per-seed fits in the title."""
+    per-seed fits in the panel's upper right corner (the title names the architecture: one line at
+    any panel width)."""
 
 
     _check_runs(df, ["arch", "N", "seed", "epistemic"])
@@ -272,11 +274,12 @@ def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pat
             errorbar(ax, agg[agg["arch"] == arch], "epistemic", colors[arch], "mean ± std")
             n_grid = np.geomspace(runs["N"].min(), runs["N"].max(), 50)
             fit = mean_fits.loc[arch]
-            ax.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), "k--", lw=1, label="power-law fit")
             s = seed_fits.loc[arch]
             spread = "" if math.isnan(s["alpha_std"]) else f" ± {s['alpha_std']:.3f}"
-            ax.set(yscale="log", xlabel="dataset size N", ylabel="epistemic KL (nats)",
-                   title=textwrap.fill(f"{arch}: α = {s['alpha']:.3f}{spread}", int(width / ncols / 0.09)))
+            ax.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), "k--", lw=1, label="power-law fit")
+            # upper right, where a falling curve leaves room: one line at any panel width
+            ax.text(0.97, 0.96, f"α = {s['alpha']:.3f}{spread}", transform=ax.transAxes, ha="right", va="top")
+            ax.set(yscale="log", xlabel="dataset size N", ylabel="epistemic KL (nats)", title=arch)
             size_ticks(ax, runs["N"])
             log_tick_labels(ax, "y")
             ax.legend(loc="best")
