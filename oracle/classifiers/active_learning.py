@@ -106,6 +106,7 @@ class ActiveSettings:
     patience: int | None = None
     eval_steps: int = 1
     tolerance: float = 0.01
+    decay_fraction: float = 0.0
 
     @classmethod
     def from_spec(cls, spec: Mapping, strategy: str) -> ActiveSettings:
@@ -119,14 +120,14 @@ class ActiveSettings:
                    weight_decay=float(t["weight_decay"]), drop_rate=float(spec["drop_rate"]),
                    mc_samples=int(spec["mc_samples"]), val_size=int(t["val_size"]),
                    patience=None if t["patience"] is None else int(t["patience"]), eval_steps=int(t["eval_steps"]),
-                   tolerance=float(t["tolerance"]))
+                   tolerance=float(t["tolerance"]), decay_fraction=float(t["decay_fraction"]))
 
     @property
     def training(self) -> dict:
         """A round's hyperparameters, as classifiers.training spells them: its budget
         (`oracle.classifiers.specs.training_epochs`) and stopping rule."""
         return {k: getattr(self, k) for k in ("epochs", "min_steps", "batch_size", "lr", "weight_decay", "val_size",
-                                               "patience", "eval_steps", "tolerance")}
+                                               "patience", "eval_steps", "tolerance", "decay_fraction")}
 
 
 def load_active_data(samples: str | os.PathLike, splits: str | os.PathLike, seed: int, initial_size: int,

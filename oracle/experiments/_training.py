@@ -19,7 +19,7 @@ from oracle.world_specs import resolve_worlds
 CURVE_KEYS = {"curve_size": "classifiers.curve_size", "curve_points": "classifiers.curve_points"}
 #: Keys of a training spec's ``training`` block (classifiers.training, overridable per experiment).
 TRAINING_KEYS = ("epochs", "min_steps", "batch_size", "lr", "weight_decay", "val_size", "patience", "eval_steps",
-                 "tolerance")
+                 "tolerance", "decay_fraction")
 
 _CELL_N = re.compile(r"N(\d+)")
 
