@@ -88,8 +88,19 @@ SCALING_SPEC = {"arch_labels": ARCHS, "archs": list(ARCHS), "table_size": None, 
                 "table_sizes": None}
 
 
-def _scaling(runs: pd.DataFrame, name: str) -> str:
-    return artifact_findings("scaling", name, {"runs": runs, "fits": pd.DataFrame(), "reliability": pd.DataFrame()},
+def _scaling_pairs(runs: pd.DataFrame, se: float = 1e-4) -> pd.DataFrame:
+    """The pairs frame of `runs`: per (arch, seed) KL at each N minus at the next, with a paired SE."""
+    rows = []
+    for (arch, seed), g in runs.sort_values("N").groupby(["arch", "seed"]):
+        for (_, r1), (_, r2) in zip(g.iterrows(), list(g.iterrows())[1:]):
+            rows.append({"arch": arch, "seed": seed, "value": "epistemic", "a": r1["cell"], "b": r2["cell"],
+                         "diff": r1["epistemic"] - r2["epistemic"], "diff_se": se, "n_rows": 1000})
+    return pd.DataFrame(rows)
+
+
+def _scaling(runs: pd.DataFrame, name: str, pairs: pd.DataFrame | None = None) -> str:
+    return artifact_findings("scaling", name, {"runs": runs, "fits": pd.DataFrame(), "reliability": pd.DataFrame(),
+                                               "pairs": _scaling_pairs(runs) if pairs is None else pairs},
                              SCALING_SPEC)
 
 
@@ -124,7 +135,12 @@ def test_scaling_exponents_and_epistemic_ratio_match_the_data():
     curves = _scaling(runs, "epistemic_curves")
     assert "Arch A 0.4 ± " in curves
     table = _scaling(runs, "epistemic_vs_n")
-    assert f"{100 ** 0.4 * 1.0:.3g}" in table and "fell at every step for 2 of 2" in table
+    assert f"{100 ** 0.4 * 1.0:.3g}" in table and "fell at every step of N" in table and "for 2 of 2" in table
+    # a step whose paired interval spans 0 is no fall (Table 2's ViT, 0.304 -> 0.302, CI [-0.067, 0.071])
+    pairs = _scaling_pairs(runs)
+    pairs.loc[(pairs["arch"] == "b") & (pairs["b"] == "N10000"), "diff_se"] = 10.0
+    table = _scaling(runs, "epistemic_vs_n", pairs)
+    assert "for 1 of 2" in table and "no clear fall at Arch B N=1000 -> 10000" in table
     rising = _scaling(_scaling_runs(lambda n: 0.8, lambda n: 0.01 * n ** 0.2), "epistemic_curves")
     assert "alpha > 0 for 0 of 2 architectures" in rising
 

@@ -55,7 +55,8 @@ def test_classifier_runs_follow_each_experiment():
     t = plan.training_spec(cfg, "labels", "soft-N500")
     assert t == {"world": "base", "n": 500, "labels": "soft", "hard_label": None,
                  "training": {"epochs": 40, "min_steps": 0, "batch_size": 32, "lr": 0.0001, "weight_decay": 0.01,
-                              "val_size": 0, "patience": None, "eval_steps": 1, "tolerance": 0.01},
+                              "val_size": 0, "patience": None, "eval_steps": 1, "tolerance": 0.01,
+                              "decay_fraction": 0.2},
                  "curve_size": cfg["classifiers"]["curve_size"], "curve_points": cfg["classifiers"]["curve_points"]}
     splits = plan.split_worlds(cfg)
     assert list(splits) == ["base"] and splits["base"]["seeds"] == [0, 1, 2] and splits["base"]["max_n"] == 50000

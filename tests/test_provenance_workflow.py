@@ -352,7 +352,7 @@ def test_report_builds_with_every_table_and_figure(smoke):
     # each caption: the artifact's description, then the finding computed from its data
     # (its <stem>.caption.rst, which report/artifact.rst includes)
     for caption in ("Classifiers against the Bayes-optimal bound", "(paper Table 1)",
-                    "This run: at the largest N the Bayes-optimal accuracy minus the test accuracy",
+                    "This run: at N = ", "the Bayes-optimal accuracy minus the test accuracy",
                     "Loss decomposition against N", "(paper Figure 2)", "the total cross-entropy dropped by",
                     "Validation checks of the oracle samples", "(paper Table 3)",
                     "Nearest-neighbour distances", "(paper Figure 4)", "of oracle samples lie within the memorization",

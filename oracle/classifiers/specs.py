@@ -15,7 +15,7 @@ from oracle.errors import ConfigError
 #: Keys of a training spec's ``training`` block (classifiers.training, overridable per experiment):
 #: the one list of a classifier's training hyperparameters.
 TRAINING_KEYS = ("epochs", "min_steps", "batch_size", "lr", "weight_decay", "val_size", "patience", "eval_steps",
-                 "tolerance")
+                 "tolerance", "decay_fraction")
 
 ARCH_LABELS = {
     "resnet18": "ResNet-18",

@@ -161,8 +161,10 @@ def train_classifier(
         targets: int64 [n] class labels (``soft=False``) or float [n, K] probabilities
             (``soft=True``, e.g. the oracle posterior ``exp(log_p)``).
         soft: which loss to use.
-        epochs, batch_size, lr, weight_decay: AdamW + cosine schedule to 0 per step over
-            `epochs` epochs (the budget; `stopping` may end training sooner).
+        epochs, batch_size, lr, weight_decay: AdamW; `epochs` is the budget. Without patience the
+            rate follows a cosine to 0 per step over the budget; with patience it stays at `lr`
+            until the rule stops (or the budget ends), then decays linearly to 0 from the best
+            weights over `StoppingRule.decay_epochs` (`oracle.classifiers.stopping`).
         seed: derives the validation split, the shuffling and the model's random draws.
         device: "cpu", "cuda", "auto", or a torch.device.
         val_fraction: fraction held out (after the split, training uses the rest); ``val_loss``
@@ -190,14 +192,18 @@ def train_classifier(
             (which must then be 0): rows of the world that no training set of this run holds.
         stopping: the stopping rule (`oracle.classifiers.stopping`): evaluations on the
             validation rows every `StoppingRule.eval_every` epochs and, with ``patience``, an
-            early stop with the best evaluation's weights restored (needs validation rows).
-            None: evaluate every epoch, train the whole budget, keep the last weights.
+            early stop, the best evaluation's weights restored and the final decay of the rate
+            from them (needs validation rows); the decay's last weights are kept (without a decay,
+            ``decay_fraction`` 0, the best ones). None: evaluate every epoch, train the whole
+            budget, keep the last weights.
     Returns:
         ``(model, history)``: the trained model in eval mode on ``device`` and one dict per
         epoch with ``epoch``, ``steps`` (optimizer steps so far), ``train_loss`` (mean over the
-        epoch's steps, nats), ``lr`` (at the end of the epoch), ``seconds`` and, after an
-        evaluation epoch with validation, ``val_loss``, ``val_acc`` and ``best_epoch`` (the
-        epoch of the lowest validation loss so far, whose weights an early stop keeps).
+        epoch's steps, nats), ``lr`` and ``lr_fraction`` (the rate the next step would use, and
+        that over `lr`), ``seconds`` and, after an evaluation epoch with validation, ``val_loss``,
+        ``val_acc`` and ``best_epoch`` (the epoch of the lowest validation loss so far, where the
+        decay starts). The decay's epochs carry ``phase: "decay"`` and ``decay_from_epoch``; its
+        last one the validation loss (and curve) of the kept weights.
         `oracle.classifiers.stopping.convergence` says from it whether the run converged.
     """
     device = device if isinstance(device, torch.device) else pick_device(device)
@@ -241,23 +247,83 @@ def train_classifier(
 
     model.to(device)
     optimizer = adamw(model.parameters(), device, lr=lr, weight_decay=weight_decay)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * steps_per_epoch, eta_min=0.0)
+    # with patience the rate is constant until the rule stops, then decays to zero from the best
+    # weights (`_Anneal`); without it, a cosine to zero over the whole budget
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, _Anneal(epochs * steps_per_epoch, cosine=rule.patience is None))
     shuffle = torch.Generator().manual_seed(_derive_seed(seed, "shuffle"))
     key = _resume_key(model, x, t, soft=bool(soft), epochs=int(epochs), batch_size=int(batch_size),
                       lr=float(lr), weight_decay=float(weight_decay), seed=int(seed), val_fraction=float(val_fraction),
-                      stopping=[rule.patience, rule.eval_steps, rule.min_delta],
+                      stopping=[rule.patience, rule.eval_steps, rule.min_delta, rule.decay_fraction],
                       validation=None if validation is None else [array_sha256(val_x), array_sha256(val_t)])
     history: list[dict] = []
     start_epoch = 0
     # the early stop's memory: the lowest validation loss, its epoch and weights, and the
-    # evaluations since it
-    best: dict = {"loss": None, "epoch": None, "weights": None, "since": 0}
+    # evaluations since it; `decay`: the final decay's epochs once the rule has stopped
+    best: dict = {"loss": None, "epoch": None, "weights": None, "since": 0, "steps": 0}
+    decay: dict | None = None
     ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
     cuda_devices = [device] if device.type == "cuda" else []
     loader, epoch_batches = batch_loader(x, loader_workers) if isinstance(x, SampleRows) else (None, None)
     # channels-last convolutions: 1.32x per CPU step (docs/benchmarks.md); after the resume key,
     # which hashes the initial weights as built, and undone before returning
     model.to(memory_format=torch.channels_last)
+
+    def run_epoch(epoch: int) -> float:
+        """One epoch of optimizer steps; the mean training loss over its rows (nats)."""
+        model.train()
+        order = train_idx[torch.randperm(len(train_idx), generator=shuffle)]
+        loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+        batches = _batches(order, batch_size)
+        if loader is None:
+            images = (x[b] for b in batches)
+        else:
+            epoch_batches.batches = batches
+            images = iter(loader)
+        for batch, xb in zip(batches, images, strict=True):
+            xb = xb.to(device, non_blocking=True).contiguous(memory_format=torch.channels_last)
+            tb = t[batch].to(device, non_blocking=True)
+            with autocast(device):
+                logits = model(xb)
+            loss = _loss(logits.float(), tb, soft)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            loss_sum += loss.detach().double() * len(batch)
+            bar.update()
+        mean = float(loss_sum) / len(train_idx)
+        if not math.isfinite(mean):
+            raise OracleError(f"training diverged: train_loss={mean} at epoch {epoch}; lower lr={lr}")
+        return mean
+
+    def measure(record: dict, scored: bool) -> None:
+        """The validation loss (and the curve `monitor`, when `scored`) of the weights now."""
+        if n_val:
+            record.update(_evaluate_loss(model, val_x, val_t, val_idx, soft, max(batch_size, 256), device))
+        if monitor is not None and scored:
+            _monitor(model, monitor, record, cuda_devices)
+
+    def start_decay(stopped_epoch: int) -> dict:
+        """Back to the best weights, and the schedule's last part: the rate from its peak to zero
+        over `StoppingRule.decay_epochs` of the steps those weights took."""
+        n_epochs = rule.decay_epochs(best["steps"], steps_per_epoch)
+        if best["weights"] is not None:
+            model.load_state_dict(best["weights"])
+        scheduler.lr_lambdas[0].decay_from(scheduler.last_epoch, n_epochs * steps_per_epoch)
+        log.info("stopped at epoch %d; decaying the rate to 0 over %d epochs (%d steps) from epoch %s's weights",
+                 stopped_epoch, n_epochs, n_epochs * steps_per_epoch, best["epoch"])
+        return {"from_epoch": best["epoch"], "stopped_epoch": stopped_epoch, "epochs": n_epochs, "done": 0}
+
+    def save_state(epoch: int) -> None:
+        torch_save_atomic({
+            "format": CHECKPOINT_FORMAT, "epoch": epoch, "resume_key": key,
+            "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),  # with the `_Anneal`'s own state (LambdaLR keeps it)
+            "shuffle_rng": shuffle.get_state(), "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(device) if cuda_devices else None,
+            "history": history, "best": best, "decay": decay,
+        }, ckpt)
 
     with torch.random.fork_rng(devices=cuda_devices):
         torch.manual_seed(_derive_seed(seed, "model"))
@@ -272,79 +338,94 @@ def train_classifier(
                 torch.cuda.set_rng_state(state["cuda_rng"], device)
             history = list(state["history"])
             start_epoch = int(state["epoch"])
-            best = state["best"]
+            best, decay = state["best"], state["decay"]
             log.info("resumed %s at epoch %d/%d", ckpt, start_epoch, epochs)
 
         last_saved = time.perf_counter()
         bar = Progress("train classifier", epochs * steps_per_epoch, start=start_epoch * steps_per_epoch)
-        for epoch in range(start_epoch, epochs):
+        epoch = start_epoch
+        while True:
+            if decay is None and epoch >= epochs:
+                if rule.patience is None or rule.decay_fraction <= 0:
+                    break
+                decay = start_decay(epoch)  # the budget ran out before the rule stopped it
+            if decay is not None and decay["done"] >= decay["epochs"]:
+                break
             started = time.perf_counter()
-            model.train()
-            order = train_idx[torch.randperm(len(train_idx), generator=shuffle)]
-            loss_sum = torch.zeros((), dtype=torch.float64, device=device)
-            batches = _batches(order, batch_size)
-            if loader is None:
-                images = (x[b] for b in batches)
+            epoch += 1
+            record = {"epoch": epoch, "train_loss": run_epoch(epoch)}
+            record.update(steps=int(scheduler.last_epoch), lr=float(scheduler.get_last_lr()[0]),
+                          lr_fraction=float(scheduler.get_last_lr()[0]) / float(lr))
+            if decay is None:
+                evaluation = is_evaluation_epoch(epoch, eval_every, epochs)
+                if evaluation:
+                    measure(record, monitor_epochs is None)
+                if n_val and evaluation:
+                    if rule.improved(record["val_loss"], best["loss"]):
+                        best = {"loss": record["val_loss"], "epoch": epoch, "since": 0, "steps": record["steps"],
+                                "weights": ({k: v.detach().clone() for k, v in model.state_dict().items()}
+                                            if rule.patience is not None else None)}
+                    else:
+                        best["since"] += 1
+                    record["best_epoch"] = best["epoch"]
+                if monitor is not None and monitor_epochs is not None and epoch in monitor_epochs:
+                    _monitor(model, monitor, record, cuda_devices)
             else:
-                epoch_batches.batches = batches
-                images = iter(loader)
-            for batch, xb in zip(batches, images, strict=True):
-                xb = xb.to(device, non_blocking=True).contiguous(memory_format=torch.channels_last)
-                tb = t[batch].to(device, non_blocking=True)
-                with autocast(device):
-                    logits = model(xb)
-                loss = _loss(logits.float(), tb, soft)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                scheduler.step()
-                loss_sum += loss.detach().double() * len(batch)
-                bar.update()
-            record = {"epoch": epoch + 1, "steps": (epoch + 1) * steps_per_epoch,
-                      "train_loss": float(loss_sum) / len(train_idx), "lr": float(scheduler.get_last_lr()[0])}
-            if not math.isfinite(record["train_loss"]):
-                raise OracleError(f"training diverged: train_loss={record['train_loss']} at epoch {epoch + 1}; lower lr={lr}")
-            evaluation = is_evaluation_epoch(epoch + 1, eval_every, epochs)
-            if n_val and evaluation:
-                record.update(_evaluate_loss(model, val_x, val_t, val_idx, soft, max(batch_size, 256), device))
-                if rule.improved(record["val_loss"], best["loss"]):
-                    best = {"loss": record["val_loss"], "epoch": epoch + 1, "since": 0,
-                            "weights": ({k: v.detach().clone() for k, v in model.state_dict().items()}
-                                        if rule.patience is not None else None)}
-                else:
-                    best["since"] += 1
-                record["best_epoch"] = best["epoch"]
-            if monitor is not None and (epoch + 1 in monitor_epochs if monitor_epochs is not None else evaluation):
-                model.eval()
-                with torch.random.fork_rng(devices=cuda_devices), torch.no_grad():
-                    record.update({k: float(v) for k, v in monitor(model).items()})
+                decay["done"] += 1
+                record.update(phase="decay", decay_from_epoch=decay["from_epoch"])
+                if decay["done"] >= decay["epochs"]:
+                    measure(record, True)  # the kept, annealed weights
             record["seconds"] = time.perf_counter() - started
             history.append(record)
-            bar.set(epoch=epoch + 1, loss=record["train_loss"])
+            bar.set(epoch=epoch, loss=record["train_loss"])
             log.info("epoch %s", json.dumps(record, sort_keys=True))
             if log_path is not None:
                 _write_log(Path(log_path), history)
-            if rule.patience is not None and best["since"] >= rule.patience:
-                log.info("stopped at epoch %d: no better validation loss in %d evaluations; keeping epoch %d",
-                         epoch + 1, rule.patience, best["epoch"])
-                break
-            if ckpt is not None and epoch + 1 < epochs and time.perf_counter() - last_saved >= checkpoint_seconds:
-                torch_save_atomic({
-                    "format": CHECKPOINT_FORMAT, "epoch": epoch + 1, "resume_key": key,
-                    "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(), "shuffle_rng": shuffle.get_state(),
-                    "torch_rng": torch.get_rng_state(),
-                    "cuda_rng": torch.cuda.get_rng_state(device) if cuda_devices else None,
-                    "history": history, "best": best,
-                }, ckpt)
+            if decay is None and rule.patience is not None and best["since"] >= rule.patience:
+                log.info("no better validation loss in %d evaluations; best epoch %d", rule.patience, best["epoch"])
+                if rule.decay_fraction <= 0:
+                    break
+                decay = start_decay(epoch)
+            if ckpt is not None and time.perf_counter() - last_saved >= checkpoint_seconds:
+                save_state(epoch)
                 last_saved = time.perf_counter()
         bar.finish()
-    if best["weights"] is not None:
+    if decay is None and best["weights"] is not None:
         model.load_state_dict(best["weights"])
     # the usual layout again, so the trained weights are stored, hashed and predicted with as built
     model.to(memory_format=torch.contiguous_format)
     model.eval()
     return model, history
+
+
+class _Anneal:
+    """The learning-rate factor of a run (a `LambdaLR` lambda of the optimizer step): constant 1
+    until `decay_from` is called, then linear from 1 at that step to 0 after `steps` more; with
+    `cosine`, half a cosine from 1 to 0 over the `total` steps of the budget (no early stop)."""
+
+    def __init__(self, total: int, cosine: bool) -> None:
+        self.total, self.cosine = int(total), bool(cosine)
+        self.start: int | None = None
+        self.steps = 0
+
+    def __call__(self, step: int) -> float:
+        if self.cosine:
+            return 0.5 * (1.0 + math.cos(math.pi * min(step, self.total) / max(1, self.total)))
+        if self.start is None:
+            return 1.0
+        return max(0.0, 1.0 - (step - self.start) / max(1, self.steps))
+
+    def decay_from(self, step: int, steps: int) -> None:
+        self.start, self.steps = int(step), int(steps)
+
+
+def _monitor(model: nn.Module, monitor: Callable[[nn.Module], Mapping[str, float]], record: dict,
+             cuda_devices: list) -> None:
+    """`monitor`'s numbers of the weights now, into `record`; with the random state forked, so the
+    training does not depend on whether, when or what it measures."""
+    model.eval()
+    with torch.random.fork_rng(devices=cuda_devices), torch.no_grad():
+        record.update({k: float(v) for k, v in monitor(model).items()})
 
 
 def train_by_recipe(model: nn.Module, x: Tensor | SampleRows, targets, training: Mapping, *, soft: bool, seed: int,

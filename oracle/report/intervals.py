@@ -243,15 +243,19 @@ def keys_of(*estimates: Estimate) -> list[str]:
 _ROUNDOFF = 1e-10
 
 
-def straightness(curvature: Estimate) -> int:
-    """A lack-of-fit test of a power law: +1 (straight) when the 95% interval of the (ln N)^2
-    coefficient of a quadratic fit of ln y on ln N contains 0, -1 (bent) when it excludes 0, 0
-    when the curvature has no interval. Unlike R^2, it does not reward a steep slope: a shallow
-    straight line (the paper's ViT, alpha 0.032, R^2 0.29 on Table 2) passes, a bent steep one fails."""
+def straightness(curvature: Estimate, bend: float | None = None) -> int:
+    """A lack-of-fit test of a power law: -1 (bent) when the 95% interval of the (ln N)^2
+    coefficient of a quadratic fit of ln y on ln N excludes 0; +1 (straight) when it contains 0
+    and, given `bend`, lies within ± `bend` (the interval rules that bend out); 0 when it has no
+    interval, or is too wide to rule out `bend`. Unlike R^2, it does not reward a steep slope: a
+    shallow straight line (the paper's ViT, alpha 0.032, R^2 0.29 on Table 2) passes, a bent steep
+    one fails."""
     if curvature.half is None:
         return 0
     # float64 round-off of an exactly straight curve (mean and std ~1e-17) must not read as a bend
-    return -1 if curvature.lo > _ROUNDOFF or curvature.hi < -_ROUNDOFF else 1
+    if curvature.lo > _ROUNDOFF or curvature.hi < -_ROUNDOFF:
+        return -1
+    return 1 if bend is None or curvature.within(-bend - _ROUNDOFF, bend + _ROUNDOFF) else 0
 
 
 def r2_text(numbers: Mapping, key: str) -> str:

@@ -198,7 +198,8 @@ def _learner_figure(learner: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
 
 def learner_numbers(learner: pd.DataFrame, path: str) -> dict[str, dict]:
     """Per world of the learner: ``gap.<world>``, ``learner_error.<world>`` and
-    ``excess_error_truth.<world>``, mean with std and SE over seeds (fractions); none without
+    ``excess_error_truth.<world>``, mean with std and SE over seeds (fractions), ``num_classes.<world>``
+    and ``learner_n.<world>`` (its training-set size); none without
     a learner; ``converged.<arch>`` (`oracle.report.numbers.converged_entries`) over every world
     and seed."""
     out: dict[str, dict] = converged_entries(learner, ("world", "seed"), {}, path)
@@ -209,6 +210,7 @@ def learner_numbers(learner: pd.DataFrame, path: str) -> dict[str, dict]:
                                     "error of the same test rows (paired per row), mean over seeds (SE over seeds "
                                     "and test rows)", **over_seeds_and_rows(g, "gap", int(g["n_test"].iloc[0])))
         out[f"num_classes.{world}"] = entry(int(g["num_classes"].iloc[0]), "classes", path, f"world {world}: K")
+        out[f"learner_n.{world}"] = entry(n, "samples", path, f"{who}: the learner's training-set size")
         out[f"learner_error.{world}"] = entry(unit="fraction", artifact=path, description=f"{who}: test error "
                                               "against the world's labels, mean over seeds",
                                               **over_seeds(g, "test_error"))

@@ -12,10 +12,10 @@ from oracle.experiments._calibration import findings as _calibration_findings
 from oracle.experiments.scaling import report
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
 from oracle.report.captions import convergence_finding, count_of, error_bar_note, num, paper_says, span
-from oracle.report.claims import PLATEAU_DROP
+from oracle.report.claim_margins import PAPER_ROWS_PER_CLASS, PLATEAU_DROP
 from oracle.report.intervals import straightness
 from oracle.report.intervals import estimate
-from oracle.report.numbers import mean_spread
+from oracle.report.numbers import mean_spread, over_seeds_and_rows
 
 
 
@@ -26,7 +26,8 @@ def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
     if name == "accuracy_vs_bayes":
         return f"{bayes_gap_finding(report.table(name, data, spec), runs)} {convergence_finding(runs)}".strip()
     if name == "epistemic_vs_n":
-        return f"{epistemic_finding(report.table(name, data, spec))} {convergence_finding(runs)}".strip()
+        return (f"{epistemic_finding(report.table(name, data, spec), data['runs'], data.get('pairs'), spec['arch_labels'])} "
+                f"{convergence_finding(runs)}").strip()
     if name == "learners":
         return convergence_finding(runs)
     if name == "scaling_panels":
@@ -53,7 +54,11 @@ def bayes_gap_finding(frame: pd.DataFrame, runs: pd.DataFrame, lead: str = "This
         a = a.sort_values("N")
         if len(a) >= 2:
             rise[arch] = 100.0 * (a["acc_mean"].iloc[-1] - a["acc_mean"].iloc[0])
-    text = (f"{lead}{'at' if lead else 'At'} the largest N the Bayes-optimal accuracy minus the test accuracy is "
+    size = int(frame["N"].max())
+    k = int(runs["num_classes"].iloc[0]) if "num_classes" in runs and len(runs) else None
+    scale = (f"N = {size:,} ({size / k:,.0f} training rows a class; the paper's Table 1: 50,000 samples of 3 classes, "
+             f"{PAPER_ROWS_PER_CLASS:,.0f} a class)" if k else f"N = {size:,}")
+    text = (f"{lead}{'at' if lead else 'At'} {scale} the Bayes-optimal accuracy minus the test accuracy is "
             f"{span(gaps.values())} percentage points (smallest: {closest}, {num(gaps[closest])} pp)")
     if rise:
         text += (f"; from the smallest to the largest N the accuracy changed by {span(rise.values())} pp (it rose "
@@ -61,11 +66,14 @@ def bayes_gap_finding(frame: pd.DataFrame, runs: pd.DataFrame, lead: str = "This
     return text + f". The paper: {paper_says('bayes_bound')}."
 
 
-def epistemic_finding(frame: pd.DataFrame) -> str:
+def epistemic_finding(frame: pd.DataFrame, runs: pd.DataFrame | None = None, pairs: pd.DataFrame | None = None,
+                      labels: Mapping[str, str] | None = None) -> str:
     """How much the seed-mean epistemic KL fell from the smallest to the largest N (the
-    epistemic_vs_n frame), and for how many architectures it fell at every step."""
+    epistemic_vs_n frame), and for how many architectures it fell at every step: a step counts as a
+    fall only where the 95% interval of KL(N) - KL(N_next), paired per test row over the seeds
+    (`pairs`), lies above 0; without the pairs, no step is called a fall."""
     n = frame["Dataset size N"]
-    factors, monotone = {}, 0
+    factors = {}
     for arch in frame.columns[1:]:
         if arch.endswith(" std"):  # the spread columns beside each architecture's mean
             continue
@@ -75,12 +83,39 @@ def epistemic_finding(frame: pd.DataFrame) -> str:
             continue
         v = col[ok].to_numpy()
         factors[arch] = v[0] / v[-1]
-        monotone += bool((v[1:] < v[:-1]).all())
     if not factors:
         return ""
-    return (f"This run: the epistemic KL at N={int(n.min())} is {span(factors.values())} times that at "
-            f"N={int(n.max())}; it fell at every step for "
-            f"{count_of(monotone, len(factors), 'architectures')}.")
+    falls = step_falls(runs, pairs, labels or {}) if runs is not None and pairs is not None else {}
+    every = [a for a, steps in falls.items() if a in factors and steps and all(side == 1 for _, side in steps)]
+    unclear = {a: [step for step, side in steps if side != 1] for a, steps in falls.items() if a in factors and a not in every}
+    text = (f"This run: the epistemic KL at N={int(n.min())} is {span(factors.values())} times that at "
+            f"N={int(n.max())}; it fell at every step of N (each step's 95% interval, paired per test row, above 0) "
+            f"for {count_of(len(every), len(factors), 'architectures')}")
+    if unclear:
+        text += "; no clear fall at " + "; ".join(f"{a} {', '.join(s)}" for a, s in unclear.items() if s)
+    return text + "."
+
+
+def step_falls(runs: pd.DataFrame, pairs: pd.DataFrame, labels: Mapping[str, str]) -> dict[str, list[tuple[str, int]]]:
+    """Per architecture of `labels` (by its label; `runs` with the config's names), each step of N
+    as ("N1 -> N2", side): +1 where the 95% interval
+    of KL(N1) - KL(N2) over the seeds, paired per test row (`oracle.report.numbers.over_seeds_and_rows`
+    of the pairs' ``diff``), lies above 0, -1 below, 0 across it or without two seeds."""
+    from oracle.experiments._pairs import pair_rows
+
+    out: dict[str, list[tuple[str, int]]] = {}
+    for arch, sub in runs[runs["arch"].isin(list(labels))].groupby("arch", sort=False):
+        cells = sub.drop_duplicates("N").sort_values("N")
+        steps = []
+        for (n1, c1), (n2, c2) in zip(zip(cells["N"], cells["cell"]), list(zip(cells["N"], cells["cell"]))[1:]):
+            fall = pair_rows(pairs, "epistemic", c1, c2, arch)
+            side = 0
+            if len(fall) >= 2:
+                e = over_seeds_and_rows(fall, "diff", int(fall["n_rows"].iloc[0]))
+                side = estimate({"fall": e}, "fall").side(0.0)
+            steps.append((f"N={int(n1)} -> {int(n2)}", side))
+        out[labels.get(arch, arch)] = steps
+    return out
 
 
 def plateau_finding(runs: pd.DataFrame) -> str:

@@ -438,15 +438,23 @@ def claim_numbers(runs: pd.DataFrame, fits: pd.DataFrame, pairs: pd.DataFrame, s
         prev = arch_sizes[-2]
         agg = aggregate_over_seeds(sub, ["total"], ["N"]).set_index("N")["total_mean"]
         doublings = math.log2(hi / prev)
-        out[f"total_drop_last.{arch}"] = entry(1.0 - (agg[hi] / agg[prev]) ** (1.0 / doublings), "fraction", path, (
-            f"{label}: relative drop of the seed-mean total cross-entropy per doubling of N from N={prev} to N={hi}"))
+        drop = 1.0 - (agg[hi] / agg[prev]) ** (1.0 / doublings)
         cell = {int(n): c for n, c in zip(sub["N"], sub["cell"])}
         fall = pair_rows(pairs, "epistemic", cell[prev], cell[hi], arch)
+        spread: dict[str, Any] = {}
         if len(fall) >= 2:
+            spread = over_seeds_and_rows(fall, "diff", int(fall["n_rows"].iloc[0]))
             out[f"kl_fall_last.{arch}"] = entry(unit="nats", artifact=pairs_path, description=(
                 f"{label}: epistemic KL at N={prev} minus at N={hi}, mean over seeds of the difference paired per "
-                "test row (SE over seeds and test rows, the rows' part paired per row)"),
-                **over_seeds_and_rows(fall, "diff", int(fall["n_rows"].iloc[0])))
+                "test row (SE over seeds and test rows, the rows' part paired per row)"), **spread)
+            # the totals share the floor's test rows, so their fall is the KL's: the drop's spread is the
+            # fall's through d drop / d fall (delta method)
+            slope = (agg[hi] / agg[prev]) ** (1.0 / doublings - 1.0) / (doublings * agg[prev])
+            spread = {k: v for k, v in scale_spread(spread, slope).items() if k != "value"}
+        out[f"total_drop_last.{arch}"] = entry(drop, "fraction", pairs_path if spread else path, (
+            f"{label}: relative drop of the seed-mean total cross-entropy per doubling of N from N={prev} to N={hi}"
+            + (" (its SE the KL fall's, the totals' fall being the KL's on the same test rows)" if spread else "")),
+            **spread)
         drops, grid = low_data_drops(sub)
         if arch in drops:
             out[f"log_kl_drop_low.{arch}"] = entry(unit="1", artifact=path, description=(
@@ -493,6 +501,8 @@ def _bayes_gap_numbers(data: Mapping[str, Any], spec: Mapping, path: str) -> dic
                                          f"N={int(row['N'])} (accuracy_vs_bayes table; SE over seeds and the shared "
                                          "test rows, the gap paired per row)", **spread)
     if len(frame):
+        out["table_n"] = entry(int(frame["N"].max()), "samples", path, "training-set size N of the "
+                               "accuracy_vs_bayes table (Table 1's is 50,000 of 3 classes)")
         gaps = frame["Gap (%)"].astype(float)
         out["bayes_gap_min"] = entry(float(gaps.min()), "percentage points", path,
                                      "smallest gap to the Bayes accuracy over architectures")
