@@ -9,14 +9,13 @@ import numpy as np
 import pandas as pd
 
 from oracle.experiments._calibration import findings as _calibration_findings
+from oracle.experiments._pairs import over_seeds_and_rows, pair_rows
 from oracle.experiments.scaling import report
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
 from oracle.report.captions import convergence_finding, count_of, error_bar_note, num, paper_says, span
 from oracle.report.claim_margins import PAPER_ROWS_PER_CLASS, PLATEAU_DROP
-from oracle.report.intervals import straightness
-from oracle.report.intervals import estimate
-from oracle.report.numbers import mean_spread, over_seeds_and_rows
-
+from oracle.report.intervals import estimate, straightness
+from oracle.report.numbers import mean_spread
 
 
 def findings(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> str:
@@ -101,8 +100,6 @@ def step_falls(runs: pd.DataFrame, pairs: pd.DataFrame, labels: Mapping[str, str
     as ("N1 -> N2", side): +1 where the 95% interval
     of KL(N1) - KL(N2) over the seeds, paired per test row (`oracle.report.numbers.over_seeds_and_rows`
     of the pairs' ``diff``), lies above 0, -1 below, 0 across it or without two seeds."""
-    from oracle.experiments._pairs import pair_rows
-
     out: dict[str, list[tuple[str, int]]] = {}
     for arch, sub in runs[runs["arch"].isin(list(labels))].groupby("arch", sort=False):
         cells = sub.drop_duplicates("N").sort_values("N")
