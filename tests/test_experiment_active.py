@@ -53,7 +53,7 @@ def test_check_fills_defaults_and_the_rounds():
     assert spec["mc_samples"] == 20 and spec["drop_rate"] == 0.25 and spec["target_accuracy"] is None
     assert spec["hard_label"] == "label" and "sizes" not in spec
     assert set(spec["training"]) == {"epochs", "min_steps", "batch_size", "lr", "weight_decay", "val_size", "patience",
-                                     "eval_steps", "tolerance"}
+                                     "eval_steps", "tolerance", "decay_fraction"}
     assert spec["labels_per_round"] == [spec["initial_size"] + r * spec["batch"] for r in range(spec["rounds"] + 1)]
     assert active.classifier_runs(spec) == [] and active.evaluation_sets(spec) == [spec["world"]]
     with pytest.raises(ConfigError, match="'active' trains no classifiers"):
@@ -187,7 +187,7 @@ def data():
 def settings(strategy, **changes) -> al.ActiveSettings:
     base = dict(strategy=strategy, scored=("max_entropy", "max_epistemic", "bald"), rounds=2, batch=6, drop_rate=0.3,
                 mc_samples=4, training=dict(epochs=2, min_steps=0, batch_size=16, lr=3e-3, weight_decay=0.01,
-                                            val_size=0, patience=None, eval_steps=1, tolerance=0.01))
+                                            val_size=0, patience=None, eval_steps=1, tolerance=0.01, decay_fraction=0.2))
     return al.ActiveSettings(**{**base, **changes})
 
 

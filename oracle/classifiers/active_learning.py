@@ -233,7 +233,8 @@ def _train(data: ActiveData, positions: np.ndarray, arch: Mapping, s: ActiveSett
         validation=data.validation)
     return model, {"epochs": conv["budget_epochs"], "train_seconds": sum(r["seconds"] for r in history),
                    "train_loss": history[-1]["train_loss"], "converged": conv["converged"],
-                   "stopped_by": conv["stopped_by"], "steps": conv["steps"], "kept_steps": conv["kept_steps"]}
+                   "stopped_by": conv["stopped_by"], "kept_lr": conv["kept_lr"], "steps": conv["steps"],
+                   "kept_steps": conv["kept_steps"]}
 
 
 def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSettings, seed: int,
@@ -243,7 +244,7 @@ def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSetting
     arch: {model (timm name), input_size, pretrained} (`oracle.classifiers.specs.arch_spec`).
     Each record: ``round``, ``labelled`` (labels used for training), ``epochs`` (the budget),
     ``steps`` and ``kept_steps`` (optimizer steps run, and those of the weights kept),
-    ``converged`` and ``stopped_by`` (`oracle.classifiers.stopping.convergence`), ``train_seconds``, ``train_loss``, the test metrics ``acc``, ``epistemic``, ``total``,
+    ``converged``, ``stopped_by`` and ``kept_lr`` (`oracle.classifiers.stopping.convergence`), ``train_seconds``, ``train_loss``, the test metrics ``acc``, ``epistemic``, ``total``,
     ``aleatoric``, ``bayes_accuracy`` (each with ``_se``), ``ece``, ``test_size``; and for
     r < R the acquisition: ``selected`` (sample-file rows, in selection order), ``pool_remaining``,
     ``pool_epistemic``/``pool_aleatoric`` (means over the remaining pool, nats),

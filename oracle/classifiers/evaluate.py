@@ -152,10 +152,12 @@ def _read_classifier_json(path: str | os.PathLike, keys: Iterable[str], what: st
 
 
 #: What a classifier's training says of its convergence (`oracle.classifiers.stopping.convergence`),
-#: as columns of every runs table: converged (bool), stopped_by ("patience" or "budget"), the
-#: optimizer steps run and those of the weights kept, the epoch kept, and the monitored loss's
-#: relative change over the rule's last evaluations.
-CONVERGENCE_COLUMNS = ("converged", "stopped_by", "steps", "kept_steps", "kept_epoch", "loss_change")
+#: as columns of every runs table: converged (bool: stopped by the rule and annealed), stopped_by
+#: ("patience" or "budget"), annealed and kept_lr (the learning rate at the kept weights as a
+#: fraction of the peak), the optimizer steps run and those of the weights kept, the epoch kept,
+#: and the monitored loss's relative change over the rule's last evaluations.
+CONVERGENCE_COLUMNS = ("converged", "stopped_by", "annealed", "kept_lr", "steps", "kept_steps", "kept_epoch",
+                       "loss_change")
 
 
 def read_metrics_frame(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  # noqa: F821

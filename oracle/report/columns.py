@@ -71,7 +71,9 @@ METRIC_COLUMNS = tuple(METRICS) + tuple(f"{m}_se" for m in METRICS)
 TRAINING = {
     "epochs": ("epochs", "the training budget"),
     "train_seconds": ("s", "wall time of the training job"),
-    "converged": ("bool", "the stopping rule ended training, or the monitored loss fell by at most its tolerance over the last window"),
+    "converged": ("bool", "the stopping rule ended training (or the monitored loss fell by at most its tolerance over the last window) and the kept weights were annealed (kept_lr at most 0.1)"),
+    "annealed": ("bool", "the learning rate at the kept weights was at most 0.1 of the peak"),
+    "kept_lr": ("fraction", "learning rate at the kept weights as a fraction of the peak (0 after the final decay)"),
     "stopped_by": ("text", "patience (the stopping rule) or budget"),
     "steps": ("optimizer steps", "steps taken"),
     "kept_steps": ("optimizer steps", "steps of the checkpoint kept"),

@@ -38,7 +38,7 @@ COLUMNS = {
          "seed": ID["seed"], "round": ("integer", "round, 0 = the initial set"),
          "labelled": ("samples", "labels the round's model trained on"),
          "epochs": TRAINING["epochs"], "steps": TRAINING["steps"], "kept_steps": TRAINING["kept_steps"],
-         "converged": TRAINING["converged"], "stopped_by": TRAINING["stopped_by"],
+         "converged": TRAINING["converged"], "stopped_by": TRAINING["stopped_by"], "kept_lr": TRAINING["kept_lr"],
          "train_seconds": ("s", "training wall time (sum of its epochs)"),
          "train_loss": ("nats", "last epoch's mean training loss per sample"),
          "test_size": ("samples", "oracle test rows"),

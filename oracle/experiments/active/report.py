@@ -20,7 +20,7 @@ from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style,
 from oracle.report.numbers import converged_entries, correlation_ci95, entry, ratio_spread
 
 # --------------------------------------------------------------------------- data
-ROUND_COLUMNS = ("labelled", "epochs", "steps", "kept_steps", "converged", "stopped_by", "train_seconds", "train_loss",
+ROUND_COLUMNS = ("labelled", "epochs", "steps", "kept_steps", "converged", "stopped_by", "kept_lr", "train_seconds", "train_loss",
                  "test_size", "acc", "acc_se", "epistemic", "epistemic_se", "total", "total_se", "aleatoric", "aleatoric_se", "bayes_accuracy",
                  "bayes_accuracy_se", "ece", "pool_remaining", "pool_epistemic", "pool_aleatoric",
                  "selected_epistemic", "selected_aleatoric")

@@ -67,7 +67,7 @@ COLUMNS = {
          "gap_se": ("fraction", "its SE over the test rows"),
          "excess_error_truth": ("fraction", "E[max_y p(y|x) - p(yhat|x)]: excess error against the truth, "
                                             "free of label noise"),
-         "converged": TRAINING["converged"], "stopped_by": TRAINING["stopped_by"],
+         "converged": TRAINING["converged"], "stopped_by": TRAINING["stopped_by"], "kept_lr": TRAINING["kept_lr"],
          "source": TRAINING["source"]}),
 }
 ARTIFACTS = artifacts_by_name(

@@ -21,7 +21,7 @@ from oracle.report.numbers import converged_entries, entry, over_seeds
 #: Columns of the ``learner`` data (one row per world and seed of the learner).
 LEARNER_COLUMNS = ("world", "base_temperature", "arch", "N", "seed", "n_test", "num_classes", "test_error", "test_error_se",
                    "bayes_error", "bayes_error_se", "gap", "gap_se", "excess_error_truth", "converged", "stopped_by",
-                   "source")
+                   "kept_lr", "source")
 
 
 def learner_frame(spec: Mapping, metrics_paths: Sequence[str]) -> pd.DataFrame:
@@ -51,7 +51,7 @@ def learner_frame(spec: Mapping, metrics_paths: Sequence[str]) -> pd.DataFrame:
         "test_error": 1.0 - m["acc"], "test_error_se": m["acc_se"], "bayes_error": 1.0 - m["bayes_accuracy"],
         "bayes_error_se": m["bayes_accuracy_se"], "gap": m["bayes_gap"], "gap_se": m["bayes_gap_se"],
         "excess_error_truth": m["bayes_accuracy"] - expected_acc, "converged": m["converged"],
-        "stopped_by": m["stopped_by"], "source": m["source"]})
+        "stopped_by": m["stopped_by"], "kept_lr": m["kept_lr"], "source": m["source"]})
     order = {w: i for i, w in enumerate(spec["worlds"])}
     out = out.sort_values(["world", "seed"], key=lambda c: c.map(order) if c.name == "world" else c, kind="stable")
     return out.reset_index(drop=True)[list(LEARNER_COLUMNS)]
