@@ -33,9 +33,11 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     """``runs`` and ``reliability`` from the classifiers' metrics files (``inputs["metrics"]``),
     ``fits`` (every value of `FIT_VALUES`) from runs, ``pairs`` (`next_size_pairs`) from their
     predictions (``inputs["predictions"]``) and the world's samples (``inputs["samples"]``)."""
-    runs = read_metrics_frame(inputs["metrics"])
-    pairs = pairs_frame(inputs["predictions"], one_file(inputs, "samples"), next_size_pairs(runs), ("epistemic",))
-    return {"runs": runs, "fits": all_fits(runs), "reliability": read_reliability_frame(inputs["metrics"]),
+    views = spec.get("classifiers")  # the runs each model file stands for (plan.classifier_views)
+    runs = read_metrics_frame(inputs["metrics"], views)
+    pairs = pairs_frame(inputs["predictions"], one_file(inputs, "samples"), next_size_pairs(runs), ("epistemic",),
+                        views)
+    return {"runs": runs, "fits": all_fits(runs), "reliability": read_reliability_frame(inputs["metrics"], views),
             "pairs": pairs}
 
 
