@@ -202,7 +202,8 @@ def test_edited_numbers_json_is_flagged(tamper):
 @pytest.mark.slow
 @pytest.mark.parametrize("key,value,where", [
     ("splits.test_size", 150, "splits/base.h5"),
-    ("classifiers.training.lr", 0.01, "classifiers/scaling/test_vit/N200/seed0/model.pt"),
+    # another recipe names other models (plan.model_of): the experiment's data now reads those
+    ("classifiers.training.lr", 0.01, "scaling/scaling/data/runs.csv"),
     ("classifiers.archs.test_vit.label", "ViT-B", "scaling/scaling/figures/scaling_panels.png"),
 ])
 def test_changed_parameter_of_a_figure_is_flagged(tamper, key, value, where):
