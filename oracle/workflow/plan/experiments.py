@@ -157,12 +157,18 @@ def classifier_views(specs: Mapping[str, dict], name: str) -> dict[str, list[dic
 def training_spec(config: Mapping, experiment: str, cell: str, specs: Mapping[str, dict] | None = None) -> dict:
     """What the classifiers of one cell of an experiment train on (the kind's training_spec,
     `oracle.experiments._training.training_spec`), with the training-curve settings
-    (`oracle.experiments._training.CURVE_KEYS`).
+    (`oracle.experiments._training.CURVE_KEYS`): ``curve_size`` 0 unless the kind reads the
+    cell's curve (its optional ``curve_cells``), since scoring a curve costs an evaluation of
+    curve_size test rows at every evaluation and moves no weight (it runs without gradients, in
+    eval mode, its random numbers forked).
     `specs`: the resolved experiments (`experiment_specs`), so the kind's check is not run again."""
     spec = specs[experiment] if specs is not None else experiment_spec(config, experiment)
-    out = kind_module(spec["kind"]).training_spec(spec, cell)
+    mod = kind_module(spec["kind"])
+    out = mod.training_spec(spec, cell)
     for name, key in CURVE_KEYS.items():
         out[name] = get_config_value(config, key)
+    if not (hasattr(mod, "curve_cells") and cell in mod.curve_cells(spec)):
+        out["curve_size"] = 0
     return out
 
 

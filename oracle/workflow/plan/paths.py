@@ -208,12 +208,15 @@ class RunPaths:
 
     def model_training(self, wildcards: Any) -> dict:
         """The training spec of the model of a classifier job's wildcards (world, arch, condition,
-        seed): what its first run's experiment trains it on (`oracle.workflow.plan.training_spec`)."""
+        seed): what its first run's experiment trains it on (`oracle.workflow.plan.training_spec`;
+        equal for every run of the model, by its condition), with a training curve where any of
+        its runs' experiments reads one."""
         key = plan.classifier_id({k: getattr(wildcards, k) for k in ("world", "arch", "condition", "seed")})
         if key not in self.models:
             raise KeyError(f"classifiers/{key}: no experiment of the config trains this model")
-        run = self.models[key]["runs"][0]
-        return plan.training_spec(self.config, run["experiment"], run["cell"], self.experiments)
+        specs = [plan.training_spec(self.config, r["experiment"], r["cell"], self.experiments)
+                 for r in self.models[key]["runs"]]
+        return {**specs[0], "curve_size": max(s["curve_size"] for s in specs)}
 
     def experiment_runs(self, name: str) -> list[dict]:
         """The classifiers experiment `name` trains."""
