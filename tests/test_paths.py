@@ -186,3 +186,23 @@ def test_an_active_learning_round_zero_is_one_job_and_one_file_for_every_strateg
     zero = {f for line in inputs for f in line.split(", ") if f.endswith("/round0.pt")}
     assert len(inputs) == 4 and len(zero) == 1
     assert zero == {f"results/{cfg['run']}/active/active/runs/test_resnet/round0/seed0/round0.pt"}
+
+
+def test_a_model_file_stands_for_the_runs_its_experiment_names(tmp_path):
+    """A metrics file of a shared model (its ``classifier``) becomes one row per run that the
+    reading experiment's ``classifiers`` names, with that experiment's cell; a file of a model
+    the experiment does not read is refused, naming the file."""
+    import json
+
+    from oracle.classifiers.evaluate import read_metrics_frame
+    from oracle.errors import DataError
+
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps({"classifier": "tau0.7/test_resnet/N1000-hard-0123abcd/seed0", "evalset": "tau0.7",
+                                "N": 1000, "labels": "hard", "hard_label": "label", "metrics": {"acc": {"mean": 0.9, "se": 0.01}}}))
+    views = {"tau0.7/test_resnet/N1000-hard-0123abcd/seed0": [
+        {"experiment": "difficulty", "arch": "test_resnet", "cell": "tau0.7", "seed": 0}]}
+    df = read_metrics_frame([path], views)
+    assert df[["experiment", "cell", "seed", "acc"]].values.tolist() == [["difficulty", "tau0.7", 0, 0.9]]
+    with pytest.raises(DataError, match=f"{path}: classifier 'tau0.7/test_resnet/N1000-hard-0123abcd/seed0' is none"):
+        read_metrics_frame([path], {"other/test_resnet/N1000-hard-0123abcd/seed0": views[next(iter(views))]})
