@@ -328,9 +328,9 @@ def test_report_over_a_changed_config_refuses_in_one_line(smoke, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(work / "results", copy / "results", symlinks=True)
     for where, words in ((work, "job(s) are still to run (rule train_classifier, e.g. "),
-                         # the most common reason: the experiment's spec (tables, figures, collect)
-                         # or the classifiers' training spec, both naming training.lr
-                         (copy, "training.lr was 0.001, is 0.002: ")):
+                         # the most common reason: the experiment's spec (tables, figures, collect),
+                         # whose classifiers are now the models of the new recipe (plan.model_of)
+                         (copy, "params spec.classifiers.")):
         report = tmp_path / f"{where.name}-report.html"
         proc = _snakemake(where, "--configfile", str(changed), "--report", str(report))
         out = proc.stdout + proc.stderr
