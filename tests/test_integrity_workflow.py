@@ -365,7 +365,8 @@ def test_a_changed_setting_over_copied_results_reruns_what_depends_on_it(smoke, 
     flow_mtime = (tamper / RUN / "oracle/flow.pt").stat().st_mtime_ns
     proc = _snakemake(tamper, "--configfile", str(cfg))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "training.lr was 0.001, is 0.003" in proc.stderr, proc.stderr[-3000:]  # the experiments' data
+    # the experiments' data now read the models of the new recipe
+    assert "params spec.classifiers." in proc.stderr and "(rule scaling_collect" in proc.stderr, proc.stderr[-3000:]
     assert "Nothing to be done" not in proc.stdout + proc.stderr
     assert yaml.safe_load((tamper / RUN / "config.yaml").read_text())["classifiers"]["training"]["lr"] == 0.003
     old, model = _model(configfile, "test_vit", 50), tamper / _model(cfg, "test_vit", 50) / "model.pt"
@@ -428,18 +429,18 @@ def test_a_bad_value_over_existing_results_fails_the_run(smoke, tamper, change, 
 # ----------------------------------------------------------------------------- case 2
 def test_a_record_that_dropped_a_param_still_has_it_compared(smoke, tamper):
     """The params compared are those the workflow computes for the job now, not the record's
-    own list: a record that lost training.curve_size (edited, or written by other code) differs.
-    (curve_size decides a model's training curve, not its weights: the model keeps its name.)"""
+    own list: a record that lost training.curve_points (edited, or written by other code) differs.
+    (curve_points decides a model's training curve, not its weights: the model keeps its name.)"""
     _, configfile = smoke
     model = f"{_model(configfile, 'test_vit', 50)}/model.pt"
     rec = _record_json(tamper / model)
-    del rec["params"]["training"]["curve_size"]
+    del rec["params"]["training"]["curve_points"]
     Path(f"{tamper / model}.prov.json").write_text(json.dumps(rec))
-    cfg = _config_with(configfile, tamper / "curve.yaml", classifiers__curve_size=7)
+    cfg = _config_with(configfile, tamper / "curve.yaml", classifiers__curve_points=7)
     assert _model(cfg, "test_vit", 50) == _model(configfile, "test_vit", 50)
     proc = _audit_cli(tamper, f"{RUN}/scaling/scaling/figures/scaling_panels.png", "--configfile", str(cfg))
     assert proc.returncode == 1
-    assert f"{model}: params training.curve_size was <missing>, is 7" in proc.stdout, proc.stdout[-3000:]
+    assert f"{model}: params training.curve_points was <missing>, is 7" in proc.stdout, proc.stdout[-3000:]
 
 
 # ----------------------------------------------------------------------------- case 3
@@ -579,8 +580,8 @@ def test_a_copied_run_reruns_what_a_changed_param_reaches_and_nothing_for_a_key_
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rules = _dry_run_rules(proc)
     assert {"train_classifier", "predict_classifier"} <= rules, proc.stdout[-3000:]
-    if kept_times:  # the classifiers rerun for the setting, upstream is kept
-        assert "params training.training.lr was 0.001, is 0.003: 8 job(s) (rule " in proc.stderr, proc.stderr[-3000:]
+    if kept_times:  # the models of the new recipe are trained, the experiments read them, upstream is kept
+        assert "params spec.classifiers." in proc.stderr and "(rule scaling_collect" in proc.stderr, proc.stderr[-3000:]
         assert not {"data", "oracle_train", "sample_shard", "make_splits"} & rules, rules
 
 
