@@ -12,9 +12,10 @@
 #   .../metrics/<evalset>.json                     accuracy, decomposition (nats), calibration
 # What a model trains on comes from the kind of the first experiment that asks for it
 # (oracle.experiments.<kind>.training_spec; equal for every other, by its name). Jobs share the
-# group "classifiers" so a cluster profile can bundle many short jobs into one submission (--group-components classifiers=K); with
-# resources.classifiers.bundle_max_n, jobs of larger N go to "classifiers_large" and are
-# submitted alone; with runtime_scales_with_n a job's time limit grows with its N.
+# group "classifiers" so a cluster profile can bundle many short jobs into one submission
+# (--group-components classifiers=K); with resources.classifiers.bundle_max_n, jobs of larger N
+# go to "classifiers_large" and are submitted alone; with runtime_scales_with_n a job's time
+# limit grows with its N. A model's curve_size is 0 unless an experiment reads its training curve.
 
 rule train_classifier:
     input:

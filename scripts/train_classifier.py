@@ -44,8 +44,8 @@ def main(sm):
         checkpoint_path=state, num_classes=data.num_classes)
     epochs = converged["budget_epochs"]
     classifier = f"{wc.world}/{wc.arch}/{wc.condition}/seed{seed}"  # its runs: the specs' `classifiers`
-    identity = {"classifier": classifier, "arch": wc.arch, "model": arch["model"], "condition": wc.condition,
-                "seed": seed, "N": spec["n"], "world": spec["world"], "labels": spec["labels"], "hard_label": spec["hard_label"]}
+    identity = {"classifier": classifier, "arch": wc.arch, "model": arch["model"], "condition": wc.condition, "seed": seed,
+                **{k: spec[k.lower()] for k in ("N", "world", "labels")}, "hard_label": spec["hard_label"]}
     save_model(sm.output.model, model.cpu(), meta=identity)
     write_json_atomic(sm.output.history, {**identity, "epochs": epochs, "device": str(device), "curve_size": curve_size,
                                           "curve_epochs": [r["epoch"] for r in history if "curve_acc" in r],

@@ -365,8 +365,9 @@ class RunPaths:
                      EXPERIMENT_TARGETS=self.experiment_targets(), VALIDATION_TARGETS=self.validation_targets(),
                      RUN_TARGETS=self.run_targets(), PAPER_TARGETS=self.paper_files())
         for name in ("world_samples", "world_shards", "world_splits", "world_constants", "noisy_constants", "divergences",
-                     "evalset_inputs", "classifier_dir", "model_training", "experiment_metrics", "experiment_predictions",
-                     "experiment_histories", "active_rounds", "collect_inputs", "experiment_data", "artifact_stem",
-                     "artifact_files", "experiment_artifacts", "numbers_parts", "report_contents"):
+                     "evalset_inputs", "classifier_dir", "model_training", "experiment_metrics",
+                     "experiment_predictions", "experiment_histories", "active_rounds", "collect_inputs",
+                     "experiment_data", "artifact_stem", "artifact_files", "experiment_artifacts", "numbers_parts",
+                     "report_contents"):
             names[name] = getattr(self, name)
         return names
