@@ -20,7 +20,6 @@ import yaml
 from oracle.classifiers import train as tr
 from oracle.classifiers.build import build_classifier
 from oracle.classifiers.data import EvaluationSet, curve_monitor
-from oracle.classifiers.stopping import convergence  # noqa: F401 - the rule train_by_recipe reports
 from oracle.workflow.plan.paths import REPO_ROOT
 
 
