@@ -32,6 +32,8 @@ wildcard_constraints:
     kind=one_of(e["kind"] for e in EXPERIMENTS.values()),
     arch=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     cell=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    # a model's training condition (plan.model_condition): N<n>-<labels>-<8 hex digits>
+    condition=r"N\d+-[a-z]+-[0-9a-f]{8}",
     # a world's test set, or a noisy copy of it (<world>-noise<sigma>, plan.noisy_set_name)
     evalset=f"(?:{one_of(WORLDS)})(?:{plan.NOISE_TAG}\\d[\\d.e+-]*)?",
     sigma=r"\d[\d.e+-]*",

@@ -1,6 +1,7 @@
 """Rule `active_learning`: one active-learning run (experiment, arch, strategy, seed) on its
 world's oracle samples -> rounds.json (per round: labels, test accuracy and exact epistemic
-KL, the selected sample rows, Spearman correlations of every score with the exact parts).
+KL, the selected sample rows, Spearman correlations of every score with the exact parts). Round 0
+is read from the seed's round0.pt (rule `active_round_zero`), the same file for every strategy.
 
 The finished rounds are kept in resume/ beside the output, so a killed job resumes at its last
 finished round with the same selections; the folder is removed once rounds.json exists.
@@ -13,7 +14,7 @@ def main(sm):
     import shutil
     from pathlib import Path
 
-    from oracle.classifiers.active_learning import ActiveSettings, load_active_data, run_active_learning
+    from oracle.classifiers.active_learning import ActiveSettings, load_active_data, read_round_zero, run_active_learning
     from oracle.devices import pick_device
     from oracle.experiments._training import hard_label_of
     from oracle.io.atomic import write_json_atomic
@@ -25,7 +26,8 @@ def main(sm):
     settings = ActiveSettings.from_spec(spec, wc.strategy)
     device = pick_device(sm.params.device)
     state = Path(sm.output.rounds).with_name("resume")
-    rounds = run_active_learning(data, arch, settings, seed, device=device, state_dir=state)
+    zero = read_round_zero(sm.input.round_zero, data, arch, settings, seed)
+    rounds = run_active_learning(data, arch, settings, seed, device=device, state_dir=state, round_zero=zero)
     write_json_atomic(sm.output.rounds, {
         "experiment": wc.experiment, "arch": wc.arch, "model": arch["model"], "strategy": wc.strategy, "seed": seed,
         "world": spec["world"], "labels": spec["labels"], "hard_label": spec["hard_label"],

@@ -34,7 +34,7 @@ def main(sm):
     write_json_atomic(sm.output.metrics, {**identity, "evalset": evalset, "epochs": history["epochs"],
                                           "train_seconds": history["train_seconds"],
                                           "convergence": history["convergence"], "metrics": metrics})
-    print(f"{sm.wildcards.experiment}/{sm.wildcards.arch}/{sm.wildcards.cell}/seed{sm.wildcards.seed} on {evalset}: "
+    print(f"{identity['classifier']} on {evalset}: "
           f"acc {metrics['acc']['mean']:.4f}, epistemic {metrics['epistemic']['mean']:.4f} nats")
     return dict(extra={"device": str(device)})
 

@@ -1,4 +1,4 @@
-"""Rule `train_classifier`: train one (experiment, arch, cell, seed) classifier on its world's
+"""Rule `train_classifier`: train one model (world, arch, condition, seed) on its world's
 oracle samples under the recipe and stopping rule of classifiers.training
 (`oracle.classifiers.stopping`) -> model.pt (spec + the kept weights) and history.json (per-epoch
 loss, lr, validation loss, whether the run converged and, on classifiers.curve_size test rows at
@@ -43,16 +43,16 @@ def main(sm):
                                   spec["hard_label"]),
         checkpoint_path=state, num_classes=data.num_classes)
     epochs = converged["budget_epochs"]
-    identity = {"experiment": wc.experiment, "arch": wc.arch, "model": arch["model"], "cell": wc.cell, "seed": seed,
-                "N": spec["n"], "world": spec["world"], "labels": spec["labels"], "hard_label": spec["hard_label"]}
+    classifier = f"{wc.world}/{wc.arch}/{wc.condition}/seed{seed}"  # its runs: the specs' `classifiers`
+    identity = {"classifier": classifier, "arch": wc.arch, "model": arch["model"], "condition": wc.condition, "seed": seed,
+                **{k: spec[k.lower()] for k in ("N", "world", "labels")}, "hard_label": spec["hard_label"]}
     save_model(sm.output.model, model.cpu(), meta=identity)
     write_json_atomic(sm.output.history, {**identity, "epochs": epochs, "device": str(device), "curve_size": curve_size,
                                           "curve_epochs": [r["epoch"] for r in history if "curve_acc" in r],
                                           "train_seconds": sum(r["seconds"] for r in history),
                                           "convergence": converged, "history": history, "shift": data.shift})
     state.unlink(missing_ok=True)
-    print(f"{wc.experiment}/{wc.arch}/{wc.cell}/seed{seed}: {describe(converged)}, "
-          f"final loss {history[-1]['train_loss']:.4f}")
+    print(f"{classifier}: {describe(converged)}, final loss {history[-1]['train_loss']:.4f}")
     return dict(extra={"device": str(device), "weights_loaded": pretrained, "steps_run": converged["steps"]})
 
 

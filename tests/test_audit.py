@@ -19,7 +19,7 @@ from oracle.workflow.provenance import read_record, record_path, write_record
 from oracle.workflow.provenance.params import clear_answers
 
 RUN = "results/demo"
-METRICS = f"{RUN}/classifiers/scaling/test_resnet/N50/seed0/metrics/base.json"
+METRICS = f"{RUN}/classifiers/base/test_resnet/N50-hard-0123abcd/seed0/metrics/base.json"
 SAMPLES = f"{RUN}/samples/base/all.h5"
 CONSTANTS = f"{RUN}/samples/base/constants.json"
 PART = f"{RUN}/numbers/world.base.json"
@@ -42,7 +42,7 @@ def _config() -> dict:
 
 
 CONFIG = _config()
-CLASSIFIER = {"experiment": "scaling", "arch": "test_resnet", "cell": "N50", "seed": "0", "evalset": "base"}
+CLASSIFIER = {"world": "base", "arch": "test_resnet", "condition": "N50-hard-0123abcd", "seed": "0", "evalset": "base"}
 
 
 #: The params each job of the chain ran with (its rule's params, as the workflow hands them)

@@ -390,7 +390,7 @@ def test_dry_run_builds_full_dag_without_data(path, dag_dry_run):
     cfg = load(path or DEFAULT)
     assert dry.config == cfg
     runs = plan.classifier_runs(cfg)
-    assert counts["train_classifier"] == len(runs)
+    assert counts["train_classifier"] == len(plan.classifier_models(cfg)) <= len(runs)  # one model, trained once
     assert counts["predict_classifier"] == len(plan.prediction_jobs(cfg))
     worlds = plan.world_specs(cfg)
     assert counts["sample_shard"] == sum(w["n_shards"] for w in worlds.values())
@@ -403,6 +403,8 @@ def test_dry_run_builds_full_dag_without_data(path, dag_dry_run):
     assert counts["experiment_figure"] == sum(a.type == "figure" for a in arts)
     active = {n: e for n, e in experiments.items() if e["kind"] == "active"}
     assert counts.get("active_learning", 0) == sum(len(kind_module("active").runs(e)) for e in active.values())
+    # round 0 once per (experiment, arch, seed), shared by the strategies
+    assert counts.get("active_round_zero", 0) == sum(len(e["archs"]) * len(e["seeds"]) for e in active.values())
     assert counts.get("active_collect", 0) == len(active)
     for rule in ("numbers", "effective_config", "timings", "report"):
         assert counts[rule] == 1, rule

@@ -245,6 +245,28 @@ def test_rounds_share_round_zero_and_never_acquire_twice(data):
     assert other_seed[0]["selected"] != runs["random"][0]["selected"]
 
 
+def test_round_zero_is_trained_once_and_every_strategy_continues_from_its_file(data, tmp_path, monkeypatch):
+    """train_round_zero's file (what rule active_round_zero writes) gives every strategy the round 0
+    and the first selection it would have trained itself: the same records (but the wall clock),
+    with no training of round 0 in the strategy's run; a file of another seed is refused."""
+    path = tmp_path / "round0.pt"
+    al.write_round_zero(path, al.train_round_zero(data, ARCH, settings(None), seed=0))
+    trained = []
+    real = al._train
+    monkeypatch.setattr(al, "_train", lambda d, labelled, *a, **k: trained.append(len(labelled)) or real(d, labelled, *a, **k))
+    for strategy in ("random", "max_entropy", "bald"):
+        zero = al.read_round_zero(path, data, ARCH, settings(strategy), seed=0)
+        trained.clear()
+        shared = al.run_active_learning(data, ARCH, settings(strategy), seed=0, round_zero=zero)
+        assert trained == [18, 24]  # rounds 1 and 2 only: round 0 came from the file
+        alone = al.run_active_learning(data, ARCH, settings(strategy), seed=0)
+        assert strip(shared) == strip(alone), strategy
+    with pytest.raises(DataError, match="round 0 of other data, arch, settings or seed"):
+        al.read_round_zero(path, data, ARCH, settings("random"), seed=1)
+    with pytest.raises(DataError, match="round 0 of other data, arch, settings or seed"):
+        al.read_round_zero(path, data, ARCH, settings("random", drop_rate=0.1), seed=0)
+
+
 def _killed_after_round(data, s, state_dir, monkeypatch, last_round: int) -> None:
     """Run active learning into `state_dir` and kill it (KeyboardInterrupt) right after round
     `last_round` was saved."""

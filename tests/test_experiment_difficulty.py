@@ -241,7 +241,8 @@ def test_learner_planning():
     cfg = copy.deepcopy(DEFAULT)
     cfg["experiments"] = {"d": copy.deepcopy(entry)}
     # each learner on its own world's test set only
-    assert plan.prediction_jobs(cfg) == sorted(("d", "test_resnet", w, s_, w) for w in ("tau0.9", "base", "tau1.5")
+    cond = {w: plan.model_condition(difficulty.training_spec(s, w)) for w in ("tau0.9", "base", "tau1.5")}
+    assert plan.prediction_jobs(cfg) == sorted((w, "test_resnet", cond[w], s_, w) for w in ("tau0.9", "base", "tau1.5")
                                                for s_ in (0, 1))
     t = plan.training_spec(cfg, "d", "tau0.9")
     assert t["world"] == "tau0.9" and t["training"] == plan.experiment_spec(cfg, "d")["training"]

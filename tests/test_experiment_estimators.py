@@ -51,8 +51,11 @@ def test_check_borrows_the_models_and_names_its_sets():
     from oracle.workflow import plan
 
     jobs = plan.prediction_jobs(config())
-    assert ("sc", "test_resnet", "N1000", 1, "base-noise0.3") in jobs
-    assert ("sc", "test_vit", "N1000", 1, "base-noise0.3") not in jobs  # not selected
+    specs = plan.experiment_specs(config())
+    resnet = plan.model_of({"experiment": "sc", "arch": "test_resnet", "cell": "N1000", "seed": 1}, specs)
+    vit = plan.model_of({"experiment": "sc", "arch": "test_vit", "cell": "N1000", "seed": 1}, specs)
+    assert (*resnet.values(), "base-noise0.3") in jobs
+    assert (*vit.values(), "base-noise0.3") not in jobs  # not selected
     assert len(jobs) == 8 + 2 * 4  # scaling's 8 models on base, and 2 of them on 4 more sets
     skew = plan.split_worlds(config())["skew"]
     assert skew == {"seeds": [], "max_n": 0}  # tested on only

@@ -32,6 +32,18 @@ RUN = "results/smoke"
 pytestmark = pytest.mark.slow
 
 
+def _model(configfile: Path, arch: str, n: int, seed: int = 0) -> str:
+    """results/smoke/classifiers/<world>/<arch>/<condition>/seed<s>: the scaling experiment's model
+    of (arch, N, seed) under `configfile` (one model, named by what determines its weights)."""
+    from oracle.workflow.plan import config as oc
+    from oracle.workflow.plan.paths import RunPaths
+
+    cfg = yaml.safe_load(Path(configfile).read_text())
+    oc.validate_config(cfg, oc.SCHEMA_FILE)
+    oc.fill_defaults(cfg, oc.SCHEMA_FILE)
+    return RunPaths(cfg).classifier_dir({"experiment": "scaling", "arch": arch, "cell": f"N{n}", "seed": seed})
+
+
 def _files(workdir: Path) -> dict[str, int]:
     """{path: mtime_ns} of every artifact of the run (what a failed run must leave alone)."""
     run = workdir / RUN
@@ -163,7 +175,7 @@ def test_a_damaged_input_with_a_re_signed_record_stops_the_run_before_anything_i
 def test_an_unreadable_record_stops_the_run_in_one_line(smoke, tamper):
     """A record that is not JSON was taken for no record, so its artifact passed unchecked."""
     _, configfile = smoke
-    model = Path(RUN, "classifiers/scaling/test_vit/N50/seed0/model.pt")
+    model = Path(_model(configfile, "test_vit", 50), "model.pt")
     Path(f"{model}.prov.json").write_text('{"artifact": ')
     before = _files(tamper)
     proc = _snakemake(tamper, "--configfile", str(configfile))
@@ -179,7 +191,7 @@ def test_a_kept_model_gone_with_its_record_comes_back_on_a_plain_rerun(smoke, ta
     their records, the predictions made from them stayed; the rerun ran nothing and the kept
     model never came back (`audit --strict-code` then failed for good)."""
     _, configfile = smoke
-    cell = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0"
+    cell = tamper / _model(configfile, "test_vit", 50)
     for name in ("model.pt", "history.json"):
         (cell / name).unlink()
         (cell / f"{name}.prov.json").unlink()
@@ -346,17 +358,19 @@ def _record_json(path: Path) -> dict:
 # ----------------------------------------------------------------------------- case 1
 def test_a_changed_setting_over_copied_results_reruns_what_depends_on_it(smoke, tamper):
     """Results copied into a fresh checkout (no .snakemake): a changed classifiers.training.lr
-    reruns the classifiers and everything after them, config.yaml says the new value, and the
-    audit passes."""
+    trains the models of the new recipe (named by it: the old ones stay as they were) and reruns
+    everything after them, config.yaml says the new value, and the audit passes."""
     _, configfile = smoke
     cfg = _config_with(configfile, tamper / "lr.yaml", classifiers__training__lr=0.003)
     flow_mtime = (tamper / RUN / "oracle/flow.pt").stat().st_mtime_ns
     proc = _snakemake(tamper, "--configfile", str(cfg))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "params training.training.lr was 0.001, is 0.003" in proc.stderr, proc.stderr[-3000:]
+    # the experiments' data now read the models of the new recipe
+    assert "params spec.classifiers." in proc.stderr and "(rule scaling_collect" in proc.stderr, proc.stderr[-3000:]
     assert "Nothing to be done" not in proc.stdout + proc.stderr
     assert yaml.safe_load((tamper / RUN / "config.yaml").read_text())["classifiers"]["training"]["lr"] == 0.003
-    model = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0/model.pt"
+    old, model = _model(configfile, "test_vit", 50), tamper / _model(cfg, "test_vit", 50) / "model.pt"
+    assert model.parent != tamper / old and _record_json(tamper / old / "model.pt")["params"]["training"]["training"]["lr"] == 0.001
     assert _record_json(model)["params"]["training"]["training"]["lr"] == 0.003
     assert (tamper / RUN / "oracle/flow.pt").stat().st_mtime_ns == flow_mtime  # upstream kept
     proc = _audit_cli(tamper, f"{RUN}/numbers.json", "--strict-code")
@@ -389,12 +403,13 @@ def test_a_missing_output_beside_its_record_is_rebuilt(smoke, tamper):
     """Issue 31 cases 1 and 7: a classifier whose model.pt and history.json are gone while their
     records stay (a job that failed after writing them) is retrained, not passed over."""
     _, configfile = smoke
-    run = tamper / RUN / "classifiers/scaling/test_resnet/N200/seed0"
+    model = _model(configfile, "test_resnet", 200)
+    run = tamper / model
     (run / "model.pt").unlink()
     (run / "history.json").unlink()
     proc = _snakemake(tamper, "-n", "--configfile", str(configfile))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert f"{RUN}/classifiers/scaling/test_resnet/N200/seed0/model.pt is missing beside its record" in proc.stderr
+    assert f"{model}/model.pt is missing beside its record" in proc.stderr
     assert "rule train_classifier:" in proc.stdout and "Nothing to be done" not in proc.stdout
 
 
@@ -416,17 +431,18 @@ def test_a_bad_value_over_existing_results_fails_the_run(smoke, tamper, change, 
 # ----------------------------------------------------------------------------- case 2
 def test_a_record_that_dropped_a_param_still_has_it_compared(smoke, tamper):
     """The params compared are those the workflow computes for the job now, not the record's
-    own list: a record that lost training.lr (edited, or written by other code) differs."""
+    own list: a record that lost training.curve_points (edited, or written by other code) differs.
+    (curve_points decides a model's training curve, not its weights: the model keeps its name.)"""
     _, configfile = smoke
-    model = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0/model.pt"
-    rec = _record_json(model)
-    del rec["params"]["training"]["training"]["lr"]
-    Path(f"{model}.prov.json").write_text(json.dumps(rec))
-    cfg = _config_with(configfile, tamper / "lr.yaml", classifiers__training__lr=0.003)
+    model = f"{_model(configfile, 'test_vit', 50)}/model.pt"
+    rec = _record_json(tamper / model)
+    del rec["params"]["training"]["curve_points"]
+    Path(f"{tamper / model}.prov.json").write_text(json.dumps(rec))
+    cfg = _config_with(configfile, tamper / "curve.yaml", classifiers__curve_points=7)
+    assert _model(cfg, "test_vit", 50) == _model(configfile, "test_vit", 50)
     proc = _audit_cli(tamper, f"{RUN}/scaling/scaling/figures/scaling_panels.png", "--configfile", str(cfg))
     assert proc.returncode == 1
-    assert f"{RUN}/classifiers/scaling/test_vit/N50/seed0/model.pt: params training.training.lr was <missing>, " \
-           "is 0.003" in proc.stdout, proc.stdout[-3000:]
+    assert f"{model}: params training.curve_points was <missing>, is 7" in proc.stdout, proc.stdout[-3000:]
 
 
 # ----------------------------------------------------------------------------- case 3
@@ -435,7 +451,8 @@ def test_a_model_made_from_another_runs_samples_is_not_used(smoke, tamper):
     model swapped in, with its record, from a run with another seed): the jobs that would read
     it refuse it, before any job runs, naming it and the command that remakes it."""
     _, configfile = smoke
-    model = tamper / RUN / "classifiers/scaling/test_vit/N50/seed0/model.pt"
+    name = f"{_model(configfile, 'test_vit', 50)}/model.pt"
+    model = tamper / name
     rec = _record_json(model)
     samples = next(k for k in rec["inputs"] if k.endswith("samples/base/all.h5"))
     rec["inputs"][samples] = "0" * 64
@@ -444,9 +461,9 @@ def test_a_model_made_from_another_runs_samples_is_not_used(smoke, tamper):
     proc = _snakemake(tamper, "--configfile", str(configfile), "--forcerun", "predict_classifier")
     assert proc.returncode != 0
     lines = _error_lines(proc)
-    assert lines and f"{RUN}/classifiers/scaling/test_vit/N50/seed0/model.pt is not the artifact this run's rule " \
+    assert lines and f"{name} is not the artifact this run's rule " \
         "would make: it was made from another results/smoke/samples/base/all.h5" in lines[0], proc.stderr[-3000:]
-    assert f"--forcerun {RUN}/classifiers/scaling/test_vit/N50/seed0/model.pt" in lines[0]
+    assert f"--forcerun {name}" in lines[0]
     assert _files(tamper) == before
 
 
@@ -565,8 +582,8 @@ def test_a_copied_run_reruns_what_a_changed_param_reaches_and_nothing_for_a_key_
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rules = _dry_run_rules(proc)
     assert {"train_classifier", "predict_classifier"} <= rules, proc.stdout[-3000:]
-    if kept_times:  # the classifiers rerun for the setting, upstream is kept
-        assert "params training.training.lr was 0.001, is 0.003: 8 job(s) (rule " in proc.stderr, proc.stderr[-3000:]
+    if kept_times:  # the models of the new recipe are trained, the experiments read them, upstream is kept
+        assert "params spec.classifiers." in proc.stderr and "(rule scaling_collect" in proc.stderr, proc.stderr[-3000:]
         assert not {"data", "oracle_train", "sample_shard", "make_splits"} & rules, rules
 
 

@@ -35,6 +35,16 @@ def cfg() -> dict:
     return yaml.safe_load(CONFIG.read_text())
 
 
+def model_dir(run, experiment: str, cell: str, seed: int, arch: str = "test_resnet"):
+    """The folder of the model an experiment's run trains or borrows: one model, trained once,
+    named by what determines its weights (RunPaths.classifier_dir, from the run's effective config)."""
+    from oracle.workflow.plan.paths import RunPaths
+
+    paths = RunPaths(yaml.safe_load((run / "config.yaml").read_text()))
+    rel = paths.classifier_dir({"experiment": experiment, "arch": arch, "cell": cell, "seed": seed})
+    return run / rel.removeprefix(paths.RUN + "/")
+
+
 def test_tau_variant_kl_is_the_closed_form_and_agrees_with_monte_carlo(run):
     d = json.loads((run / "samples" / "tau1.3" / "kl_from_base.json").read_text())
     assert d["dim"] == 16 and d["closed_form"]["tau"] == pytest.approx(tau_kl(16, 1.3), rel=1e-12)
@@ -60,7 +70,7 @@ def test_shift_tables_and_training_sets(run):
     assert conf.loc["tau", "kl_exact"] == pytest.approx(tau_kl(16, 1.3), rel=1e-12)
     assert math.isnan(conf.loc["noise", "kl_exact"]) and conf.loc["noise", "posterior_shift"] > 0
     for seed in (0, 1):
-        h = json.loads((run / "classifiers" / "shift" / "test_resnet" / "imb" / f"seed{seed}" / "history.json").read_text())
+        h = json.loads((model_dir(run, "shift", "imb", seed) / "history.json").read_text())
         assert sum(h["shift"]["counts"]) == 300 and 0 <= h["history"][-1]["val_acc"] <= 1
     t8 = pd.read_csv(run / "shift" / "shift" / "tables" / "shift_accuracy.csv")
     assert t8.loc[0, "Δ TestAcc (pp)"] == 0.0 and len(t8) == 4
@@ -70,7 +80,7 @@ def test_shift_tables_and_training_sets(run):
 def test_estimators_read_the_borrowed_models_predictions(run):
     est = pd.read_csv(run / "estimators" / "estimators" / "data" / "estimates.csv")
     assert set(est["evalset"]) == {"base", "base-noise0.2", "base-noise0.5", "tau1.3", "skew"}
-    pred = run / "classifiers" / "scaling" / "test_resnet" / "N300" / "seed1" / "predictions" / "base-noise0.5.h5"
+    pred = model_dir(run, "scaling", "N300", 1) / "predictions" / "base-noise0.5.h5"
     with h5py.File(pred, "r") as f:
         acc = float(np.mean(f["log_q"][()].argmax(1) == f["label"][()]))
         assert "logits" in f
@@ -123,9 +133,25 @@ def test_learner_gap_is_test_error_minus_the_bayes_error_of_its_own_world(run):
     lrn = pd.read_csv(run / "difficulty" / "difficulty" / "data" / "learner.csv")
     assert sorted(set(zip(lrn["world"], lrn["seed"]))) == [("base", 0), ("base", 1), ("tau1.3", 0), ("tau1.3", 1)]
     for _, r in lrn.iterrows():
-        m = json.loads((run / "classifiers" / "difficulty" / "test_resnet" / r["world"] / f"seed{r['seed']}" / "metrics"
+        m = json.loads((model_dir(run, "difficulty", r["world"], r["seed"]) / "metrics"
                         / f"{r['world']}.json").read_text())["metrics"]
         assert r["gap"] == pytest.approx(m["bayes_accuracy"]["mean"] - m["acc"]["mean"], abs=1e-12)
         assert r["excess_error_truth"] >= -1e-12
+    # difficulty's learner on base is scaling's N = 300 model: trained once, both experiments read its metrics
+    scaling = pd.read_csv(run / "scaling" / "scaling" / "data" / "runs.csv")
+    for seed in (0, 1):
+        shared = model_dir(run, "difficulty", "base", seed)
+        assert shared == model_dir(run, "scaling", "N300", seed)
+        row = scaling[(scaling["cell"] == "N300") & (scaling["seed"] == seed)]
+        ours = lrn[(lrn["world"] == "base") & (lrn["seed"] == seed)]
+        assert len(row) == len(ours) == 1
+        tail = f"classifiers/base/test_resnet/{shared.parent.name}/seed{seed}/metrics/base.json"
+        assert row["source"].iloc[0].endswith(tail) and ours["source"].iloc[0].endswith(tail)
+        assert float(row["acc"].iloc[0]) == pytest.approx(1 - float(ours["test_error"].iloc[0]), abs=1e-12)
+    trained = list((run / "benchmarks" / "train_classifier").rglob("*.tsv"))
+    assert len(trained) == len({model_dir(run, "scaling", f"N{n}", s) for n in (100, 300) for s in (0, 1)}
+                               | {model_dir(run, "difficulty", w, s) for w in ("base", "tau1.3") for s in (0, 1)}
+                               | {model_dir(run, "shift", c, s) for c in ("balanced", "imb", "noise", "tau")
+                                  for s in (0, 1)}) == 4 + 2 + 8
     claims = pd.read_csv(run / "claims.csv").set_index("id")
     assert claims.loc["learner_bayes_gap", "verdict"] in ("supported", "contradicted", "unresolved", "not posed")

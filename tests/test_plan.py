@@ -52,12 +52,17 @@ def test_classifier_runs_follow_each_experiment():
     assert len(lab) == 2 * 5 * 3
     assert len({tuple(r.values()) for r in runs}) == len(runs)
     assert plan.training_spec(cfg, "labels", "hard-N500")["hard_label"] == "posterior_argmax"
-    t = plan.training_spec(cfg, "labels", "soft-N500")
-    assert t == {"world": "base", "n": 500, "labels": "soft", "hard_label": None,
+    t = plan.training_spec(cfg, "labels", "soft-N1000")
+    assert t == {"world": "base", "n": 1000, "labels": "soft", "hard_label": None,
                  "training": {"epochs": 40, "min_steps": 0, "batch_size": 32, "lr": 0.0001, "weight_decay": 0.01,
                               "val_size": 0, "patience": None, "eval_steps": 1, "tolerance": 0.01,
                               "decay_fraction": 0.2},
                  "curve_size": cfg["classifiers"]["curve_size"], "curve_points": cfg["classifiers"]["curve_points"]}
+    # a training curve only where the experiment reads it: Figure 7's sizes (100, 1000, 5000)
+    assert cfg["classifiers"]["curve_size"] > 0
+    assert plan.training_spec(cfg, "labels", "soft-N500")["curve_size"] == 0
+    assert plan.training_spec(cfg, "labels", "hard-N5000")["curve_size"] == cfg["classifiers"]["curve_size"]
+    assert {plan.training_spec(cfg, "scaling", r["cell"])["curve_size"] for r in scaling} == {0}
     splits = plan.split_worlds(cfg)
     assert list(splits) == ["base"] and splits["base"]["seeds"] == [0, 1, 2] and splits["base"]["max_n"] == 50000
 

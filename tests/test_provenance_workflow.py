@@ -40,6 +40,16 @@ def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
                           cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
 
 
+def _model_dir(run: Path, arch: str, n: int, seed: int = 0) -> Path:
+    """The folder of the scaling experiment's model of (arch, N, seed) in run folder `run`: named by
+    what determines its weights (RunPaths.classifier_dir, from the run's effective config)."""
+    from oracle.workflow.plan.paths import RunPaths
+
+    paths = RunPaths(yaml.safe_load((run / "config.yaml").read_text()))
+    rel = paths.classifier_dir({"experiment": "scaling", "arch": arch, "cell": f"N{n}", "seed": seed})
+    return run / rel.removeprefix(paths.RUN + "/")
+
+
 def _audit_cli(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "oracle.tools.audit", *args], cwd=workdir,
                           capture_output=True, text=True, timeout=300)
@@ -120,10 +130,10 @@ def test_every_artifact_has_a_complete_record(smoke, monkeypatch):
     assert data["params"]["data"] == effective["data"] and "config" not in data
     # a classifier keeps the params of its own experiment and architecture (no display label)
     for name in ("model.pt", "metrics/base.json"):
-        clf = read_record(run / "classifiers" / "scaling" / "test_vit" / "N50" / "seed0" / name)
+        clf = read_record(_model_dir(run, "test_vit", 50) / name)
         assert clf["params"]["training"]["training"]["lr"] == effective["classifiers"]["training"]["lr"]
         assert "test_resnet" not in json.dumps(clf["params"])
-    arch = read_record(run / "classifiers" / "scaling" / "test_vit" / "N50" / "seed0" / "model.pt")["params"]["arch"]
+    arch = read_record(_model_dir(run, "test_vit", 50) / "model.pt")["params"]["arch"]
     assert arch["input_size"] == effective["classifiers"]["archs"]["test_vit"]["input_size"] and "label" not in arch
 
 
@@ -202,7 +212,8 @@ def test_edited_numbers_json_is_flagged(tamper):
 @pytest.mark.slow
 @pytest.mark.parametrize("key,value,where", [
     ("splits.test_size", 150, "splits/base.h5"),
-    ("classifiers.training.lr", 0.01, "classifiers/scaling/test_vit/N200/seed0/model.pt"),
+    # another recipe names other models (plan.model_of): the experiment's data now reads those
+    ("classifiers.training.lr", 0.01, "scaling/scaling/data/runs.csv"),
     ("classifiers.archs.test_vit.label", "ViT-B", "scaling/scaling/figures/scaling_panels.png"),
 ])
 def test_changed_parameter_of_a_figure_is_flagged(tamper, key, value, where):
@@ -265,7 +276,7 @@ def test_every_number_names_an_existing_artifact(smoke, monkeypatch):
         at_max = sub[sub["N"] == sub["N"].max()]
         gap = 100 * (at_max["bayes_accuracy"].mean() - at_max["acc"].mean())
         assert math.isclose(numbers[f"scaling.bayes_gap.{arch}"]["value"], gap, rel_tol=1e-9), arch
-        leaf = json.loads((run / "classifiers" / "scaling" / arch / "N50" / "seed0" / "metrics" / "base.json").read_text())
+        leaf = json.loads((_model_dir(run, arch, 50) / "metrics" / "base.json").read_text())
         assert math.isclose(numbers[f"scaling.epistemic_min_n.{arch}"]["value"],
                             leaf["metrics"]["epistemic"]["mean"], rel_tol=1e-12)
         assert numbers[f"scaling.epistemic_min_n.{arch}"]["se"] == leaf["metrics"]["epistemic"]["se"]
@@ -327,9 +338,9 @@ def test_report_over_a_changed_config_refuses_in_one_line(smoke, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(work / "results", copy / "results", symlinks=True)
     for where, words in ((work, "job(s) are still to run (rule train_classifier, e.g. "),
-                         # the most common reason: the experiment's spec (tables, figures, collect)
-                         # or the classifiers' training spec, both naming training.lr
-                         (copy, "training.lr was 0.001, is 0.002: ")):
+                         # the most common reason: the experiment's spec (tables, figures, collect),
+                         # whose classifiers are now the models of the new recipe (plan.model_of)
+                         (copy, "params spec.classifiers.")):
         report = tmp_path / f"{where.name}-report.html"
         proc = _snakemake(where, "--configfile", str(changed), "--report", str(report))
         out = proc.stdout + proc.stderr

@@ -89,8 +89,9 @@ def test_every_preset_dry_runs_with_the_profile(preset: Path, dag_dry_run) -> No
     dry = dag_dry_run(preset.stem)
     assert dry.config == cfg
     out = dry.out
-    groups = [res.classifier_group(cfg, plan.training_spec(cfg, r["experiment"], r["cell"])["n"])
-              for r in plan.classifier_runs(cfg)]
+    # one job per model (two experiments asking for the same model share it: plan.model_of)
+    runs = [m["runs"][0] for m in plan.classifier_models(cfg).values()]
+    groups = [res.classifier_group(cfg, plan.training_spec(cfg, r["experiment"], r["cell"])["n"]) for r in runs]
     n_small, n_large = groups.count(res.CLASSIFIER_GROUP), groups.count(res.LARGE_CLASSIFIER_GROUP)
     assert len(re.findall(r"^\s*rule train_classifier:", out, re.M)) == n_small + n_large > 0
     # small-N jobs bundled K per SLURM job; large-N jobs (bundle_max_n) one SLURM job each

@@ -223,7 +223,8 @@ def test_classifier_metrics_match_their_predictions(results):
     assert len(df) == len(exp["archs"]) * len(exp["sizes"]) * len(exp["seeds"])
     assert np.allclose(df["total"], df["aleatoric"] + df["epistemic"], rtol=1e-9)
     for _, row in df.iterrows():
-        folder = results / "classifiers" / "scaling" / row["arch"] / f"N{row['N']}" / f"seed{row['seed']}"
+        folder = results.parent.parent / row["source"].split("/metrics/")[0]  # the model's folder (plan.model_of)
+        assert folder.parent.parent.parent.name == exp["world"] and folder.parent.name.startswith(f"N{row['N']}-hard-")
         with h5py.File(folder / "predictions" / "base.h5", "r") as f:
             log_q, index = f["log_q"][()], f["index"][()]
         assert len(index) == cfg["splits"]["test_size"]
@@ -236,7 +237,10 @@ def test_classifier_metrics_match_their_predictions(results):
         history = blob["history"]
         run = blob["convergence"]["epochs_run"]
         assert run <= row["epochs"] and [h["epoch"] for h in history] == list(range(1, run + 1))
-        if cfg["classifiers"]["training"]["patience"] is None:
+        if blob["curve_size"] == 0:
+            # scaling reads no training curve, so its models score none (plan.training_spec)
+            assert blob["curve_epochs"] == []
+        elif cfg["classifiers"]["training"]["patience"] is None:
             # a fixed budget: the curve is scored after classifiers.curve_points epochs spread evenly
             assert blob["curve_epochs"] == curve_epochs(row["epochs"], cfg["classifiers"]["curve_points"])
         else:

@@ -9,8 +9,9 @@ disjoint from both by construction (checked). Targets are those of a classifier 
 
 Rounds r = 0 .. R (`run_active_learning`): the model is rebuilt with the same initial weights
 (``build_classifier(seed=seed)``: every round and every strategy of a seed starts from the
-same weights, so round 0 is identical across strategies) and trained from scratch on the
-labelled rows (`oracle.classifiers.train`), then scored on the test set (accuracy against the
+same weights, so round 0 is the same model for every strategy: `train_round_zero` trains it,
+and scores the pool, once per seed, and each strategy's run starts from that file) and trained
+from scratch on the labelled rows (`oracle.classifiers.train`), then scored on the test set (accuracy against the
 world's labels, exact epistemic KL E[KL(p || q)], nats). Before the last round, every score of
 the experiment's strategies is computed on the remaining pool (`oracle.measures.acquisition`),
 with its Spearman rank correlation against the exact KL(p || q) and the exact H(p) of each
@@ -62,6 +63,7 @@ log = logging.getLogger(__name__)
 #: a config may name are the `active` kind's (`oracle.experiments.active.STRATEGIES`).
 SCORES = ("max_entropy", "max_epistemic", "bald")
 STATE_FORMAT = "oracle-active-learning/1"
+ROUND_ZERO_FORMAT = "oracle-active-round-zero/1"
 # stream tags: the random strategy's draws and the MC-dropout masks never share numbers
 _RANDOM_TAG, _MC_TAG = 0xAC71, 0xD80
 
@@ -94,7 +96,7 @@ class ActiveSettings:
     `oracle.classifiers.specs.TRAINING_KEYS`; its budget `oracle.classifiers.specs.training_epochs`
     and its stopping rule)."""
 
-    strategy: str
+    strategy: str | None  # None: round 0, shared by every strategy (`train_round_zero`)
     scored: tuple[str, ...]
     rounds: int
     batch: int
@@ -107,9 +109,10 @@ class ActiveSettings:
             raise ConfigError(f"active learning's training settings lack {', '.join(missing)}")
 
     @classmethod
-    def from_spec(cls, spec: Mapping, strategy: str) -> ActiveSettings:
-        """The settings of strategy `strategy` of an `active` experiment spec."""
-        if strategy not in spec["strategies"]:
+    def from_spec(cls, spec: Mapping, strategy: str | None) -> ActiveSettings:
+        """The settings of strategy `strategy` of an `active` experiment spec (None: those of its
+        round 0, which every strategy shares)."""
+        if strategy is not None and strategy not in spec["strategies"]:
             raise ConfigError(f"strategy {strategy!r} is not one of the experiment's {spec['strategies']}")
         return cls(strategy=strategy, scored=tuple(s for s in spec["strategies"] if s != "random"),
                    rounds=int(spec["rounds"]), batch=int(spec["batch"]), drop_rate=float(spec["drop_rate"]),
@@ -237,8 +240,69 @@ def _train(data: ActiveData, positions: np.ndarray, arch: Mapping, s: ActiveSett
                    "kept_steps": conv["kept_steps"]}
 
 
+def _free(data: ActiveData, labelled: np.ndarray) -> np.ndarray:
+    """The pool positions not labelled yet, ascending."""
+    return np.setdiff1d(np.arange(data.initial_size, len(data.rows)), labelled)
+
+
+def _round(data: ActiveData, labelled: np.ndarray, r: int, arch: Mapping, s: ActiveSettings, seed: int, device,
+           checkpoint: Path | None) -> tuple[torch.nn.Module, dict, dict[str, np.ndarray] | None]:
+    """Round `r` on the `labelled` positions: the trained model, its record (training and test
+    metrics) and, before the last round, every score of the remaining pool (`pool_scores`)."""
+    batch = max(256, int(s.training["batch_size"]))
+    model, record = _train(data, labelled, arch, s, seed, device, checkpoint)
+    record = {"round": r, "labelled": int(len(labelled)), **record, **_metrics(model, data.test, batch, device)}
+    if r >= s.rounds:
+        return model, record, None
+    free = _free(data, labelled)
+    return model, record, pool_scores(model, data.x[free], data.log_p[free], s.scored, s.mc_samples,
+                                      _seed_of(seed, r, _MC_TAG), device, batch)
+
+
+def train_round_zero(data: ActiveData, arch: Mapping, settings: ActiveSettings, seed: int,
+                     device: str | torch.device = "cpu", checkpoint: str | os.PathLike | None = None) -> dict:
+    """Round 0 of every strategy of seed `seed` (the strategy of `settings` is not read): the
+    model trained on the initial labelled set, its record and the scores of the whole pool.
+    {"format", "record", "scores": {name: float64 tensor [pool]}, "state_dict", "key"} (`key`:
+    what decides it, `_resume_key` without the strategy), for `write_round_zero`."""
+    import torch
+
+    from oracle.devices import pick_device
+
+    device = device if isinstance(device, torch.device) else pick_device(device)
+    s = dataclasses.replace(settings, strategy=None)
+    model, record, scores = _round(data, np.arange(data.initial_size, dtype=np.int64), 0, arch, s, seed, device,
+                                   Path(checkpoint) if checkpoint is not None else None)
+    return {"format": ROUND_ZERO_FORMAT, "record": record, "key": _resume_key(data, arch, s, seed),
+            "scores": {k: torch.from_numpy(np.asarray(v, np.float64)) for k, v in (scores or {}).items()},
+            "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}}
+
+
+def write_round_zero(path: str | os.PathLike, round_zero: Mapping) -> Path:
+    """`train_round_zero`'s result to `path`, atomically."""
+    return torch_save_atomic(dict(round_zero), path)
+
+
+def read_round_zero(path: str | os.PathLike, data: ActiveData, arch: Mapping, settings: ActiveSettings,
+                    seed: int) -> tuple[dict, dict[str, np.ndarray] | None]:
+    """(record, pool scores) of the round-0 file at `path`; DataError naming it when it is not
+    one or was trained on other data, arch, settings or seed than a run of `settings` (its key)."""
+    from oracle.classifiers.checkpoints import read_checkpoint
+
+    blob = read_checkpoint(path, "active-learning round 0")
+    if not isinstance(blob, dict) or blob.get("format") != ROUND_ZERO_FORMAT:
+        raise DataError(f"{path} is not an active-learning round 0 of format {ROUND_ZERO_FORMAT}; rerun its "
+                        "active_round_zero job")
+    if blob["key"] != _resume_key(data, arch, dataclasses.replace(settings, strategy=None), seed):
+        raise DataError(f"{path}: round 0 of other data, arch, settings or seed than this run; rerun its "
+                        "active_round_zero job")
+    scores = {k: v.numpy() for k, v in blob["scores"].items()} if blob["scores"] else None
+    return dict(blob["record"]), scores
+
+
 def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSettings, seed: int,
-                        device: str | torch.device = "cpu", state_dir: str | os.PathLike | None = None) -> list[dict]:
+                        device: str | torch.device = "cpu", state_dir: str | os.PathLike | None = None,
+                        round_zero: tuple[dict, dict[str, np.ndarray] | None] | None = None) -> list[dict]:
     """Run R + 1 rounds (module docstring); one record per round.
 
     arch: {model (timm name), input_size, pretrained} (`oracle.classifiers.specs.arch_spec`).
@@ -251,7 +315,8 @@ def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSetting
     ``selected_epistemic``/``selected_aleatoric`` (means over the selected rows, nats) and
     ``correlations`` {score: {"exact_epistemic": rho, "exact_aleatoric": rho}} (Spearman over
     the remaining pool; None where undefined). The last round has ``selected`` = [] and no
-    correlations.
+    correlations. `round_zero`: round 0's (record, pool scores) as `read_round_zero` gives them,
+    trained once for every strategy (`train_round_zero`); None trains it here.
     """
     import torch
 
@@ -276,17 +341,16 @@ def run_active_learning(data: ActiveData, arch: Mapping, settings: ActiveSetting
             records, chosen = list(state["rounds"]), [list(c) for c in state["chosen"]]
             print(f"resuming active learning at round {len(records)}/{s.rounds}", flush=True)
     labelled = np.concatenate([np.arange(data.initial_size), *[np.asarray(c, np.int64) for c in chosen]]).astype(np.int64)
-    batch = max(256, int(s.training["batch_size"]))
     rounds = Progress(f"active learning {s.strategy}", s.rounds + 1, unit="round", start=len(records), every_s=0)
     for r in range(len(records), s.rounds + 1):
         ckpt = state_dir / "train_state.pt" if state_dir is not None else None
-        model, record = _train(data, labelled, arch, s, seed, device, ckpt)
-        record = {"round": r, "labelled": int(len(labelled)), **record, **_metrics(model, data.test, batch, device)}
+        if r == 0 and round_zero is not None:
+            record, scores = dict(round_zero[0]), round_zero[1]
+        else:
+            _, record, scores = _round(data, labelled, r, arch, s, seed, device, ckpt)
         pick = np.zeros(0, np.int64)
         if r < s.rounds:
-            free = np.setdiff1d(np.arange(data.initial_size, len(data.rows)), labelled)  # ascending positions
-            scores = pool_scores(model, data.x[free], data.log_p[free], s.scored, s.mc_samples,
-                                 _seed_of(seed, r, _MC_TAG), device, batch)
+            free = _free(data, labelled)
             if s.strategy == "random":
                 at = select_top(np.zeros(len(free)), s.batch, np.random.default_rng(_seed_of(seed, r, _RANDOM_TAG)))
             else:

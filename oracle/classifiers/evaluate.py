@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from oracle.decomposition import accuracy, bayes_accuracy, decompose, mean_se
+from oracle.classifiers.identity import RUN_KEYS, run_identities
 from oracle.errors import DataError
 from oracle.measures import calibration as cal
 
@@ -135,7 +136,7 @@ def metrics_row(metrics: Mapping[str, Any]) -> dict[str, float]:
 
 
 #: The identity of one evaluation of one classifier (a row of `read_metrics_frame`).
-ID_COLUMNS = ("experiment", "arch", "cell", "seed", "evalset", "N", "labels", "hard_label")
+ID_COLUMNS = (*RUN_KEYS, "evalset", "N", "labels", "hard_label")
 
 
 def _read_classifier_json(path: str | os.PathLike, keys: Iterable[str], what: str, job: str) -> dict:
@@ -160,60 +161,69 @@ CONVERGENCE_COLUMNS = ("converged", "stopped_by", "annealed", "kept_lr", "steps"
                        "loss_change")
 
 
-def read_metrics_frame(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  # noqa: F821
-    """One row per evaluation file (``classifiers/.../metrics/<evalset>.json``): its identity
-    (``ID_COLUMNS``), ``metrics_row`` of its metrics, ``epochs`` (the budget), ``train_seconds``,
-    the training's `CONVERGENCE_COLUMNS` and its path (``source``), sorted by experiment, arch,
-    N, seed, evalset."""
+_FILE_KEYS = ("evalset", "N", "labels", "hard_label")
+
+
+def read_metrics_frame(paths: Iterable[str | os.PathLike],
+                       views: Mapping[str, Sequence[Mapping]] | None = None) -> "pd.DataFrame":  # noqa: F821
+    """One row per evaluation file (``classifiers/.../metrics/<evalset>.json``) and run it stands
+    for (`run_identities` with `views`): its identity (``ID_COLUMNS``), ``metrics_row`` of its
+    metrics, ``epochs`` (the budget), ``train_seconds``, the training's `CONVERGENCE_COLUMNS` and
+    its path (``source``), sorted by experiment, arch, N, seed, evalset."""
     import pandas as pd
 
     rows = []
     for p in paths:
-        blob = _read_classifier_json(p, (*ID_COLUMNS, "metrics"), "metrics", "prediction")
-        row = {k: blob[k] for k in ID_COLUMNS}
+        blob = _read_classifier_json(p, (*_FILE_KEYS, "metrics"), "metrics", "prediction")
+        row = {k: blob[k] for k in _FILE_KEYS}
         row.update(metrics_row(blob["metrics"]))
         row["epochs"] = blob.get("epochs")
         row["train_seconds"] = blob.get("train_seconds")
         c = blob.get("convergence") or {}
         row.update({k: c.get(k) for k in CONVERGENCE_COLUMNS})
         row["source"] = Path(p).as_posix()
-        rows.append(row)
+        rows += [{**run, **row} for run in run_identities(blob, views, p)]
     if not rows:
         raise DataError("read_metrics_frame: no metrics files")
     df = pd.DataFrame(rows)
     return df.sort_values(["experiment", "arch", "N", "seed", "evalset"], kind="stable").reset_index(drop=True)
 
 
-def read_reliability_frame(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  # noqa: F821
-    """One row per (evaluation file, confidence bin): the identity (``ID_COLUMNS``), ``bin``
-    and the bin's ``count``, ``confidence``, ``accuracy`` and ``true_probability`` (NaN when
-    empty), from ``metrics.reliability``."""
+def read_reliability_frame(paths: Iterable[str | os.PathLike],
+                           views: Mapping[str, Sequence[Mapping]] | None = None) -> "pd.DataFrame":  # noqa: F821
+    """One row per (evaluation file, run it stands for, confidence bin): the identity
+    (``ID_COLUMNS``; `run_identities` with `views`), ``bin`` and the bin's ``count``,
+    ``confidence``, ``accuracy`` and ``true_probability`` (NaN when empty), from
+    ``metrics.reliability``."""
     import pandas as pd
 
     rows = []
     for p in paths:
-        blob = _read_classifier_json(p, (*ID_COLUMNS, "metrics"), "metrics", "prediction")
+        blob = _read_classifier_json(p, (*_FILE_KEYS, "metrics"), "metrics", "prediction")
         rel = blob["metrics"].get("reliability")
         if rel is None:
             raise DataError(f"{p}: no reliability data; rerun its prediction job")
-        for b, count in enumerate(rel["count"]):
-            rows.append({**{k: blob[k] for k in ID_COLUMNS}, "bin": b, "count": count,
-                         **{k: rel[k][b] for k in ("confidence", "accuracy", "true_probability")}})
+        for run in run_identities(blob, views, p):
+            for b, count in enumerate(rel["count"]):
+                rows.append({**run, **{k: blob[k] for k in _FILE_KEYS}, "bin": b, "count": count,
+                             **{k: rel[k][b] for k in ("confidence", "accuracy", "true_probability")}})
     return pd.DataFrame(rows)
 
 
-def read_history_frame(paths: Iterable[str | os.PathLike]) -> "pd.DataFrame":  # noqa: F821
-    """One row per (classifier, epoch) from ``history.json`` files: the identity (``experiment``,
-    ``arch``, ``cell``, ``seed``, ``N``, ``labels``, ``hard_label``) and the epoch's record
-    (``epoch``, ``train_loss``, ``lr``, ``seconds`` and, with curve_size > 0, ``curve_acc`` and
-    ``curve_epistemic`` in nats)."""
+def read_history_frame(paths: Iterable[str | os.PathLike],
+                       views: Mapping[str, Sequence[Mapping]] | None = None) -> "pd.DataFrame":  # noqa: F821
+    """One row per (classifier, run it stands for, epoch) from ``history.json`` files: the
+    identity (``experiment``, ``arch``, ``cell``, ``seed``: `run_identities` with `views`; ``N``,
+    ``labels``, ``hard_label``) and the epoch's record (``epoch``, ``train_loss``, ``lr``,
+    ``seconds`` and, with curve_size > 0, ``curve_acc`` and ``curve_epistemic`` in nats)."""
     import pandas as pd
 
-    keys = [k for k in ID_COLUMNS if k != "evalset"]
+    keys = [k for k in _FILE_KEYS if k != "evalset"]
     rows = []
     for p in paths:
         blob = _read_classifier_json(p, (*keys, "history"), "history", "training")
-        rows += [{**{k: blob[k] for k in keys}, **record} for record in blob["history"]]
+        rows += [{**run, **{k: blob[k] for k in keys}, **record} for run in run_identities(blob, views, p)
+                 for record in blob["history"]]
     if not rows:
         raise DataError("read_history_frame: no history records")
     return pd.DataFrame(rows)

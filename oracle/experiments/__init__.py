@@ -74,6 +74,10 @@ Optional hooks (`OPTIONAL`; the workflow and the contract test use them only whe
                                              is predicted on, a subset of ``evaluation_sets``
                                              (default: all of them; `oracle.workflow.plan.
                                              run_evaluation_sets`)
+``curve_cells(spec) -> list[str]``           the cells whose models score a training curve
+                                             (classifiers.curve_size test rows at every
+                                             evaluation) because the kind reads it; without
+                                             the hook none do (`oracle.workflow.plan.training_spec`)
 
 The workflow side: one collect rule per registered kind (``<kind>_collect``, rules/
 experiments.smk) and the generic table, figure and numbers rules; a kind with jobs of its own
@@ -101,7 +105,7 @@ PACKAGES = ("scaling", "labels", "shift", "estimators", "difficulty", "active", 
 #: with a table or a figure).
 INTERFACE = ("KIND", "ARTIFACTS", "DATA", "COLUMNS", "SCHEMA", "check", "collect_inputs", "collect", "numbers")
 #: What a kind may define (the contract test checks them where present).
-OPTIONAL = ("split_needs", "run_evaluation_sets")
+OPTIONAL = ("split_needs", "run_evaluation_sets", "curve_cells")
 #: The names its reporting half defines.
 REPORTING = ("collect", "table", "figure", "numbers")
 

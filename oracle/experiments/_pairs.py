@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from oracle.classifiers.identity import run_identities
 from oracle.errors import DataError
 from oracle.io.predictions import read_predictions
 from oracle.io.sample_rows import read_rows
@@ -56,25 +57,23 @@ RowExtra = Callable[[tuple[str, str, int], np.ndarray, np.ndarray, np.ndarray, M
 
 
 def read_row_values(predictions: Iterable[str | os.PathLike], samples: str | os.PathLike,
-                    extra: RowExtra | None = None) -> tuple[dict[tuple[str, str, int], dict[str, np.ndarray]], int]:
+                    extra: RowExtra | None = None, views: Mapping[str, Sequence[Mapping]] | None = None
+                    ) -> tuple[dict[tuple[str, str, int], dict[str, np.ndarray]], int]:
     """Per-row values (`oracle.measures.paired.row_values`, and those of `extra` beside them) of
     every classifier of `predictions` (``predictions/<evalset>.h5``, all on the same test rows of
     world file `samples`), keyed by (arch, cell, seed), and the number of test rows. The world's
     posterior at those rows comes from `samples` (its ``loglik``, prior and label temperature).
     DataError naming the file when two files hold different rows, a file's labels are not the
-    world's, or a classifier appears twice."""
+    world's, or a classifier appears twice. A file stands for the runs `oracle.classifiers.
+    evaluate.run_identities` gives it with `views` (the experiment's ``classifiers``)."""
     out: dict[tuple[str, str, int], dict[str, np.ndarray]] = {}
     index = log_p = labels = attrs = None
     for path in predictions:
         pred = read_predictions(path)
-        a = pred["attrs"]
-        try:
-            key = (str(a["arch"]), str(a["cell"]), int(a["seed"]))
-        except KeyError as exc:
-            raise DataError(f"{path}: predictions without their classifier's {exc.args[0]!r}; rerun its "
-                            "predict_classifier job") from None
-        if key in out:
-            raise DataError(f"{path}: a second prediction file of classifier {key}")
+        keys = [(str(r["arch"]), str(r["cell"]), int(r["seed"])) for r in run_identities(pred["attrs"], views, path)]
+        for key in keys:
+            if key in out:
+                raise DataError(f"{path}: a second prediction file of classifier {key}")
         if index is None:
             index = pred["index"]
             world = read_rows(samples, index, fields=("label", "loglik"))
@@ -84,20 +83,21 @@ def read_row_values(predictions: Iterable[str | os.PathLike], samples: str | os.
             raise DataError(f"{path}: its test rows are not those of the experiment's other predictions")
         if not np.array_equal(pred["label"], labels):
             raise DataError(f"{path}: its labels are not those of {samples} at the same rows")
-        out[key] = row_values(pred["log_q"], log_p, labels)
-        if extra is not None:
-            out[key].update(extra(key, pred["log_q"], log_p, labels, attrs))
+        for key in keys:
+            out[key] = row_values(pred["log_q"], log_p, labels)
+            if extra is not None:
+                out[key].update(extra(key, pred["log_q"], log_p, labels, attrs))
     if index is None:
         raise DataError("pairs: no predictions files")
     return out, int(len(index))
 
 
 def pairs_frame(predictions: Sequence[str | os.PathLike], samples: str | os.PathLike, wanted: Iterable[Pair],
-                values: Sequence[str] = ROW_VALUES) -> pd.DataFrame:
+                values: Sequence[str] = ROW_VALUES, views: Mapping[str, Sequence[Mapping]] | None = None) -> pd.DataFrame:
     """One row (`COLUMNS`) per wanted pair (arch, seed, cell a, cell b) and value of `values`:
-    the per-row difference a - b paired on the shared test rows. DataError naming the classifier
-    when a wanted one has no predictions."""
-    return pairs_of_rows(*read_row_values(predictions, samples), wanted, values)
+    the per-row difference a - b paired on the shared test rows (`read_row_values` with `views`).
+    DataError naming the classifier when a wanted one has no predictions."""
+    return pairs_of_rows(*read_row_values(predictions, samples, views=views), wanted, values)
 
 
 def pairs_of_rows(per_row: Mapping[tuple[str, str, int], Mapping[str, np.ndarray]], n_rows: int,

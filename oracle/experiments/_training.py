@@ -2,8 +2,9 @@
 the training spec of one cell (what its classifiers train on).
 
 A *cell* names the training condition inside an experiment (``N1000`` for the classifiers of
-training-set size 1000); a classifier is one (experiment, arch, cell, seed) and lives in
-``classifiers/<experiment>/<arch>/<cell>/seed<seed>/``.
+training-set size 1000); a run is one (experiment, arch, cell, seed), and its model lives in
+``classifiers/<world>/<arch>/<condition>/seed<seed>/``, named by what determines its weights
+(`oracle.workflow.plan.model_of`), so experiments asking for the same model share it.
 """
 
 from __future__ import annotations

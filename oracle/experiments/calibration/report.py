@@ -55,7 +55,7 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     (`set_frame`) and ``reliability`` (the reliability model's per-bin data on every set) from
     the metrics files (``inputs["metrics"]``)."""
     paths = list(inputs["metrics"])
-    m = read_metrics_frame(paths)
+    m = read_metrics_frame(paths, spec.get("classifiers"))
     want = {(r["arch"], r["cell"], int(r["seed"]), e) for r in spec["borrowed_runs"] for e in evaluation_sets(spec)}
     have = set(zip(m["arch"], m["cell"], m["seed"].astype(int), m["evalset"]))
     if want - have:
@@ -67,7 +67,7 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     runs.loc[runs["shift"] == "noise", list(TRUTH_METRICS)] = math.nan  # no truth at x' (TRUTH_METRICS)
     runs = runs.assign(order=runs["evalset"].map(order)).sort_values(["arch", "N", "seed", "order"], kind="stable")
     runs = runs.drop(columns="order").reset_index(drop=True)
-    rel = read_reliability_frame(paths)
+    rel = read_reliability_frame(paths, spec.get("classifiers"))
     top = max(int(n) for n in runs["N"])
     rel = rel[(rel["arch"] == spec["reliability_arch"]) & (rel["N"].astype(int) == top)
               & rel["evalset"].isin(order)].reset_index(drop=True)

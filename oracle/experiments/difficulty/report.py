@@ -36,7 +36,7 @@ def learner_frame(spec: Mapping, metrics_paths: Sequence[str]) -> pd.DataFrame:
 
     if not spec.get("learner"):
         return pd.DataFrame(columns=list(LEARNER_COLUMNS))
-    m = read_metrics_frame(metrics_paths)
+    m = read_metrics_frame(metrics_paths, spec.get("classifiers"))
     m = m[m["evalset"].astype(str) == m["cell"].astype(str)]
     want = {(w, s) for w in spec["worlds"] for s in spec["learner"]["seeds"]}
     have = set(zip(m["cell"].astype(str), m["seed"].astype(int)))

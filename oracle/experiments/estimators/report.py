@@ -13,6 +13,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
+from oracle.classifiers.identity import run_identities
 from oracle.errors import DataError
 from oracle.io.atomic import read_json
 from oracle.experiments.estimators import evaluation_sets
@@ -42,17 +43,19 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     divergence checks (``inputs["divergences"]``) and the noisy sets' constants (``inputs["noise"]``)."""
 
 
+    views = spec.get("classifiers")  # the runs each model file stands for (plan.classifier_views)
     metrics = {}
     for path in inputs["metrics"]:
         m = read_json(path)
-        metrics[(m["arch"], m["cell"], int(m["seed"]), m["evalset"])] = m["metrics"]
+        metrics |= {(r["arch"], r["cell"], int(r["seed"]), m["evalset"]): m["metrics"]
+                    for r in run_identities(m, views, path)}
     preds = {}
     for path in inputs["predictions"]:
         p = read_predictions(path)
         a = p["attrs"]
         if "logits" not in p:
             raise DataError(f"{path} has no logits (MaNo needs them): rerun its predict_classifier job")
-        preds[(a["arch"], a["cell"], int(a["seed"]), a["evalset"])] = p
+        preds |= {(r["arch"], r["cell"], int(r["seed"]), a["evalset"]): p for r in run_identities(a, views, path)}
     rows = []
     for run in spec["borrowed_runs"]:
         ident = (run["arch"], run["cell"], run["seed"])

@@ -118,6 +118,11 @@ def training_spec(spec: Mapping, cell: str) -> dict:
     return _training.training_spec({**spec, "labels": mode}, n)
 
 
+def curve_cells(spec: Mapping) -> list[str]:
+    """The cells of Figure 7's training curves: both labels at each of ``curve_sizes``."""
+    return [cell_name(mode, n) for n in spec["curve_sizes"] for mode in MODES]
+
+
 def evaluation_sets(spec: Mapping) -> list[str]:
     """Every classifier is scored on the test set of the world it trained on."""
     return [spec["world"]]

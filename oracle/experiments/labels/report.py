@@ -29,17 +29,18 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     from the training histories (``inputs["histories"]``), ``pairs`` (soft - hard accuracy per
     N and seed, paired per test row) from the predictions (``inputs["predictions"]``) and the
     world's samples (``inputs["samples"]``)."""
-    curves = read_history_frame(inputs["histories"])
+    views = spec.get("classifiers")  # the runs each model file stands for (plan.classifier_views)
+    curves = read_history_frame(inputs["histories"], views)
     if "curve_acc" not in curves.columns:
         raise DataError("labels: the training histories have no test-accuracy curve; set classifiers.curve_size > 0")
-    per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"))
-    runs = with_seed_mean_se(read_metrics_frame(inputs["metrics"]), per_row)
+    per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"), views=views)
+    runs = with_seed_mean_se(read_metrics_frame(inputs["metrics"], views), per_row)
     curves = curves[["arch", "cell", "seed", "N", "labels", "epoch", "train_loss", "curve_acc", "curve_epistemic"]]
     g = paired_gains(runs)
     arch = spec["archs"][0] if spec.get("archs") else str(runs["arch"].iloc[0])
     wanted = [(arch, int(s), cell_name("soft", n), cell_name("hard", n)) for n, s in zip(g["N"], g["seed"])]
     return {"runs": runs, "curves": curves.sort_values(["labels", "N", "seed", "epoch"]).reset_index(drop=True),
-            "reliability": read_reliability_frame(inputs["metrics"]),
+            "reliability": read_reliability_frame(inputs["metrics"], views),
             "pairs": pairs_of_rows(per_row, n_rows, wanted, ("acc",))}
 
 

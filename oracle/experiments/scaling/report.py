@@ -36,9 +36,10 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     the two-way SE of its mean over seeds), ``contrasts`` (two archs' KL ratio at each N paired per
     seed and row: `oracle.experiments._pairs.log_ratio_contrasts`), ``fits`` (every value of `FIT_VALUES`) from runs, ``pairs`` (`next_size_pairs`) from their
     predictions (``inputs["predictions"]``) and the world's samples (``inputs["samples"]``)."""
-    per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"))
-    runs = with_seed_mean_se(read_metrics_frame(inputs["metrics"]), per_row)
-    return {"runs": runs, "fits": all_fits(runs), "reliability": read_reliability_frame(inputs["metrics"]),
+    views = spec.get("classifiers")  # the runs each model file stands for (plan.classifier_views)
+    per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"), views=views)
+    runs = with_seed_mean_se(read_metrics_frame(inputs["metrics"], views), per_row)
+    return {"runs": runs, "fits": all_fits(runs), "reliability": read_reliability_frame(inputs["metrics"], views),
             "pairs": pairs_of_rows(per_row, n_rows, next_size_pairs(runs), ("epistemic",)),
             "contrasts": log_ratio_contrasts(per_row, runs)}
 

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from oracle.classifiers.evaluate import read_metrics_frame
+from oracle.classifiers.identity import run_identities
 from oracle.errors import DataError
 from oracle.io.atomic import read_json
 from oracle.decomposition import mean_se
@@ -35,19 +36,20 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     (``inputs["predictions"]``) and the baseline world's samples (``inputs["samples"]``), which
     also give each run's logit-adjusted accuracy and each configuration's Bayes cost of its
     training prior (`prior_rows`)."""
-    runs = read_metrics_frame(inputs["metrics"])
+    views = spec.get("classifiers")  # the runs each model file stands for (plan.classifier_views)
+    runs = read_metrics_frame(inputs["metrics"], views)
     hist = {}
     for path in inputs["histories"]:
         h = read_json(path)
         last = h["history"][-1] if h.get("history") else {}
         counts = (h.get("shift") or {}).get("counts")
-        hist[(h["arch"], h["cell"], int(h["seed"]))] = {
+        hist |= {(r["arch"], r["cell"], int(r["seed"])): {
             "val_acc": last.get("val_acc", math.nan), "counts": json.dumps(counts) if counts else "",
             "kl_y_empirical": counts_kl(counts, baseline_prior(spec)) if counts else math.nan,
             "smallest_class_rows": smallest_class(counts, spec) if counts else math.nan,
             "unique_rows": (h.get("shift") or {}).get("unique_rows", math.nan),
             "resampled_classes": json.dumps((h.get("shift") or {}).get("resampled", [])),
-        }
+        } for r in run_identities(h, views, path)}
     missing = [k for k in zip(runs["arch"], runs["cell"], runs["seed"].astype(int)) if k not in hist]
     if missing:
         raise DataError(f"shift: no history for classifier(s) {missing[:3]}")
@@ -55,7 +57,7 @@ def collect(spec: Mapping, inputs: Mapping[str, Sequence[str]]) -> dict[str, pd.
     for k, h in hist.items():
         if not h["counts"] and (k[1], k[2]) in pool:
             h["smallest_class_rows"] = smallest_class(pool[(k[1], k[2])], spec)
-    per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"), prior_rows(spec))
+    per_row, n_rows = read_row_values(inputs["predictions"], one_file(inputs, "samples"), prior_rows(spec), views)
     keys = list(zip(runs["arch"], runs["cell"], runs["seed"].astype(int)))
     unscored = [k for k in keys if k not in per_row]
     if unscored:

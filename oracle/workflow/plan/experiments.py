@@ -2,11 +2,19 @@
 the sets those are scored on, what a kind's own runs are trained from (`run_spec`), and what
 each world's splits file must hold.
 
+One model is trained once: an experiment's run {experiment, arch, cell, seed} names the model
+of what determines its weights (`model_of`: world, arch, a condition name from N, labels and a
+hash of the kind's whole training spec, seed), so two experiments (or two cells) asking for the
+same classifier read the same files (`classifier_models`), and each experiment's ``classifiers``
+(`classifier_views`) says which of its runs every model file stands for.
+
 Light: standard library only (the kinds' planning halves, `oracle.experiments`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping
 
 from oracle.errors import ConfigError
@@ -37,8 +45,14 @@ def run_spec(spec: Mapping) -> dict:
 
 
 def experiment_specs(config: Mapping) -> dict[str, dict]:
-    """Every experiment by name, `resolve_experiment`."""
-    return {name: resolve_experiment(config, name) for name in config.get("experiments") or {}}
+    """Every experiment by name, `resolve_experiment`, each with its ``classifiers`` (the model
+    files it reads and the runs each stands for: `classifier_views`)."""
+    specs = {name: resolve_experiment(config, name) for name in config.get("experiments") or {}}
+    views = {name: classifier_views(specs, name) for name in specs}
+    for name, spec in specs.items():
+        if views[name]:
+            spec["classifiers"] = views[name]
+    return specs
 
 
 def experiment_spec(config: Mapping, name: str) -> dict:
@@ -46,7 +60,7 @@ def experiment_spec(config: Mapping, name: str) -> dict:
     exps = config.get("experiments") or {}
     if name not in exps:
         raise ConfigError(f"config key 'experiments': no experiment named {name!r} (known: {', '.join(exps) or 'none'})")
-    return resolve_experiment(config, name)
+    return experiment_specs(config)[name]
 
 
 def experiments_of_kind(config: Mapping, kind: str) -> list[str]:
@@ -82,25 +96,79 @@ def runs_read_by(spec: Mapping, own: list[dict]) -> list[dict]:
 
 
 def prediction_jobs(config: Mapping) -> list[tuple[str, str, str, int, str]]:
-    """Every prediction the run makes, once: (experiment, arch, cell, seed, evaluation set)
-    of each classifier on each set an experiment reads it on."""
+    """Every prediction the run makes, once: (world, arch, condition, seed, evaluation set) of
+    each model (`model_of`) on each set an experiment reads it on."""
+    specs = experiment_specs(config)
     out = set()
-    for name in config.get("experiments") or {}:
-        spec = experiment_spec(config, name)
-        out |= {(r["experiment"], r["arch"], r["cell"], int(r["seed"]), e) for r in prediction_runs(config, name)
-                for e in run_evaluation_sets(spec, r)}
+    for name, spec in specs.items():
+        for run in runs_read_by(spec, classifier_runs(config, [name], specs)):
+            m = model_of(run, specs)
+            out |= {(m["world"], m["arch"], m["condition"], m["seed"], e) for e in run_evaluation_sets(spec, run)}
     return sorted(out)
+
+
+def model_condition(training: Mapping) -> str:
+    """The condition a model was trained under, as a path component: ``N<n>-<labels>-<hash>``,
+    the hash (8 hex digits of a sha256) over the kind's whole training spec (world, n, labels,
+    hard label, recipe, and a shift's prior, noise and validation split): what determines the
+    weights besides the arch and the seed. Equal specs give equal names in any experiment."""
+    blob = json.dumps(dict(training), sort_keys=True, separators=(",", ":"), default=str)
+    return f"N{int(training['n'])}-{training['labels']}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+
+
+def model_of(run: Mapping, specs: Mapping[str, dict]) -> dict:
+    """The model {world, arch, condition, seed} an experiment's run {experiment, arch, cell, seed}
+    trains (or borrows): its identity by what determines its weights (`model_condition`)."""
+    spec = specs[run["experiment"]]
+    t = kind_module(spec["kind"]).training_spec(spec, run["cell"])
+    return {"world": t["world"], "arch": run["arch"], "condition": model_condition(t), "seed": int(run["seed"])}
+
+
+def classifier_id(model: Mapping) -> str:
+    """``<world>/<arch>/<condition>/seed<s>``: a model's name, its folder below classifiers/, and
+    the ``classifier`` its files record (what `classifier_views` is keyed by)."""
+    return f"{model['world']}/{model['arch']}/{model['condition']}/seed{int(model['seed'])}"
+
+
+def classifier_models(config: Mapping, specs: Mapping[str, dict] | None = None) -> dict[str, dict]:
+    """Every model the run trains, once: {`classifier_id`: {world, arch, condition, seed, and
+    ``runs``, the experiments' runs it stands for}}, in the order of their first run."""
+    specs = experiment_specs(config) if specs is None else specs
+    out: dict[str, dict] = {}
+    for run in classifier_runs(config, specs=specs):
+        model = model_of(run, specs)
+        out.setdefault(classifier_id(model), {**model, "runs": []})["runs"].append(dict(run))
+    return out
+
+
+def classifier_views(specs: Mapping[str, dict], name: str) -> dict[str, list[dict]]:
+    """{`classifier_id`: the runs {experiment, arch, cell, seed} it stands for} of every model
+    experiment `name` reads (its own runs, or those it borrows): how its collect job names the
+    rows of files that another experiment may read too. Empty for a kind without classifiers."""
+    spec = specs[name]
+    own = [{"experiment": name, **r} for r in kind_module(spec["kind"]).classifier_runs(spec)]
+    out: dict[str, list[dict]] = {}
+    for run in runs_read_by(spec, own):
+        out.setdefault(classifier_id(model_of(run, specs)), []).append(
+            {"experiment": run["experiment"], "arch": run["arch"], "cell": run["cell"], "seed": int(run["seed"])})
+    return out
 
 
 def training_spec(config: Mapping, experiment: str, cell: str, specs: Mapping[str, dict] | None = None) -> dict:
     """What the classifiers of one cell of an experiment train on (the kind's training_spec,
     `oracle.experiments._training.training_spec`), with the training-curve settings
-    (`oracle.experiments._training.CURVE_KEYS`).
+    (`oracle.experiments._training.CURVE_KEYS`): ``curve_size`` 0 unless the kind reads the
+    cell's curve (its optional ``curve_cells``), since scoring a curve costs an evaluation of
+    curve_size test rows at every evaluation and moves no weight (it runs without gradients, in
+    eval mode, its random numbers forked).
     `specs`: the resolved experiments (`experiment_specs`), so the kind's check is not run again."""
     spec = specs[experiment] if specs is not None else experiment_spec(config, experiment)
-    out = kind_module(spec["kind"]).training_spec(spec, cell)
+    mod = kind_module(spec["kind"])
+    out = mod.training_spec(spec, cell)
     for name, key in CURVE_KEYS.items():
         out[name] = get_config_value(config, key)
+    if not (hasattr(mod, "curve_cells") and cell in mod.curve_cells(spec)):
+        out["curve_size"] = 0
     return out
 
 

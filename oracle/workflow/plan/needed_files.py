@@ -58,7 +58,7 @@ def needed_files(config: Mapping) -> list[NeededFile]:
         if isinstance(pre, str):
             out.append(NeededFile(f"classifiers.archs.{name}.pretrained", pre,
                                   f"a state dict of timm model {plan.arch_spec(config, name)['model']!r}",
-                                  ("train_classifier", "active_learning"), "pretrained weights"))
+                                  ("train_classifier", "active_round_zero", "active_learning"), "pretrained weights"))
     val = config.get("validation") or {}
     if val.get("enabled"):
         for key, what in (("inception_weights", "the TF-FID Inception-v3 weights (pt_inception-2015-12-05)"),

@@ -10,9 +10,11 @@ below it names the stage or experiment kind that writes them, and so its rules f
     samples/<world>/noise<sigma>/{test.h5,constants.json}         (a noisy test set)
     samples/<world>/kl_from_<reference>.json                      (exact KL vs Monte Carlo)
     splits/<world>.h5                                             rules/splits.smk
-    classifiers/<experiment>/<arch>/<cell>/seed<s>/...            rules/classifiers.smk
+    classifiers/<world>/<arch>/<condition>/seed<s>/...            rules/classifiers.smk
+                               (a model by what determines its weights: plan.model_of)
     <kind>/<experiment>/data/*.csv, tables/..., figures/...       rules/experiments.smk
     active/<experiment>/runs/<arch>/<strategy>/seed<s>/rounds.json  rules/active.smk
+    active/<experiment>/runs/<arch>/round0/seed<s>/round0.pt     (round 0, every strategy's)
     numbers/*.json, numbers.{json,tex}, claims.{csv,md}           rules/numbers.smk
     logs/, benchmarks/, timings.{csv,md}                          rules/timings.smk
 
@@ -102,7 +104,7 @@ class RunPaths:
         self.NOISY_CONSTANTS = f"{run}/samples/{{world}}/noise{{sigma}}/constants.json"
         self.DIVERGENCE = f"{run}/samples/{{world}}/kl_from_{{reference}}.json"
         self.SPLITS = f"{run}/splits/{{world}}.h5"
-        self.CLASSIFIER = f"{run}/classifiers/{{experiment}}/{{arch}}/{{cell}}/seed{{seed}}"
+        self.CLASSIFIER = f"{run}/classifiers/{{world}}/{{arch}}/{{condition}}/seed{{seed}}"
         self.MODEL = f"{self.CLASSIFIER}/model.pt"
         self.HISTORY = f"{self.CLASSIFIER}/history.json"
         self.PREDICTIONS = f"{self.CLASSIFIER}/predictions/{{evalset}}.h5"
@@ -126,6 +128,8 @@ class RunPaths:
         self.VALIDATION_NUMBERS = f"{run}/numbers/validation.json"
         self.ACTIVE_RUN = f"{run}/active/{{experiment}}/runs/{{arch}}/{{strategy}}/seed{{seed}}"
         self.ACTIVE_ROUNDS = f"{self.ACTIVE_RUN}/rounds.json"
+        # round 0 of every strategy of an (arch, seed): one model, one file (rules/active.smk)
+        self.ACTIVE_ROUND_ZERO = f"{run}/active/{{experiment}}/runs/{{arch}}/round0/seed{{seed}}/round0.pt"
         self.EFFECTIVE_CONFIG = f"{run}/{CONFIG_FILE}"
         self.LOGS = f"{run}/logs"
         self.BENCHMARKS = f"{run}/benchmarks"
@@ -150,6 +154,11 @@ class RunPaths:
     def runs(self) -> list[dict]:
         """Every trained classifier {experiment, arch, cell, seed} (`oracle.workflow.plan.classifier_runs`)."""
         return plan.classifier_runs(self.config, specs=self.experiments)
+
+    @functools.cached_property
+    def models(self) -> dict[str, dict]:
+        """Every model the run trains, once, by its id (`oracle.workflow.plan.classifier_models`)."""
+        return plan.classifier_models(self.config, specs=self.experiments)
 
     @functools.cached_property
     def split_worlds(self) -> dict[str, dict]:
@@ -193,8 +202,21 @@ class RunPaths:
 
     # ------------------------------------------------------------------------- classifiers
     def classifier_dir(self, run: Mapping) -> str:
-        """classifiers/<experiment>/<arch>/<cell>/seed<s> of one run {experiment, arch, cell, seed}."""
-        return self.CLASSIFIER.format(**run)
+        """classifiers/<world>/<arch>/<condition>/seed<s>: the model an experiment's run {experiment,
+        arch, cell, seed} trains or borrows (`oracle.workflow.plan.model_of`)."""
+        return self.CLASSIFIER.format(**plan.model_of(run, self.experiments))
+
+    def model_training(self, wildcards: Any) -> dict:
+        """The training spec of the model of a classifier job's wildcards (world, arch, condition,
+        seed): what its first run's experiment trains it on (`oracle.workflow.plan.training_spec`;
+        equal for every run of the model, by its condition), with a training curve where any of
+        its runs' experiments reads one."""
+        key = plan.classifier_id({k: getattr(wildcards, k) for k in ("world", "arch", "condition", "seed")})
+        if key not in self.models:
+            raise KeyError(f"classifiers/{key}: no experiment of the config trains this model")
+        specs = [plan.training_spec(self.config, r["experiment"], r["cell"], self.experiments)
+                 for r in self.models[key]["runs"]]
+        return {**specs[0], "curve_size": max(s["curve_size"] for s in specs)}
 
     def experiment_runs(self, name: str) -> list[dict]:
         """The classifiers experiment `name` trains."""
@@ -204,21 +226,26 @@ class RunPaths:
         """The classifiers whose predictions experiment `name` reads (`oracle.workflow.plan.runs_read_by`)."""
         return plan.runs_read_by(self.experiments[name], self.experiment_runs(name))
 
+    def _run_files(self, name: str, template: str) -> list[str]:
+        """`template` (METRICS, PREDICTIONS) of every model experiment `name` reads, on each of its
+        sets, once each (two runs of one model name one file)."""
+        spec = self.experiments[name]
+        files = [template.format(**plan.model_of(r, self.experiments), evalset=e) for r in self.prediction_runs(name)
+                 for e in plan.run_evaluation_sets(spec, r)]
+        return list(dict.fromkeys(files))
+
     def experiment_metrics(self, name: str) -> list[str]:
         """metrics/<evalset>.json of every classifier experiment `name` reads, on each of its sets."""
-        spec = self.experiments[name]
-        return [self.METRICS.format(**r, evalset=e) for r in self.prediction_runs(name)
-                for e in plan.run_evaluation_sets(spec, r)]
+        return self._run_files(name, self.METRICS)
 
     def experiment_predictions(self, name: str) -> list[str]:
         """predictions/<evalset>.h5 of every classifier experiment `name` reads, on each of its sets."""
-        spec = self.experiments[name]
-        return [self.PREDICTIONS.format(**r, evalset=e) for r in self.prediction_runs(name)
-                for e in plan.run_evaluation_sets(spec, r)]
+        return self._run_files(name, self.PREDICTIONS)
 
     def experiment_histories(self, name: str) -> list[str]:
         """history.json of every classifier experiment `name` trains."""
-        return [self.HISTORY.format(**r) for r in self.experiment_runs(name)]
+        return list(dict.fromkeys(self.HISTORY.format(**plan.model_of(r, self.experiments))
+                                  for r in self.experiment_runs(name)))
 
     def active_rounds(self, name: str, runs: Iterable[Mapping]) -> list[str]:
         """rounds.json of each run {arch, strategy, seed} of `active` experiment `name`."""
@@ -308,7 +335,7 @@ class RunPaths:
 
     def classifier_targets(self) -> list[str]:
         """What the ``classifiers`` target builds: the metrics every experiment reads."""
-        return [f for name in self.experiments for f in self.experiment_metrics(name)]
+        return list(dict.fromkeys(f for name in self.experiments for f in self.experiment_metrics(name)))
 
     def experiment_targets(self) -> list[str]:
         """What the ``experiments`` target builds: every experiment's data, tables and figures."""
@@ -338,8 +365,9 @@ class RunPaths:
                      EXPERIMENT_TARGETS=self.experiment_targets(), VALIDATION_TARGETS=self.validation_targets(),
                      RUN_TARGETS=self.run_targets(), PAPER_TARGETS=self.paper_files())
         for name in ("world_samples", "world_shards", "world_splits", "world_constants", "noisy_constants", "divergences",
-                     "evalset_inputs", "classifier_dir", "experiment_metrics", "experiment_predictions",
-                     "experiment_histories", "active_rounds", "collect_inputs", "experiment_data", "artifact_stem",
-                     "artifact_files", "experiment_artifacts", "numbers_parts", "report_contents"):
+                     "evalset_inputs", "classifier_dir", "model_training", "experiment_metrics",
+                     "experiment_predictions", "experiment_histories", "active_rounds", "collect_inputs",
+                     "experiment_data", "artifact_stem", "artifact_files", "experiment_artifacts", "numbers_parts",
+                     "report_contents"):
             names[name] = getattr(self, name)
         return names

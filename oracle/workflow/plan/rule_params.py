@@ -33,9 +33,9 @@ class RuleParams:
 
     # ------------------------------------------------------------------------- classifier jobs
     def training(self, wildcards: Any) -> dict:
-        """The training spec of a classifier job (world, n, labels, hyperparameters, curve
-        settings; `oracle.workflow.plan.training_spec`)."""
-        return plan.training_spec(self.config, wildcards.experiment, wildcards.cell, self.paths.experiments)
+        """The training spec of a classifier job's model (world, n, labels, hyperparameters, curve
+        settings; `RunPaths.model_training`)."""
+        return self.paths.model_training(wildcards)
 
     @functools.cached_property
     def n_max(self) -> int:
@@ -61,10 +61,17 @@ class RuleParams:
         return res.classifier_runtime(self.config, self.training(wildcards)["n"], self.n_max)
 
     def active_runtime(self, wildcards: Any) -> int:
-        """Minutes an active-learning run asks for: one classifier job's time per round, each at
-        that round's labelled-set size (resources.classifiers.runtime_scales_with_n)."""
+        """Minutes an active-learning run asks for: one classifier job's time per round after round
+        0 (`active_round_zero_runtime`), each at that round's labelled-set size
+        (resources.classifiers.runtime_scales_with_n); one round's time when it has none."""
         labels = self.paths.experiments[wildcards.experiment]["labels_per_round"]
-        return sum(res.classifier_runtime(self.config, n, self.n_max) for n in labels)
+        runtimes = [res.classifier_runtime(self.config, n, self.n_max) for n in labels]
+        return sum(runtimes[1:]) or runtimes[0]
+
+    def active_round_zero_runtime(self, wildcards: Any) -> int:
+        """Minutes an active-learning round 0 asks for: one classifier job's time at its labelled-set size."""
+        n = self.paths.experiments[wildcards.experiment]["labels_per_round"][0]
+        return res.classifier_runtime(self.config, n, self.n_max)
 
     # ------------------------------------------------------------------------- artifacts
     def artifact_caption(self, wildcards: Any) -> str:
@@ -102,5 +109,6 @@ class RuleParams:
     def rule_names(self) -> dict[str, Any]:
         """The names rules/common.smk gives the rules files."""
         return {name: getattr(self, name) for name in (
-            "training", "pretrained_input", "classifier_group", "classifier_runtime", "active_runtime", "artifact_caption",
+            "training", "pretrained_input", "classifier_group", "classifier_runtime", "active_runtime",
+            "active_round_zero_runtime", "artifact_caption",
             "validation_caption", "report_category", "report_subcategory")}
