@@ -386,7 +386,10 @@ def train_classifier(
                 if rule.decay_fraction <= 0:
                     break
                 decay = start_decay(epoch)
-            if ckpt is not None and time.perf_counter() - last_saved >= checkpoint_seconds:
+            # the last epoch saves nothing: the outputs follow it
+            last = (decay["done"] >= decay["epochs"] if decay is not None
+                    else epoch >= epochs and (rule.patience is None or rule.decay_fraction <= 0))
+            if ckpt is not None and not last and time.perf_counter() - last_saved >= checkpoint_seconds:
                 save_state(epoch)
                 last_saved = time.perf_counter()
         bar.finish()
