@@ -90,12 +90,12 @@ def test_a_runs_settings_take_the_training_keys_from_the_one_list():
 
     name, _, cfg = active_entry()
     spec = plan.experiment_spec(cfg, name)
-    s = al.ActiveSettings.from_spec(spec, "bald")
+    s = al.ActiveSettings.from_spec(spec, "max_entropy")
     assert dict(s.training) == {k: spec["training"][k] for k in TRAINING_KEYS}
     assert s.scored == tuple(x for x in spec["strategies"] if x != "random")
     with pytest.raises(ConfigError, match="lack patience"):
         al.ActiveSettings.from_spec({**spec, "training": {k: v for k, v in spec["training"].items() if k != "patience"}},
-                                    "bald")
+                                    "max_entropy")
 
 
 def test_split_worlds_hold_the_active_seeds():

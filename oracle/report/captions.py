@@ -127,7 +127,8 @@ def convergence_finding(runs: "pd.DataFrame", who: tuple[str, ...] = ("arch", "N
     one = runs.drop_duplicates(subset=[c for c in ("experiment", *who) if c in runs])
     done = one["converged"].astype(bool)
     stopped = int((one["stopped_by"] == "patience").sum())
-    text = (f"Converged by the stopping rule: {count_of(int(done.sum()), len(one), 'classifiers')} "
+    text = (f"Converged by the stopping rule with annealed kept weights: "
+            f"{count_of(int(done.sum()), len(one), 'classifiers')} "
             f"({stopped} stopped by it, {int(done.sum()) - stopped} at the end of their budget with the monitored loss "
             f"no longer falling)")
     if not done.all():

@@ -88,5 +88,6 @@ def rounds_convergence_finding(rounds: pd.DataFrame) -> str:
         return ""
     done = rounds["converged"].astype(bool)
     stopped = int((rounds["stopped_by"] == "patience").sum())
-    return (f"Converged by the stopping rule: {int(done.sum())} of {len(rounds)} round classifiers ({stopped} stopped "
+    return (f"Converged by the stopping rule with annealed kept weights: {int(done.sum())} of {len(rounds)} round "
+            f"classifiers ({stopped} stopped "
             f"by it).")
