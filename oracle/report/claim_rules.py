@@ -119,12 +119,20 @@ def _floor_exact(n, x, spec) -> Judgement:
              Check("lowest classifier NLL - labels' NLL under p (nats)", regret, 0.0)])
 
 
+def _two_or_more(n, prefix: str, what: str, one: str) -> list[str]:
+    """The key endings under `prefix` (`suffixes`): Missing without any (named ``prefix + what``),
+    NotPosed with one (`one` formatted with it): the findings that compare two or more."""
+    names = suffixes(n, prefix)
+    if not names:
+        raise Missing(f"{prefix}{what}")
+    if len(names) < 2:
+        raise NotPosed(one.format(names[0]))
+    return names
+
+
 def _archs_differ(n, x, spec) -> Judgement:
-    archs = suffixes(n, f"{x}.epistemic_max_n.")
-    if not archs:
-        raise Missing(f"{x}.epistemic_max_n.<arch>")
-    if len(archs) < 2:
-        raise NotPosed(f"one architecture ({archs[0]}): architectures can only differ where there are two")
+    archs = _two_or_more(n, f"{x}.epistemic_max_n.", "<arch>",
+                         "one architecture ({}): architectures can only differ where there are two")
     kl = {a: value(n, f"{x}.epistemic_max_n.{a}") for a in archs}
     # each pair as larger over smaller KL, so "markedly" is one threshold on one side
     pairs = [(a, b) if kl[a] >= kl[b] else (b, a) for i, a in enumerate(archs) for b in archs[i + 1:]]
@@ -334,11 +342,8 @@ def _bayes_bound(n, x, spec) -> Judgement:
 
 
 def _learner_gap(n, x, spec) -> Judgement:
-    worlds = suffixes(n, f"{x}.gap.")
-    if not worlds:
-        raise Missing(f"{x}.gap.<world>")
-    if len(worlds) < 2:
-        raise NotPosed(f"a learner on one world ({worlds[0]}): the gap can only grow across two temperatures")
+    worlds = _two_or_more(n, f"{x}.gap.", "<world>",
+                          "a learner on one world ({}): the gap can only grow across two temperatures")
     tau = {w: value(n, f"{x}.base_temperature.{w}") for w in worlds}
     worlds.sort(key=lambda w: (tau[w], w))
     _paper_scale(value(n, f"{x}.learner_n.{worlds[0]}"), int(value(n, f"{x}.num_classes.{worlds[0]}")), "the learner")
