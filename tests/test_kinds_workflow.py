@@ -117,7 +117,10 @@ def test_difficulty_against_the_closed_form_and_numbers(run):
     runs = pd.read_csv(run / "shift" / "shift" / "data" / "runs.csv").drop_duplicates(subset=["cell", "seed"])
     assert numbers["shift.converged.test_resnet"]["value"] == int(runs["converged"].sum())
     claims = pd.read_csv(run / "claims.csv").set_index("id")
-    assert "learners converged by the stopping rule: test_resnet" in claims.loc["learner_bayes_gap", "this run"]
+    # the learner trained on 300 rows: far below Table 1's 16,667 a class, so the claim is not posed
+    # (tests/test_claims.py shows the convergence count on a posed row)
+    row = claims.loc["learner_bayes_gap"]
+    assert row["verdict"] == "not posed" and "a class" in row["this run"], row["this run"]
     for artifact in ("shift/shift/figures/shift_panels.png", "estimators/estimators/figures/estimates_vs_accuracy.png",
                      "difficulty/difficulty/figures/difficulty_curve.png", "samples/base/noise0.2/test.h5",
                      "difficulty/difficulty/tables/learner_vs_bayes.csv",

@@ -185,14 +185,3 @@ def test_a_ratio_over_seeds_gets_its_interval_on_the_log_scale():
     assert ratio_spread([-0.5, 2.0]) == {"value": 0.75, **mean_spread(float(np.std([-0.5, 2.0], ddof=1)), 2)}
 
 
-def test_seed_cost_sums_each_seeds_classifiers_once():
-    from oracle.report.numbers import converged_entries, seed_cost
-
-    runs = pd.DataFrame({"arch": ["a", "a", "b", "a", "a", "b", "a"], "N": [10, 20, 20, 10, 20, 20, 20],
-                         "seed": [0, 0, 0, 1, 1, 1, 1], "train_seconds": [1.0, 2.0, 4.0, 3.0, 5.0, 6.0, 5.0],
-                         "converged": [True] * 7})
-    # the last row repeats classifier (a, 20, seed 1) on a second evaluation set: counted once
-    got = seed_cost(runs, ("arch", "N", "seed"), "runs.csv")["seed_job_s"]
-    assert got["value"] == pytest.approx(((1 + 2 + 4) + (3 + 5 + 6)) / 2) and got["unit"] == "job-s"
-    assert converged_entries(runs, ("N", "seed"), {}, "runs.csv")["seed_job_s"] == got
-    assert seed_cost(runs.drop(columns="train_seconds"), ("arch", "N", "seed"), "x") == {}

@@ -289,7 +289,12 @@ def test_every_number_names_an_existing_artifact(smoke, monkeypatch):
 def test_numbers_tex_is_one_wellformed_macro_per_number(smoke):
     work, _ = smoke
     numbers = json.loads((work / RUN / "numbers.json").read_text())
-    lines = [ln for ln in (work / RUN / "numbers.tex").read_text().splitlines() if ln and not ln.startswith("%")]
+    text = (work / RUN / "numbers.tex").read_text()
+    # the folder the \paper<Id> paths start from: \paperRunDir, set between \makeatletter and \makeatother
+    preamble = text[text.index("\\makeatletter"):text.index("\\makeatother")]
+    assert "\\paperRunDir" in preamble and "\\CurrentFilePath" in preamble
+    text = text.replace(preamble, "")
+    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("%") and not ln.startswith("\\makeatother")]
     # each macro, then a comment naming what it is: its numbers.json key, or the paper id of an artifact
     split = [ln.split(" % ", 1) for ln in lines]
     matches = [NEWCOMMAND.fullmatch(macro) for macro, *_ in split]
@@ -316,7 +321,8 @@ def test_numbers_tex_is_one_wellformed_macro_per_number(smoke):
                 by_name[tex_macro_name(k) + value_suffix] = (v["value"], v[f])
     for m in matches:
         if m.group(1).startswith("paper"):
-            assert (work / f"{m.group(2)}.csv").exists() or (work / f"{m.group(2)}.pdf").exists(), m.group(0)
+            path = m.group(2).removeprefix("\\paperRunDir ")
+            assert (work / RUN / f"{path}.csv").exists() or (work / RUN / f"{path}.pdf").exists(), m.group(0)
             continue
         value = by_name[m.group(1)]
         if isinstance(value, tuple):  # rounded to a spread: within a spread of the number (4 digits at 0)

@@ -82,28 +82,13 @@ def converged_entry(runs, who: tuple[str, ...], label: str, artifact: str) -> di
 def converged_entries(runs, who: tuple[str, ...], labels: Mapping[str, str], artifact: str) -> dict[str, dict]:
     """``{"converged.<arch>": converged_entry}`` for each architecture of `runs` (an ``arch``
     column; `labels`: arch -> how the description names it, the arch itself where absent); an
-    architecture whose runs predate the count has none. With them the learners' cost,
-    ``seed_job_s`` (`seed_cost`)."""
-    out: dict[str, dict] = seed_cost(runs, ("arch", *who), artifact)
+    architecture whose runs predate the count has none."""
+    out: dict[str, dict] = {}
     for arch, sub in runs.groupby("arch", sort=True):
         e = converged_entry(sub, who, labels.get(arch, str(arch)), artifact)
         if e is not None:
             out[f"converged.{arch}"] = e
     return out
-
-
-def seed_cost(runs, who: tuple[str, ...], artifact: str) -> dict[str, dict]:
-    """``{"seed_job_s": entry}``: the training job-seconds one more seed of the experiment costs,
-    the sum of ``train_seconds`` over each seed's classifiers (one per distinct `who`, which
-    holds ``seed``), mean over seeds; what `oracle.report.power.to_decide` prices seeds with. {}
-    without the columns (a frame that does not record its training time)."""
-    if not {"seed", "train_seconds"} <= set(runs) or not len(runs) or runs["train_seconds"].isna().all():
-        return {}
-    one = runs.drop_duplicates(subset=[c for c in who if c in runs])
-    per_seed = one.groupby("seed")["train_seconds"].sum()
-    return {"seed_job_s": entry(float(per_seed.mean()), "job-s", artifact, (
-        f"training job-seconds of one seed's {len(one) // max(len(per_seed), 1)} classifiers (their train_seconds "
-        f"summed), mean over {len(per_seed)} seeds: the cost of one more seed, prediction jobs left out"))}
 
 
 def correlation_ci95(per_seed: list[float] | np.ndarray) -> list[float] | None:

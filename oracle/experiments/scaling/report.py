@@ -26,7 +26,7 @@ from oracle.measures.power_laws import aggregate_over_seeds, fit_each_seed, fit_
 from oracle.report.figures import (COLUMN_WIDTH, PAGE_WIDTH, errorbar, log_tick_labels, palette, panel_letters,
                                    reliability_diagram, save_figure,
                                    size_ticks, style)
-from oracle.report.numbers import entry, over_seeds, scale_spread, seed_cost
+from oracle.report.numbers import entry, over_seeds, scale_spread
 
 
 # --------------------------------------------------------------------------- data
@@ -312,7 +312,7 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     * ``calibration.*``: whether ECE against labels and against the truth agree
       (`oracle.experiments._calibration.report.agreement_numbers`);
     * two archs paired per seed (and row): ``log_kl_ratio_max_n``, ``alpha_diff``, ``log_kl_drop_low_diff``
-      ``.<a>.<b>`` (`oracle.experiments.scaling.contrasts.contrast_numbers`); ``seed_job_s``.
+      ``.<a>.<b>`` (`oracle.experiments.scaling.contrasts.contrast_numbers`).
     """
     runs, fits = data["runs"], data["fits"]
     runs_path, fits_path = data_paths["runs"], data_paths["fits"]
@@ -377,7 +377,6 @@ def numbers(data: Mapping[str, pd.DataFrame], spec: Mapping, data_paths: Mapping
     out.update(_calibration_report.agreement_numbers(runs, runs_path))
     out.update(contrast_numbers(data.get("contrasts"), fits, runs, labels, data_paths.get("contrasts", ""), fits_path,
                                 runs_path))
-    out.update(seed_cost(runs, ("arch", "N", "seed"), runs_path))
     return out
 
 

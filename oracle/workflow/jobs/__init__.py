@@ -39,10 +39,10 @@ def run_job(job: Any, main: Callable[[Any], Mapping[str, Any] | None], *, server
     """
     outputs = list(getattr(job, "output", None) or ())
     if server:
-        from oracle.workflow.jobs.server import delegate, server_wanted
-
         logs = list(getattr(job, "log", None) or ())
         try:
+            from oracle.workflow.jobs.server import delegate, server_wanted
+
             if server_wanted():
                 drop_records(outputs)
             delegate(usage_path=f"{logs[0]}.usage.json" if logs else None, rule=getattr(job, "rule", None),
@@ -50,6 +50,11 @@ def run_job(job: Any, main: Callable[[Any], Mapping[str, Any] | None], *, server
         except OracleError as exc:  # a bad ORACLE_JOB_SERVER value
             print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
             raise SystemExit(1) from None
+        except KeyboardInterrupt:  # Ctrl-C before the hand-off (still importing): one line, as after it
+            from oracle.workflow.jobs.server import INTERRUPTED
+
+            print(INTERRUPTED, file=sys.stderr, flush=True)
+            raise SystemExit(130) from None
     done = False
     try:
         with script_job(job, log_path=log_path, threads=threads) as started:
