@@ -291,10 +291,10 @@ def test_drop_fits_and_numbers(collected, tmp_path):
     assert nums["kl_exact.tau"]["value"] == pytest.approx(tau_kl(64, 0.9))
     assert nums["kl_monte_carlo.tau"]["se"] == 0.02 and nums["posterior_shift.noise0.1"]["unit"] == "nats"
     assert "kl_exact.noise0.1" not in nums and nums["oracle_accuracy_noisy.noise0.1"]["unit"] == "fraction"
-    assert all(e["artifact"] == "pairs.csv" if k.endswith("_vs_imbalance") else
-               e["artifact"] == "runs.csv" if k == "seed_job_s" else e["artifact"] == "conf.csv" for k, e in nums.items())
-    # one more seed's training cost: every configuration's classifier of a seed, summed, mean over seeds
-    assert nums["seed_job_s"]["value"] == pytest.approx(1.0 * len(PAPER)) and nums["seed_job_s"]["unit"] == "job-s"
+    assert all(e["artifact"] == "pairs.csv" if k.endswith("_vs_imbalance") else e["artifact"] == "conf.csv"
+               for k, e in nums.items())
+    # no wall-clock number among them: identical reruns give identical numbers
+    assert "seed_job_s" not in nums
     # the imbalance arm (the prior-only configuration of the largest drop) and its smallest class
     prior = c[(c["shift_type"] == "prior") & np.isfinite(c["kl_exact"])]
     arm = prior.loc[(-prior["delta_pp"]).idxmax()]
