@@ -241,3 +241,13 @@ def minutes(limit: str) -> int:
     days, _, hms = limit.rpartition("-")
     h, m, s = (int(x) for x in hms.split(":"))
     return int(days or 0) * 1440 + h * 60 + m + math.ceil(s / 60)
+
+
+def model_dir(run: Path, spec: dict) -> Path:
+    """The folder, in run folder `run`, of the model that run `spec` ({experiment, arch, cell,
+    seed}) trains or borrows: one model, trained once, named by what determines its weights
+    (RunPaths.classifier_dir, from the run's effective config)."""
+    from oracle.workflow.plan.paths import RunPaths
+
+    paths = RunPaths(yaml.safe_load((run / "config.yaml").read_text()))
+    return run / paths.classifier_dir(spec).removeprefix(paths.RUN + "/")

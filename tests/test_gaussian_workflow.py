@@ -27,6 +27,7 @@ from oracle.workflow.plan import config as oc
 from oracle.workflow import plan
 from oracle.workflow.plan.paths import world_file
 from oracle.errors import ConfigError
+from smoke_session import model_dir
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "config.schema.yaml"
@@ -202,7 +203,7 @@ def test_classifier_evaluation_uses_the_exact_posteriors(run):
     runs = plan.classifier_runs(cfg)
     assert runs
     for r in runs:
-        folder = _model_dir(run, r)
+        folder = model_dir(run, r)
         m = json.loads((folder / "metrics" / "base.json").read_text())["metrics"]
         with h5py.File(folder / "predictions" / "base.h5", "r") as f:
             log_q, index = f["log_q"][()], f["index"][()]
@@ -227,15 +228,6 @@ def test_classifier_evaluation_uses_the_exact_posteriors(run):
         assert m["ece_posterior"] == pytest.approx(binned, abs=1e-9)
 
 
-def _model_dir(run: Path, r: dict) -> Path:
-    """The folder of the model run `r` ({experiment, arch, cell, seed}) trains or borrows: named by
-    what determines its weights (RunPaths.classifier_dir, from the run's effective config)."""
-    from oracle.workflow.plan.paths import RunPaths
-
-    paths = RunPaths(yaml.safe_load((run / "config.yaml").read_text()))
-    return run / paths.classifier_dir(r).removeprefix(paths.RUN + "/")
-
-
 @pytest.mark.slow
 def test_labels_experiment_on_the_analytic_world(run):
     """Hard and soft labels end to end: Figure 7, the table, the reliability diagrams and the
@@ -253,7 +245,7 @@ def test_labels_experiment_on_the_analytic_world(run):
     lab = cfg["experiments"]["labels"]
     assert numbers["labels.converged.test_resnet"]["of"] == 2 * len(lab["sizes"]) * len(lab["seeds"])  # hard and soft
     for mode in ("hard", "soft"):
-        folder = _model_dir(run, {"experiment": "labels", "arch": "test_resnet", "cell": f"{mode}-N50", "seed": 0})
+        folder = model_dir(run, {"experiment": "labels", "arch": "test_resnet", "cell": f"{mode}-N50", "seed": 0})
         hist = json.loads((folder / "history.json").read_text())
         assert hist["labels"] == mode and hist["N"] == 50
         # classifiers.curve_points: 3 -> the curve is scored after 3 epochs, the last among them

@@ -38,11 +38,9 @@ def cfg() -> dict:
 def model_dir(run, experiment: str, cell: str, seed: int, arch: str = "test_resnet"):
     """The folder of the model an experiment's run trains or borrows: one model, trained once,
     named by what determines its weights (RunPaths.classifier_dir, from the run's effective config)."""
-    from oracle.workflow.plan.paths import RunPaths
+    from smoke_session import model_dir as folder
 
-    paths = RunPaths(yaml.safe_load((run / "config.yaml").read_text()))
-    rel = paths.classifier_dir({"experiment": experiment, "arch": arch, "cell": cell, "seed": seed})
-    return run / rel.removeprefix(paths.RUN + "/")
+    return folder(run, {"experiment": experiment, "arch": arch, "cell": cell, "seed": seed})
 
 
 def test_tau_variant_kl_is_the_closed_form_and_agrees_with_monte_carlo(run):

@@ -43,11 +43,9 @@ def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
 def _model_dir(run: Path, arch: str, n: int, seed: int = 0) -> Path:
     """The folder of the scaling experiment's model of (arch, N, seed) in run folder `run`: named by
     what determines its weights (RunPaths.classifier_dir, from the run's effective config)."""
-    from oracle.workflow.plan.paths import RunPaths
+    from smoke_session import model_dir
 
-    paths = RunPaths(yaml.safe_load((run / "config.yaml").read_text()))
-    rel = paths.classifier_dir({"experiment": "scaling", "arch": arch, "cell": f"N{n}", "seed": seed})
-    return run / rel.removeprefix(paths.RUN + "/")
+    return model_dir(run, {"experiment": "scaling", "arch": arch, "cell": f"N{n}", "seed": seed})
 
 
 def _audit_cli(workdir: Path, *args: str) -> subprocess.CompletedProcess:
