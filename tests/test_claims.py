@@ -201,7 +201,11 @@ CASES = {
                     ({"scaling.bayes_gap.test_vit": seeds(5.0, 0.2)}, "contradicted"),
                     ({"scaling.bayes_gap.test_vit": seeds(3.0, 0.2)}, "unresolved"),
                     # the default's scale: 2,000 rows of 10 classes, 200 a class (Table 1: 16,667)
-                    ({"scaling.table_n": plain(2_000)}, "not posed")],
+                    ({"scaling.table_n": plain(2_000)}, "not posed"),
+                    # 50,000 rows of a 10-class posterior whose world draws 3 classes: Table 1's 16,667 a
+                    # class; of a world that draws all 10: 5,000 a class
+                    ({"scaling.table_n": plain(50_000), "world.cold.classes_drawn": plain(3)}, "supported"),
+                    ({"scaling.table_n": plain(50_000), "world.cold.classes_drawn": plain(10)}, "not posed")],
     # gap(tau 1.5) - gap(tau 0.7) = 0.08 - 0.01 with half-width 4.30 * hypot(0.003, 0.003) = 0.018
     "learner_bayes_gap": [({"difficulty.gap.hard": seeds(-0.05, 0.005)}, "contradicted"),
                           ({"difficulty.gap.hard": None, "difficulty.gap.base": None}, "not posed"),
@@ -459,3 +463,24 @@ def test_a_verdict_read_from_learners_says_how_many_of_them_converged():
         assert after[rid]["numbers"].split()[-2:] == ["scaling.converged.test_resnet", "scaling.converged.test_vit"]
     assert after["soft_labels"]["this run"] == before["soft_labels"]["this run"]
     assert after["shift_type"]["this run"] == before["shift_type"]["this run"]
+
+
+def test_bayes_bound_is_judged_on_the_first_scaling_experiment_that_poses_it():
+    """The study's scaling (10 classes, 400 a class) does not pose it; its 3-class experiment
+    at 50,000 rows does (the paper's Table 1 regime), whatever their order in the config."""
+    n = base_numbers()
+    n["scaling.table_n"] = plain(4_000)
+    for key in [k for k in n if k.startswith("scaling.")]:
+        n["scaling-3c." + key[len("scaling."):]] = n[key]
+    n["scaling-3c.table_n"] = plain(50_000)
+    n["world.cold3.classes_drawn"] = plain(3)
+    n["scaling-3c.bayes_gap.test_vit"] = seeds(0.3, 0.05)
+    experiments = {**EXPERIMENTS, "scaling-3c": {"kind": "scaling", "world": "cold3"}}
+    row = next(r for r in cl.claims(n, experiments) if r["id"] == "bayes_bound")
+    assert row["verdict"] == "supported" and "world.cold3.classes_drawn" in row["numbers"].split()
+    # other findings of the kind still read the first experiment (its arch set is the contrast)
+    power = next(r for r in cl.claims(n, experiments) if r["id"] == "power_law")
+    assert "scaling.alpha.test_resnet" in power["numbers"].split()
+    del n["world.cold3.classes_drawn"]  # a 10-class world at 50,000: 5,000 a class, nowhere posed
+    row = next(r for r in cl.claims(n, experiments) if r["id"] == "bayes_bound")
+    assert row["verdict"] == "not posed"

@@ -171,3 +171,18 @@ def test_a_difference_of_a_two_way_and_a_seeds_only_estimate_keeps_the_rows_part
     assert d.n_rows == 500 and d.n_seeds == 3 and d.var_rows == pytest.approx(0.02)
     se, _ = design_se(d.var_seeds, d.var_rows, d.var_interaction, d.n_seeds, d.n_rows)
     assert se >= n["a"]["se"]  # the rows' part is not dropped
+
+
+def test_an_equivalence_band_is_sized_too_and_decides_inside_it():
+    """exponents_differ's same rate: an estimate near 0 is decided once its interval fits inside
+    (-0.071, 0.071), long before it could exclude 0."""
+    d = Design(var_seeds=0.0004, var_rows=0.0, var_interaction=0.0, n_seeds=2, n_rows=None)
+    band = (-0.071, 0.071)
+    plain = needed(d, -0.009, 0.0)
+    banded = needed(d, -0.009, 0.0, band)
+    # brute force: the first seed count whose interval fits inside the band about -0.009
+    fit = next(k for k in range(2, 1000) if _half(d, k, None) < min(-0.009 - band[0], band[1] + 0.009))
+    assert banded.seeds == fit and plain.seeds > banded.seeds
+    e = Estimate(-0.009, 0.02, ("k",), design=d)  # an interval inside the band: decided, nothing to say
+    assert to_decide(Check("alpha ResNet - alpha ViT", e, 0.0, band=band)) == ""
+    assert to_decide(Check("alpha ResNet - alpha ViT", e, 0.0)) != ""

@@ -30,7 +30,10 @@ def test_world_constants_against_numpy():
     h_y = -(prior * np.log2(prior)).sum()
     assert math.isclose(got["mutual_information"]["bits"], h_y - h.mean() / np.log(2), rel_tol=1e-12)
     assert math.isclose(got["mutual_information"]["normalized"], 1 - h.mean() / np.log(2) / h_y, rel_tol=1e-12)
-    assert got["n"] == 200 and got["num_classes"] == 4
+    assert got["n"] == 200 and got["num_classes"] == 4 and got["classes_drawn"] == 4
+    # a sub-world of 2 of the 4 classes: the posterior keeps its width, the rows come from 2
+    sub = world_constants(log_softmax_np(rng.normal(size=(50, 4))), np.array([0.5, 0.0, 0.5, 0.0]))
+    assert sub["num_classes"] == 4 and sub["classes_drawn"] == 2
 
 
 def test_closed_form_comparison_against_scipy():

@@ -44,13 +44,16 @@ def world_constants(log_p: np.ndarray, prior: np.ndarray) -> dict[str, Any]:
 
     ``aleatoric`` E[H(p(y|x))] (nats), ``bayes_accuracy`` E[max p], ``bayes_error``
     E[1 - max p], ``mutual_information_bits`` H(Y) - E[H(Y|x)] with ``normalized`` I/H(Y):
-    each ``{"mean", "se"}`` (MI: ``{"bits", "se", "normalized", "h_y_bits"}``), plus ``n``, ``K``.
+    each ``{"mean", "se"}`` (MI: ``{"bits", "se", "normalized", "h_y_bits"}``), plus ``n``, ``K``
+    (``num_classes``, the posterior's width) and ``classes_drawn`` (the classes of positive prior
+    [K]: a sub-world such as 3 digits of a 10-class flow draws 3).
     """
     from oracle.decomposition import bayes_accuracy, bayes_error, entropy, mean_se, mutual_information_bits
 
     return {
         "n": int(log_p.shape[0]),
         "num_classes": int(log_p.shape[1]),
+        "classes_drawn": int((np.asarray(prior, dtype=np.float64) > 0).sum()),
         "aleatoric": mean_se(entropy(log_p)),
         "bayes_accuracy": bayes_accuracy(log_p),
         "bayes_error": bayes_error(log_p),
@@ -83,6 +86,8 @@ def world_numbers(constants: Mapping[str, Any], path: str) -> dict[str, dict]:
         "normalized_mutual_information": entry(mi["normalized"], "fraction", path, "I(X;Y) / H(Y)",
                                                se=mi["se"] / mi["h_y_bits"], se_over="samples"),
         "num_classes": entry(w["num_classes"], "classes", path, "K, classes of the oracle world"),
+        "classes_drawn": entry(w.get("classes_drawn", w["num_classes"]), "classes", path,
+                               "classes of positive prior (the classes the world's samples are drawn from)"),
         "n_samples": entry(n, "samples", path, "oracle samples drawn"),
     }
     closed = constants.get("bayes_error_closed_form")

@@ -174,7 +174,8 @@ def _exponents_differ(n, x, spec) -> Judgement:
     return (f"alpha {resnet} - alpha {vit} = {d.text()} (the same rate: within ± {SAME_EXPONENT:.3g}); in the "
             f"low-data half of the N grid ln KL fell by {low.text()} more for {resnet} than for {vit}",
             f"exponents {d.ci_text()}; low-data half {low.ci_text()}", combine(parts), keys_of(d, low),
-            [Check("alpha ResNet - alpha ViT", d, 0.0, PAPER_SLOPE_RESNET - PAPER_SLOPE_VIT),
+            [Check("alpha ResNet - alpha ViT", d, 0.0, PAPER_SLOPE_RESNET - PAPER_SLOPE_VIT,
+                   band=(-SAME_EXPONENT, SAME_EXPONENT)),
              Check("ln KL drop, low-data half: ResNet - ViT", low, 0.0)])
 
 
@@ -313,6 +314,15 @@ def _active(n, x, spec) -> Judgement:
              Check("fraction fewer labels", fewer, ACTIVE_FEWER_MARGIN, PAPER_FEWER_LABELS)])
 
 
+def _classes_drawn(n, world: str | None, fallback_key: str) -> tuple[int, str]:
+    """(K, its numbers.json key): the classes a world's rows are drawn from
+    (`world.<world>.classes_drawn`: a 3-digit sub-world of a 10-class flow draws 3), else the
+    posterior's width at `fallback_key`."""
+    key = f"world.{world}.classes_drawn"
+    key = key if world and key in n else fallback_key
+    return int(value(n, key)), key
+
+
 def _paper_scale(size: float, k: int, who: str) -> None:
     """NotPosed below Table 1's training rows per class (`PAPER_ROWS_PER_CLASS`)."""
     if size / k < PAPER_ROWS_PER_CLASS:
@@ -325,7 +335,8 @@ def _bayes_bound(n, x, spec) -> Judgement:
     archs = suffixes(n, f"{x}.bayes_gap.")
     if not archs:
         raise Missing(f"{x}.bayes_gap.<arch>")
-    bayes, k = value(n, f"{x}.test_bayes_accuracy"), int(value(n, f"{x}.num_classes"))
+    bayes = value(n, f"{x}.test_bayes_accuracy")
+    k, k_key = _classes_drawn(n, spec.get("world"), f"{x}.num_classes")
     _paper_scale(value(n, f"{x}.table_n"), k, "the table's classifiers")
     gaps = {a: estimate(n, f"{x}.bayes_gap.{a}") for a in archs}
     parts = []
@@ -337,7 +348,7 @@ def _bayes_bound(n, x, spec) -> Judgement:
     return ("; ".join(f"{a}: {gaps[a].text()} pp below Bayes" for a in archs)
             + f" (Bayes accuracy {100 * bayes:.4g}%, K = {k})",
             "; ".join(f"{a} gap {gaps[a].ci_text()}" for a in archs), combine(parts),
-            [*keys_of(*gaps.values()), f"{x}.test_bayes_accuracy", f"{x}.num_classes", f"{x}.table_n"],
+            [*keys_of(*gaps.values()), f"{x}.test_bayes_accuracy", k_key, f"{x}.table_n"],
             [Check(f"Bayes accuracy - accuracy, {a} (pp)", gaps[a], BAYES_GAP_PP, 2.80) for a in archs])
 
 
@@ -346,7 +357,8 @@ def _learner_gap(n, x, spec) -> Judgement:
                           "a learner on one world ({}): the gap can only grow across two temperatures")
     tau = {w: value(n, f"{x}.base_temperature.{w}") for w in worlds}
     worlds.sort(key=lambda w: (tau[w], w))
-    _paper_scale(value(n, f"{x}.learner_n.{worlds[0]}"), int(value(n, f"{x}.num_classes.{worlds[0]}")), "the learner")
+    k, k_key = _classes_drawn(n, worlds[0], f"{x}.num_classes.{worlds[0]}")
+    _paper_scale(value(n, f"{x}.learner_n.{worlds[0]}"), k, "the learner")
     gaps = {w: estimate(n, f"{x}.gap.{w}") for w in worlds}
     easy = worlds[0]
     near = scaled(gaps[easy], 0.0, 100.0)
@@ -357,7 +369,7 @@ def _learner_gap(n, x, spec) -> Judgement:
             f"gap(tau {tau[worlds[-1]]:g}) - gap(tau {tau[easy]:g}) = {d.text()}",
             f"tau {tau[easy]:g} gap {near.ci_text()} pp; difference {d.ci_text()}", combine(parts),
             [*(f"{x}.gap.{w}" for w in worlds), *(f"{x}.base_temperature.{w}" for w in worlds),
-             f"{x}.learner_n.{worlds[0]}", f"{x}.num_classes.{worlds[0]}"],
+             f"{x}.learner_n.{worlds[0]}", k_key],
             [Check(f"test error - Bayes error at tau {tau[easy]:g} (pp)", near, BAYES_GAP_PP),
              Check(f"gap(tau {tau[worlds[-1]]:g}) - gap(tau {tau[easy]:g})", d, 0.0)])
 

@@ -156,10 +156,12 @@ FINDINGS: tuple[Finding, ...] = (
     Finding("bayes_bound", "scaling", "classifiers approach the Bayes-optimal bound",
             "97-98% against 99.77%: within 2-3 pp (Table 1)",
             f"not posed below Table 1's {PAPER_ROWS_PER_CLASS:,.0f} training rows per class (50,000 samples, 3 "
-            f"classes); the paper's sentence, \"within 2-3%\" as a gap of at most {BAYES_GAP_PP:g} percentage points: per "
+            f"classes; N over the classes of positive prior in the world); judged on the first experiment of "
+            f"its kind that poses it; the paper's sentence, \"within 2-3%\" as a gap of at most {BAYES_GAP_PP:g} percentage points: per "
             f"architecture at the table's N, the gap Bayes accuracy - accuracy paired per test row with the {_CI}: "
             f"supported if every architecture's lies below {BAYES_GAP_PP:g} pp; contradicted if one lies above "
-            f"{BAYES_GAP_PP:g} pp or below 0 (an accuracy above the Bayes accuracy); else unresolved", _bayes_bound),
+            f"{BAYES_GAP_PP:g} pp or below 0 (an accuracy above the Bayes accuracy); else unresolved", _bayes_bound,
+            pick="posed"),
     Finding("learner_bayes_gap", "difficulty", "a learner comes close to the Bayes error on easy worlds and falls "
             "further behind it as tau makes the world harder (Theisen et al., Figure 3)",
             "test error near the Bayes error at small tau; the gap grows with tau",

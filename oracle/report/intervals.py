@@ -215,12 +215,15 @@ def scaled(e: Estimate, offset: float, factor: float) -> Estimate:
 class Check:
     """One interval a rule compared with a reference: what it is (``label``), the estimate, the
     value the rule compares it with (``reference``) and the paper's value where it has one. A
-    row's checks are what a forest plot of the claims draws (claims.csv's ``checks``)."""
+    row's checks are what a forest plot of the claims draws (claims.csv's ``checks``). ``band``
+    (lo, hi): an equivalence margin about the reference; an interval inside it also decides the
+    check (exponents_differ's same rate), which the power analysis sizes too."""
 
     label: str
     estimate: Estimate
     reference: float
     paper: float | None = None
+    band: tuple[float, float] | None = None
 
     def record(self) -> dict:
         e = self.estimate

@@ -83,12 +83,15 @@ def _fewest(ok, lo: int, hi: int) -> int | None:
     return lo
 
 
-def needed(design: Design, value: float, reference: float) -> Needed:
+def needed(design: Design, value: float, reference: float, band: tuple[float, float] | None = None) -> Needed:
     """The fewest seeds (rows fixed) and the fewest test rows (seeds fixed) at which the 95%
     interval of an estimate `value` with variance `design` would exclude `reference` (module
-    docstring). Seeds start from 2 (a t interval over seeds needs two), rows from the design's
-    own; a design already deciding the check returns its own counts."""
+    docstring), or, given an equivalence `band` (lo, hi) that holds `value`, lie inside it,
+    whichever comes first. Seeds start from 2 (a t interval over seeds needs two), rows from the
+    design's own; a design already deciding the check returns its own counts."""
     gap = abs(value - reference)
+    if band is not None and band[0] < value < band[1]:
+        gap = max(gap, min(value - band[0], band[1] - value))
     s, r = design.n_seeds, design.n_rows
     if gap == 0 or not math.isfinite(gap):
         return Needed(None, None, (s, r))
@@ -114,7 +117,9 @@ def to_decide(check: Check, seed_cost_s: float | None = None) -> str:
     e = check.estimate
     if e.design is None or e.half is None or e.side(check.reference) != 0:
         return ""
-    n = needed(e.design, e.value, check.reference)
+    if check.band is not None and e.within(*check.band):
+        return ""
+    n = needed(e.design, e.value, check.reference, check.band)
     s, r = n.now
     parts = []
     # the interval at hand used its data's df, the plan the expected one: an undecided check
