@@ -289,3 +289,20 @@ def test_the_world_check_by_world():
     assert constants_world("world.tau0.7-T4.bayes_error", ["tau0.7", "tau0.7-T4"]) == "tau0.7-T4"
     assert constants_world("world.tau0.7.bayes_error", ["tau0.7", "tau0.7-T4"]) == "tau0.7"
     assert constants_world("scaling.tau0.7.x", ["tau0.7"]) is None
+
+
+def test_the_html_page_shows_the_claims_side_by_side(tmp_path):
+    a = world_run(tmp_path / "seed0", b"flow weights of seed 0", seed=0)
+    b = world_run(tmp_path / "seed1", b"flow weights of seed 1", seed=1)
+    pd.DataFrame({"id": ["power_law"], "verdict": ["unresolved"], "this run": ["alpha 0.41 (95% CI [0.3, 0.5])"]}).to_csv(
+        b / "claims.csv", index=False)
+    out = compare_cli(a, b, "--html", tmp_path / "cmp.html")
+    assert out.returncode == 0, out.stderr
+    page = (tmp_path / "cmp.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    head, claims = page.split("<h2>Claims</h2>")
+    assert "WARNING: the runs&#x27; worlds differ" in head.split("<table>")[0]  # above the runs table
+    row = claims.split("<tr>")[2]  # header, then power_law
+    assert '<td class="verdict-supported">supported</td>' in row and '<td class="verdict-unresolved">unresolved</td>' \
+        in row and "alpha 0.41 (95% CI [0.3, 0.5])" in row and "verdict changed" in row
+    assert "between_worlds" in claims.split("<h2>Numbers</h2>")[1]  # the numbers that did not agree

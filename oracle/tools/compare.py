@@ -12,7 +12,8 @@ differs, and why), the config keys that differ and the claims side by side (verd
 per run). Then, for two runs, every number of either numbers.json with B - A, z from the two
 runs' spreads and a flag (moved, changed, undefined, only_a, only_b, between_worlds, within,
 same; "nothing moved" when all are within or the same and no verdict changed); for more, every
-number in every run. --markdown writes the same as Markdown. A run given twice is compared with
+number in every run. --markdown writes the same as Markdown, --html as one page (the claims side
+by side, each verdict in its colour; for two runs the numbers that did not agree). A run given twice is compared with
 itself (its second copy named "<run> (again)").
 Exit status: 0; 1 when a number carries a flag named by --fail-on (``verdict``: a claim's verdict
 changed); 2 on a usage error or a run folder without numbers.json (one line naming the file).
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--z", type=float, default=3.0, help="|z| beyond which a number has moved (default 3)")
     parser.add_argument("--fail-on", default="", help=f"comma-separated flags that make the exit status 1: {', '.join(FAIL_ON)}")
     parser.add_argument("--flagged", action="store_true", help="list only the numbers that are not within or same")
+    parser.add_argument("--html", help="also write the comparison as one HTML page (the claims side by side)")
     parser.add_argument("--csv", help="also write the full comparison (every number, every column) to this CSV file")
     args = parser.parse_args(argv)
     fail_on = [f for f in args.fail_on.split(",") if f]
@@ -116,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         text = cmp.format_runs_markdown(meta, diff, side, numbers, df, args.z, worlds, claims)
         with atomic_output(args.markdown) as tmp:
             tmp.write_text(text, encoding="utf-8")
+    if args.html:
+        page = cmp.format_runs_html(meta, diff, side, numbers, df, args.z, worlds, claims)
+        with atomic_output(args.html) as tmp:
+            tmp.write_text(page, encoding="utf-8")
     if args.csv:
         df.to_csv(args.csv, index=False)
     failed = [f"{int((df['flag'] == f).sum())} number(s) flagged {f}" for f in fail_on

@@ -384,3 +384,46 @@ def format_runs_markdown(meta: pd.DataFrame, diff: pd.DataFrame, claims: pd.Data
     else:
         parts += [markdown_table(numbers)]
     return "\n".join(parts)
+
+
+def format_runs_html(meta: pd.DataFrame, diff: pd.DataFrame, claims: pd.DataFrame | None, numbers: pd.DataFrame,
+                     pair: pd.DataFrame | None = None, z_max: float = 3.0, worlds: pd.DataFrame | None = None,
+                     verdicts: pd.DataFrame | None = None) -> str:
+    """The comparison as one self-contained HTML page (`format_runs_markdown`'s arguments): the
+    warnings, the runs, the world check, the config keys that differ, the claims side by side
+    (per run its verdict, in the verdict's colour, and its value; whether they agree), then for
+    two runs the summary and the numbers that did not agree (flagged), for more every number."""
+    import html
+
+    from oracle.report.html_report import page_html, table_html
+    from oracle.tools.world_check import worlds_text
+
+    def table(df: pd.DataFrame, verdict_columns: tuple[int, ...] = ()) -> str:
+        return table_html(list(df.columns), df.astype(str).values.tolist(), verdict_columns)
+
+    def section(title: str, *parts: str) -> str:
+        return f"<section><h2>{html.escape(title)}</h2>{''.join(parts)}</section>"
+
+    def note(text: str) -> str:
+        strong = text.startswith("WARNING")
+        return f'<p class="note">{"<strong>" if strong else ""}{html.escape(text)}{"</strong>" if strong else ""}</p>'
+
+    world_line = worlds_text(worlds) if worlds is not None else ""
+    header = "".join(note(w) for w in (world_warning(diff), world_line) if w.startswith("WARNING")) + table(meta)
+    body = []
+    if worlds is not None and len(worlds):
+        body.append(section("Worlds", "" if world_line.startswith("WARNING") else note(world_line), table(worlds)))
+    body.append(section("Config differences", table(diff.drop(columns="world")) if len(diff)
+                        else note("The effective configs are the same.")))
+    if claims is not None and len(claims):
+        side = claims.assign(same=claims["same"].map({True: "same", False: "verdict changed"}))
+        runs = tuple(i for i, c in enumerate(side.columns) if c not in ("id", "same") and not c.endswith(" value"))
+        body.append(section("Claims", table(side, runs)))
+    if pair is not None:
+        shown = pair[~pair["flag"].isin(AGREE)]
+        body.append(section("Numbers", note(flag_counts(pair, verdicts) + f" (moved: |z| > {z_max:g})."),
+                            table(shown.assign(**{c: shown[c].map(_num) for c in ("a", "b", "diff", "z")})[
+                                ["flag", "key", "a", "b", "diff", "z", "unit", "spread"]]) if len(shown) else ""))
+    else:
+        body.append(section("Numbers", table(numbers)))
+    return page_html(f"Runs compared: {', '.join(meta['run'])}", header, "\n".join(body))
