@@ -270,6 +270,14 @@ def test_one_checkpoint_is_the_same_world_and_a_changed_temperature_another(tmp_
     assert "Same worlds: 3 world(s) (base, tau0.7, tau0.7-T4) with identical flow checkpoint (sha256 c0ffeec0ffee)" \
         in same.stdout
     assert "between_worlds" not in same.stdout and "within  world.base.bayes_error" in same.stdout
+    # more samples of the same world: its config settings differ, the world does not
+    import yaml
+
+    config = yaml.safe_load((b / "config.yaml").read_text())
+    config["worlds"]["base"]["n_total"] = 5000
+    (b / "config.yaml").write_text(yaml.safe_dump(config))
+    more = compare_cli(a, b)
+    assert "worlds.base.n_total" in more.stdout and "WARNING" not in more.stderr + more.stdout, more.stderr
     c = world_run(tmp_path / "c", b"weights", recorded_sha=sha, taus={"tau0.7": 0.8})
     other = compare_cli(a, c)
     assert "WARNING: the runs' worlds differ: tau0.7: base_temperature 0.7 / 0.8" in other.stderr

@@ -68,7 +68,7 @@ def run_names(runs: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     from oracle.report.timings import recorded_timing
     from oracle.tools import comparison as cmp
-    from oracle.tools.world_check import compare_worlds, differing_worlds, world_identity, worlds_text
+    from oracle.tools.world_check import compare_worlds, differing_worlds, world_identity
 
     parser = argparse.ArgumentParser(prog="python -m oracle.tools.compare", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", metavar="RUN", help="two or more run folders, results/<run> (the first is A)")
@@ -104,9 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         (a, claims_a), (b, claims_b) = loaded.values()
         df = cmp.mark_between_worlds(cmp.compare_numbers(a, b, args.z), set(worlds["world"]), differing_worlds(worlds))
         claims = cmp.compare_claims(claims_a, claims_b) if claims_a is not None and claims_b is not None else None
-    for warning in (cmp.world_warning(diff), worlds_text(worlds)):
-        if warning.startswith("WARNING"):
-            print(warning, file=sys.stderr)
+    for warning in cmp.comparison_warnings(diff, worlds):
+        print(warning, file=sys.stderr)
     head = cmp.format_runs_markdown(meta, diff, side, numbers, None, args.z, worlds).split("## Numbers")[0]
     sys.stdout.write(head)
     if df is not None:

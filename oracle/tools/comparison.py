@@ -280,6 +280,21 @@ def _seconds(s: float) -> str:
     return "?" if not math.isfinite(s) else f"{s:,.0f} s" if s >= 100 else f"{s:.1f} s"
 
 
+def comparison_warnings(diff: pd.DataFrame, worlds: pd.DataFrame | None = None) -> list[str]:
+    """The warnings above a comparison: the world check's (`oracle.tools.world_check.worlds_text`
+    of `worlds`, a `compare_worlds` frame) when the worlds differ, and the config's
+    (`world_warning` of `diff`) unless the world check found every world the same by its
+    content: then the world settings that differ did not change a world (its sample sizes, the
+    training data of an imported flow)."""
+    from oracle.tools.world_check import worlds_text
+
+    checked = worlds is not None and len(worlds) > 0
+    same = checked and bool((worlds["status"] == "same").all())
+    out = [] if same else [w for w in (world_warning(diff),) if w]
+    text = worlds_text(worlds) if checked else ""
+    return out + ([text] if text.startswith("WARNING") else [])
+
+
 def run_metadata(records: Mapping[str, Mapping | None], configs: Mapping[str, Mapping],
                  timings: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
     """One row per run: run, commit (12 hex, "+dirty" with uncommitted changes), date (UTC),
@@ -356,8 +371,8 @@ def markdown_table(df: pd.DataFrame) -> str:
 def format_runs_markdown(meta: pd.DataFrame, diff: pd.DataFrame, claims: pd.DataFrame | None,
                          numbers: pd.DataFrame, pair: pd.DataFrame | None = None, z_max: float = 3.0,
                          worlds: pd.DataFrame | None = None, verdicts: pd.DataFrame | None = None) -> str:
-    """The comparison of two or more runs as Markdown: the warnings (`world_warning` from the
-    config; `oracle.tools.world_check.worlds_text` from `worlds`, a `compare_worlds` frame),
+    """The comparison of two or more runs as Markdown: the warnings (`comparison_warnings`: of
+    the config and of `worlds`, a `compare_worlds` frame),
     the runs' metadata, the world check per world, the config keys that differ, the claims side
     by side, then for two runs the numbers with B - A, z and flag (`pair`, a `compare_numbers`
     frame; its summary counts `verdicts`, a `compare_claims` frame) and for more a table of
@@ -365,9 +380,8 @@ def format_runs_markdown(meta: pd.DataFrame, diff: pd.DataFrame, claims: pd.Data
     from oracle.tools.world_check import worlds_text
 
     parts = []
-    for warning in (world_warning(diff), worlds_text(worlds) if worlds is not None else ""):
-        if warning.startswith("WARNING"):
-            parts += [f"**{warning}**", ""]
+    for warning in comparison_warnings(diff, worlds):
+        parts += [f"**{warning}**", ""]
     parts += ["## Runs", "", markdown_table(meta)]
     if worlds is not None and len(worlds):
         text = worlds_text(worlds)  # a warning stands above the runs already
@@ -409,7 +423,7 @@ def format_runs_html(meta: pd.DataFrame, diff: pd.DataFrame, claims: pd.DataFram
         return f'<p class="note">{"<strong>" if strong else ""}{html.escape(text)}{"</strong>" if strong else ""}</p>'
 
     world_line = worlds_text(worlds) if worlds is not None else ""
-    header = "".join(note(w) for w in (world_warning(diff), world_line) if w.startswith("WARNING")) + table(meta)
+    header = "".join(note(w) for w in comparison_warnings(diff, worlds)) + table(meta)
     body = []
     if worlds is not None and len(worlds):
         body.append(section("Worlds", "" if world_line.startswith("WARNING") else note(world_line), table(worlds)))
