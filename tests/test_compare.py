@@ -293,6 +293,11 @@ def test_the_world_check_by_world():
     unknown = compare_worlds({"A": ident, "B": {**ident, "sha256": None, "worlds": {"base": spec}}}).set_index("world")
     assert unknown.loc["base", "status"] == "unknown" and "no oracle file recorded in B" in unknown.loc["base", "why"]
     assert unknown.loc["extra", "status"] == "only some runs" and "World check:" in worlds_text(unknown.reset_index())
+    gauss = {**ident, "checkpoint": "oracle/gaussian_world.pt", "worlds": {"base": spec}}
+    two = compare_worlds({"A": gauss, "B": {**gauss, "sha256": "b" * 64}})
+    assert list(two["status"]) == ["differs"] and two["why"].iloc[0].startswith(
+        f"oracle file (oracle/gaussian_world.pt) differs (sha256 {'a' * 12} / {'b' * 12})")
+    assert compare_worlds({"A": gauss, "B": gauss})["status"].tolist() == ["same"]
     # dotted world names: the longest that matches
     assert constants_world("world.tau0.7-T4.bayes_error", ["tau0.7", "tau0.7-T4"]) == "tau0.7-T4"
     assert constants_world("world.tau0.7.bayes_error", ["tau0.7", "tau0.7-T4"]) == "tau0.7"

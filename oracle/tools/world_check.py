@@ -66,6 +66,9 @@ def compare_worlds(identities: Mapping[str, Mapping]) -> pd.DataFrame:
     parameters); worlds in the first run's order."""
     names = list(dict.fromkeys(w for ident in identities.values() for w in ident["worlds"]))
     shas = [ident["sha256"] for ident in identities.values()]
+    files = {ident["checkpoint"] for ident in identities.values() if ident["checkpoint"]}
+    # a Gaussian world's file is no flow: name it
+    what = "flow checkpoint" if files <= {"oracle/flow.pt"} else f"oracle file ({', '.join(sorted(files))})"
     rows = []
     for world in names:
         present = [ident for ident in identities.values() if world in ident["worlds"]]
@@ -75,7 +78,7 @@ def compare_worlds(identities: Mapping[str, Mapping]) -> pd.DataFrame:
             continue
         why = _differences([ident["worlds"][world] for ident in present])
         if None not in shas and len(set(shas)) > 1:
-            why.insert(0, f"flow checkpoint differs (sha256 {' / '.join(s[:12] for s in shas)})")
+            why.insert(0, f"{what} differs (sha256 {' / '.join(s[:12] for s in shas)})")
         if why:
             rows.append({"world": world, "status": "differs", "why": "; ".join(why)})
         elif None in shas:
@@ -85,7 +88,7 @@ def compare_worlds(identities: Mapping[str, Mapping]) -> pd.DataFrame:
                                 "the same"})
         else:
             rows.append({"world": world, "status": "same",
-                         "why": f"identical flow checkpoint (sha256 {shas[0][:12]}) and {', '.join(WORLD_PARAMETERS)}"})
+                         "why": f"identical {what} (sha256 {shas[0][:12]}), the same {', '.join(WORLD_PARAMETERS)}"})
     return pd.DataFrame(rows, columns=["world", "status", "why"])
 
 
@@ -105,7 +108,7 @@ def worlds_text(frame: pd.DataFrame) -> str:
     differ = frame[frame["status"] == "differs"]
     if len(differ):
         return ("WARNING: the runs' worlds differ: " + _grouped(differ) + " - differences in world numbers are "
-                "between worlds, not a reproduction check (their world constants are flagged between_worlds).")
+                "between worlds, not a reproduction check.")
     unknown = frame[frame["status"] == "unknown"]
     if len(unknown):
         return "World check: " + _grouped(unknown) + "."
