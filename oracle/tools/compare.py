@@ -13,8 +13,8 @@ per run). Then, for two runs, every number of either numbers.json with B - A, z 
 runs' spreads and a flag (moved, changed, undefined, only_a, only_b, between_worlds, within,
 same; "nothing moved" when all are within or the same and no verdict changed); for more, every
 number in every run. --markdown writes the same as Markdown, --html as one page (the claims side
-by side, each verdict in its colour; for two runs the numbers that did not agree). A run given twice is compared with
-itself (its second copy named "<run> (again)").
+by side, each verdict in its colour; for two runs the numbers that did not agree). A run given
+twice is compared with itself (its second copy named "<run> (again)").
 Exit status: 0; 1 when a number carries a flag named by --fail-on (``verdict``: a claim's verdict
 changed); 2 on a usage error or a run folder without numbers.json (one line naming the file).
 """

@@ -10,8 +10,8 @@ only a ``std`` uses the std, larger than its SE: a conservative z). Each number 
 ``within``     |z| <= z_max and the values differ;
 ``changed``    no spread on either side and the values differ beyond a relative 1e-9 (a count,
                a setting, a number without an uncertainty);
-``same``       equal to a relative 1e-9 (with or without a spread), or the same value that is no finite number (None,
-               true) in both runs;
+``same``       equal to a relative 1e-9 (with or without a spread), or the same value that is
+               no finite number (None, true) in both runs;
 ``undefined``  a value is missing (None: not finite) in one run or both, and they differ;
 ``only_a`` / ``only_b``  the key exists in one run only;
 ``between_worlds``  a constant of a world that differs between the runs (``world.<world>.*``,
@@ -372,11 +372,10 @@ def format_runs_markdown(meta: pd.DataFrame, diff: pd.DataFrame, claims: pd.Data
                          numbers: pd.DataFrame, pair: pd.DataFrame | None = None, z_max: float = 3.0,
                          worlds: pd.DataFrame | None = None, verdicts: pd.DataFrame | None = None) -> str:
     """The comparison of two or more runs as Markdown: the warnings (`comparison_warnings`: of
-    the config and of `worlds`, a `compare_worlds` frame),
-    the runs' metadata, the world check per world, the config keys that differ, the claims side
-    by side, then for two runs the numbers with B - A, z and flag (`pair`, a `compare_numbers`
-    frame; its summary counts `verdicts`, a `compare_claims` frame) and for more a table of
-    runs by number."""
+    the config and of `worlds`, a `compare_worlds` frame), the runs' metadata, the world check
+    per world, the config keys that differ, the claims side by side, then for two runs the
+    numbers with B - A, z and flag (`pair`, a `compare_numbers` frame; its summary counts
+    `verdicts`, a `compare_claims` frame) and for more a table of runs by number."""
     from oracle.tools.world_check import worlds_text
 
     parts = []
