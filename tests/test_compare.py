@@ -177,3 +177,145 @@ def test_the_command_shows_runs_configs_claims_and_more_than_two_runs(tmp_path):
 def read_markdown_table_text(text):
     lines = [ln for ln in text.splitlines() if ln.startswith("|")]
     return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[:1] + lines[2:]]
+
+
+def test_identical_values_are_the_same_even_with_a_spread():
+    assert flags(np.array([1.0]), np.array([1.0]), np.array([0.0]))[0] == "same"
+    df = compare_numbers({"b": entry(True), "n": entry(None)}, {"b": entry(True), "n": entry(None)}).set_index("key")
+    assert list(df["flag"]) == ["same", "same"]  # a value that is no number, alike in both runs
+    assert compare_numbers({"n": entry(None)}, {"n": entry(2.0)})["flag"].iloc[0] == "undefined"
+
+
+def test_a_run_compared_with_itself_reports_that_nothing_moved(tmp_path):
+    import shutil
+
+    numbers = {"x": entry(1.0, se=0.1, se_over="seeds"), "n": entry(5), "flag": entry(True), "gone": entry(None)}
+    a = write_run(tmp_path / "a", numbers, {"power_law": "supported", "plateau": "unresolved"})
+    copy = shutil.copytree(a, tmp_path / "copy")
+    for b in (a, copy):
+        out = compare_cli(a, b, "--fail-on", "moved,changed,undefined,verdict", "--markdown", tmp_path / "self.md")
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+        assert "4 numbers: 0 moved, 0 changed, 0 undefined, 0 only_a, 0 only_b, 0 within, 4 same; nothing moved" in \
+            out.stdout
+        assert "claims: 0 of 2 verdicts changed" in out.stdout
+        assert "nothing moved: every number is within or the same and every verdict is the same" in \
+            (tmp_path / "self.md").read_text()
+    assert f"B = {a} (again)" in compare_cli(a, a).stdout  # one folder twice: two columns, told apart
+    b = write_run(tmp_path / "b", {**numbers, "x": entry(1.05, se=0.1, se_over="seeds")}, {"power_law": "supported"})
+    assert "nothing moved" not in compare_cli(a, b).stdout  # a verdict is missing in B
+
+
+FULL_CONFIG = {"seed": 0, "oracle": {}, "samples": {"n_total": 100, "n_shards": 1}, "splits": {"test_size": 50},
+               "worlds": {"base": {"prior": None, "label_temperature": 1.0, "base_temperature": 1.0},
+                          "tau0.7": {"base_temperature": 0.7}, "tau0.7-T4": {"base_temperature": 0.7,
+                                                                             "label_temperature": 4.0}}}
+
+
+def world_run(folder, flow_bytes, seed=0, recorded_sha=None, taus=None, wall_s=None, torch="2.4.1"):
+    """A finished run as compare reads it: numbers.json (two world constants, a classifier number),
+    config.yaml, oracle/flow.pt (with a provenance record stating `recorded_sha` when given), the
+    numbers' record (packages) and timings.md."""
+    import copy
+
+    import yaml
+
+    numbers = {"world.base.bayes_error": entry(0.10 + 0.01 * seed, se=0.01, se_over="samples"),
+               "world.tau0.7-T4.bayes_error": entry(0.20, se=0.01, se_over="samples"),
+               "scaling.alpha.r": entry(0.5 + 0.01 * seed, se=0.05, se_over="seeds")}
+    run = write_run(folder, numbers, {"power_law": "supported"})
+    config = copy.deepcopy(FULL_CONFIG) | {"seed": seed}
+    for world, tau in (taus or {}).items():
+        config["worlds"][world]["base_temperature"] = tau
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    (run / "oracle").mkdir()
+    (run / "oracle" / "flow.pt").write_bytes(flow_bytes)
+    if recorded_sha:
+        (run / "oracle" / "flow.pt.prov.json").write_text(json.dumps({"artifact": {"sha256": recorded_sha}}))
+    (run / "numbers.json.prov.json").write_text(json.dumps(
+        {"code": {"commit": "a" * 40}, "packages": {"python": "3.11.7", "torch": torch, "numpy": "2.1.0",
+                                                    "snakemake": "9.1.0", "h5py": "3.12.0"}}))
+    if wall_s is not None:
+        (run / "timings.md").write_text(f"| rule |\n|---|\n| total |\n\n- Wall time: {wall_s:.1f} s, the jobs of ...\n")
+    return run
+
+
+def test_runs_whose_flow_checkpoints_differ_are_warned_of_and_their_world_constants_flagged(tmp_path):
+    a = world_run(tmp_path / "seed0", b"flow weights of seed 0", seed=0, wall_s=699.4)
+    b = world_run(tmp_path / "seed1", b"flow weights of seed 1", seed=1, wall_s=712.0, torch="2.5.0")
+    out = compare_cli(a, b)
+    assert out.returncode == 0, out.stderr
+    warning = "WARNING: the runs' worlds differ: base, tau0.7, tau0.7-T4: flow checkpoint differs (sha256 "
+    assert warning in out.stderr and warning in out.stdout.split("## Runs")[0]  # at the top
+    assert "between worlds, not a reproduction check" in out.stderr
+    # the world constants are the difference of two worlds (z 0.7: "within" before), the rest as before
+    assert "between_worlds  world.base.bayes_error" in out.stdout
+    assert "same            world.tau0.7-T4.bayes_error" in out.stdout  # equal values stay the same
+    assert "within          scaling.alpha.r" in out.stdout and "1 between_worlds" in out.stdout
+    assert compare_cli(a, b, "--fail-on", "between_worlds").returncode == 1
+    # the runs table: wall time and package versions (torch named, and h5py nowhere: it is the same)
+    rows = {r[0]: r for r in read_markdown_table_text(out.stdout.split("## Worlds")[0])}
+    header = read_markdown_table_text(out.stdout.split("## Worlds")[0])[0]
+    assert rows[str(a)][header.index("wall time")] == "699 s" and rows[str(b)][header.index("wall time")] == "712 s"
+    assert rows[str(a)][header.index("packages")] == "python 3.11.7, torch 2.4.1, numpy 2.1.0, snakemake 9.1.0"
+    assert "torch 2.5.0" in rows[str(b)][header.index("packages")]
+
+
+def test_one_checkpoint_is_the_same_world_and_a_changed_temperature_another(tmp_path):
+    # a recorded sha256 is the file's identity (no rehash): different bytes, one recorded hash
+    sha = "c0ffee" * 10 + "cafe"
+    a = world_run(tmp_path / "a", b"weights", recorded_sha=sha)
+    b = world_run(tmp_path / "b", b"weights, copied", seed=1, recorded_sha=sha)  # one imported flow, two seeds
+    same = compare_cli(a, b)
+    assert same.returncode == 0 and "WARNING" not in same.stderr, same.stderr
+    assert "Same worlds: 3 world(s) (base, tau0.7, tau0.7-T4) with identical flow checkpoint (sha256 c0ffeec0ffee)" \
+        in same.stdout
+    assert "between_worlds" not in same.stdout and "within  world.base.bayes_error" in same.stdout
+    # more samples of the same world: its config settings differ, the world does not
+    import yaml
+
+    config = yaml.safe_load((b / "config.yaml").read_text())
+    config["worlds"]["base"]["n_total"] = 5000
+    (b / "config.yaml").write_text(yaml.safe_dump(config))
+    more = compare_cli(a, b)
+    assert "worlds.base.n_total" in more.stdout and "WARNING" not in more.stderr + more.stdout, more.stderr
+    c = world_run(tmp_path / "c", b"weights", recorded_sha=sha, taus={"tau0.7": 0.8})
+    other = compare_cli(a, c)
+    assert "WARNING: the runs' worlds differ: tau0.7: base_temperature 0.7 / 0.8" in other.stderr
+    table = {r[0]: r[1] for r in read_markdown_table_text(other.stdout.split("## Worlds")[1].split("##")[0])}
+    assert table["base"] == "same" and table["tau0.7"] == "differs" and table["tau0.7-T4"] == "same"
+
+
+def test_the_world_check_by_world():
+    from oracle.tools.world_check import compare_worlds, constants_world, worlds_text
+
+    spec = {"prior": None, "label_temperature": 1.0, "base_temperature": 1.0}
+    ident = {"sha256": "a" * 64, "checkpoint": "oracle/flow.pt", "worlds": {"base": spec, "extra": spec}}
+    unknown = compare_worlds({"A": ident, "B": {**ident, "sha256": None, "worlds": {"base": spec}}}).set_index("world")
+    assert unknown.loc["base", "status"] == "unknown" and "no oracle file recorded in B" in unknown.loc["base", "why"]
+    assert unknown.loc["extra", "status"] == "only some runs" and "World check:" in worlds_text(unknown.reset_index())
+    gauss = {**ident, "checkpoint": "oracle/gaussian_world.pt", "worlds": {"base": spec}}
+    two = compare_worlds({"A": gauss, "B": {**gauss, "sha256": "b" * 64}})
+    assert list(two["status"]) == ["differs"] and two["why"].iloc[0].startswith(
+        f"oracle file (oracle/gaussian_world.pt) differs (sha256 {'a' * 12} / {'b' * 12})")
+    assert compare_worlds({"A": gauss, "B": gauss})["status"].tolist() == ["same"]
+    # dotted world names: the longest that matches
+    assert constants_world("world.tau0.7-T4.bayes_error", ["tau0.7", "tau0.7-T4"]) == "tau0.7-T4"
+    assert constants_world("world.tau0.7.bayes_error", ["tau0.7", "tau0.7-T4"]) == "tau0.7"
+    assert constants_world("scaling.tau0.7.x", ["tau0.7"]) is None
+
+
+def test_the_html_page_shows_the_claims_side_by_side(tmp_path):
+    a = world_run(tmp_path / "seed0", b"flow weights of seed 0", seed=0)
+    b = world_run(tmp_path / "seed1", b"flow weights of seed 1", seed=1)
+    pd.DataFrame({"id": ["power_law"], "verdict": ["unresolved"], "this run": ["alpha 0.41 (95% CI [0.3, 0.5])"]}).to_csv(
+        b / "claims.csv", index=False)
+    out = compare_cli(a, b, "--html", tmp_path / "cmp.html")
+    assert out.returncode == 0, out.stderr
+    page = (tmp_path / "cmp.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    head, claims = page.split("<h2>Claims</h2>")
+    assert "WARNING: the runs&#x27; worlds differ" in head.split("<table>")[0]  # above the runs table
+    row = claims.split("<tr>")[2]  # header, then power_law
+    assert '<td class="verdict-supported">supported</td>' in row and '<td class="verdict-unresolved">unresolved</td>' \
+        in row and "alpha 0.41 (95% CI [0.3, 0.5])" in row and "verdict changed" in row
+    assert "between_worlds" in claims.split("<h2>Numbers</h2>")[1]  # the numbers that did not agree

@@ -97,6 +97,24 @@ def test_timing_notes_give_the_last_invocation_and_say_when_older_jobs_count(tmp
     assert "Wall time: 30.0 s" in one and "Earlier invocations" not in one
 
 
+def test_recorded_timing_reads_back_what_the_timings_rule_wrote(tmp_path):
+    from oracle.report.timings import recorded_timing, timing_notes
+
+    table = pd.DataFrame([{"rule": "train", "jobs": 2, "job_s": 40.0, "max_job_s": 30.0, "max_rss_mb": 1.0},
+                          {"rule": "total", "jobs": 2, "job_s": 40.0, "max_job_s": 30.0, "max_rss_mb": 1.0}])
+    notes = timing_notes(table, {"span_s": 130.0, "busy_s": 50.0, "last_s": 31.25, "last_jobs": 1}, 0.0, [])
+    run = tmp_path / "run"
+    run.mkdir()
+    write_csv_markdown(table, run / "timings.csv", run / "timings.md", caption="Where the time went", notes=notes)
+    got = recorded_timing(run)
+    assert got["wall_s"] == pytest.approx(31.2, abs=0.051) and got["job_s"] == pytest.approx(40.0)
+    empty = recorded_timing(tmp_path / "none")  # a run without timings: unknown, no error
+    assert math.isnan(empty["wall_s"]) and math.isnan(empty["job_s"])
+    (run / "timings.md").write_text("- Wall time: soon\n")
+    with pytest.raises(DataError, match=r"timings\.md: the line .* holds no number"):
+        recorded_timing(run)
+
+
 def job(rule, seconds, outputs, inputs=(), **wildcards):
     return {"rule": rule, "wildcards": {k: str(v) for k, v in wildcards.items()}, "seconds": seconds,
             "timed_by": "script", "outputs": set(outputs), "inputs": set(inputs)}

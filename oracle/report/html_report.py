@@ -413,12 +413,37 @@ def render_report(sections: Sequence[Section], out: str | os.PathLike, title: st
                 body.append(table)
             body.append(_files(item, out_dir) + "</figure>")
         body.append("</section>")
+    return page_html(title, f"{_facts_html(facts) if facts else ''}{_worlds_html(worlds) if worlds else ''}"
+                            f"{''.join(f'<p class=note>{_inline(p)}</p>' for p in intro.split(chr(10) * 2) if p.strip())}"
+                            f"<nav><ul>{''.join(nav)}</ul></nav>", chr(10).join(body))
+
+
+def page_html(title: str, header: str, body: str) -> str:
+    """A self-contained page in the report's style (no script, no external resource): `title`
+    as its title and heading, then `header` and `body` (HTML)."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
             f"<style>{_CSS}{_verdict_css()}</style></head><body><header><h1>{html.escape(title)}</h1>"
-            f"{_facts_html(facts) if facts else ''}{_worlds_html(worlds) if worlds else ''}"
-            f"{''.join(f'<p class=note>{_inline(p)}</p>' for p in intro.split(chr(10) * 2) if p.strip())}"
-            f"<nav><ul>{''.join(nav)}</ul></nav></header>\n{chr(10).join(body)}\n</body></html>\n")
+            f"{header}</header>\n{body}\n</body></html>\n")
+
+
+def table_html(header: Sequence[str], rows: Sequence[Sequence[str]], verdict_columns: Sequence[int] = ()) -> str:
+    """A table of plain text cells as HTML: escaped, a cell longer than `LONG_CELL` folded to
+    its first words, the cells of `verdict_columns` (indices) in their verdict's colour (the
+    claims table's, "supported (close)" as supported)."""
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(map(str, row)):
+            if i in verdict_columns and cell:
+                cells.append(f'<td class="verdict-{_anchor(cell.split(" (")[0])}">{html.escape(cell)}</td>')
+            elif len(cell) > LONG_CELL:
+                cells.append(f'<td class="long">{_folded(cell)}</td>')
+            else:
+                cells.append(f"<td>{html.escape(cell)}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
 def write_report(sections: Sequence[Section], out: str | os.PathLike, title: str, intro: str = "",

@@ -268,6 +268,11 @@ def read_rss_records(root: str | os.PathLike) -> dict[str, float]:
     return out
 
 
+#: How the note under the timing table that states the run's wall time begins (`timing_notes`
+#: writes it, `recorded_timing` reads it back).
+WALL_NOTE = "- Wall time: "
+
+
 def timing_notes(table: pd.DataFrame, wall: Mapping[str, float], path_s: float, chain: list[str],
                  jobs: Mapping[str, Mapping] | None = None) -> str:
     """The lines under the timing table: job-seconds against the run's wall time (`wall_time`)
@@ -279,7 +284,7 @@ def timing_notes(table: pd.DataFrame, wall: Mapping[str, float], path_s: float, 
                      "(summed over jobs that ran side by side: not the wall time).")
     if np.isfinite(wall.get("last_s", float("nan"))):
         n = wall['last_jobs']
-        lines.append(f"- Wall time: {wall['last_s']:.1f} s, the jobs of the last invocation ({n} job{'s' if n != 1 else ''} "
+        lines.append(f"{WALL_NOTE}{wall['last_s']:.1f} s, the jobs of the last invocation ({n} job{'s' if n != 1 else ''} "
                      f"after the last pause of over {INVOCATION_GAP_S:.0f} s with no job running).")
         if wall["last_s"] < wall["span_s"] - 1.0:
             lines.append(f"- Earlier invocations made the other results: over all jobs, {wall['span_s']:.1f} s "
@@ -292,3 +297,30 @@ def timing_notes(table: pd.DataFrame, wall: Mapping[str, float], path_s: float, 
         lines.append(f"- Critical path (the longest chain of jobs, each waiting for the one before): {path_s:.1f} s "
                      f"over {len(chain)} jobs{how}: {' -> '.join(steps)}.")
     return "\n".join(lines)
+
+
+def recorded_timing(run: str | os.PathLike) -> dict[str, float]:
+    """What a finished run folder recorded of its time when it ended: ``wall_s``, the wall time
+    of its last invocation (seconds; the `WALL_NOTE` line of its timings.md) and ``job_s``, its
+    job-seconds (the ``total`` row of its timings.csv); NaN where the run has no such file or
+    line (a run made before the timings rule, or one without benchmarks). Read from what the run
+    wrote, not from the benchmark files' modification times, which a copied folder loses.
+    DataError naming the file when a line or row is there but holds no number."""
+    run = Path(run)
+    out = {"wall_s": float("nan"), "job_s": float("nan")}
+    md, csv = run / "timings.md", run / "timings.csv"
+    if md.is_file():
+        for line in md.read_text(encoding="utf-8").splitlines():
+            if line.startswith(WALL_NOTE):
+                try:
+                    out["wall_s"] = float(line[len(WALL_NOTE):].split(" s", 1)[0])
+                except ValueError:
+                    raise DataError(f"{md}: the line {line[:60]!r} holds no number of seconds") from None
+    if csv.is_file():
+        try:
+            table = pd.read_csv(csv)
+            total = table.loc[table["rule"] == "total", "job_s"]
+            out["job_s"] = float(total.iloc[0]) if len(total) else float("nan")
+        except (OSError, ValueError, KeyError) as exc:
+            raise DataError(f"{csv}: not a timing table with columns rule, job_s ({exc})") from None
+    return out

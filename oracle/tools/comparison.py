@@ -7,12 +7,16 @@ give the number a spread, a z = (B - A) / sqrt(s_A^2 + s_B^2), s the entry's sta
 only a ``std`` uses the std, larger than its SE: a conservative z). Each number gets a flag:
 
 ``moved``      |z| > z_max: B differs from A by more than the two runs' spreads allow;
-``within``     |z| <= z_max;
+``within``     |z| <= z_max and the values differ;
 ``changed``    no spread on either side and the values differ beyond a relative 1e-9 (a count,
                a setting, a number without an uncertainty);
-``same``       no spread and equal to 1e-9;
-``undefined``  a value is missing (None: not finite) in one run or both;
-``only_a`` / ``only_b``  the key exists in one run only.
+``same``       equal to a relative 1e-9 (with or without a spread), or the same value that is
+               no finite number (None, true) in both runs;
+``undefined``  a value is missing (None: not finite) in one run or both, and they differ;
+``only_a`` / ``only_b``  the key exists in one run only;
+``between_worlds``  a constant of a world that differs between the runs (``world.<world>.*``,
+               `oracle.tools.world_check`) whose value differs: the difference of two worlds,
+               not a reproduction check (`mark_between_worlds`).
 
 Under the null hypothesis that both runs estimate the same quantity with normal errors, about
 2 * (1 - Phi(z_max)) of the numbers with a z move by chance alone (0.27% at z_max = 3);
@@ -37,7 +41,9 @@ import pandas as pd
 from oracle.errors import DataError
 
 #: The flags, most severe first (the order of `compare_numbers`' rows and of the summary).
-FLAGS = ("moved", "changed", "undefined", "only_a", "only_b", "within", "same")
+FLAGS = ("moved", "changed", "undefined", "only_a", "only_b", "between_worlds", "within", "same")
+#: Flags that say the two runs agree on a number.
+AGREE = ("within", "same")
 #: Relative tolerance under which two values without a spread count as the same.
 RTOL = 1e-9
 
@@ -63,6 +69,7 @@ def flags(a: np.ndarray, b: np.ndarray, z: np.ndarray, z_max: float = 3.0, rtol:
     out[differ] = "changed"
     has_z = np.isfinite(z)
     out[has_z] = np.where(np.abs(z[has_z]) > z_max, "moved", "within")
+    out[~differ] = "same"  # identical values: a z of 0 says less than that
     out[~(np.isfinite(a) & np.isfinite(b))] = "undefined"
     return out
 
@@ -96,6 +103,10 @@ def compare_numbers(a: Mapping[str, Mapping], b: Mapping[str, Mapping], z_max: f
     sb = [entry_spread(b[k]) if k in b and isinstance(b[k], Mapping) else (math.nan, "") for k in keys]
     diff, z = z_scores(va, [s for s, _ in sa], vb, [s for s, _ in sb])
     flag = flags(va, vb, z, z_max)
+    raw = [json.dumps((a[k] or {}).get("value") if isinstance(a[k], Mapping) else a[k], sort_keys=True)
+           == json.dumps((b[k] or {}).get("value") if isinstance(b[k], Mapping) else b[k], sort_keys=True)
+           if k in a and k in b else False for k in keys]
+    flag[(flag == "undefined") & np.array(raw, dtype=bool)] = "same"  # e.g. true or None in both runs
     flag[[k not in b for k in keys]] = "only_a"
     flag[[k not in a for k in keys]] = "only_b"
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -110,6 +121,34 @@ def compare_numbers(a: Mapping[str, Mapping], b: Mapping[str, Mapping], z_max: f
     df["_absz"] = -np.abs(df["z"].fillna(0.0))
     return df.sort_values(["_order", "_absz", "key"], kind="stable").drop(columns=["_order", "_absz"]).reset_index(
         drop=True)
+
+
+def mark_between_worlds(df: pd.DataFrame, worlds: set[str] | list[str], differ: set[str]) -> pd.DataFrame:
+    """A `compare_numbers` frame with the rows of world constants (``world.<world>.*`` of one of
+    `worlds`) whose world is in `differ` and whose values differ (moved, within or changed)
+    flagged ``between_worlds`` instead, rows re-sorted in the order of `FLAGS`."""
+    from oracle.tools.world_check import constants_world
+
+    if not differ:
+        return df
+    hit = df["key"].map(lambda k: constants_world(k, worlds) in differ) & df["flag"].isin(["moved", "within",
+                                                                                           "changed"])
+    out = df.assign(flag=df["flag"].where(~hit, "between_worlds"))
+    out["_order"] = out["flag"].map({f: i for i, f in enumerate(FLAGS)})
+    return out.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
+
+
+def flag_counts(df: pd.DataFrame, claims: pd.DataFrame | None = None) -> str:
+    """The summary of a `compare_numbers` frame: "12 numbers: 0 moved, ..., 12 same" (a
+    ``between_worlds`` count only where there is one), and "nothing moved" when every number
+    is within or the same and no verdict of `claims` (`compare_claims`) changed."""
+    counts = df["flag"].value_counts()
+    text = f"{len(df)} numbers: " + ", ".join(f"{counts.get(f, 0)} {f}" for f in FLAGS
+                                             if f != "between_worlds" or counts.get(f, 0))
+    if df["flag"].isin(AGREE).all() and (claims is None or not claims["changed"].any()):
+        text += (f"; nothing moved: every number is within or the same"
+                 + (" and every verdict is the same" if claims is not None else ""))
+    return text
 
 
 def expected_by_chance(n_with_z: int, z_max: float) -> float:
@@ -151,10 +190,8 @@ def format_comparison(df: pd.DataFrame, claims: pd.DataFrame | None, names: tupl
                       flagged_only: bool = False) -> str:
     """The comparison as text: a summary line per flag, the claims whose verdict changed, then
     one line per number (only the flagged ones with `flagged_only`)."""
-    counts = df["flag"].value_counts()
-    n_z = int(np.isfinite(df["z"]).sum())
-    lines = [f"A = {names[0]}", f"B = {names[1]}",
-             f"{len(df)} numbers: " + ", ".join(f"{counts.get(f, 0)} {f}" for f in FLAGS),
+    n_z = int((np.isfinite(df["z"]) & (df["flag"] != "between_worlds")).sum())
+    lines = [f"A = {names[0]}", f"B = {names[1]}", flag_counts(df, claims),
              f"moved: |z| > {z_max:g}, z = (B - A) / sqrt(se_A^2 + se_B^2); of the {n_z} numbers with a spread, "
              f"{expected_by_chance(n_z, z_max):.1f} would move by chance alone if both runs measured the same "
              "thing with the errors they state."]
@@ -162,7 +199,7 @@ def format_comparison(df: pd.DataFrame, claims: pd.DataFrame | None, names: tupl
         changed = claims[claims["changed"]]
         lines.append(f"claims: {len(changed)} of {len(claims)} verdicts changed"
                      + "".join(f"\n  {r.id}: {r.verdict_a or '-'} -> {r.verdict_b or '-'}" for r in changed.itertuples()))
-    shown = df[~df["flag"].isin(["within", "same"])] if flagged_only else df
+    shown = df[~df["flag"].isin(AGREE)] if flagged_only else df
     header = ("flag", "key", "A", "B", "B - A", "z", "unit", "spread")
     rows = [header] + [(r.flag, r.key, _num(r.a), _num(r.b), _num(r.diff), _num(r.z), r.unit, r.spread)
                        for r in shown.itertuples()]
@@ -222,11 +259,51 @@ def world_warning(diff: pd.DataFrame) -> str:
             "so 'moved' says nothing about reproducibility.")
 
 
-def run_metadata(records: Mapping[str, Mapping | None], configs: Mapping[str, Mapping]) -> pd.DataFrame:
+#: Packages the runs table always names (with their recorded versions); any other recorded
+#: package is named where its version differs between the runs.
+SHOWN_PACKAGES = ("python", "torch", "numpy", "snakemake")
+
+
+def packages_text(records: Mapping[str, Mapping | None]) -> dict[str, str]:
+    """Per run, "torch 2.4.1, numpy 2.1.0, ...": the `SHOWN_PACKAGES` and every other package
+    whose recorded version (a provenance record's ``packages``) differs between the runs; "?"
+    for a run whose record lists no packages."""
+    packages = {name: (rec or {}).get("packages") or {} for name, rec in records.items()}
+    listed = [p for p in dict.fromkeys(p for pk in packages.values() for p in pk)]
+    differ = [p for p in listed if len({str(pk.get(p)) for pk in packages.values()}) > 1]
+    names = [p for p in SHOWN_PACKAGES if p in listed] + [p for p in differ if p not in SHOWN_PACKAGES]
+    return {name: ", ".join(f"{p} {pk.get(p) or '-'}" for p in names) if pk else "?"
+            for name, pk in packages.items()}
+
+
+def _seconds(s: float) -> str:
+    return "?" if not math.isfinite(s) else f"{s:,.0f} s" if s >= 100 else f"{s:.1f} s"
+
+
+def comparison_warnings(diff: pd.DataFrame, worlds: pd.DataFrame | None = None) -> list[str]:
+    """The warnings above a comparison: the world check's (`oracle.tools.world_check.worlds_text`
+    of `worlds`, a `compare_worlds` frame) when the worlds differ, and the config's
+    (`world_warning` of `diff`) unless the world check found every world the same by its
+    content: then the world settings that differ did not change a world (its sample sizes, the
+    training data of an imported flow)."""
+    from oracle.tools.world_check import worlds_text
+
+    checked = worlds is not None and len(worlds) > 0
+    same = checked and bool((worlds["status"] == "same").all())
+    out = [] if same else [w for w in (world_warning(diff),) if w]
+    text = worlds_text(worlds) if checked else ""
+    return out + ([text] if text.startswith("WARNING") else [])
+
+
+def run_metadata(records: Mapping[str, Mapping | None], configs: Mapping[str, Mapping],
+                 timings: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
     """One row per run: run, commit (12 hex, "+dirty" with uncommitted changes), date (UTC),
-    machine (host and device), seed and config sha256 (12 hex), from the provenance record of
-    each run's numbers.json (`records`, None when it has none: "?") and its config."""
+    machine (host and device), seed, config sha256 (12 hex), wall time and job-seconds (from
+    `timings`: {run: `oracle.report.timings.recorded_timing`}; "?" where unrecorded) and
+    package versions (`packages_text`), from the provenance record of each run's numbers.json
+    (`records`, None when it has none: "?") and its config."""
     rows = []
+    packages = packages_text(records)
     for name, rec in records.items():
         rec = rec or {}
         code = rec.get("code") or {}
@@ -235,8 +312,12 @@ def run_metadata(records: Mapping[str, Mapping | None], configs: Mapping[str, Ma
                            if v) or "?"
         rows.append({"run": name, "commit": commit, "date": rec.get("created_utc") or "?", "machine": machine,
                      "seed": configs.get(name, {}).get("seed", "?"),
-                     "config": str(rec.get("params_sha256") or rec.get("config_sha256") or "?")[:12]})
-    return pd.DataFrame(rows, columns=["run", "commit", "date", "machine", "seed", "config"])
+                     "config": str(rec.get("params_sha256") or rec.get("config_sha256") or "?")[:12],
+                     "wall time": _seconds((timings or {}).get(name, {}).get("wall_s", math.nan)),
+                     "job-seconds": _seconds((timings or {}).get(name, {}).get("job_s", math.nan)),
+                     "packages": packages[name]})
+    return pd.DataFrame(rows, columns=["run", "commit", "date", "machine", "seed", "config", "wall time",
+                                       "job-seconds", "packages"])
 
 
 def numbers_by_run(numbers: Mapping[str, Mapping[str, Mapping]]) -> pd.DataFrame:
@@ -288,25 +369,74 @@ def markdown_table(df: pd.DataFrame) -> str:
 
 
 def format_runs_markdown(meta: pd.DataFrame, diff: pd.DataFrame, claims: pd.DataFrame | None,
-                         numbers: pd.DataFrame, pair: pd.DataFrame | None = None, z_max: float = 3.0) -> str:
-    """The comparison of two or more runs as Markdown: the runs' metadata, the world warning
-    (`world_warning`), the config keys that differ, the claims side by side, then for two runs
-    the numbers with B - A, z and flag (`pair`, a `compare_numbers` frame) and for more a table
-    of runs by number."""
-    parts = ["## Runs", "", markdown_table(meta)]
-    if warning := world_warning(diff):
+                         numbers: pd.DataFrame, pair: pd.DataFrame | None = None, z_max: float = 3.0,
+                         worlds: pd.DataFrame | None = None, verdicts: pd.DataFrame | None = None) -> str:
+    """The comparison of two or more runs as Markdown: the warnings (`comparison_warnings`: of
+    the config and of `worlds`, a `compare_worlds` frame), the runs' metadata, the world check
+    per world, the config keys that differ, the claims side by side, then for two runs the
+    numbers with B - A, z and flag (`pair`, a `compare_numbers` frame; its summary counts
+    `verdicts`, a `compare_claims` frame) and for more a table of runs by number."""
+    from oracle.tools.world_check import worlds_text
+
+    parts = []
+    for warning in comparison_warnings(diff, worlds):
         parts += [f"**{warning}**", ""]
+    parts += ["## Runs", "", markdown_table(meta)]
+    if worlds is not None and len(worlds):
+        text = worlds_text(worlds)  # a warning stands above the runs already
+        parts += ["## Worlds", "", *([] if text.startswith("WARNING") else [text, ""]), markdown_table(worlds)]
     parts += ["## Config differences", "",
               markdown_table(diff.drop(columns="world")) if len(diff) else "The effective configs are the same.\n"]
     if claims is not None and len(claims):
         parts += ["## Claims", "", markdown_table(claims)]
     parts += ["## Numbers", ""]
     if pair is not None:
-        counts = pair["flag"].value_counts()
-        parts += [f"{len(pair)} numbers: " + ", ".join(f"{counts.get(f, 0)} {f}" for f in FLAGS)
-                  + f" (moved: |z| > {z_max:g}).", "",
+        parts += [flag_counts(pair, verdicts) + f" (moved: |z| > {z_max:g}).", "",
                   markdown_table(pair.assign(**{c: pair[c].map(_num) for c in ("a", "b", "diff", "z")})[
                       ["flag", "key", "a", "b", "diff", "z", "unit", "spread"]])]
     else:
         parts += [markdown_table(numbers)]
     return "\n".join(parts)
+
+
+def format_runs_html(meta: pd.DataFrame, diff: pd.DataFrame, claims: pd.DataFrame | None, numbers: pd.DataFrame,
+                     pair: pd.DataFrame | None = None, z_max: float = 3.0, worlds: pd.DataFrame | None = None,
+                     verdicts: pd.DataFrame | None = None) -> str:
+    """The comparison as one self-contained HTML page (`format_runs_markdown`'s arguments): the
+    warnings, the runs, the world check, the config keys that differ, the claims side by side
+    (per run its verdict, in the verdict's colour, and its value; whether they agree), then for
+    two runs the summary and the numbers that did not agree (flagged), for more every number."""
+    import html
+
+    from oracle.report.html_report import page_html, table_html
+    from oracle.tools.world_check import worlds_text
+
+    def table(df: pd.DataFrame, verdict_columns: tuple[int, ...] = ()) -> str:
+        return table_html(list(df.columns), df.astype(str).values.tolist(), verdict_columns)
+
+    def section(title: str, *parts: str) -> str:
+        return f"<section><h2>{html.escape(title)}</h2>{''.join(parts)}</section>"
+
+    def note(text: str) -> str:
+        strong = text.startswith("WARNING")
+        return f'<p class="note">{"<strong>" if strong else ""}{html.escape(text)}{"</strong>" if strong else ""}</p>'
+
+    world_line = worlds_text(worlds) if worlds is not None else ""
+    header = "".join(note(w) for w in comparison_warnings(diff, worlds)) + table(meta)
+    body = []
+    if worlds is not None and len(worlds):
+        body.append(section("Worlds", "" if world_line.startswith("WARNING") else note(world_line), table(worlds)))
+    body.append(section("Config differences", table(diff.drop(columns="world")) if len(diff)
+                        else note("The effective configs are the same.")))
+    if claims is not None and len(claims):
+        side = claims.assign(same=claims["same"].map({True: "same", False: "verdict changed"}))
+        runs = tuple(i for i, c in enumerate(side.columns) if c not in ("id", "same") and not c.endswith(" value"))
+        body.append(section("Claims", table(side, runs)))
+    if pair is not None:
+        shown = pair[~pair["flag"].isin(AGREE)]
+        body.append(section("Numbers", note(flag_counts(pair, verdicts) + f" (moved: |z| > {z_max:g})."),
+                            table(shown.assign(**{c: shown[c].map(_num) for c in ("a", "b", "diff", "z")})[
+                                ["flag", "key", "a", "b", "diff", "z", "unit", "spread"]]) if len(shown) else ""))
+    else:
+        body.append(section("Numbers", table(numbers)))
+    return page_html(f"Runs compared: {', '.join(meta['run'])}", header, "\n".join(body))
