@@ -166,3 +166,21 @@ def test_claims_section_shows_an_uncounted_row_and_leaves_it_out_of_the_counts()
     assert ("Verdicts: supported 1, contradicted 0, unresolved 1, not posed 0, not run 1 (not counted: floor_exact)."
             in text)
     assert "**supported (not counted)**" in text
+
+
+def test_claims_section_shows_the_papers_verdict_what_would_decide_and_the_world_conditional_rows():
+    frame = _claims()
+    frame["paper verdict"] = ["unresolved", "not printed", "supported"]
+    frame["margin"] = [2.5, 0.4, None]
+    frame["to decide"] = ["", "soft - hard accuracy at N300 (pp): about 6 seeds (now 2)", ""]
+    frame.loc[0, "numbers"] = "scaling.alpha.a world.cold.bayes_error"
+    text = claims_section(frame)
+    assert "| paper's numbers |" in text and "| unresolved | alpha 0.25 |" in text
+    assert "**supported** (2.5 SE)" in text and "**unresolved** (0.4 SE)" in text
+    assert "- `soft_labels`: soft - hard accuracy at N300 (pp): about 6 seeds (now 2)" in text
+    # only the row that reads a world constant is named conditional on the world
+    conditional = next(line for line in text.splitlines() if line.startswith("Conditional on the trained world"))
+    assert "`power_law`" in conditional and "`soft_labels`" not in conditional
+    # without the columns (an older claims.csv) the table keeps its shape and says nothing it cannot
+    older = claims_section(_claims())
+    assert "paper's numbers" not in older and "What would decide" in older and "Conditional" not in older

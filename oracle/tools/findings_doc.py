@@ -55,20 +55,61 @@ def paper_figures(run_dir: Path, config: Mapping) -> list[Figure]:
 
 
 def claims_section(claims: pd.DataFrame) -> str:
-    """The claims table, compact (finding, paper, this run, 95% interval, verdict), then each
-    row's rule, numbered as the table's rows. `claims` is a run's claims.csv."""
+    """The claims table, compact (finding, paper, the paper's own verdict where claims.csv has
+    it, this run, 95% interval, verdict with its margin), then what would decide each unresolved
+    row (claims.csv's ``to decide``, the power analysis of the run's own variance), the rows whose
+    posing or threshold reads a world constant (`world_conditional`), and each row's rule,
+    numbered as the table's rows. `claims` is a run's claims.csv."""
     missing = {"id", "finding", "paper", "this run", "uncertainty", "rule", "verdict"} - set(claims.columns)
     if missing:
         raise DataError(f"claims.csv: columns {sorted(missing)} missing")
-    lines = ["| # | finding | paper | this run | uncertainty | verdict |", "|---|---|---|---|---|---|"]
+    paper_verdict = "paper verdict" in claims.columns
+    lines = ["| # | finding | paper | " + ("paper's numbers | " if paper_verdict else "")
+             + "this run | uncertainty | verdict |", "|---|---|---|" + ("---|" if paper_verdict else "") + "---|---|---|"]
     rows = claims.to_dict("records")
     for i, r in enumerate(rows, 1):
-        lines.append(f"| {i} | {markdown_cell(r['finding'])} | {markdown_cell(r['paper'])} | {markdown_cell(r['this run'])} | "
-                     f"{markdown_cell(r['uncertainty'])} | **{markdown_cell(verdict_cell(r))}** |")
-    lines += ["", f"Verdicts: {counts_text(rows)}.", "",
-              "The rule behind each verdict (the 95% intervals are over seeds unless a row says otherwise):", ""]
+        margin = _margin_text(r.get("margin"))
+        lines.append(f"| {i} | {markdown_cell(r['finding'])} | {markdown_cell(r['paper'])} | "
+                     + (f"{markdown_cell(r['paper verdict'])} | " if paper_verdict else "")
+                     + f"{markdown_cell(r['this run'])} | {markdown_cell(r['uncertainty'])} | "
+                     f"**{markdown_cell(verdict_cell(r))}**{margin} |")
+    lines += ["", f"Verdicts: {counts_text(rows)}.", ""]
+    if paper_verdict:
+        lines += ["paper's numbers: the same rule applied to the paper's printed numbers. The margin after a "
+                  "verdict: how many of its interval's own SEs the interval end nearest the threshold lies from "
+                  "it (how far the interval moves before the verdict can change).", ""]
+    undecided = [(r["id"], str(r.get("to decide") or "")) for r in rows if r["verdict"] == "unresolved"]
+    if undecided:
+        lines += ["What would decide each unresolved row (the power analysis of this run's own variance "
+                  "components: the seeds at this run's test rows, or the test rows at its seeds):", ""]
+        lines += [f"- `{rid}`: {markdown_cell(text) if text else 'no check carries variance components to size'}"
+                  for rid, text in undecided]
+        lines.append("")
+    conditional = world_conditional(rows)
+    if conditional:
+        lines += ["Conditional on the trained world: the flow is trained in float32, whose kernels differ by CPU "
+                  "model, so another machine trains another world (another Bayes error and floor). These rows "
+                  "read a world constant in their posing or threshold (a `world.*` number), so their verdict, "
+                  "not only their digits, can change with the world: "
+                  + ", ".join(f"`{rid}`" for rid in conditional) + ". No run here measured the verdicts across "
+                  "flow seeds.", ""]
+    lines += ["The rule behind each verdict (the 95% intervals are over seeds unless a row says otherwise):", ""]
     lines += [f"{i}. `{r['id']}`: {r['rule']}" for i, r in enumerate(rows, 1)]
     return "\n".join(lines)
+
+
+def _margin_text(margin: object) -> str:
+    try:
+        m = float(margin)
+    except (TypeError, ValueError):
+        return ""
+    return f" ({m:.2g} SE)" if m == m else ""
+
+
+def world_conditional(rows: list[Mapping]) -> list[str]:
+    """The ids of claims rows that read a world constant (a ``world.<name>.*`` key among their
+    ``numbers``): their posing or threshold moves with the trained world."""
+    return [r["id"] for r in rows if any(k.startswith("world.") for k in str(r.get("numbers") or "").split())]
 
 
 def _experiment_worlds(spec: Mapping) -> list[str]:
