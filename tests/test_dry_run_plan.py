@@ -107,7 +107,8 @@ def test_a_projection_is_found_by_the_configs_fingerprint(tmp_path):
     assert dry_run.projection_for(cfg, path) is None  # no file: no projection
     entry = {k: v for k, v in PROJECTION.items() if k != "preset"}
     path.write_text(json.dumps({"presets": {"mine": {**entry, "config_sha256": dry_run.config_fingerprint(cfg)}}}))
-    assert dry_run.projection_for(cfg, path) == {**entry, "config_sha256": dry_run.config_fingerprint(cfg), "preset": "mine"}
+    key = dry_run.config_fingerprint(cfg)
+    assert dry_run.projection_for(cfg, path) == {**entry, "config_sha256": key, "preset": "mine"}
     changed = {**cfg, "resources": {**cfg["resources"], "oracle": {**cfg["resources"]["oracle"], "runtime": 4320}}}
     assert dry_run.projection_for(changed, path) is None  # another config: not the preset's projection
     path.write_text("{not json")
@@ -124,7 +125,8 @@ def test_the_shipped_projection_is_each_presets_and_docs_gpu_mds(preset):
     assert found is not None and found["preset"] == preset
     doc = (REPO / "docs" / "gpu.md").read_text()
     totals = " | ".join(f"**{h:,.0f}**" if h >= 100 else f"**{h:,.1f}**" for _, h in found["gpu_hours"])
-    assert f"| **{preset}** | **total** |" in doc and f"| {totals} |" in doc.split(f"| **{preset}** | **total** |")[1].splitlines()[0]
+    row = f"| **{preset}** | **total** |"
+    assert row in doc and f"| {totals} |" in doc.split(row)[1].splitlines()[0]
 
 
 def _config(path):

@@ -49,7 +49,8 @@ def projection_for(config: Mapping, path: str | os.PathLike = PROJECTION_FILE) -
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"{str(path)!r}: unreadable GPU projection ({exc}); rerun scripts/tools/gpu_cost_table.py") from None
+        raise ConfigError(f"{str(path)!r}: unreadable GPU projection ({exc}); "
+                          "rerun scripts/tools/gpu_cost_table.py") from None
     key = config_fingerprint(config)
     for preset, entry in (data.get("presets") or {}).items():
         if entry.get("config_sha256") == key:

@@ -124,7 +124,8 @@ def check_pretrained_files(config: Mapping, *, allow_missing: bool = False) -> N
     if allow_missing:
         return
     specs = {name: plan.arch_spec(config, name) for name in used_archs(config)}
-    missing = {name: a for name, a in specs.items() if isinstance(a["pretrained"], str) and not Path(a["pretrained"]).is_file()}
+    missing = {name: a for name, a in specs.items()
+               if isinstance(a["pretrained"], str) and not Path(a["pretrained"]).is_file()}
     if not missing:
         return
     where = f" (relative paths from {os.getcwd()})" if any(not Path(a["pretrained"]).is_absolute()
