@@ -502,6 +502,7 @@ def test_missing_weights_refuse_a_dry_run_unless_it_plans_only_and_always_a_run(
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "This run still needs 1 file(s)" in dry.stderr and "classifiers.archs.test_resnet.pretrained: weights/nope.pth" in dry.stderr
     assert "pretrained weights weights/nope.pth (config key classifiers.archs.test_resnet.pretrained)" in dry.stderr
+    assert "a dry run plans without them, a pretrained weights file only under ORACLE_PLAN_ONLY=1;" in dry.stderr
 
 
 def test_lint_is_clean(tmp_path):

@@ -141,8 +141,11 @@ def missing_files_text(missing: Iterable[NeededFile]) -> str:
     """What a dry run prints about the files the run still needs: one line each with its key,
     path and what it must hold."""
     missing = list(missing)
+    # a pretrained file is listed only where it stopped nothing: ORACLE_PLAN_ONLY=1, or the config CLI
+    weights = (f", a pretrained weights file only under {PLAN_ONLY_ENV}=1"
+               if any(m.key.endswith(".pretrained") for m in missing) else "")
     lines = [f"This run still needs {len(missing)} file(s) that are not there (nothing is downloaded; a dry run "
-             "plans without them, a run refuses to start while a job that reads one is to run):"]
+             f"plans without them{weights}; a run refuses to start while a job that reads one is to run):"]
     lines += [f"  {m.key}: {m.path}  ({m.what}; read by {'rule' if len(m.rules) == 1 else 'rules'} "
               f"{', '.join(m.rules)})" for m in missing]
     return "\n".join(lines)
