@@ -49,6 +49,9 @@ with oc.one_line_errors():
         if _note := engine.version_note():
             print(_note, file=sys.stderr)
         oc.check_classifier_archs(config)
+        # a `pretrained:` weights file that is not there: refused now, dry run or not, unless
+        # ORACLE_PLAN_ONLY=1 asks a dry run to plan without it (`onstart` refuses a run anyway)
+        oc.check_pretrained_files(config, allow_missing=oc.plan_only())
 if engine.is_main_process(workflow):
     # raw data and weights the user must still put in place: listed by every invocation (a dry
     # run plans without them); `onstart` refuses a run whose jobs would read one
@@ -108,6 +111,8 @@ onstart:
         # the start check ran on this DAG (a Snakemake release that moved its hook stops here)
         if START_CHECK is not None:
             START_CHECK.verify()
+        # pretrained weights not there: a run refuses them whatever ORACLE_PLAN_ONLY says (it plans only)
+        oc.check_pretrained_files(config)
         # raw data or weights a job to run would read but that are not there: refused in one line
         oc.check_needed_files(config, (engine.job_rule(job) for job in _pending))
         check_pending_inputs([engine.job_inputs(job) for job in _pending],

@@ -282,7 +282,7 @@ def test_misspelled_timm_arch_fails_at_config_time_and_a_missing_pretrained_file
         oc.check_classifier_archs(default)
     default["classifiers"]["archs"]["test_resnet"]["model"] = "test_resnet"
     default["classifiers"]["archs"]["test_resnet"]["pretrained"] = str(tmp_path / "nope.pth")
-    oc.check_classifier_archs(default)  # a file not there yet: the dry run lists it, the run refuses
+    oc.check_classifier_archs(default)  # a file not there: `check_pretrained_files` refuses it (below)
     missing = oc.missing_files(default)
     assert [(m.key, m.path) for m in missing] == [("classifiers.archs.test_resnet.pretrained", str(tmp_path / "nope.pth"))]
     assert "train_classifier" in missing[0].rules
@@ -290,6 +290,38 @@ def test_misspelled_timm_arch_fails_at_config_time_and_a_missing_pretrained_file
     with pytest.raises(ConfigError, match=r"'classifiers\.archs\.test_resnet\.pretrained'"):
         oc.check_classifier_archs(default)
     assert oc.missing_files(default) == []
+
+
+def test_a_missing_pretrained_file_is_refused_in_one_line_unless_a_dry_run_plans_only(default, tmp_path, monkeypatch):
+    """Issue 49: a `pretrained:` path with no file is a bad config, refused when the config is read
+    in one line naming the key, the path and the file expected; `allow_missing` (a dry run under
+    ORACLE_PLAN_ONLY=1) lets the plan list it instead. A file that is there passes."""
+    oc.check_pretrained_files(default)  # the default trains from scratch: no weights to check
+    monkeypatch.chdir(tmp_path)
+    default["classifiers"]["archs"]["test_resnet"]["pretrained"] = "weights/nope.pth"
+    with pytest.raises(ConfigError) as e:
+        oc.check_pretrained_files(default)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("config key 'classifiers.archs.test_resnet.pretrained': "), msg
+    assert "no weights file at 'weights/nope.pth'" in msg and "timm model 'test_resnet'" in msg
+    assert "torch.save" in msg and f"relative paths from {tmp_path}" in msg and "ORACLE_PLAN_ONLY=1 snakemake -n" in msg
+    oc.check_pretrained_files(default, allow_missing=True)
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "nope.pth").write_bytes(b"")  # there: what it holds is check_classifier_archs's to read
+    oc.check_pretrained_files(default)
+    # an architecture no experiment trains is not read by any job: its file is not asked for
+    default["classifiers"]["archs"]["unused"] = {"model": "test_resnet", "input_size": 8, "pretrained": "gone.pth"}
+    oc.check_pretrained_files(default)
+
+
+@pytest.mark.parametrize("value, expected", [(None, False), ("", False), ("0", False), ("1", True), (" 1 ", True)])
+def test_plan_only_reads_its_environment_variable(value, expected):
+    assert oc.plan_only({} if value is None else {"ORACLE_PLAN_ONLY": value}) is expected
+
+
+def test_a_bad_plan_only_value_names_the_variable():
+    with pytest.raises(ConfigError, match=r"environment variable ORACLE_PLAN_ONLY='yes': expected 1 .* or 0"):
+        oc.plan_only({"ORACLE_PLAN_ONLY": "yes"})
 
 
 def test_missing_files_name_data_checkpoint_and_weights(default, tmp_path):
@@ -371,8 +403,8 @@ def test_paper_values_in_presets():
 # ----------------------------------------------------------------------------- Snakemake CLI
 
 
-def snakemake(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def snakemake(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     return subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(cwd), *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
@@ -450,21 +482,27 @@ def test_the_workflow_refuses_a_bad_arch_when_it_reads_the_config(tmp_path):
     assert proc.returncode != 0 and expected in proc.stderr + proc.stdout, proc.stderr[-2000:]
 
 
-def test_a_dry_run_lists_missing_weights_and_the_run_refuses_in_one_line(tmp_path):
-    """A dry run plans the DAG and lists what the user must still provide; the run itself stops
-    before any job with one line naming each file (docs/gpu.md: dry-run a preset first)."""
+def test_missing_weights_refuse_a_dry_run_unless_it_plans_only_and_always_a_run(tmp_path):
+    """Issue 49: a missing `pretrained:` file stops `snakemake -n` when the config is read, in one
+    line naming the key, with no traceback; under ORACLE_PLAN_ONLY=1 the dry run plans the DAG and
+    lists it (a cluster run planned before the weights arrive); a run refuses it in one line before
+    any job, ORACLE_PLAN_ONLY or not (docs/gpu.md: dry-run a preset first)."""
     cfg = load(DEFAULT)
     cfg["classifiers"]["archs"]["test_resnet"]["pretrained"] = "weights/nope.pth"
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(cfg))
-    dry = snakemake("-n", "--configfile", str(bad), cwd=tmp_path)
+    key = "config key 'classifiers.archs.test_resnet.pretrained': no weights file at 'weights/nope.pth'"
+    for args, env in ((["-n"], {}), (["--cores", "1"], {"ORACLE_PLAN_ONLY": "1"})):
+        proc = snakemake(*args, "--configfile", str(bad), cwd=tmp_path, env=env)
+        errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("ConfigError")]
+        assert proc.returncode == 1 and len(errors) == 1 and key in errors[0], (args, env, proc.stderr[-2000:])
+        assert "Traceback" not in proc.stderr + proc.stdout
+        assert not (tmp_path / "results").exists()  # no job ran
+    dry = snakemake("-n", "--configfile", str(bad), cwd=tmp_path, env={"ORACLE_PLAN_ONLY": "1"})
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "This run still needs 1 file(s)" in dry.stderr and "classifiers.archs.test_resnet.pretrained: weights/nope.pth" in dry.stderr
-    run = snakemake("--cores", "1", "--configfile", str(bad), cwd=tmp_path)
-    errors = [ln for ln in run.stderr.splitlines() if ln.startswith("DataError")]
-    assert run.returncode == 1 and len(errors) == 1, run.stderr[-2000:]
-    assert "not found at weights/nope.pth (config key classifiers.archs.test_resnet.pretrained" in errors[0]
-    assert not (tmp_path / "results").exists()  # no job ran
+    assert "pretrained weights weights/nope.pth (config key classifiers.archs.test_resnet.pretrained)" in dry.stderr
+    assert "a dry run plans without them, a pretrained weights file only under ORACLE_PLAN_ONLY=1;" in dry.stderr
 
 
 def test_lint_is_clean(tmp_path):

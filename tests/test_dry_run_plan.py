@@ -8,6 +8,7 @@ whose plan must agree with Snakemake's own job table and group jobs.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -15,12 +16,13 @@ import numpy as np
 import pytest
 import yaml
 
+from oracle.errors import ConfigError
 from oracle.experiments import PACKAGES
 from oracle.io.shards import ShardWriter
 from oracle.workflow.plan import dry_run
 from oracle.workflow.plan.disk import row_bytes
 from oracle.workflow.plan import resources as res
-from oracle.workflow.plan.config import fill_defaults, full_schema
+from oracle.workflow.plan.config import effective_config, fill_defaults, full_schema
 from conftest import DAG_CONFIGS, REPO
 
 
@@ -65,6 +67,66 @@ def test_plan_lines_name_the_longest_job_the_disk_and_the_missing_inputs():
     assert "missing inputs (1)" in text and "data/afhq (config key data.root)" in text
     assert "disk: 1,500 sample rows; their size is known once" in "\n".join(dry_run.plan_summary(jobs))
     assert dry_run.plan_summary([])[-1].endswith("every output is up to date")
+
+
+def test_resubmissions_count_the_time_limits_a_resumed_job_needs_beyond_its_first():
+    assert [dry_run.resubmissions(h, 48.0) for h in (17.6, 48.0, 55.7, 96.0, 96.1, 0.0)] == [0, 0, 1, 1, 2, 0]
+    with pytest.raises(ValueError, match="limit_h=0"):
+        dry_run.resubmissions(10.0, 0)
+
+
+#: A projection as `oracle.tools.gpu.cost.projection` writes it (numbers of docs/gpu.md's afhq256).
+PROJECTION = {"preset": "afhq256", "utilisation": 0.4, "gpu_hours": [["H100 SXM", 142.9], ["A100 SXM", 452.8]],
+              "flow": {"gpus": 8, "wall_h": [["H100 SXM", 17.6], ["A100 SXM", 55.7]]}}
+
+
+def test_the_plan_puts_the_projection_beside_the_request_and_counts_the_flows_resubmissions():
+    """Issue 48 item 9: the GPU-hours projected for the preset beside those requested, and the
+    flow's projected hours against its time limit: one resubmission on A100s at 55.7 h vs 48 h."""
+    jobs = [_job("oracle_train", runtime=2880, gpus=8), _job("sample_shard", runtime=240, gpus=1)]
+    lines = dry_run.plan_summary(jobs, projection=PROJECTION)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("  requested"))
+    assert f"{(8 * 2880 + 240) / 60:,.1f} GPU-hours" in lines[at]
+    assert lines[at + 1] == ("  projected (docs/gpu.md for presets/afhq256.yaml: FLOPs at 40% of peak, not measured): "
+                             "143 GPU-hours on H100 SXM, 453 on A100 SXM")
+    assert lines[at + 2].startswith("  oracle_train: projected 17.6 h on 8 H100 SXM, 55.7 h on 8 A100 SXM against its "
+                                    "48.0 h time limit: resubmitted 0 on H100 SXM, 1 on A100 SXM")
+    # a 72 h limit holds the A100 projection in one submission
+    longer = dry_run.plan_summary([_job("oracle_train", runtime=72 * 60, gpus=8)], projection=PROJECTION)
+    assert any("resubmitted 0 on H100 SXM, 0 on A100 SXM" in ln for ln in longer)
+    # no projection for this config: said so where GPUs are requested; a CPU-only plan says nothing
+    assert any(ln.startswith("  projected: none for this config") for ln in dry_run.plan_summary(jobs))
+    assert not any("projected" in ln for ln in dry_run.plan_summary([_job("data", runtime=60, cpus=4)]))
+    # the flow already trained: the projection stays, its resubmission line goes
+    assert not any("oracle_train:" in ln for ln in dry_run.plan_summary(jobs[1:], projection=PROJECTION))
+
+
+def test_a_projection_is_found_by_the_configs_fingerprint(tmp_path):
+    cfg = _config(REPO / "presets" / "afhq256.yaml")
+    path = tmp_path / "projection.json"
+    assert dry_run.projection_for(cfg, path) is None  # no file: no projection
+    entry = {k: v for k, v in PROJECTION.items() if k != "preset"}
+    path.write_text(json.dumps({"presets": {"mine": {**entry, "config_sha256": dry_run.config_fingerprint(cfg)}}}))
+    key = dry_run.config_fingerprint(cfg)
+    assert dry_run.projection_for(cfg, path) == {**entry, "config_sha256": key, "preset": "mine"}
+    changed = {**cfg, "resources": {**cfg["resources"], "oracle": {**cfg["resources"]["oracle"], "runtime": 4320}}}
+    assert dry_run.projection_for(changed, path) is None  # another config: not the preset's projection
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match=r"projection\.json'.*unreadable GPU projection"):
+        dry_run.projection_for(cfg, path)
+
+
+@pytest.mark.parametrize("preset", ["afhq256", "imagenet64", "imagenet128"])
+def test_the_shipped_projection_is_each_presets_and_docs_gpu_mds(preset):
+    """The projection file holds each preset as shipped (a preset changed without rerunning
+    scripts/tools/gpu_cost_table.py fails here, in a second, not only in its slow --check) and the
+    totals docs/gpu.md's table prints."""
+    found = dry_run.projection_for(effective_config(REPO / "presets" / f"{preset}.yaml"))
+    assert found is not None and found["preset"] == preset
+    doc = (REPO / "docs" / "gpu.md").read_text()
+    totals = " | ".join(f"**{h:,.0f}**" if h >= 100 else f"**{h:,.1f}**" for _, h in found["gpu_hours"])
+    row = f"| **{preset}** | **total** |"
+    assert row in doc and f"| {totals} |" in doc.split(row)[1].splitlines()[0]
 
 
 def _config(path):
@@ -126,5 +188,7 @@ def test_every_dry_run_ends_with_a_plan_that_agrees_with_snakemake(name, dag_dry
         assert rows == expected, plan
     if name == "afhq256":
         assert "missing inputs (" in plan and "(config key data.root)" in plan
+        # Snakemake's config is the preset's as the projection tool read it: the projection is found
+        assert "  projected (docs/gpu.md for presets/afhq256.yaml" in plan and "1 on A100 SXM" in plan, plan
     if name == "default":
         assert "missing inputs: none" in plan

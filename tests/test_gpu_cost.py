@@ -96,6 +96,23 @@ def test_gpu_hours_use_the_stated_peak_and_utilisation():
     assert s.gpu_hours(gpu_cost.GPUS["A100"], 0.8) == pytest.approx(989 / 312 / 2)
 
 
+def test_projection_holds_the_totals_and_the_flows_wall_time_on_its_gpus():
+    """What the dry run prints beside its request (`oracle.workflow.plan.dry_run.projection_lines`):
+    the run's GPU-hours per GPU type and flow training's hours on resources.oracle.gpus GPUs (the
+    total over its nodes), for the config whose fingerprint it carries."""
+    from oracle.workflow.plan.dry_run import config_fingerprint
+
+    h100_hour = 989e12 * 0.4 * 3600  # FLOPs of one H100 GPU-hour at 40%
+    stages = [gpu_cost.StageCost("flow training", 160 * h100_hour, "bf16", ""),
+              gpu_cost.StageCost("sampling", 4 * h100_hour, "bf16", "")]
+    cfg = {"resources": {"oracle": {"gpus": 32, "nodes": 4}}, "run": "x"}
+    out = gpu_cost.projection(cfg, stages)
+    assert out["config_sha256"] == config_fingerprint(cfg) and out["utilisation"] == 0.4
+    assert out["gpu_hours"] == [["H100 SXM", 164.0], ["A100 SXM", round(164 * 989 / 312, 1)]]
+    assert out["flow"] == {"gpus": 32, "wall_h": [["H100 SXM", 5.0], ["A100 SXM", round(160 * 989 / 312 / 32, 1)]]}
+    assert gpu_cost.projection(cfg, stages[1:])["flow"] is None  # an imported flow trains nothing
+
+
 def test_unknown_run_names_the_key():
     with pytest.raises(Exception, match="config key 'run'"):
         gpu_cost.data_facts({"run": "mine"})

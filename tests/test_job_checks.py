@@ -279,7 +279,7 @@ def _sha256s(root: Path) -> dict[str, str]:
 REAL_RUN = [("classifiers.training.lr", math.nan), ("oracle.train.lr", math.nan),
             ("worlds.base.prior", [math.nan] + [0.1] * 9), ("classifiers.archs.test_resnet.input_size", 100000),
             ("oracle.train.batch_size", 2**20), ("classifiers.archs.test_resnet.pretrained", True),
-            # a weights file not there: a dry run lists it, the run refuses before any job (onstart)
+            # a weights file not there: refused when the config is read (issue 49), dry run or not
             ("classifiers.archs.test_resnet.pretrained", "weights/nope.pth")]
 
 

@@ -119,7 +119,8 @@ class _StartCheck:
                  if dep in index]
         missing = [f"{m.label} {m.path} (config key {m.key})" for m in missing_files(self.config)]
         return dry_run.plan_summary(requests, edges, group_components=engine.group_components(self.workflow),
-                                    row_bytes=row_bytes(self.config), missing=missing)
+                                    row_bytes=row_bytes(self.config), missing=missing,
+                                    projection=dry_run.projection_for(self.config))
 
     def on_report_dag(self) -> None:
         """`--report` over results that are not this config's (a job still to run, or outputs made

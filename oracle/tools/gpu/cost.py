@@ -340,16 +340,37 @@ def _fmt_hours(h: float) -> str:
     return f"{h:,.0f}" if h >= 100 else f"{h:,.1f}" if h >= 0.1 else "< 0.1"
 
 
-def cost_table(configs: Mapping[str, Mapping], utilisation: float = UTILISATION) -> str:
+def projection(config: Mapping, stages: list[StageCost], utilisation: float = UTILISATION) -> dict:
+    """The projection a dry run prints beside its request (`oracle.workflow.plan.dry_run`, read
+    from `oracle.workflow.plan.dry_run.PROJECTION_FILE`): ``config_sha256`` (the config it is of,
+    `dry_run.config_fingerprint`), ``utilisation``, ``gpu_hours`` [[GPU name, the run's total],
+    ...] in `GPUS` order, and ``flow`` (None without flow training, else ``gpus``:
+    ``resources.oracle.gpus``, the total over its nodes; ``wall_h`` [[GPU name, flow training's
+    hours on them], ...]). Hours rounded to 0.1 h."""
+    from oracle.workflow.plan.dry_run import config_fingerprint
+
+    gpus = list(GPUS.values())
+    flow = [s for s in stages if s.stage == "flow training"]
+    res = config["resources"]["oracle"]
+    n_gpus = int(res["gpus"])
+    return {"config_sha256": config_fingerprint(config), "utilisation": utilisation,
+            "gpu_hours": [[g.name, round(sum(s.gpu_hours(g, utilisation) for s in stages), 1)] for g in gpus],
+            "flow": {"gpus": n_gpus, "wall_h": [[g.name, round(flow[0].gpu_hours(g, utilisation) / n_gpus, 1)]
+                                                for g in gpus]} if flow and n_gpus else None}
+
+
+def cost_table(configs: Mapping[str, Mapping], utilisation: float = UTILISATION,
+               costs: Mapping[str, list[StageCost]] | None = None) -> str:
     """Markdown: per config (name -> validated config) and stage, the FLOPs and the GPU-hours on
     each of `GPUS`; per config the total, flow training's wall time on the GPUs its
-    ``resources.oracle`` asks for, and sampling's launch-latency floor."""
+    ``resources.oracle`` asks for, and sampling's launch-latency floor. `costs`: each config's
+    `stage_costs`, when already counted (minutes of counting for the presets)."""
     gpus = list(GPUS.values())
     head = ("| preset | stage | what is counted | PFLOP | " + " | ".join(f"{g.name} GPU-h" for g in gpus) + " |\n"
             + "|---" * (4 + len(gpus)) + "|\n")
     rows, notes = [], []
     for name, config in configs.items():
-        stages = stage_costs(config)
+        stages = costs[name] if costs is not None else stage_costs(config)
         for s in stages:
             unit = " (FP64 peak)" if s.precision == "fp64" else ""
             rows.append(f"| {name} | {s.stage} | {s.what}{unit} | {s.flops / 1e15:,.1f} | "
@@ -368,3 +389,13 @@ def cost_table(configs: Mapping[str, Mapping], utilisation: float = UTILISATION)
     return (head + "\n".join(rows) + "\n\n"
             f"Utilisation {utilisation:.0%} of the dense peak (bf16; FP64 for the float64 precision check).\n\n"
             + "\n".join(notes) + "\n")
+
+
+def table_and_projections(configs: Mapping[str, Mapping], utilisation: float = UTILISATION) -> tuple[str, dict]:
+    """docs/gpu.md's `cost_table` of `configs` (name -> config with its defaults filled in, as the
+    Snakefile reads it) and the dry run's data ({"presets": {name: `projection`}}), from one count
+    of each config's `stage_costs`."""
+    costs = {name: stage_costs(cfg) for name, cfg in configs.items()}
+    data = {"generated_by": "scripts/tools/gpu_cost_table.py",
+            "presets": {name: projection(cfg, costs[name], utilisation) for name, cfg in configs.items()}}
+    return cost_table(configs, utilisation, costs), data

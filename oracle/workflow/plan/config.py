@@ -25,8 +25,9 @@ from oracle.errors import ConfigError
 from oracle.io.yaml_text import parse_yaml
 from oracle.workflow import plan
 from oracle.workflow.plan import budget, job_checks
-from oracle.workflow.plan.needed_files import (NeededFile, check_needed_files, missing_files,  # noqa: F401
-                                               missing_files_error, missing_files_text, needed_files, used_archs)
+from oracle.workflow.plan.needed_files import (NeededFile, check_needed_files, check_pretrained_files,  # noqa: F401
+                                               missing_files, missing_files_error, missing_files_text, needed_files,
+                                               plan_only, used_archs)
 from oracle.workflow.plan.paths import REPO_ROOT
 
 #: Tolerance on sum(prior) == 1.
@@ -369,7 +370,8 @@ def check_classifier_archs(config: Mapping) -> None:
             hint = f"; similar timm names: {', '.join(close)}" if close else ""
             raise ConfigError(f"config key {where!r}: {a['model']!r} is not a timm model name{hint}")
         pre = a["pretrained"]
-        # a file not there yet is one of `missing_files`: a dry run lists it, a run refuses to start
+        # a file not there is `check_pretrained_files`'s to refuse (or, under ORACLE_PLAN_ONLY=1,
+        # a dry run's to list): here only a file that is there is read
         if isinstance(pre, str) and Path(pre).is_file():
             _check_pretrained_file(name, a["model"], pre)
 

@@ -1,5 +1,7 @@
-"""The one-screen plan a dry run ends with: what the run would submit and request, how long its
-longest job may take, the disk its samples will fill and the inputs still missing.
+"""The one-screen plan a dry run ends with: what the run would submit and request, beside it the
+projected GPU-hours of docs/gpu.md where this config is a preset as shipped (and how many times
+the flow's job is resubmitted at its time limit), how long its longest job may take, the disk its
+samples will fill and the inputs still missing.
 
 `plan_summary(requests, ...)` turns the jobs a dry run would run (`JobRequest`, one per job, as
 the Snakefile's start hook reads them from Snakemake's DAG) into the lines printed after
@@ -13,12 +15,48 @@ builds the DAG).
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from oracle.errors import ConfigError
 from oracle.world_specs import world_specs
+
+#: The projected cost of each preset as shipped, by `config_fingerprint`: written with docs/gpu.md's
+#: table by scripts/tools/gpu_cost_table.py (`oracle.tools.gpu.cost.projection`; its FLOP counting
+#: takes minutes, so a dry run reads the numbers instead of counting them).
+PROJECTION_FILE = Path(__file__).with_name("gpu_projection.json")
+
+
+def config_fingerprint(config: Mapping) -> str:
+    """sha256 (hex) of a validated config with its defaults filled in, as canonical JSON: equal
+    for the same settings however the file spelled them."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def projection_for(config: Mapping, path: str | os.PathLike = PROJECTION_FILE) -> dict | None:
+    """The projection of `path` ({preset: `oracle.tools.gpu.cost.projection`}) whose config is
+    `config` (same `config_fingerprint`), with its preset's name under ``preset``; None when none
+    is (a config other than a preset as shipped). ConfigError naming the file when unreadable."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{str(path)!r}: unreadable GPU projection ({exc}); "
+                          "rerun scripts/tools/gpu_cost_table.py") from None
+    key = config_fingerprint(config)
+    for preset, entry in (data.get("presets") or {}).items():
+        if entry.get("config_sha256") == key:
+            return {**entry, "preset": preset}
+    return None
+
 
 @dataclass(frozen=True)
 class JobRequest:
@@ -153,15 +191,53 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
+def _gpu_h(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else _hours(x)  # as docs/gpu.md's table rounds them
+
+
+def resubmissions(wall_h: float, limit_h: float) -> int:
+    """Times a job that needs `wall_h` hours is resubmitted when each submission is killed at its
+    `limit_h` time limit and resumes where it stopped: ceil(wall / limit) - 1, at least 0."""
+    if limit_h <= 0:
+        raise ValueError(f"limit_h={limit_h!r}: a time limit must be positive")
+    return max(0, math.ceil(round(wall_h / limit_h, 9)) - 1)
+
+
+def projection_lines(subs: Sequence[Submission], projection: Mapping | None) -> list[str]:
+    """The plan's lines on the projection (`projection_for`; None: none for this config) beside the
+    GPU-hours requested: the run's projected GPU-hours per GPU type and, for the flow's training job,
+    its projected hours against its time limit and the resubmissions that takes."""
+    if not sum(s.gpu_hours for s in subs):
+        return []
+    if projection is None:
+        return ["  projected: none for this config (docs/gpu.md projects each preset as shipped; "
+                "scripts/tools/gpu_cost_table.py)"]
+    (first, h), *rest = projection["gpu_hours"]
+    gpu_h = ", ".join([f"{_gpu_h(h)} GPU-hours on {first}", *(f"{_gpu_h(h)} on {name}" for name, h in rest)])
+    lines = [f"  projected (docs/gpu.md for presets/{projection['preset']}.yaml: FLOPs at "
+             f"{projection['utilisation']:.0%} of peak, not measured): {gpu_h}"]
+    flow = projection.get("flow")
+    for sub in (s for s in subs if s.rules == ("oracle_train",)):
+        if not flow or sub.runtime_min <= 0:
+            continue
+        limit = sub.runtime_min / 60
+        walls = ", ".join(f"{h:,.1f} h on {flow['gpus']} {name}" for name, h in flow["wall_h"])
+        again = ", ".join(f"{resubmissions(h, limit)} on {name}" for name, h in flow["wall_h"])
+        lines.append(f"  oracle_train: projected {walls} against its {limit:,.1f} h time limit: resubmitted {again} "
+                     f"(it resumes from its checkpoint; the profile's retries must cover that)")
+    return lines
+
+
 def plan_summary(requests: Sequence[JobRequest], edges: Iterable[tuple[int, int]] = (), *,
                  group_components: Mapping[str, int] | None = None,
-                 row_bytes: int | None = None, missing: Sequence[str] = ()) -> list[str]:
+                 row_bytes: int | None = None, missing: Sequence[str] = (),
+                 projection: Mapping | None = None) -> list[str]:
     """The lines of the dry run's plan (module docstring): jobs by rule, submissions under a
     cluster executor (local rules run where Snakemake runs), GPU- and CPU-hours requested (each
     submission's time limit x its GPUs or CPUs x nodes: what the scheduler reserves, an upper
-    bound on what the run uses), the longest submission, the disk of the sample rows the jobs
-    write (`row_bytes` each; None: not known before the data are read) and the missing inputs
-    (`missing`: one line each)."""
+    bound on what the run uses) and beside them the projection (`projection_lines`), the longest
+    submission, the disk of the sample rows the jobs write (`row_bytes` each; None: not known
+    before the data are read) and the missing inputs (`missing`: one line each)."""
     lines = ["", "Plan of this run (dry run):"]
     if not requests:
         return [*lines, "  nothing to do: every output is up to date"]
@@ -182,6 +258,7 @@ def plan_summary(requests: Sequence[JobRequest], edges: Iterable[tuple[int, int]
         gpu, cpu = sum(s.gpu_hours for s in subs), sum(s.cpu_hours for s in subs)
         longest = max(subs, key=lambda s: s.runtime_min)
         lines.append(f"  requested (time limit x GPUs or CPUs): {_hours(gpu)} GPU-hours, {_hours(cpu)} CPU-hours")
+        lines.extend(projection_lines(subs, projection))
         lines.append(f"  longest submission: {longest.name}, time limit {longest.runtime_min:,.0f} min "
                      f"({longest.runtime_min / 60:,.1f} h)")
     rows = Counter()

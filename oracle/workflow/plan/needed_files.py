@@ -3,16 +3,21 @@ checkpoint to import, pretrained classifier weights, the validation's feature-ne
 which the config names, which are not there, and the dry run's list and the run's one-line
 error about them. Nothing is ever downloaded.
 
+Pretrained classifier weights (`classifiers.archs.<arch>.pretrained`) are stricter: a path that is
+not a file is refused when the config is read (`check_pretrained_files`), dry run or not, unless
+``ORACLE_PLAN_ONLY=1`` asks a dry run to plan without them (`plan_only`); a run always refuses.
+
 Light (the Snakefile imports it at DAG-build time): standard library and the plan only.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from oracle.errors import DataError
+from oracle.errors import ConfigError, DataError
 from oracle.workflow import plan
 
 
@@ -85,12 +90,62 @@ def missing_files(config: Mapping) -> list[NeededFile]:
     return out
 
 
+#: The environment switch of a dry run that plans without the pretrained weights: ``1`` (on) or
+#: ``0`` / unset (off). An environment variable, not a config key: it says what this invocation
+#: is for (planning a cluster run before the weights arrive), not what the run computes.
+PLAN_ONLY_ENV = "ORACLE_PLAN_ONLY"
+
+#: What a pretrained weights file must hold (`oracle.io.state_dicts.read_state_dict` reads it).
+PRETRAINED_FORMAT = ("a state dict saved by torch.save (.pth/.pt) or a .safetensors file, "
+                     "with timm or torchvision parameter names")
+
+
+def plan_only(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``ORACLE_PLAN_ONLY`` (in `environ`, default this process's environment) asks a dry
+    run to list missing pretrained weights instead of refusing them; ConfigError naming the
+    variable for a value other than 1, 0 or empty."""
+    value = (os.environ if environ is None else environ).get(PLAN_ONLY_ENV, "").strip()
+    if value not in ("", "0", "1"):
+        raise ConfigError(f"environment variable {PLAN_ONLY_ENV}={value!r}: expected 1 (a dry run, snakemake -n, "
+                          "lists missing pretrained weights instead of refusing them) or 0")
+    return value == "1"
+
+
+def check_pretrained_files(config: Mapping, *, allow_missing: bool = False) -> None:
+    """ConfigError (one line: each key, its path, the file expected) when a `pretrained:` weights
+    file of an architecture some experiment trains is not a file, relative paths read from the
+    working directory (Snakemake's --directory). `allow_missing`: a dry run under
+    ``ORACLE_PLAN_ONLY=1`` (`plan_only`), which lists them instead; a run passes False.
+
+    Called where the Snakefile reads its config (before the DAG is built or any output touched)
+    and again by a run's start hook, which ignores ``ORACLE_PLAN_ONLY``: the weights decide what
+    every classifier of their architecture learns, so a config naming a file that is not there is
+    a bad config, like a misspelled timm name, not an input still to come."""
+    if allow_missing:
+        return
+    specs = {name: plan.arch_spec(config, name) for name in used_archs(config)}
+    missing = {name: a for name, a in specs.items()
+               if isinstance(a["pretrained"], str) and not Path(a["pretrained"]).is_file()}
+    if not missing:
+        return
+    where = f" (relative paths from {os.getcwd()})" if any(not Path(a["pretrained"]).is_absolute()
+                                                          for a in missing.values()) else ""
+    each = "; ".join(f"config key 'classifiers.archs.{name}.pretrained': no weights file at {a['pretrained']!r} "
+                     f"(expected the weights of timm model {a['model']!r}: {PRETRAINED_FORMAT})"
+                     for name, a in missing.items())
+    raise ConfigError(f"{each}{where}. Nothing is downloaded: put the file there, or set pretrained: false to train "
+                      f"from scratch; {PLAN_ONLY_ENV}=1 snakemake -n plans the run without it (a run always refuses)")
+
+
 def missing_files_text(missing: Iterable[NeededFile]) -> str:
     """What a dry run prints about the files the run still needs: one line each with its key,
     path and what it must hold."""
     missing = list(missing)
+    # a pretrained file is listed only where it stopped nothing: ORACLE_PLAN_ONLY=1, or the config CLI
+    weights = (f", a pretrained weights file only under {PLAN_ONLY_ENV}=1"
+               if any(m.key.endswith(".pretrained") for m in missing) else "")
     lines = [f"This run still needs {len(missing)} file(s) that are not there (nothing is downloaded; a dry run "
-             "plans without them, a run refuses to start while a job that reads one is to run):"]
+             f"plans without them{weights}; a run refuses to start while a job that reads one is to run):"]
     lines += [f"  {m.key}: {m.path}  ({m.what}; read by {'rule' if len(m.rules) == 1 else 'rules'} "
               f"{', '.join(m.rules)})" for m in missing]
     return "\n".join(lines)
