@@ -9,7 +9,7 @@ from scipy import stats
 
 from oracle.measures.two_way import two_way
 from oracle.report.intervals import Check, Design, Estimate, difference, estimate, log_ratio, scaled
-from oracle.report.power import design_se, needed, row_to_decide, to_decide
+from oracle.report.power import design_se, needed, row_to_decide, to_decide, together
 
 
 def _half(d: Design, s: int, r: int | None) -> float:
@@ -186,3 +186,19 @@ def test_an_equivalence_band_is_sized_too_and_decides_inside_it():
     e = Estimate(-0.009, 0.02, ("k",), design=d)  # an interval inside the band: decided, nothing to say
     assert to_decide(Check("alpha ResNet - alpha ViT", e, 0.0, band=band)) == ""
     assert to_decide(Check("alpha ResNet - alpha ViT", e, 0.0)) != ""
+
+
+def test_where_neither_alone_decides_the_seeds_at_more_rows_are_named():
+    """The study's archs_differ (ViT / EfficientNet at N_max): a row variance no number of seeds
+    averages out at 1,000 rows, an interaction no number of rows removes at 6 seeds; at twice the
+    rows some number of seeds does, and it is the first that clears the threshold by brute force."""
+    d = Design(var_seeds=0.0325, var_rows=7.93, var_interaction=17.07, n_seeds=6, n_rows=1000, m=3)
+    value, reference = 0.4866, math.log(2.0)
+    assert needed(d, value, reference).seeds is None and needed(d, value, reference).rows is None
+    seeds, rows = together(d, value, reference)
+    assert rows == 2000
+    m3 = lambda s: float(stats.t.ppf(1 - 0.025 / 3, design_se(d.var_seeds, d.var_rows, d.var_interaction, s, rows)[1]))  # noqa: E731
+    half = lambda s: m3(s) * design_se(d.var_seeds, d.var_rows, d.var_interaction, s, rows)[0]  # noqa: E731
+    assert half(seeds) < reference - value <= half(seeds - 1)
+    e = Estimate(value, half(6) * 2, ("k",), design=d)
+    assert to_decide(Check("ln(KL ViT / KL EfficientNet)", e, reference)).startswith(f"about {seeds} seeds with about 2,000 test rows")

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from oracle.report.intervals import Check, Design, quantile
 
-__all__ = ["MAX_SEEDS", "MAX_ROWS", "Needed", "design_se", "needed", "row_to_decide", "satterthwaite_df", "to_decide"]
+__all__ = ["MAX_SEEDS", "MAX_ROWS", "ROW_MULTIPLES", "Needed", "design_se", "needed", "row_to_decide", "satterthwaite_df",
+           "to_decide", "together"]
 
 #: Past these a design is not a practical study: `needed` says None.
 MAX_SEEDS, MAX_ROWS = 1_000, 10_000_000
@@ -134,8 +135,31 @@ def to_decide(check: Check, seed_cost_s: float | None = None) -> str:
         return " or ".join(parts)
     if e.value == check.reference:
         return f"no number of seeds or test rows: the estimate lies on its threshold {check.reference:.4g}"
+    both = together(e.design, e.value, check.reference, check.band)
+    if both is not None:
+        seeds, rows = both
+        return f"about {max(seeds, s + 1)} seeds with about {_about(rows)} test rows (now {s} and {r:,}): neither alone"
     return (f"more seeds and more test rows together: neither alone brings the interval within "
             f"{abs(e.value - check.reference):.3g} of the estimate")
+
+
+#: The multiples of a design's test rows `together` tries, fewest first.
+ROW_MULTIPLES = (2, 4, 10, 100)
+
+
+def together(design: Design, value: float, reference: float, band: tuple[float, float] | None = None
+             ) -> tuple[int, int] | None:
+    """Where neither more seeds nor more rows alone decide a check (`needed`): the fewest seeds at
+    the first of `ROW_MULTIPLES` times the design's test rows at which some practical number of
+    seeds does, as (seeds, rows); None without test rows or where none does."""
+    if design.n_rows is None:
+        return None
+    for k in ROW_MULTIPLES:
+        rows = design.n_rows * k
+        n = needed(replace(design, n_rows=rows), value, reference, band)
+        if n.seeds is not None:
+            return n.seeds, rows
+    return None
 
 
 def row_to_decide(checks: Sequence[Check], verdict: str, seed_cost_s: float | None = None) -> str:
