@@ -138,7 +138,19 @@ def test_every_artifact_has_a_complete_record(smoke, monkeypatch):
 @pytest.mark.slow
 def test_untouched_run_audits_clean_to_data_and_checkpoint(smoke, monkeypatch):
     work, _ = smoke
+    # by default one screen: a line per level of the chain, from the number to the raw data
     proc = _audit_cli(work, "scaling.accuracy.test_resnet", "--run", RUN)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) <= 40 and lines[-1].startswith("verdict: OK: ") and "problems: none" in lines, proc.stdout
+    for level in (f"read from    {RUN}/numbers.json <- {RUN}/numbers/scaling.json  ok",
+                  f"rows         {RUN}/scaling/scaling/data/runs.csv  [rule scaling_collect, ",
+                  f"checkpoint   {RUN}/oracle/flow.pt  [rule oracle_train]  ok", f"raw data     {_digits_file()}  [raw, "):
+        assert any(ln.startswith(level) for ln in lines), (level, proc.stdout)
+    assert any(ln.startswith("inputs  ") and "predict_classifier" in ln and ln.endswith(": all verified")
+               for ln in lines), proc.stdout
+    # the whole chain on request
+    proc = _audit_cli(work, "scaling.accuracy.test_resnet", "--run", RUN, "--full")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     out = proc.stdout
     for part in ("number 'scaling.accuracy.test_resnet'", f"{RUN}/numbers.json  [rule numbers]",
