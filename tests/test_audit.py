@@ -344,6 +344,11 @@ def test_default_output_is_a_summary_of_the_chain(chain, capsys):
     full = _lines(capsys)
     assert f"    {SAMPLES}  [rule merge_samples]  ok" in "\n".join(full) and len(full) > len(lines)
     assert any(ln.strip().startswith("| params   ") for ln in full) and not any(ln.startswith("verdict") for ln in full)
+    (chain / "loose.txt").write_text("no record")  # a target without a record is no raw data
+    assert main(["loose.txt"]) == 1
+    lines = _lines(capsys)
+    assert "artifact     loose.txt  [no record]  FLAGGED" in lines and "raw data     none reached" in lines
+    assert "FLAG     loose.txt: no provenance record (expected a .prov.json sidecar)" in lines
 
 
 def test_an_edited_number_shows_in_the_summary_and_fails(chain, capsys):

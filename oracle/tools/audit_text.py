@@ -169,15 +169,15 @@ def _csv_rows(path: str) -> int | None:
         return None
 
 
-def _kind(node: Mapping) -> str:
-    """What made an artifact: its rule, or for one without a record "raw" (raw data), "no
-    record" (a pipeline output without one) or "missing"."""
+def _kind(node: Mapping, raw: set[str]) -> str:
+    """What made an artifact: its rule, or for one without a record "raw" (raw data: one of
+    `raw`, the report's ``raw_inputs``), "missing" or "no record"."""
     if not node.get("raw"):
         return f"rule {node.get('rule')}"
-    return "missing" if not node["exists"] else "no record" if node.get("unrecorded_output") else "raw"
+    return "missing" if not node["exists"] else "raw" if node["artifact"] in raw else "no record"
 
 
-def _level(label: str, nodes: list[Mapping], none: str = "none") -> str:
+def _level(label: str, nodes: list[Mapping], raw: set[str], none: str = "none") -> str:
     """One line for the artifacts of one level of the chain: the artifact itself when it is
     one (with its rows when it is a CSV file), else how many of each kind; then whether each
     passed ("all verified") or how many were flagged."""
@@ -187,12 +187,13 @@ def _level(label: str, nodes: list[Mapping], none: str = "none") -> str:
     if len(nodes) == 1:
         n = nodes[0]
         rows = _csv_rows(n.get("path", "")) if n["exists"] else None
-        what = [_kind(n)] + ([f"{rows} rows"] if rows is not None else []) + \
+        what = [_kind(n, raw)] + ([f"{rows} rows"] if rows is not None else []) + \
             ([f"sha256 {n['sha256'][:SHORT]}"] if n.get("raw") and n.get("sha256") else [])
         return f"{label:<13}{n['artifact']}  [{', '.join(what)}]  {'FLAGGED' if flagged else 'ok'}"
     kinds: dict[str, int] = {}
     for n in nodes:
-        kinds[_kind(n).removeprefix("rule ")] = kinds.get(_kind(n).removeprefix("rule "), 0) + 1
+        kind = _kind(n, raw).removeprefix("rule ")
+        kinds[kind] = kinds.get(kind, 0) + 1
     counts = ", ".join(f"{c} {k}" for k, c in sorted(kinds.items(), key=lambda kc: (-kc[1], kc[0])))
     return f"{label:<13}{len(nodes)} files ({counts}): " + (f"{flagged} FLAGGED" if flagged else "all verified")
 
@@ -236,12 +237,14 @@ def summary(report: Mapping[str, Any]) -> str:
         lines.append(f"{'read from':<13}" + " <- ".join(n["artifact"] for n in chain) + "  "
                      + (f"FLAGGED: {', '.join(flagged)}" if flagged else "ok"))
     ends = ckpt | raw
-    lines.append(_level("rows" if num else "artifact", [nodes[a] for a, d in depth.items() if d == 0 and a in nodes]))
+    lines.append(_level("rows" if num else "artifact", [nodes[a] for a, d in depth.items() if d == 0 and a in nodes],
+                        raw))
     lines.append(_level("inputs", [nodes[a] for a, d in depth.items() if d == 1 and a in nodes and a not in ends],
-                        "none with a record of their own"))
-    lines.append(_level("upstream", [nodes[a] for a, d in depth.items() if d > 1 and a in nodes and a not in ends]))
-    lines.append(_level("checkpoint", [nodes[a] for a in depth if a in ckpt and a in nodes], "none reached"))
-    lines.append(_level("raw data", [nodes[a] for a in depth if a in raw and a in nodes and a not in ckpt],
+                        raw, "none with a record of their own"))
+    lines.append(_level("upstream", [nodes[a] for a, d in depth.items() if d > 1 and a in nodes and a not in ends],
+                        raw))
+    lines.append(_level("checkpoint", [nodes[a] for a in depth if a in ckpt and a in nodes], raw, "none reached"))
+    lines.append(_level("raw data", [nodes[a] for a in depth if a in raw and a in nodes and a not in ckpt], raw,
                         "none reached"))
     lines.append("")
     # nearest the target first (the number's own files, then the chain level by level): what
