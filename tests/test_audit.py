@@ -370,19 +370,27 @@ def test_an_edited_number_shows_in_the_summary_and_fails(chain, capsys):
     assert len(flags) == len(audit(KEY, run=RUN)["flags"])
 
 
+def _collected(n: int) -> tuple[str, list[str]]:
+    """A table collected from `n` classifier records (seeds 1..n; seed 0 is the chain's), each
+    made from the chain's samples, the records' params all {"device": "cpu"}: (table, metrics)."""
+    metrics = [METRICS.replace("seed0", f"seed{i}") for i in range(1, n + 1)]
+    for m in metrics:
+        _write(m, b'{"acc": 0.9}')
+        write_record(m, rule="predict_classifier", wildcards={**CLASSIFIER, "seed": m.split("seed")[-1].split("/")[0]},
+                     params={"device": "cpu"}, inputs=[SAMPLES])
+    table = f"{RUN}/scaling/scaling/data/runs.csv"
+    _write(table, b"seed,acc\n" + b"".join(b"%d,0.9\n" % i for i in range(1, n + 1)))
+    write_record(table, rule="scaling_collect", wildcards={"experiment": "scaling"}, params={"device": "cpu"},
+                 inputs=metrics)
+    return table, metrics
+
+
 def test_many_problems_fit_the_screen_nearest_first(chain, capsys):
     """A table collected from 30 classifier records, none of which the workflow makes under the
     config now: 31 flags, the first ones on screen (the table's own first) and a count of the rest."""
     from oracle.tools.audit_text import SUMMARY_FLAGS
 
-    metrics = [METRICS.replace("seed0", f"seed{i}") for i in range(1, 31)]  # (seed 0 is the chain's)
-    for m in metrics:
-        _write(m, b'{"acc": 0.9}')
-        write_record(m, rule="predict_classifier", wildcards={**CLASSIFIER, "seed": m.split("seed")[-1].split("/")[0]},
-                     params={}, inputs=[SAMPLES])
-    table = f"{RUN}/scaling/scaling/data/runs.csv"
-    _write(table, b"seed,acc\n" + b"".join(b"%d,0.9\n" % i for i in range(1, 31)))
-    write_record(table, rule="scaling_collect", wildcards={"experiment": "scaling"}, params={}, inputs=metrics)
+    table, _ = _collected(30)
     assert main([table]) == 1
     lines = _lines(capsys)
     flags = [ln for ln in lines if ln.startswith("FLAG")]
@@ -394,3 +402,19 @@ def test_many_problems_fit_the_screen_nearest_first(chain, capsys):
     assert lines[-1].startswith("verdict: PROBLEMS: 35 artifacts audited: 31 flagged")
     assert main([table, "--full"]) == 1
     assert sum(ln.startswith("FLAG") for ln in _lines(capsys)) == 31
+
+
+def test_a_problem_shared_by_many_files_is_one_line_and_one_file_shows_two(chain, now, capsys):
+    """The workflow now gives every classifier job device cuda: 30 flags with one message are one
+    line; the table's 5 differing params show 2 lines, the rest counted on the second."""
+    table, metrics = _collected(30)
+    for m in metrics:
+        now[m] = {"device": "cuda"}
+    now[table] = {"device": "cpu", **{k: 1 for k in "abcde"}}
+    assert main([table]) == 1
+    lines = _lines(capsys)
+    flags = [ln for ln in lines if ln.startswith("FLAG")]
+    assert flags == [f"FLAG     {table}: params a was <missing>, is 1",
+                     f"FLAG     {table}: params b was <missing>, is 1  (and 3 more problems of this file)",
+                     f"FLAG     {metrics[0]}: params device was cpu, is cuda  (and 29 more artifacts)"], lines
+    assert len(audit(table)["flags"]) == 35 and lines[-1].startswith("verdict: PROBLEMS: 35 artifacts audited: 35 flagged")

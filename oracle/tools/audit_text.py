@@ -136,6 +136,8 @@ def render(report: Mapping[str, Any]) -> str:
 #: At most this many problem lines (FLAG) and warning lines in the summary; the rest are counted.
 SUMMARY_FLAGS = 15
 SUMMARY_WARNINGS = 5
+#: At most this many lines of one artifact's own problems (or warnings) in the summary.
+SUMMARY_PER_FILE = 2
 
 
 def _depths(tree: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, Mapping]]:
@@ -198,27 +200,43 @@ def _level(label: str, nodes: list[Mapping], raw: set[str], none: str = "none") 
     return f"{label:<13}{len(nodes)} files ({counts}): " + (f"{flagged} FLAGGED" if flagged else "all verified")
 
 
-def _first(items: list[dict], limit: int, word: str, tag: str, *, grouped: bool = False) -> list[str]:
-    """`items` ({"artifact", "message"}) as at most `limit` lines, one each (`grouped`: one per
-    distinct message, the artifacts with the same message counted on its line), then one line
-    counting the rest."""
-    first: dict[Any, list] = {}
-    for i, it in enumerate(items):
-        first.setdefault(it["message"] if grouped else i, [it["artifact"], it["message"], 0])[2] += 1
-    lines = [f"{tag}{art}: {msg}".replace("\n", " ")
-             + (f"  (and {n - 1} more artifact{'s' * (n > 2)})" if n > 1 else "") for art, msg, n in first.values()]
+def _first(items: list[dict], limit: int, word: str, tag: str) -> list[str]:
+    """`items` ({"artifact", "message"}, in the order to show) as at most `limit` lines and one
+    counting the rest. A message already shown for another artifact is counted on its line
+    ("and 7 more artifacts": a changed setting or code touches every file made with it), and an
+    artifact shows at most `SUMMARY_PER_FILE` of its own (the rest counted on its last line), so
+    that one file's many differing params do not hide the other files."""
+    lines: list[list] = []  # [artifact, message, other artifacts with the message, more of the artifact's]
+    by_message: dict[str, list] = {}
+    by_artifact: dict[str, list[list]] = {}
+    for it in items:
+        art, msg = it["artifact"], str(it["message"]).replace("\n", " ")
+        if msg in by_message:
+            by_message[msg][2] += 1
+        elif len(by_artifact.get(art, [])) >= SUMMARY_PER_FILE:
+            by_artifact[art][-1][3] += 1
+        else:
+            lines.append(by_message.setdefault(msg, [art, msg, 0, 0]))
+            by_artifact.setdefault(art, []).append(lines[-1])
+
+    def text(art: str, msg: str, others: int, more: int) -> str:
+        notes = ([f"and {others} more artifact{'s' * (others > 1)}"] if others else []) + \
+            ([f"and {more} more {word} of this file"] if more else [])
+        return f"{tag}{art}: {msg}" + (f"  ({'; '.join(notes)})" if notes else "")
+
+    out = [text(*line) for line in lines[:limit]]
     if len(lines) > limit:
-        rest = sum(n for *_, n in list(first.values())[limit:])
-        lines = lines[:limit] + [f"... and {rest} more {word} (--full lists every one)"]
-    return lines
+        rest = sum(1 + others + more for *_, others, more in lines[limit:])
+        out.append(f"... and {rest} more {word} (--full lists every one)")
+    return out
 
 
 def summary(report: Mapping[str, Any]) -> str:
     """The report on one screen (at most 40 lines): the number and its value, the files it is
     read from, the artifact (rows) it is computed from, that artifact's inputs, everything
     further up, the oracle checkpoint and the raw data, one line each with counts; then the
-    problems nearest the target first, the distinct warnings, and the verdict (the first few of
-    each and a count of the rest).
+    problems nearest the target first and the warnings (`_first`: a few lines each and a count
+    of the rest), and the verdict.
     `render` gives the whole chain (``--full``)."""
     lines: list[str] = []
     num = report.get("number")
@@ -252,8 +270,7 @@ def summary(report: Mapping[str, Any]) -> str:
     order = {n["artifact"]: -1 for n in chain}
     flags = sorted(report["flags"], key=lambda f: order.get(f["artifact"], depth.get(f["artifact"], -1)))
     lines += _first(flags, SUMMARY_FLAGS, "problems", "FLAG     ") if flags else ["problems: none"]
-    # a code change touches every record made by that code: one line per distinct warning
-    lines += _first(list(report["warnings"]), SUMMARY_WARNINGS, "warnings", "warning  ", grouped=True)
+    lines += _first(list(report["warnings"]), SUMMARY_WARNINGS, "warnings", "warning  ")
     verdict = "OK" if not report["flags"] else "PROBLEMS"
     lines.append(f"verdict: {verdict}: {report['artifacts']} artifacts audited: {len(report['flags'])} flagged, "
                  f"{len(report['warnings'])} warnings (--full prints the whole chain, artifact by artifact)")
