@@ -119,7 +119,7 @@ def _artifacts(node, seen=None):
 
 
 def test_untouched_chain_passes_and_reaches_raw_data(chain, capsys):
-    assert main([KEY, "--run", RUN]) == 0
+    assert main([KEY, "--run", RUN, "--full"]) == 0
     out = capsys.readouterr().out
     for part in (CONSTANTS, "samples/base/all.h5", "oracle/flow.pt", "data/train.h5", "raw/digits.npz"):
         assert part in out
@@ -318,3 +318,103 @@ def test_check_numbers(chain, capsys):
     # numbers.json itself changed: its own record flags it when audited as an artifact
     assert audit(f"{RUN}/numbers.json")["flags"][0]["message"].startswith("artifact changed")
     assert read_record(numbers)["rule"] == "numbers"
+
+
+# ----------------------------------------------------------------------------- the summary (issue 48 item 8)
+def _lines(capsys) -> list[str]:
+    return capsys.readouterr().out.splitlines()
+
+
+def test_default_output_is_a_summary_of_the_chain(chain, capsys):
+    """One line per level, from the number to the raw data, and the verdict; --full the whole chain."""
+    assert main([KEY, "--run", RUN]) == 0
+    lines = _lines(capsys)
+    assert len(lines) <= 40, lines
+    level = {ln.split()[0] if not ln.startswith("read from") else "read": ln for ln in lines if ln}
+    assert level["number"].startswith(f"number {KEY!r} = 0.786")
+    assert level["read"] == f"read from    {RUN}/numbers.json <- {PART}  ok"
+    assert level["rows"] == f"rows         {CONSTANTS}  [rule world_constants]  ok"
+    assert level["inputs"] == f"inputs       {SAMPLES}  [rule merge_samples]  ok"
+    assert level["upstream"] == f"upstream     {RUN}/data/train.h5  [rule data]  ok"
+    assert level["checkpoint"] == f"checkpoint   {RUN}/oracle/flow.pt  [rule oracle_train]  ok"
+    assert level["raw"].startswith("raw data     raw/digits.npz  [raw, sha256 ") and level["raw"].endswith("ok")
+    assert "problems: none" in lines and lines[-1].startswith("verdict: OK: 5 artifacts audited: 0 flagged")
+    assert not any("params" in ln or "| " in ln for ln in lines)  # no record's details
+    assert main([KEY, "--run", RUN, "--full"]) == 0
+    full = _lines(capsys)
+    assert f"    {SAMPLES}  [rule merge_samples]  ok" in "\n".join(full) and len(full) > len(lines)
+    assert any(ln.strip().startswith("| params   ") for ln in full) and not any(ln.startswith("verdict") for ln in full)
+    (chain / "loose.txt").write_text("no record")  # a target without a record is no raw data
+    assert main(["loose.txt"]) == 1
+    lines = _lines(capsys)
+    assert "artifact     loose.txt  [no record]  FLAGGED" in lines and "raw data     none reached" in lines
+    assert "FLAG     loose.txt: no provenance record (expected a .prov.json sidecar)" in lines
+
+
+def test_an_edited_number_shows_in_the_summary_and_fails(chain, capsys):
+    """numbers.json edited by hand: the problems the full audit finds are the summary's, one line each."""
+    path = chain / RUN / "numbers.json"
+    data = json.loads(path.read_text())
+    data[KEY]["value"] = 0.5  # (merge_numbers writes flat keys)
+    path.write_text(json.dumps(data))
+    clear_hash_cache()
+    assert main([KEY, "--run", RUN]) == 1
+    lines = _lines(capsys)
+    flags = [ln for ln in lines if ln.startswith("FLAG")]
+    assert len(lines) <= 40 and lines[-1].startswith("verdict: PROBLEMS: ")
+    assert f"FLAG     {RUN}/numbers.json: artifact changed since its record was written" in "\n".join(flags)
+    assert any("numbers.json has 0.5 for 'world.base.bayes_error' but its part world.base.json has 0.786" in f
+               for f in flags), flags
+    assert [ln for ln in lines if ln.startswith("read from")] == [
+        f"read from    {RUN}/numbers.json <- {PART}  FLAGGED: {RUN}/numbers.json, {PART}"]
+    assert len(flags) == len(audit(KEY, run=RUN)["flags"])
+
+
+def _collected(n: int) -> tuple[str, list[str]]:
+    """A table collected from `n` classifier records (seeds 1..n; seed 0 is the chain's), each
+    made from the chain's samples, the records' params all {"device": "cpu"}: (table, metrics)."""
+    metrics = [METRICS.replace("seed0", f"seed{i}") for i in range(1, n + 1)]
+    for m in metrics:
+        _write(m, b'{"acc": 0.9}')
+        write_record(m, rule="predict_classifier", wildcards={**CLASSIFIER, "seed": m.split("seed")[-1].split("/")[0]},
+                     params={"device": "cpu"}, inputs=[SAMPLES])
+    table = f"{RUN}/scaling/scaling/data/runs.csv"
+    _write(table, b"seed,acc\n" + b"".join(b"%d,0.9\n" % i for i in range(1, n + 1)))
+    write_record(table, rule="scaling_collect", wildcards={"experiment": "scaling"}, params={"device": "cpu"},
+                 inputs=metrics)
+    return table, metrics
+
+
+def test_many_problems_fit_the_screen_nearest_first(chain, capsys):
+    """A table collected from 30 classifier records, none of which the workflow makes under the
+    config now: 31 flags, the first ones on screen (the table's own first) and a count of the rest."""
+    from oracle.tools.audit_text import SUMMARY_FLAGS
+
+    table, _ = _collected(30)
+    assert main([table]) == 1
+    lines = _lines(capsys)
+    flags = [ln for ln in lines if ln.startswith("FLAG")]
+    assert len(lines) <= 40 and len(flags) == SUMMARY_FLAGS, lines
+    assert flags[0].startswith(f"FLAG     {table}: no job of the workflow makes it")
+    assert f"... and {31 - SUMMARY_FLAGS} more problems (--full lists every one)" in lines
+    assert f"artifact     {table}  [rule scaling_collect, 30 rows]  FLAGGED" in lines
+    assert f"inputs       30 files (30 predict_classifier): 30 FLAGGED" in lines
+    assert lines[-1].startswith("verdict: PROBLEMS: 35 artifacts audited: 31 flagged")
+    assert main([table, "--full"]) == 1
+    assert sum(ln.startswith("FLAG") for ln in _lines(capsys)) == 31
+
+
+def test_a_problem_shared_by_many_files_is_one_line_and_one_file_shows_two(chain, now, capsys):
+    """The workflow now gives every classifier job device cuda: 30 flags with one message are one
+    line; the table's 5 differing params show 2 lines, the rest counted on the second."""
+    table, metrics = _collected(30)
+    for m in metrics:
+        now[m] = {"device": "cuda"}
+    now[table] = {"device": "cpu", **{k: 1 for k in "abcde"}}
+    assert main([table]) == 1
+    lines = _lines(capsys)
+    flags = [ln for ln in lines if ln.startswith("FLAG")]
+    assert flags == [f"FLAG     {table}: params a was <missing>, is 1",
+                     f"FLAG     {table}: params b was <missing>, is 1  (and 3 more problems of this file)",
+                     f"FLAG     {metrics[0]}: params device was cpu, is cuda  (and 29 more artifacts)"], lines
+    assert len(audit(table)["flags"]) == 35 and lines[-1].startswith("verdict: PROBLEMS: 35 artifacts audited: 35 flagged")

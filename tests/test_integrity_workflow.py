@@ -266,6 +266,7 @@ def test_a_record_less_tampered_shard_is_flagged_by_the_audit(tamper):
     proc = _audit_cli(tamper, f"{RUN}/samples/base/all.h5")
     assert proc.returncode == 1, proc.stdout[-3000:]
     assert f"FLAG     {RUN}/samples/base/shard-0001.h5: no provenance record" in proc.stdout
+    proc = _audit_cli(tamper, f"{RUN}/samples/base/all.h5", "--full")  # the chain, each artifact's line
     [line] = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().startswith(f"{RUN}/samples/base/shard-0001.h5  ")]
     assert line.startswith(f"{RUN}/samples/base/shard-0001.h5  no provenance record") and line.endswith("FLAGGED")
 

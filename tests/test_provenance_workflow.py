@@ -63,6 +63,12 @@ def _digits_file() -> str:
     return str(raw_data_inputs({"kind": "digits"})[0][0])
 
 
+def _same_file(a: str, b: str) -> bool:
+    """One file under two names: a record names the raw data by the path its job saw, which
+    differs from this process's where .venv is a link (a git worktree's shared venv)."""
+    return Path(a).resolve() == Path(b).resolve()
+
+
 # ============================================================================= the smoke run
 
 
@@ -138,7 +144,21 @@ def test_every_artifact_has_a_complete_record(smoke, monkeypatch):
 @pytest.mark.slow
 def test_untouched_run_audits_clean_to_data_and_checkpoint(smoke, monkeypatch):
     work, _ = smoke
+    # by default one screen: a line per level of the chain, from the number to the raw data
     proc = _audit_cli(work, "scaling.accuracy.test_resnet", "--run", RUN)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) <= 40 and lines[-1].startswith("verdict: OK: ") and "problems: none" in lines, proc.stdout
+    for level in (f"read from    {RUN}/numbers.json <- {RUN}/numbers/scaling.json  ok",
+                  f"rows         {RUN}/scaling/scaling/data/runs.csv  [rule scaling_collect, ",
+                  f"checkpoint   {RUN}/oracle/flow.pt  [rule oracle_train]  ok"):
+        assert any(ln.startswith(level) for ln in lines), (level, proc.stdout)
+    [raw] = [ln.split() for ln in lines if ln.startswith("raw data     ")]
+    assert _same_file(raw[2], _digits_file()) and raw[3] == "[raw," and raw[-1] == "ok", proc.stdout
+    assert any(ln.startswith("inputs  ") and "predict_classifier" in ln and ln.endswith(": all verified")
+               for ln in lines), proc.stdout
+    # the whole chain on request
+    proc = _audit_cli(work, "scaling.accuracy.test_resnet", "--run", RUN, "--full")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     out = proc.stdout
     for part in ("number 'scaling.accuracy.test_resnet'", f"{RUN}/numbers.json  [rule numbers]",
@@ -149,7 +169,8 @@ def test_untouched_run_audits_clean_to_data_and_checkpoint(smoke, monkeypatch):
                  f"{RUN}/oracle/flow.pt  [rule oracle_train]", f"{RUN}/data/train.h5  [rule data]",
                  "raw input (no provenance record)", "0 flagged"):
         assert part in out, part
-    assert f"chain ends at raw data: {_digits_file()}" in out
+    [ends] = [ln for ln in out.splitlines() if ln.startswith("chain ends at raw data: ")]
+    assert _same_file(ends.removeprefix("chain ends at raw data: "), _digits_file()), ends
     assert f"oracle checkpoint:      {RUN}/oracle/flow.pt" in out
     # every number's chain is clean and reaches both ends
     monkeypatch.chdir(work)
@@ -158,7 +179,7 @@ def test_untouched_run_audits_clean_to_data_and_checkpoint(smoke, monkeypatch):
     for key in keys:
         rep = audit(key, run=RUN)
         assert rep["ok"], (key, rep["flags"])
-        assert rep["raw_inputs"] == [_digits_file()], key
+        assert len(rep["raw_inputs"]) == 1 and _same_file(rep["raw_inputs"][0], _digits_file()), key
         assert rep["oracle_checkpoints"] == [f"{RUN}/oracle/flow.pt"], key
     # figures and tables too
     for art in ("scaling/scaling/figures/scaling_panels.png", "scaling/scaling/figures/epistemic_curves.pdf",
@@ -223,7 +244,8 @@ def test_changed_parameter_of_a_figure_is_flagged(tamper, key, value, where):
         node = node[part]
     node[last] = value
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    proc = _audit_cli(tamper, f"{RUN}/scaling/scaling/figures/scaling_panels.png")
+    # every flag (the summary counts a message shared by several files on the first one's line)
+    proc = _audit_cli(tamper, f"{RUN}/scaling/scaling/figures/scaling_panels.png", "--full")
     assert proc.returncode == 1, proc.stdout[-3000:]
     flags = [line for line in proc.stdout.splitlines() if line.startswith("FLAG")]
     assert any(line.startswith(f"FLAG     {RUN}/{where}: params ") for line in flags), flags

@@ -1,7 +1,7 @@
 """Audit where an artifact or a reported number came from.
 
     python -m oracle.tools.audit PATH_OR_NUMBER_KEY [--run results/<run>] [--configfile FILE]
-                           [--json] [--strict-code]
+                           [--full] [--json] [--strict-code]
     python -m oracle.tools.audit --check-numbers [NUMBERS_JSON] [--run results/<run>]   # re-derives every number
 
 TARGET is an artifact path, or a key of ``<run>/numbers.json``; a number entry looks like
@@ -13,8 +13,9 @@ artifact, or the only ``results/*/numbers.json`` below the working directory.
 
 The audit walks the provenance records (`oracle.workflow.provenance`) from the target back through
 every input that has a record of its own, down to raw inputs without one (the data root) and
-the oracle checkpoint, and for each artifact prints its rule, inputs with their hashes, the
-params its job ran with and the code version. It FLAGS:
+the oracle checkpoint. It prints a summary of at most 40 lines (`audit_text.summary`: one line
+per level of the chain with counts, the problems, the verdict); ``--full`` prints, for each
+artifact, its rule, inputs with their hashes, the params its job ran with and the code version. It FLAGS:
 
 - an artifact whose own hash differs from its record, or which is missing;
 - an input whose hash differs from the hash recorded by its consumer, or which is missing;
@@ -58,7 +59,7 @@ from typing import Any
 
 from oracle.errors import DataError, OracleError
 from oracle.tools.audit_numbers import recorded_input_problems, rederive_problems, rederived_value_problem
-from oracle.tools.audit_text import SHORT, code_str, render
+from oracle.tools.audit_text import SHORT, code_str, render, summary
 from oracle.code_version import code_version
 from oracle.io.hashing import file_sha256, path_sha256
 from oracle.workflow.provenance.input_identity import (in_results, named_by_config, oracle_hasher, place_problems,
@@ -402,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     except OracleError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(report, indent=2, default=str) if args.json else render(report))
+    print(json.dumps(report, indent=2, default=str) if args.json else render(report) if args.full else summary(report))
     return 0 if report["ok"] else 1
 
 
@@ -416,6 +417,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--run", help="results/<run> folder (numbers.json and config.yaml live there)")
     ap.add_argument("--configfile", help="current config to compare recorded values with (default <run>/config.yaml)")
     ap.add_argument("--json", action="store_true", help="machine-readable report on stdout")
+    ap.add_argument("--full", action="store_true", help="print the whole chain, every artifact with its rule, "
+                    "hashes, code, params and inputs (default: a summary of at most 40 lines, one line per level "
+                    "of the chain, the problems and the verdict; the checks are the same)")
     ap.add_argument("--strict-code", action="store_true", help="flag (not just warn about) code version differences")
     ap.add_argument("--check-numbers", action="store_true",
                     help="re-derive: every entry of numbers.json names an existing artifact and is what that "
