@@ -203,8 +203,8 @@ def test_tick_labels_that_fit_cost_no_second_layout(monkeypatch):
 
     from oracle.report.figure_check import thin_tick_labels
 
-    draws = []
-    monkeypatch.setattr(FigureCanvasAgg, "draw", lambda self, _draw=FigureCanvasAgg.draw: draws.append(1) or _draw(self))
+    draws, draw = [], FigureCanvasAgg.draw
+    monkeypatch.setattr(FigureCanvasAgg, "draw", lambda self: draws.append(1) or draw(self))
     for ticks, expected in ((None, 1), ([1.0, 1.01, 1.02], 2)):  # default ticks fit; "1.001.011.02" does not
         draws.clear()
         with style():
