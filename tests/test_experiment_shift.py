@@ -359,8 +359,34 @@ def test_panels_dodge_only_points_at_nearly_the_same_kl():
     from oracle.experiments.shift.panels import _dodge
 
     # baseline and two noise configurations at KL_y ~ 0.01, two prior shifts apart from them
-    offsets = _dodge(np.array([0.010, 0.30, 0.012, 0.09, 0.011]), points=8.0)
+    offsets = _dodge(np.array([0.010, 0.30, 0.012, 0.09, 0.011]), step=8.0)
     assert offsets.tolist() == [-8.0, 0.0, 8.0, 0.0, 0.0]
+
+
+def test_panels_draw_every_dodged_marker_inside_its_axes(collected, monkeypatch, tmp_path):
+    """Four configurations at KL_y ~ 0, the smallest KL of the axis (the cpu-study's shift-3class
+    has the baseline and three noise levels there): dodged side by side, the outermost markers
+    stay inside panels (a) and (b) (offsets in points ran past the axis limits and were cut off)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from oracle.experiments.shift import panels
+
+    _, data = collected
+    conf = data["configurations"].copy()
+    near_zero = conf["shift_type"].isin(["baseline", "noise", "prior+noise"]).to_numpy()
+    conf.loc[near_zero, "kl_y_empirical"] = [0.001, 0.0012, 0.0008, 0.0011][:int(near_zero.sum())]
+    figures = []
+    monkeypatch.setattr(panels, "save_figure", lambda fig, stem: figures.append(fig) or {})
+    panels.shift_panels(conf, shift.drop_fits(conf), tmp_path / "fig3")
+    fig = figures[0]
+    FigureCanvasAgg(fig).draw()  # the constrained layout, as save_figure draws it
+    for ax in fig.axes[:2]:
+        box = ax.get_window_extent()
+        markers = [ln for ln in ax.get_lines() if ln.get_marker() not in (None, "", "None")]
+        xs = np.concatenate([ln.get_transform().transform(ln.get_xydata())[:, 0] for ln in markers])
+        radius = 4.5 / 2 * fig.dpi / 72  # pixels: ms=4.5 points
+        assert len(xs) >= len(conf) and xs.min() - radius >= box.x0 and xs.max() + radius <= box.x1, \
+            (ax.get_title(), xs.min() - radius, box.x0, xs.max() + radius, box.x1)
 
 
 def test_data_columns_are_described(collected):

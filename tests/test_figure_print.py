@@ -194,3 +194,25 @@ def test_tick_labels_are_thinned_to_fit_their_panel(tmp_path):
     save_figure(fig, tmp_path / "fig5")  # strict in the tests: would raise on a collision
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_visible()]
     assert labels[-1] == "10000" and "100" in labels and len(labels) < 6, labels
+
+
+def test_tick_labels_that_fit_cost_no_second_layout(monkeypatch):
+    """`thin_tick_labels` lays a figure out again only where it dropped a label: most figures
+    fit as drawn, and each draw is a full constrained layout (the preset-figure tests draw ~90)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from oracle.report.figure_check import thin_tick_labels
+
+    draws, draw = [], FigureCanvasAgg.draw
+    monkeypatch.setattr(FigureCanvasAgg, "draw", lambda self: draws.append(1) or draw(self))
+    for ticks, expected in ((None, 1), ([1.0, 1.01, 1.02], 2)):  # default ticks fit; "1.001.011.02" does not
+        draws.clear()
+        with style():
+            fig = Figure(figsize=(PAGE_WIDTH, 2.0), layout="constrained")
+            for ax in fig.subplots(1, 4):
+                ax.plot([0, 3], [0, 1])
+                if ticks:
+                    ax.set_xticks(ticks)
+        FigureCanvasAgg(fig)
+        thin_tick_labels(fig)
+        assert len(draws) == expected, (ticks, len(draws))

@@ -210,6 +210,7 @@ def thin_tick_labels(fig: Figure) -> None:
 
     fig.canvas.draw()  # the final layout: constrained layout places the axes on a draw
     renderer = fig.canvas.get_renderer()
+    thinned = False
     for ax in fig.axes:
         if not ax.get_visible():
             continue
@@ -230,9 +231,11 @@ def thin_tick_labels(fig: Figure) -> None:
                     if not _overlap(b[2], kept[-1][2], -TICK_GAP_PX):
                         kept.append(b)
                 kept.sort(key=lambda b: b[0])
+                thinned = True
                 if minor:
                     axis.set_minor_formatter(NullFormatter())  # minor labels that collide: none
                     continue
                 axis.set_major_locator(FixedLocator([b[0] for b in kept]))
                 axis.set_major_formatter(FixedFormatter([b[1] for b in kept]))
-    fig.canvas.draw()
+    if thinned:  # fewer tick labels can move the constrained layout: place the axes again
+        fig.canvas.draw()

@@ -166,15 +166,24 @@ def _arch_label(spec: Mapping, arch: str) -> str:
     return (spec.get("arch_labels") or {}).get(arch, arch)
 
 
+#: The titles of the learner figure's panels (a) and (b), each sharing a word with what the
+#: caption says of it (`oracle.report.figures.caption_panel_problems`).
+LEARNER_TITLES = ("learner and Bayes error", "gap and excess error, mean ± SE")
+
+
 def _learner_figure(learner: pd.DataFrame, spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
-    """Left: test error and Bayes error (%) against tau; right: gap and excess error (pp)."""
+    """Left: test error and Bayes error (%) against tau; right: gap and excess error (pp).
+    Without a learner both panels stand, titled, each saying there is none: the caption names them."""
     with style():
         fig = Figure(figsize=(PAGE_WIDTH, 3.0), layout="constrained")
         ax_a, ax_b = fig.subplots(1, 2)
         if learner.empty:
-            for ax in (ax_a, ax_b):
+            for ax, title in zip((ax_a, ax_b), LEARNER_TITLES):
                 ax.axis("off")
-            ax_a.text(0.0, 0.5, "no learner in this experiment\n(config key experiments.<name>.learner)")
+                ax.set_title(title)
+                ax.text(0.5, 0.5, "no learner in this experiment\n(config key\nexperiments.<name>.learner)",
+                        ha="center", va="center", transform=ax.transAxes)
+            panel_letters([ax_a, ax_b])
             return save_figure(fig, stem)
         s = learner_summary(learner)
         tau = s["base_temperature"].to_numpy(float)
@@ -183,13 +192,13 @@ def _learner_figure(learner: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
         ax_a.errorbar(tau, 100 * s["test_error"], yerr=100 * s["test_error_se"].fillna(0.0), color="C0", marker="o",
                       ms=4, capsize=2, lw=1.4, label=f"{_arch_label(spec, s['arch'].iloc[0])}, N={int(s['N'].iloc[0])}: test error")
         ax_a.plot(tau, 100 * s["bayes_error"], "s--", color="k", ms=5, mfc="none", label="Bayes error (same rows)")
-        ax_a.set(xlabel="base temperature τ", ylabel="error (%)", title="learner and Bayes error")
+        ax_a.set(xlabel="base temperature τ", ylabel="error (%)", title=LEARNER_TITLES[0])
         ax_b.errorbar(tau, 100 * s["gap"], yerr=100 * s["gap_se"].fillna(0.0), marker="o", ms=4, capsize=2, lw=1.4,
                       label="gap to Bayes error")
         ax_b.errorbar(tau, 100 * s["excess_error_truth"], yerr=100 * s["excess_error_truth_se"].fillna(0.0),
                       marker="s", ms=4, capsize=2, lw=1.2, ls="--", label="excess vs truth")
         ax_b.axhline(0.0, color="k", lw=0.8)
-        ax_b.set(xlabel="base temperature τ", ylabel="percentage points", title="gap, mean ± SE over seeds")
+        ax_b.set(xlabel="base temperature τ", ylabel="percentage points", title=LEARNER_TITLES[1])
         for ax in (ax_a, ax_b):
             ax.legend(loc="best")
         panel_letters([ax_a, ax_b])

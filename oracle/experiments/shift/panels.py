@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
-from matplotlib.transforms import offset_copy
 
 from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
 
@@ -28,10 +27,12 @@ def _kl_axis(conf: pd.DataFrame) -> np.ndarray:
     return np.where(variant & np.isfinite(exact), exact, kl_y)
 
 
-def _dodge(x: np.ndarray, points: float = 6.0) -> np.ndarray:
-    """Horizontal offsets (points) that set side by side the markers of panels (a), (b) whose x
-    lie within 1.5% of the x range of each other (the baseline and the noise configurations all
-    have KL_y near 0); the data x is unchanged, only where the marker is drawn."""
+def _dodge(x: np.ndarray, step: float) -> np.ndarray:
+    """Horizontal offsets (in the unit of x, `step` apart) that set side by side the markers of
+    panels (a), (b) whose x lie within 1.5% of the x range of each other (the baseline and the
+    noise configurations all have KL_y near 0); the data x is unchanged, only where the marker
+    is drawn. In data units, not points: the axis limits then hold every marker drawn, however
+    many stand side by side at the ends of the axis (in points, the outer ones were cut off)."""
     order = np.argsort(x, kind="stable")
     span = float(np.ptp(x)) or 1.0
     out = np.zeros(len(x))
@@ -39,7 +40,7 @@ def _dodge(x: np.ndarray, points: float = 6.0) -> np.ndarray:
     for end in range(1, len(order) + 1):
         if end == len(order) or x[order[end]] - x[order[end - 1]] > 0.015 * span:
             group = order[start:end]
-            out[group] = (np.arange(len(group)) - (len(group) - 1) / 2) * points
+            out[group] = (np.arange(len(group)) - (len(group) - 1) / 2) * step
             start = end
     return out
 
@@ -55,22 +56,17 @@ def shift_panels(conf: pd.DataFrame, fits: Mapping[str, Mapping], stem: str | os
     with style():
         fig = Figure(figsize=(PAGE_WIDTH, 5.6), layout="constrained")
         axes = fig.subplots(2, 3).ravel()
-        offsets = _dodge(x)
+        # markers side by side where configurations share nearly one KL, 4% of the KL range apart
+        drawn = x + _dodge(x, 0.04 * (float(np.ptp(x)) or 1.0))
         for t, (marker, ci) in _STYLE.items():
             m = types == t
             if not m.any():
                 continue
             label = {"variant": "world variant (exact KL)", "variant+noise": "variant + noise"}.get(t, t)
             for ax, y, err in ((axes[0], acc, acc_std), (axes[1], drop, acc_std)):
-                for k, i in enumerate(np.flatnonzero(m)):
-                    ax.errorbar(x[i], y[i], yerr=err[i], fmt=marker, color=colors[ci], ms=4.5, capsize=2,
-                                label=label if k == 0 else None,
-                                transform=offset_copy(ax.transData, fig=fig, x=offsets[i], units="points"))
-        for ax, y in ((axes[0], acc), (axes[1], drop)):
-            # a marker drawn through an offset transform does not grow the axis limits by itself
-            ax.update_datalim(np.column_stack([np.r_[x, x], np.r_[y - acc_std, y + acc_std]]))
-            ax.margins(x=0.08)  # room for the dodged markers at the ends
-            ax.autoscale_view()
+                ax.errorbar(drawn[m], y[m], yerr=err[m], fmt=marker, color=colors[ci], ms=4.5, capsize=2, label=label)
+        for ax in axes[:2]:
+            ax.margins(x=0.08)  # room for the half marker past the outermost drawn x
         axes[0].set(xlabel="KL (nats)", ylabel="test accuracy under shift (%)", title="accuracy vs KL")
         axes[1].axhline(0.0, color="k", lw=0.8)
         axes[1].set(xlabel="KL (nats)", ylabel="accuracy drop (pp)", title="drop vs KL")
