@@ -89,7 +89,7 @@ def readme_map() -> dict[tuple[str, str], set[str]]:
     text = (REPO / "README.md").read_text()
     block = text.split("<!-- paper-map:")[1].split("<!-- end paper-map -->")[0]
     rows = {}
-    for m in re.finditer(r"^\| [A-Za-z]+ \d+ \(`(\w+)`\) \| `([\w/]+)`[^|]* \| ([^|]+) \|$", block, re.MULTILINE):
+    for m in re.finditer(r"^\| [A-Za-z]+ \d+ \(`(\w+)`\) \| `([\w/.-]+)`[^|]* \| ([^|]+) \|$", block, re.MULTILINE):
         rows[(m.group(1), m.group(2))] = {c.strip() for c in m.group(3).split(",")}
     return rows
 
