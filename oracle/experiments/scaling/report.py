@@ -23,7 +23,7 @@ from oracle.experiments.scaling.claim_numbers import arch_fit, claim_numbers
 from oracle.experiments.scaling.contrasts import contrast_numbers
 from oracle.experiments.scaling.learners import learner_numbers, learners_table
 from oracle.measures.power_laws import aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_seed_mean, power_law
-from oracle.report.figures import (COLUMN_WIDTH, PAGE_WIDTH, errorbar, log_tick_labels, palette, panel_letters,
+from oracle.report.figures import (print_widths, errorbar, log_tick_labels, palette, panel_letters,
                                    reliability_diagram, save_figure,
                                    size_ticks, style)
 from oracle.report.numbers import entry, over_seeds, scale_spread
@@ -216,7 +216,7 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
     bayes = 100.0 * float(df["bayes_accuracy"].mean())
     n_grid = np.geomspace(df["N"].min(), df["N"].max(), 50)
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 5.4), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 5.4), layout="constrained")
         (ax_a, ax_b), (ax_c, ax_d) = fig.subplots(2, 2)
         for arch in archs:
             a = agg[agg["arch"] == arch]
@@ -264,7 +264,7 @@ def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pat
     ncols = min(3, len(archs))
     nrows = math.ceil(len(archs) / ncols)
     with style():
-        width = COLUMN_WIDTH if ncols == 1 else PAGE_WIDTH
+        width = print_widths().column_in if ncols == 1 else print_widths().page_in
         fig = Figure(figsize=(width, (width / ncols) * 0.9 * nrows + 0.2), layout="constrained")
         axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
         for ax, arch in zip(axes, archs):
