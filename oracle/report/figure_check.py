@@ -28,14 +28,20 @@ class PrintWidths:
     page_in: float = 6.8
     column_in: float = 3.3
 
+    def __post_init__(self) -> None:
+        if not (0 < self.column_in <= self.page_in):
+            raise OracleError(f"config figures: column_width_in = {self.column_in:g} in must be > 0 and at most "
+                              f"width_in = {self.page_in:g} in")
+
     @classmethod
     def from_config(cls, figures: Mapping) -> PrintWidths:
         """The widths of config ``figures`` (``width_in``, ``column_width_in``; a key left out keeps
         its default)."""
         try:
-            return cls(float(figures.get("width_in", cls.page_in)), float(figures.get("column_width_in", cls.column_in)))
+            page, column = float(figures.get("width_in", cls.page_in)), float(figures.get("column_width_in", cls.column_in))
         except (TypeError, ValueError) as e:
             raise OracleError(f"config figures: width_in/column_width_in must be numbers (inches): {dict(figures)}") from e
+        return cls(page, column)
 
 
 #: The widths figures are drawn and checked at now (`print_widths`); a figure job sets them from
@@ -53,8 +59,6 @@ def use_print_widths(widths: PrintWidths) -> Iterator[PrintWidths]:
     """Draw and check figures at `widths` inside the ``with`` block (restored after it): a figure
     job's ``with use_print_widths(PrintWidths.from_config(params.figures)):``."""
     global _CURRENT
-    if not (0 < widths.column_in <= widths.page_in):
-        raise OracleError(f"print widths: column {widths.column_in} in must be > 0 and <= the page's {widths.page_in} in")
     before, _CURRENT = _CURRENT, widths
     try:
         yield widths
