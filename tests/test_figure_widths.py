@@ -143,3 +143,21 @@ def test_the_figure_job_draws_at_the_config_width(tmp_path, monkeypatch):
         drawn = pdf_facts(Path(out[0]).read_bytes())["width_in"]
         assert drawn == pytest.approx(width or drawn, abs=0.01) and round(drawn, 2) in (5.5, 3.0), (artifact, drawn)
     assert print_widths() == PrintWidths(6.8, 3.3)  # the job's widths held for its drawing only
+
+
+def test_every_figure_rule_takes_the_widths_as_params():
+    """A rule that draws a figure has config `figures` among its params, so that Snakemake's params
+    trigger redraws it when the widths change (and its script sets them: `use_print_widths`)."""
+    drawing = {}
+    for path in sorted((REPO / "rules").glob("*.smk")):
+        for block in re.split(r"\n(?=rule \w+:)", path.read_text())[1:]:
+            name = re.match(r"rule (\w+):", block).group(1)
+            script = re.search(r'script:\s*\n\s*"\.\./(scripts/\w+\.py)"', block)
+            output = re.search(r"\n    output:\n(.*?)\n    \w+:", block, re.S)
+            if script and output and ("figure_outputs(" in output.group(1) or "CLAIMS_FIGURE" in output.group(1)):
+                drawing[name] = (block, (REPO / script.group(1)).read_text())
+    assert {"experiment_figure", "validation_nn_distances", "validation_samples_grid", "claims"} <= set(drawing)
+    for name, (block, script) in drawing.items():
+        params = block.split("params:", 1)[-1].split("log:", 1)[0]
+        assert 'figures=config["figures"]' in params, name
+        assert "use_print_widths(PrintWidths.from_config(sm.params.figures))" in script, name
