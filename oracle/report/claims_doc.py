@@ -95,13 +95,13 @@ def _margin_cell(margin: object) -> str:
     return f"{float(margin):.2f}"
 
 
-def _margin_of(row: Mapping) -> float | None:
+def margin_of(row: Mapping) -> float | None:
     m = row.get(MARGIN)
     return None if m is None or m == "" or m != m else float(m)
 
 
 def _verdict_cell(row: Mapping) -> str:
-    marks = [m for m, on in (("close", close(_margin_of(row))), ("not counted", not counted(row))) if on]
+    marks = [m for m, on in (("close", close(margin_of(row))), ("not counted", not counted(row))) if on]
     return f"{row['verdict']} ({', '.join(marks)})" if marks else str(row["verdict"])
 
 
@@ -156,7 +156,7 @@ def _item(label: str, text: str, *, escape: bool = True) -> list[str]:
 def claim_section(row: Mapping) -> list[str]:
     """One claim's part of claims.md: a heading, its sentence, then its values as a list."""
     label = row_margin(row)[1]
-    m = _margin_of(row)
+    m = margin_of(row)
     out = [f"### `{row['id']}`: {row['verdict']}", "", *textwrap.wrap(md_text(row.get("finding", "")), WIDTH), ""]
     out += _item("the paper", row.get("paper", ""))
     if row.get(PAPER_VERDICT):
@@ -200,7 +200,7 @@ def claim_sentences(rows: Iterable[Mapping]) -> list[str]:
     none), and the paper's verdict beside it."""
     out = []
     for r in rows:
-        c, m = _nearest_check(r), _margin_of(r)
+        c, m = _nearest_check(r), margin_of(r)
         tag = "" if counted(r) else " (a check, not counted)"
         if c is not None and m is not None:
             found = (f"{c['label']} is {_interval(c)} against {_num(c['reference'])}, {m:.2f} SE from flipping"

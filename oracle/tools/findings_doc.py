@@ -21,6 +21,7 @@ import pandas as pd
 from oracle.errors import DataError
 from oracle.io.atomic import atomic_output
 from oracle.io.yaml_text import parse_yaml
+from oracle.report.claims_doc import margin_of
 from oracle.report.verdicts import counts_text, verdict_cell
 from oracle.report.tables import markdown_cell
 from oracle.report.timings import benchmark_files, job_intervals, read_benchmark, wall_time
@@ -68,7 +69,8 @@ def claims_section(claims: pd.DataFrame) -> str:
              + "this run | uncertainty | verdict |", "|---|---|---|" + ("---|" if paper_verdict else "") + "---|---|---|"]
     rows = claims.to_dict("records")
     for i, r in enumerate(rows, 1):
-        margin = _margin_text(r.get("margin"))
+        m = margin_of(r)
+        margin = f" ({m:.2g} SE)" if m is not None else ""
         lines.append(f"| {i} | {markdown_cell(r['finding'])} | {markdown_cell(r['paper'])} | "
                      + (f"{markdown_cell(r['paper verdict'])} | " if paper_verdict else "")
                      + f"{markdown_cell(r['this run'])} | {markdown_cell(r['uncertainty'])} | "
@@ -96,14 +98,6 @@ def claims_section(claims: pd.DataFrame) -> str:
     lines += ["The rule behind each verdict (the 95% intervals are over seeds unless a row says otherwise):", ""]
     lines += [f"{i}. `{r['id']}`: {r['rule']}" for i, r in enumerate(rows, 1)]
     return "\n".join(lines)
-
-
-def _margin_text(margin: object) -> str:
-    try:
-        m = float(margin)
-    except (TypeError, ValueError):
-        return ""
-    return f" ({m:.2g} SE)" if m == m else ""
 
 
 def world_conditional(rows: list[Mapping]) -> list[str]:
