@@ -68,6 +68,10 @@ def save_figure(fig: Figure, stem: str | os.PathLike, dpi: int = FIGURE_DPI,
     stem = Path(stem)
     FigureCanvasAgg(fig)
     thin_tick_labels(fig)
+    # thin_tick_labels' draw placed the axes for good: without this each savefig below would run
+    # the constrained layout again (a third of a figure job), and the PDF would be laid out with
+    # the PDF renderer's text metrics instead of the ones print_problems checks.
+    fig.set_layout_engine("none")
     rendered = {}
     with matplotlib.rc_context(_FONT_RC):
         panels = "; ".join(f"({k}) {t}" for k, t in sorted(drawn_panels(fig).items()))
