@@ -20,7 +20,7 @@ from oracle.experiments.estimators import evaluation_sets
 from oracle.io.predictions import read_predictions
 from oracle.measures import accuracy_estimators as est
 from oracle.measures.accuracy_estimators import METHODS
-from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
+from oracle.report.figures import print_widths, panel_letters, save_figure, style
 from oracle.report.numbers import entry, mean_spread
 
 
@@ -180,7 +180,7 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
     colors = dict(zip(("noise", "variant", "clean"), sns.color_palette("colorblind", 3)))
     with style():
         cols = math.ceil(len(METHODS) / 2)
-        fig = Figure(figsize=(PAGE_WIDTH, 5.2), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 5.2), layout="constrained")
         axes = fig.subplots(2, cols).ravel()
         for ax in axes[len(METHODS):]:
             ax.axis("off")
