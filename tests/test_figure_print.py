@@ -216,7 +216,7 @@ def test_tick_labels_that_fit_cost_no_second_layout(monkeypatch):
     for ticks, expected in ((None, 1), ([1.0, 1.01, 1.02], 2)):  # default ticks fit; "1.001.011.02" does not
         draws.clear()
         with style():
-            fig = Figure(figsize=(PAGE_WIDTH, 2.0), layout="constrained")
+            fig = Figure(figsize=(print_widths().page_in, 2.0), layout="constrained")
             for ax in fig.subplots(1, 4):
                 ax.plot([0, 3], [0, 1])
                 if ticks:

@@ -126,14 +126,12 @@ def test_the_figure_job_draws_at_the_config_width(tmp_path, monkeypatch):
     mains = []
     monkeypatch.setattr(oracle.workflow.jobs, "run_job", lambda job, main, **kw: mains.append(main))
     runpy.run_path(str(REPO / "scripts" / "experiment_figure.py"), init_globals={"snakemake": None})
-    (labels, sizes, n_seeds), _ = next(iter(presets.SHAPES.items()))
-    data = presets.synthetic(labels, sizes, n_seeds)
+    _, spec = next(iter(presets.SCALING.values()))
+    data = presets.scaling_frames(spec)
     inputs = {}
     for name, frame in data.items():
         inputs[name] = str(tmp_path / f"{name}.csv")
         frame.to_csv(inputs[name], index=False)
-    spec = {"kind": "scaling", "archs": [a for a, _ in labels], "sizes": list(sizes), "seeds": list(range(n_seeds)),
-            "arch_labels": dict(labels)}
     for artifact, width in (("scaling_panels", 5.5), ("epistemic_curves", None)):
         out = [str(tmp_path / f"{artifact}.{ext}") for ext in ("pdf", "png", "caption.rst")]
         job = SimpleNamespace(input=inputs, output=out, wildcards=SimpleNamespace(kind="scaling", artifact=artifact),
