@@ -65,6 +65,7 @@ rule experiment_figure:
     params:
         spec=lambda wildcards: EXPERIMENTS[wildcards.experiment],
         caption=artifact_caption,
+        figures=config["figures"],  # the widths it is drawn at: a change redraws it
     log:
         f"{LOGS}/{{kind}}/{{experiment}}/figures/{{artifact}}.log",
     benchmark:

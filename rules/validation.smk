@@ -77,6 +77,7 @@ rule validation_nn_distances:
         artifact="nn_distances",
     params:
         caption=validation_caption,
+        figures=config["figures"],  # the widths it is drawn at: a change redraws it
     log:
         f"{LOGS}/validation/figures/{{artifact}}.log",
     benchmark:
@@ -102,6 +103,7 @@ rule validation_samples_grid:
         per_class=8,
         max_classes=16,  # rows: 1,000 ImageNet classes would make a 900-inch figure
         caption=validation_caption,
+        figures=config["figures"],  # the widths it is drawn at: a change redraws it
     log:
         f"{LOGS}/validation/figures/{{artifact}}.log",
     benchmark:

@@ -12,9 +12,12 @@ def main(sm):
 
     from oracle.experiments import artifact_findings, kind_module
     from oracle.report.captions import full_caption, write_caption
+    from oracle.report.figures import PrintWidths, use_print_widths
 
     data = {name: pd.read_csv(path) for name, path in sm.input.items()}
-    kind_module(sm.wildcards.kind).figure(sm.wildcards.artifact, data, sm.params.spec, Path(sm.output[0]).with_suffix(""))
+    with use_print_widths(PrintWidths.from_config(sm.params.figures)):  # the venue's widths (config figures)
+        kind_module(sm.wildcards.kind).figure(sm.wildcards.artifact, data, sm.params.spec,
+                                              Path(sm.output[0]).with_suffix(""))
     caption = full_caption(sm.params.caption, artifact_findings(sm.wildcards.kind, sm.wildcards.artifact, data,
                                                                 sm.params.spec))
     write_caption(sm.output[-1], caption)

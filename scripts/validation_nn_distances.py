@@ -10,11 +10,13 @@ def main(sm):
     from pathlib import Path
 
     from oracle.report.captions import full_caption, write_caption
+    from oracle.report.figures import PrintWidths, use_print_widths
     from oracle.validation.artifacts import nn_distances_figure
     from oracle.validation.findings import findings
 
     metrics = json.loads(Path(sm.input.metrics).read_text())
-    nn_distances_figure(metrics, Path(sm.output[0]).with_suffix(""))
+    with use_print_widths(PrintWidths.from_config(sm.params.figures)):  # the venue's widths (config figures)
+        nn_distances_figure(metrics, Path(sm.output[0]).with_suffix(""))
     write_caption(sm.output[-1], full_caption(sm.params.caption, findings(sm.wildcards.artifact, metrics)))
 
 

@@ -12,7 +12,8 @@ def main(sm):
     from oracle.io.images import read_class_names, read_image_labels, read_image_rows
     from oracle.io.shards import open_samples
     from oracle.report.captions import write_caption
-    from oracle.report.figures import first_rows_per_class, grid_classes, sample_grid_figure
+    from oracle.report.figures import (PrintWidths, first_rows_per_class, grid_classes, sample_grid_figure,
+                                       use_print_widths)
 
     names = read_class_names(sm.input.train)
     per_class = int(sm.params.per_class)
@@ -24,10 +25,11 @@ def main(sm):
     real_labels = read_image_labels(sm.input.train)
     real_rows = first_rows_per_class(real_labels, classes, per_class)
     shown = "" if len(classes) == len(names) else f", {len(classes)} of the {len(names)} classes (evenly spaced)"
-    sample_grid_figure(x, labels[rows], names, sm.output[0].rsplit(".", 1)[0], per_class=per_class, classes=classes,
-                       title=f"oracle samples (no guidance, no denoising), {per_class} per class{shown}",
-                       real=read_image_rows(sm.input.train, real_rows), real_labels=real_labels[real_rows],
-                       real_title=f"real training images (data/train.h5), {per_class} per class")
+    with use_print_widths(PrintWidths.from_config(sm.params.figures)):  # the venue's widths (config figures)
+        sample_grid_figure(x, labels[rows], names, sm.output[0].rsplit(".", 1)[0], per_class=per_class, classes=classes,
+                           title=f"oracle samples (no guidance, no denoising), {per_class} per class{shown}",
+                           real=read_image_rows(sm.input.train, real_rows), real_labels=real_labels[real_rows],
+                           real_title=f"real training images (data/train.h5), {per_class} per class")
     write_caption(sm.output[-1], sm.params.caption)  # what it shows; it states no finding
 
 

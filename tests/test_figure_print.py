@@ -10,7 +10,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from oracle.errors import OracleError
-from oracle.report.figures import (COLUMN_WIDTH, MIN_TEXT_PT, PAGE_WIDTH, pdf_facts, reliability_diagram,
+from oracle.report.figures import (MIN_TEXT_PT, pdf_facts, print_widths, reliability_diagram,
                                    sample_grid_figure, save_figure, style, top_legend)
 
 
@@ -28,17 +28,17 @@ def _figure(width: float, fontsize: float | None = None) -> Figure:
 
 
 def test_a_saved_figure_embeds_truetype_at_its_print_width(tmp_path):
-    out = save_figure(_figure(COLUMN_WIDTH), tmp_path / "one")
+    out = save_figure(_figure(print_widths().column_in), tmp_path / "one")
     pdf = out["pdf"].read_bytes()
     assert b"/Type3" not in pdf.replace(b" ", b"")
     facts = pdf_facts(pdf)
     assert facts["font_types"] and "Type3" not in facts["font_types"]
-    assert facts["width_in"] == pytest.approx(COLUMN_WIDTH, abs=0.01)  # saved at its size, not cropped
+    assert facts["width_in"] == pytest.approx(print_widths().column_in, abs=0.01)  # saved at its size, not cropped
     assert facts["text_pt"] and min(facts["text_pt"]) >= MIN_TEXT_PT
 
 
 @pytest.mark.parametrize("width, fontsize, match", [(9.5, None, "neither one column"),
-                                                    (PAGE_WIDTH, 5, "smaller than 8 pt.*'small' 5 pt")])
+                                                    (print_widths().page_in, 5, "smaller than 8 pt.*'small' 5 pt")])
 def test_an_unprintable_figure_is_refused_and_nothing_written(tmp_path, width, fontsize, match):
     with pytest.raises(OracleError, match=match):
         save_figure(_figure(width, fontsize), tmp_path / "bad")
@@ -46,7 +46,7 @@ def test_an_unprintable_figure_is_refused_and_nothing_written(tmp_path, width, f
 
 
 def test_content_outside_the_canvas_is_refused(tmp_path):
-    fig = _figure(COLUMN_WIDTH)
+    fig = _figure(print_widths().column_in)
     fig.axes[0].legend(loc="upper left", bbox_to_anchor=(1.2, 1))  # a legend right of the canvas
     with pytest.raises(OracleError, match="outside"):
         save_figure(fig, tmp_path / "cut")
@@ -54,7 +54,7 @@ def test_content_outside_the_canvas_is_refused(tmp_path):
 
 def _panels_with_legend(labels: list[str], ncol: int | None) -> Figure:
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 4.9), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 4.9), layout="constrained")
         axes = fig.subplots(2, 4)
         for i, label in enumerate(labels):
             axes[0][0].plot([1, 2], [i, i + 1], label=label)
@@ -94,13 +94,13 @@ def test_shared_figures_print(tmp_path):
                              title="oracle samples (no guidance, no denoising), 8 per class, 10 of the 100 classes",
                              real=images, real_labels=labels,
                              real_title="real training images (data/train.h5), 8 per class")
-    assert pdf_facts(out["pdf"].read_bytes())["width_in"] == pytest.approx(PAGE_WIDTH, abs=0.01)
+    assert pdf_facts(out["pdf"].read_bytes())["width_in"] == pytest.approx(print_widths().page_in, abs=0.01)
 
 
 def _row_of_panels(n: int, titles: list[str] | None = None) -> Figure:
     """`n` panels side by side on one page width, x ticks at N = 500, 1000, 2000 (linear)."""
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 2.2), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 2.2), layout="constrained")
         for i, ax in enumerate(fig.subplots(1, n)):
             ax.plot([500, 1000, 2000], [3, 2, 1])
             ax.set_xticks([500, 1000, 2000])
@@ -123,8 +123,16 @@ def test_overlapping_tick_labels_and_titles_are_refused(tmp_path):
     (tmp_path / "ticks.pdf").unlink()
     (tmp_path / "ticks.png").unlink()
     long = ["expected calibration error against the labels"] * 3
-    with pytest.raises(OracleError, match=r"title 'expected calibration error aga' overlaps"):
-        save_figure(_row_of_panels(3, long), tmp_path / "titles")
+    fig = _row_of_panels(3, long)
+    FigureCanvasAgg(fig).draw()
+    assert any(c.startswith("title 'expected calibration error aga' overlaps") for c in collisions(fig))
+    save_figure(fig, tmp_path / "wrapped")  # which save_figure wraps to fit their panels (wrap_titles)
+    assert all("\n" in ax.get_title() for ax in fig.axes) and not collisions(fig)
+    for path in tmp_path.iterdir():
+        path.unlink()
+    word = ["expected_calibration_error_against_the_labels"] * 3  # no space to wrap at: refused
+    with pytest.raises(OracleError, match=r"title 'expected_calibration_error_aga' overlaps"):
+        save_figure(_row_of_panels(3, word), tmp_path / "titles")
     assert not list(tmp_path.iterdir())
     save_figure(_row_of_panels(3, ["(a) ECE", "(b) KL", "(c) gap"]), tmp_path / "fits")  # the check can pass
 
@@ -134,7 +142,7 @@ def test_a_run_writes_a_figure_that_does_not_fit_with_a_warning_in_its_log_and_c
     figure is written, the job's log (stderr) and its caption say what is wrong."""
     from oracle.report.captions import read_caption, write_caption
 
-    fig = _figure(COLUMN_WIDTH)
+    fig = _figure(print_widths().column_in)
     fig.axes[0].legend(loc="upper left", bbox_to_anchor=(1.2, 1))  # a legend right of the canvas
     out = save_figure(fig, tmp_path / "cut", strict=False)
     assert out["pdf"].is_file() and out["png"].is_file()
@@ -151,7 +159,7 @@ def _four_panels() -> Figure:
     from oracle.report.figures import panel_letters
 
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 4.8), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 4.8), layout="constrained")
         axes = fig.subplots(2, 2)
         for ax, title in zip(axes.ravel(), ["total loss", "epistemic error, fits dashed", "accuracy",
                                             "floor + epistemic"]):
@@ -187,7 +195,7 @@ def test_tick_labels_are_thinned_to_fit_their_panel(tmp_path):
     from oracle.report.figures import size_ticks
 
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 2.0), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 2.0), layout="constrained")
         for ax in fig.subplots(1, 4):
             ax.plot([100, 1000, 2000, 4000, 5000, 10000], [6, 5, 4, 3, 2, 1])
             size_ticks(ax, [100, 1000, 2000, 4000, 5000, 10000])
@@ -208,7 +216,7 @@ def test_tick_labels_that_fit_cost_no_second_layout(monkeypatch):
     for ticks, expected in ((None, 1), ([1.0, 1.01, 1.02], 2)):  # default ticks fit; "1.001.011.02" does not
         draws.clear()
         with style():
-            fig = Figure(figsize=(PAGE_WIDTH, 2.0), layout="constrained")
+            fig = Figure(figsize=(print_widths().page_in, 2.0), layout="constrained")
             for ax in fig.subplots(1, 4):
                 ax.plot([0, 3], [0, 1])
                 if ticks:

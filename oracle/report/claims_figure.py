@@ -23,7 +23,13 @@ from matplotlib.ticker import MaxNLocator
 
 from oracle.errors import DataError
 from oracle.report.verdicts import counts_text, verdict_counts
-from oracle.report.figures import PAGE_WIDTH, save_figure, style
+from oracle.report.figures import print_widths, save_figure, style
+
+#: Inches between the canvas' top edge and the title's first line.
+TITLE_PAD_IN = 0.06
+
+#: Inches the right margin keeps at least for the verdict, the longest "contradicted" (bold, 0.8 in).
+VERDICT_MARGIN_IN = 1.0
 
 #: Colour per verdict (colourblind-safe: blue, vermilion, grey, sky, black outline).
 VERDICT_COLORS = {"supported": "#0072B2", "contradicted": "#D55E00", "unresolved": "#7f7f7f",
@@ -65,13 +71,17 @@ def claims_forest(claims: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pa
     rows = forest_rows(claims)
     if not rows:
         raise DataError("claims.csv holds no finding")
+    width = print_widths().page_in
+    # the margins are fractions of the width: the title's 88 and a label's 44 characters a line fill
+    # theirs at 6.8 in, and a narrower venue's figure (ICLR: 5.5 in) takes as many fewer
+    title_chars, label_chars = int(88 * width / 6.8), int(44 * width / 6.8)
     # the counts name the uncounted rows too: wrapped to the canvas, the top margin one line each
-    title = [*textwrap.wrap("The paper's findings against this run: " + counts_text(claims.to_dict("records")), 88),
-             "dot and bar: this run's estimate and 95% interval; dashed: the rule's reference;",
-             "diamond: the paper's value"]
+    title = textwrap.wrap("The paper's findings against this run: " + counts_text(claims.to_dict("records")) + "; "
+                          "dot and bar: this run's estimate and 95% interval; dashed: the rule's reference; "
+                          "diamond: the paper's value", title_chars)
     with style():
         height = 0.45 * len(rows) + 0.3 + 0.25 * len(title)
-        fig = Figure(figsize=(PAGE_WIDTH, height))
+        fig = Figure(figsize=(width, height))
         axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
         previous = None
         for ax, row in zip(axes, rows):
@@ -82,8 +92,9 @@ def claims_forest(claims: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pa
             for side in ("left", "right", "top"):
                 ax.spines[side].set_visible(False)
             name = f"{row['id']}: " if first else ""
-            # two lines of at most 44 characters: the label's start and end both show at 6.8 in
-            label = textwrap.fill(textwrap.shorten(f"{name}{row['label']}", 88, placeholder="..."), 44)
+            # two lines that fit the left margin: the label's start and end both show
+            label = textwrap.fill(textwrap.shorten(f"{name}{row['label']}", 2 * label_chars, placeholder="..."),
+                                  label_chars)
             ax.set_ylabel(label, rotation=0, ha="right", va="center", labelpad=4)
             ax.text(1.02, 0.5, row["verdict"] if first else "", transform=ax.transAxes, color=color,
                     va="center", fontweight="bold")
@@ -102,9 +113,13 @@ def claims_forest(claims: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pa
             ax.xaxis.set_major_locator(MaxNLocator(5))  # 8 pt labels of 7 ticks ran into each other
             ax.tick_params(axis="x", pad=1, length=2)
             ax.set_ylim(-0.6, 0.6)
-        fig.suptitle("\n".join(title))
-        # fixed margins: the labels are wrapped to a known width (left), the verdicts are one word
-        fig.subplots_adjust(left=0.43, right=0.84, top=1 - 0.25 * len(title) / height, bottom=0.3 / height, hspace=0.9)
+        # a fixed 0.06 in below the top edge, the title's lines (9 pt, 0.17 in each) fit the 0.25 in a line of
+        # the top margin at any height; suptitle's default y = 0.98 of the height sat 0.27 in down on a forest
+        # of 29 rows (afhq256's, 13.65 in) and ran its three lines into the first row's label
+        fig.suptitle("\n".join(title), y=1 - TITLE_PAD_IN / height, va="top")
+        # fixed margins: the labels are wrapped to a known width (left), the verdicts are one word, given
+        # at least VERDICT_MARGIN_IN however narrow the venue (a fraction 0.16 of 3.3 in cut "contradicted")
+        fig.subplots_adjust(left=0.43, right=min(0.84, 1 - VERDICT_MARGIN_IN / width), top=1 - 0.25 * len(title) / height, bottom=0.3 / height, hspace=0.9)
         return save_figure(fig, stem)
 
 

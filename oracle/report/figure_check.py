@@ -7,19 +7,65 @@ panels in the PDF's metadata, `pdf_facts` reads them back). Used by `oracle.repo
 from __future__ import annotations
 
 import re
+import textwrap
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import matplotlib.text
 from matplotlib.figure import Figure
 
 from oracle.errors import OracleError
 
-#: Print widths (inches) a figure is drawn at: one column, or the text width of a two-column
-#: paper (a 6.5 in single-column \\textwidth takes the 6.8 in figure at 96%, text >= 7.7 pt).
-COLUMN_WIDTH = 3.3
-PAGE_WIDTH = 6.8
-PRINT_WIDTHS = (COLUMN_WIDTH, PAGE_WIDTH)
+@dataclass(frozen=True)
+class PrintWidths:
+    """The print widths (inches) a figure is drawn at: `page_in`, the venue's text width (a
+    full-width figure), and `column_in`, one column of a two-column venue. The defaults are a
+    two-column journal's (a 6.5 in single-column \\textwidth takes the 6.8 in figure at 96%, text
+    >= 7.7 pt); the paper under reproduction is ICLR (5.5 in): config ``figures`` sets them."""
+
+    page_in: float = 6.8
+    column_in: float = 3.3
+
+    def __post_init__(self) -> None:
+        if not (0 < self.column_in <= self.page_in):
+            raise OracleError(f"config figures: column_width_in = {self.column_in:g} in must be > 0 and at most "
+                              f"width_in = {self.page_in:g} in")
+
+    @classmethod
+    def from_config(cls, figures: Mapping) -> PrintWidths:
+        """The widths of config ``figures`` (``width_in``, ``column_width_in``; a key left out keeps
+        its default)."""
+        try:
+            page, column = float(figures.get("width_in", cls.page_in)), float(figures.get("column_width_in", cls.column_in))
+        except (TypeError, ValueError) as e:
+            raise OracleError(f"config figures: width_in/column_width_in must be numbers (inches): {dict(figures)}") from e
+        return cls(page, column)
+
+
+#: The widths figures are drawn and checked at now (`print_widths`); a figure job sets them from
+#: its config (`use_print_widths`) before drawing. Read at call time, never imported by value.
+_CURRENT = PrintWidths()
+
+
+def print_widths() -> PrintWidths:
+    """The print widths figures are drawn at now (`use_print_widths` sets them)."""
+    return _CURRENT
+
+
+@contextmanager
+def use_print_widths(widths: PrintWidths) -> Iterator[PrintWidths]:
+    """Draw and check figures at `widths` inside the ``with`` block (restored after it): a figure
+    job's ``with use_print_widths(PrintWidths.from_config(params.figures)):``."""
+    global _CURRENT
+    before, _CURRENT = _CURRENT, widths
+    try:
+        yield widths
+    finally:
+        _CURRENT = before
+
+
 #: The smallest text (points) a figure may print at its print width: journals ask 7-8 pt.
 MIN_TEXT_PT = 8.0
 
@@ -174,14 +220,15 @@ def collisions(fig: Figure) -> list[str]:
 
 def print_problems(fig: Figure, pdf: bytes) -> list[str]:
     """Why ``fig`` (saved as ``pdf``) would not print in a paper, one line each; empty when it
-    would: its width is not one of `PRINT_WIDTHS`, a text is smaller than `MIN_TEXT_PT`, a font
+    would: its width is neither of `print_widths()`, a text is smaller than `MIN_TEXT_PT`, a font
     is embedded as Type 3, something is drawn outside the canvas (it would be cut off: the
     figure is saved at its size, not cropped to its content), or texts collide (`collisions`)."""
     facts = pdf_facts(pdf)
     problems = []
-    if not any(abs(facts["width_in"] - w) < 0.01 for w in PRINT_WIDTHS):
-        problems.append(f"width {facts['width_in']:.2f} in is neither one column ({COLUMN_WIDTH} in) "
-                        f"nor two ({PAGE_WIDTH} in)")
+    widths = print_widths()
+    if not any(abs(facts["width_in"] - w) < 0.01 for w in (widths.column_in, widths.page_in)):
+        problems.append(f"width {facts['width_in']:.2f} in is neither one column ({widths.column_in:g} in) "
+                        f"nor the text width ({widths.page_in:g} in)")
     small = [t for t in fig.findobj(matplotlib.text.Text)
              if t.get_visible() and t.get_text().strip() and t.get_fontsize() < MIN_TEXT_PT - 1e-6]
     if small or (facts["text_pt"] and facts["text_pt"][0] < MIN_TEXT_PT - 1e-6):
@@ -197,6 +244,35 @@ def print_problems(fig: Figure, pdf: bytes) -> list[str]:
         problems.append(f"content reaches outside the {w:g} x {h:g} in canvas "
                         f"(x {inside.x0:.2f}..{inside.x1:.2f}, y {inside.y0:.2f}..{inside.y1:.2f} in)")
     return problems + collisions(fig)
+
+
+def wrap_titles(fig: Figure, rounds: int = 3) -> None:
+    """Wrap each panel title wider than its panel onto more lines at its spaces ("(b) ResNet
+    (test): vs exact aleatoric H(p)" over a 2.4 in panel of a 5.5 in figure), so that the titles
+    fit their panels by construction at whatever print width the figure is drawn at
+    (`print_widths`). Measured after a draw (constrained layout places the axes then); a wrap
+    moves the panels, so it measures again, at most `rounds` times. A single word wider than its
+    panel is left whole (`print_problems` then names it). `save_figure` calls it."""
+    for _ in range(rounds):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        wrapped = False
+        for ax in fig.axes:
+            title = ax.title
+            text = title.get_text()
+            if not ax.get_visible() or not text.strip():
+                continue
+            room, wide = ax.bbox.width, title.get_window_extent(renderer).width
+            if wide <= room:
+                continue
+            longest = max(len(line) for line in text.split("\n"))
+            chars = max(1, int(longest * room / wide))
+            new = "\n".join(textwrap.fill(line, chars, break_long_words=False) for line in text.split("\n"))
+            if new != text:
+                title.set_text(new)
+                wrapped = True
+        if not wrapped:
+            return
 
 
 def thin_tick_labels(fig: Figure) -> None:

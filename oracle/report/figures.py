@@ -17,9 +17,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from oracle.errors import OracleError
-from oracle.report.figure_check import (COLUMN_WIDTH, MIN_TEXT_PT, PAGE_WIDTH, PRINT_WIDTHS,  # noqa: F401
-                                        _PANELS_KEY, caption_panel_problems, collisions, drawn_panels, pdf_facts,
-                                        print_problems, thin_tick_labels)
+from oracle.report.figure_check import (MIN_TEXT_PT, _PANELS_KEY, PrintWidths,  # noqa: F401
+                                        caption_panel_problems, collisions, drawn_panels, pdf_facts,
+                                        print_problems, print_widths, thin_tick_labels, use_print_widths,
+                                        wrap_titles)
 from oracle.report.tables import write_all
 
 
@@ -67,6 +68,7 @@ def save_figure(fig: Figure, stem: str | os.PathLike, dpi: int = FIGURE_DPI,
     (`oracle.report.captions.note_layout_problems`): presentation never costs a run's results."""
     stem = Path(stem)
     FigureCanvasAgg(fig)
+    wrap_titles(fig)  # before the ticks: a wrapped title moves the panels
     thin_tick_labels(fig)
     # thin_tick_labels' draw placed the axes for good: without this each savefig below would run
     # the constrained layout again (a third of a figure job), and the PDF would be laid out with
@@ -167,7 +169,7 @@ def sample_grid_figure(images: np.ndarray, labels: np.ndarray, class_names: Sequ
     grids = [(grid_of(images, labels), title)]
     if real is not None:
         grids.insert(0, (grid_of(real, real_labels), real_title))
-    width = PAGE_WIDTH if len(grids) > 1 else COLUMN_WIDTH
+    width = print_widths().page_in if len(grids) > 1 else print_widths().column_in
     pitch = (width - 1.0) / (per_class * len(grids))  # inches per image, 1 in for the class names
     with style():
         fig = Figure(figsize=(width, 0.5 + pitch * k), layout="constrained")
@@ -300,7 +302,7 @@ def reliability_diagram(panels: Mapping[str, Mapping[str, np.ndarray]], stem: st
     names = list(panels)
     ncols = ncols or min(3, len(names))
     nrows = -(-len(names) // ncols)
-    width = COLUMN_WIDTH if ncols == 1 else PAGE_WIDTH
+    width = print_widths().column_in if ncols == 1 else print_widths().page_in
     any_sparse = False
     with style():
         fig = Figure(figsize=(width, (width / ncols) * nrows + 0.9), layout="constrained")

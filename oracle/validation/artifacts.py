@@ -208,13 +208,13 @@ def figure4(metrics: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
     """Figure 4: histogram of generated->train NN distances, test->train as the reference."""
     from matplotlib.figure import Figure
 
-    from oracle.report.figures import COLUMN_WIDTH, palette, save_figure, style
+    from oracle.report.figures import print_widths, palette, save_figure, style
 
     nn = metrics["nn_distances"]
     gen, ref = np.asarray(nn["samples_to_train"]), np.asarray(nn["test_to_train"])
     colors = palette(["real", "oracle"])
     with style():
-        fig = Figure(figsize=(COLUMN_WIDTH, 2.8), layout="constrained")
+        fig = Figure(figsize=(print_widths().column_in, 2.8), layout="constrained")
         ax = fig.add_subplot()
         bins = np.histogram_bin_edges(np.concatenate([gen, ref]), bins=40)
         ax.hist(ref, bins=bins, density=True, alpha=0.5, color=colors["real"], label="held-out real → train")

@@ -30,7 +30,7 @@ from scipy import stats
 from oracle.errors import DataError
 from oracle.measures.calibration import pool_reliability
 from oracle.measures.power_laws import aggregate_over_seeds, fit_per_seed
-from oracle.report.figures import (PAGE_WIDTH, errorbar, log_tick_labels, palette, panel_letters, save_figure,
+from oracle.report.figures import (print_widths, errorbar, log_tick_labels, palette, panel_letters, save_figure,
                                    size_ticks, style, top_legend)
 from oracle.report.numbers import entry
 
@@ -67,7 +67,7 @@ def agreement_figure(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
     span = max(float(n_log.max() - n_log.min()), 1e-9)
     sizes = 12 + 40 * (n_log - n_log.min()) / span
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 2.9 + 0.2 * math.ceil(2 * len(groups) / 4)), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 2.9 + 0.2 * math.ceil(2 * len(groups) / 4)), layout="constrained")
         ax_a, ax_b = fig.subplots(1, 2)
         top = float(max(runs["ece"].max(), runs["ece_posterior"].max())) * 1.05 + 1e-3
         for g in groups:
@@ -117,7 +117,7 @@ def calibration_vs_n(runs: pd.DataFrame, stem: str | os.PathLike, group: str = "
                 fit = fit_per_seed(sub, col, group_cols=(group,)).iloc[0]
                 alphas[g, name] = (fit["alpha"], 0.0 if np.isnan(fit["alpha_std"]) else fit["alpha_std"])
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 2.9 + 0.2 * math.ceil(2 * len(groups) / 4)), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 2.9 + 0.2 * math.ceil(2 * len(groups) / 4)), layout="constrained")
         ax_a, ax_b = fig.subplots(1, 2)
         for g in groups:
             a = agg[agg[group] == g]

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from oracle.errors import DataError
 from oracle.experiments.active import ARTIFACTS, STRATEGY_COLORS, STRATEGY_LABELS, TARGET_LABELS, TARGETS
 from oracle.measures.power_laws import aggregate_over_seeds
-from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style, top_legend
+from oracle.report.figures import print_widths, panel_letters, save_figure, style, top_legend
 from oracle.report.numbers import converged_entries, correlation_ci95, entry, ratio_spread
 
 # --------------------------------------------------------------------------- data
@@ -122,7 +122,7 @@ def acquisition_panels(rounds: pd.DataFrame, spec: Mapping, stem: str | os.PathL
     agg = _curves(rounds, ["acc", "epistemic"])
     archs = [a for a in spec["archs"] if a in set(agg["arch"])]
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 2.4 * len(archs) + 0.4), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 2.4 * len(archs) + 0.4), layout="constrained")
         axes = np.atleast_2d(fig.subplots(len(archs), 3, squeeze=False))
         for row, arch in zip(axes, archs):
             a = agg[agg["arch"] == arch]
@@ -164,7 +164,7 @@ def proxy_correlations(corr: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
     if not archs:
         raise DataError("active: no correlations (the experiment needs a strategy other than random)")
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 2.6 * len(archs) + 0.4), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 2.6 * len(archs) + 0.4), layout="constrained")
         axes = np.atleast_2d(fig.subplots(len(archs), 2, squeeze=False))
         for row, arch in zip(axes, archs):
             for ax, target in zip(row, TARGETS):

@@ -17,7 +17,7 @@ from oracle.classifiers.evaluate import read_metrics_frame, read_reliability_fra
 from oracle.errors import DataError
 from oracle.experiments._calibration.report import reliability_panels
 from oracle.experiments.calibration import CALIBRATION_METRICS, evaluation_sets
-from oracle.report.figures import PAGE_WIDTH, palette, panel_letters, reliability_diagram, save_figure, style, top_legend
+from oracle.report.figures import print_widths, palette, panel_letters, reliability_diagram, save_figure, style, top_legend
 from oracle.report.numbers import entry
 
 #: The calibration metrics of a model on a set (fractions), as named in the metrics files.
@@ -163,7 +163,7 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
     panels = (("ece", "ece_posterior", "ECE", "ECE"), ("brier", None, "Brier score", "Brier"),
               ("overconfidence", "overconfidence_truth", "overconfidence", "overconf."))
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 4.9), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 4.9), layout="constrained")
         axes = fig.subplots(2, 4)
         for row, (x, xlabel, sub, shift) in zip(axes, _rows(spec, b)):
             s = data["sets"]

@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from oracle.errors import DataError
-from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
+from oracle.report.figures import print_widths, panel_letters, save_figure, style
 from oracle.experiments._pairs import over_seeds_and_rows
 from oracle.report.numbers import converged_entries, entry, over_seeds
 
@@ -147,7 +147,7 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
               ("aleatoric", "aleatoric_se", 1.0, "floor E[H(p(y|x))] (nats)"),
               ("mutual_information_bits", "mutual_information_se", 1.0, "I(X;Y) (bits)"))
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 2.8), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 2.8), layout="constrained")
         axes = fig.subplots(1, 3)
         for ax, (col, se, scale, label) in zip(axes, panels):
             ax.errorbar(tau, scale * c[col], yerr=scale * c[se].fillna(0.0), marker="o", ms=4, capsize=2, lw=1.2,
@@ -175,7 +175,7 @@ def _learner_figure(learner: pd.DataFrame, spec: Mapping, stem: str | os.PathLik
     """Left: test error and Bayes error (%) against tau; right: gap and excess error (pp).
     Without a learner both panels stand, titled, each saying there is none: the caption names them."""
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 3.0), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 3.0), layout="constrained")
         ax_a, ax_b = fig.subplots(1, 2)
         if learner.empty:
             for ax, title in zip((ax_a, ax_b), LEARNER_TITLES):

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from oracle.classifiers.identity import run_identities
@@ -20,7 +21,7 @@ from oracle.experiments.estimators import evaluation_sets
 from oracle.io.predictions import read_predictions
 from oracle.measures import accuracy_estimators as est
 from oracle.measures.accuracy_estimators import METHODS
-from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
+from oracle.report.figures import print_widths, panel_letters, save_figure, style
 from oracle.report.numbers import entry, mean_spread
 
 
@@ -169,36 +170,63 @@ def table(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping) -> pd.Data
 SCORE_AXES = {"entropy": "Entropy score: 1 − mean H(q) / log K"}
 
 
+#: Inches of one row of panels of ``estimates_vs_accuracy`` (its two rows at the default 6.8 in width: 5.2 in).
+ROW_HEIGHT_IN = 2.6
+
+
+def _x_labels_fit(fig: Figure) -> bool:
+    """Whether every visible panel's x label ("true accuracy (%)", 1.0 in at 9 pt) is no wider than
+    its axes. Constrained layout leaves a label's length out of the margins it makes, so a wider
+    one reaches past the canvas (the last column's: x 5.54 in on a 5.5 in figure of four columns)
+    or into its neighbour's; the titles are wrapped to their panels by `save_figure`."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    return all(ax.xaxis.label.get_window_extent(renderer).width <= ax.bbox.width
+               for ax in fig.axes if ax.axison and ax.get_xlabel())
+
+
+def _estimates_panels(e: pd.DataFrame, s: pd.DataFrame, width: float, cols: int) -> Figure:
+    """The panels of `figure`, one per method, `cols` to a row on a figure `width` inches wide."""
+    colors = dict(zip(("noise", "variant", "clean"), sns.color_palette("colorblind", 3)))
+    rows = math.ceil(len(METHODS) / cols)
+    fig = Figure(figsize=(width, ROW_HEIGHT_IN * rows), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False).ravel())
+    for ax in axes[len(METHODS):]:
+        ax.axis("off")
+    for ax, (method, (label, predicts)) in zip(axes, METHODS.items()):
+        g = e[e["method"] == method]
+        for kind, sub in g.groupby("shift"):
+            scale = 100.0 if predicts else 1.0
+            ax.scatter(100 * sub["accuracy"], scale * sub["estimate"], s=22, color=colors[kind], label=kind,
+                       facecolors="none" if kind == "clean" else colors[kind])
+        if predicts:
+            lo, hi = ax.get_xlim()
+            ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+        r = s.loc[(method, "accuracy")]
+        ax.set(xlabel="true accuracy (%)",
+               ylabel=SCORE_AXES.get(method, f"{label} estimate" + (" (%)" if predicts else " (score)")),
+               title=f"{label}\nR² {r['r2_mean']:.3f}, ρ {r['spearman_mean']:.3f}")
+        ax.legend(loc="best")
+    panel_letters(axes[:len(METHODS)])
+    return fig
+
+
 def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str | os.PathLike) -> dict[str, Path]:
-    """``estimates_vs_accuracy``: one panel per method."""
-
-
+    """``estimates_vs_accuracy``: one panel per method, in two rows of four at the default 6.8 in;
+    at a narrower print width (`print_widths`: ICLR's 5.5 in) in as many columns as leave every
+    panel's axes as wide as its x label (`_x_labels_fit`), more rows instead: it fits its canvas
+    by construction at any width."""
     if name != "estimates_vs_accuracy":
         raise DataError(f"estimators: no figure named {name!r} (figures: estimates_vs_accuracy)")
     e = data["estimates"]
     s = _summary(data["scores"]).set_index(["method", "target"])
-    colors = dict(zip(("noise", "variant", "clean"), sns.color_palette("colorblind", 3)))
+    width = print_widths().page_in
     with style():
-        cols = math.ceil(len(METHODS) / 2)
-        fig = Figure(figsize=(PAGE_WIDTH, 5.2), layout="constrained")
-        axes = fig.subplots(2, cols).ravel()
-        for ax in axes[len(METHODS):]:
-            ax.axis("off")
-        for ax, (method, (label, predicts)) in zip(axes, METHODS.items()):
-            g = e[e["method"] == method]
-            for kind, sub in g.groupby("shift"):
-                scale = 100.0 if predicts else 1.0
-                ax.scatter(100 * sub["accuracy"], scale * sub["estimate"], s=22, color=colors[kind], label=kind,
-                           facecolors="none" if kind == "clean" else colors[kind])
-            if predicts:
-                lo, hi = ax.get_xlim()
-                ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
-            r = s.loc[(method, "accuracy")]
-            ax.set(xlabel="true accuracy (%)",
-                   ylabel=SCORE_AXES.get(method, f"{label} estimate" + (" (%)" if predicts else " (score)")),
-                   title=f"{label}\nR² {r['r2_mean']:.3f}, ρ {r['spearman_mean']:.3f}")
-            ax.legend(loc="best")
-        panel_letters(axes[:len(METHODS)])
+        for cols in range(math.ceil(len(METHODS) / 2), 0, -1):
+            fig = _estimates_panels(e, s, width, cols)
+            if cols == 1 or _x_labels_fit(fig):
+                break
         return save_figure(fig, stem)
 
 

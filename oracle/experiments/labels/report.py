@@ -18,7 +18,7 @@ from oracle.experiments._pairs import (one_file, over_seeds_and_rows, pair_rows,
                                        with_seed_mean_se)
 from oracle.experiments.labels import ARTIFACTS, COLORS, MODES, cell_name
 from oracle.measures.power_laws import aggregate_over_seeds
-from oracle.report.figures import PAGE_WIDTH, errorbar, panel_letters, reliability_diagram, save_figure, size_ticks, style
+from oracle.report.figures import print_widths, errorbar, panel_letters, reliability_diagram, save_figure, size_ticks, style
 from oracle.report.numbers import converged_entries, entry, mean_spread, over_seeds, scale_spread
 
 
@@ -132,7 +132,7 @@ def soft_vs_hard(runs: pd.DataFrame, curves: pd.DataFrame, curve_sizes: Sequence
     gains = gain_summary(runs)
     bayes = 100.0 * float(runs["bayes_accuracy"].mean())
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 5.0), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 5.0), layout="constrained")
         grid = fig.add_gridspec(2, 2 * len(curve_sizes))
         panels = []
         for i, n in enumerate(curve_sizes):

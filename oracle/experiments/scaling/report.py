@@ -23,7 +23,7 @@ from oracle.experiments.scaling.claim_numbers import arch_fit, claim_numbers
 from oracle.experiments.scaling.contrasts import contrast_numbers
 from oracle.experiments.scaling.learners import learner_numbers, learners_table
 from oracle.measures.power_laws import aggregate_over_seeds, fit_each_seed, fit_per_seed, fit_seed_mean, power_law
-from oracle.report.figures import (COLUMN_WIDTH, PAGE_WIDTH, errorbar, log_tick_labels, palette, panel_letters,
+from oracle.report.figures import (print_widths, errorbar, log_tick_labels, palette, panel_letters,
                                    reliability_diagram, save_figure,
                                    size_ticks, style)
 from oracle.report.numbers import entry, over_seeds, scale_spread
@@ -216,22 +216,24 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
     bayes = 100.0 * float(df["bayes_accuracy"].mean())
     n_grid = np.geomspace(df["N"].min(), df["N"].max(), 50)
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 5.4), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 5.4), layout="constrained")
         (ax_a, ax_b), (ax_c, ax_d) = fig.subplots(2, 2)
         for arch in archs:
             a = agg[agg["arch"] == arch]
             s = seed_fits.loc[arch]
             spread = "" if math.isnan(s["alpha_std"]) else f" ± {s['alpha_std']:.2f}"
             errorbar(ax_a, a, "total", colors[arch], arch)
-            errorbar(ax_b, a, "epistemic", colors[arch], f"{arch}: α = {s['alpha']:.2f}{spread}")
+            # two-line labels: a legend as wide as "EfficientNet (test): α = 0.21 ± 0.01" left no room for
+            # the panels of a 5.5 in figure (constrained layout collapsed them)
+            errorbar(ax_b, a, "epistemic", colors[arch], f"{arch}:\nα = {s['alpha']:.2f}{spread}")
             fit = mean_fits.loc[arch]
             ax_b.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), ls="--", lw=1, color=colors[arch])
             errorbar(ax_c, a, acc_col, colors[arch], arch, scale=100.0)
             if len(archs) <= 2:  # more shaded bands than two only muddy each other
                 ax_d.fill_between(a["N"], floor, floor + a["epistemic_mean"], color=colors[arch], alpha=0.2, lw=0)
             ax_d.plot(a["N"], floor + a["epistemic_mean"], color=colors[arch], marker="o", ms=3, lw=1.2,
-                      label=f"{arch}: floor + epistemic")
-        ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"floor E[H(p)], test rows {floor:.3g}")
+                      label=arch)  # the title says floor + epistemic
+        ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"floor E[H(p)],\ntest rows {floor:.3g}")
         ax_a.set(yscale="log", xlabel="dataset size N", ylabel="total cross-entropy (nats)", title="total loss")
         ax_b.set(yscale="log", xlabel="dataset size N", ylabel="epistemic KL(p || q) (nats)",
                  title="epistemic error, fits dashed")
@@ -264,7 +266,7 @@ def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pat
     ncols = min(3, len(archs))
     nrows = math.ceil(len(archs) / ncols)
     with style():
-        width = COLUMN_WIDTH if ncols == 1 else PAGE_WIDTH
+        width = print_widths().column_in if ncols == 1 else print_widths().page_in
         fig = Figure(figsize=(width, (width / ncols) * 0.9 * nrows + 0.2), layout="constrained")
         axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
         for ax, arch in zip(axes, archs):

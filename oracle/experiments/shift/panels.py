@@ -12,7 +12,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from oracle.report.figures import PAGE_WIDTH, panel_letters, save_figure, style
+from oracle.report.figures import print_widths, panel_letters, save_figure, style
 
 #: Marker and colour index of each shift type (`oracle.experiments.shift.TYPES`).
 _STYLE = {"baseline": ("o", 7), "prior": ("D", 0), "noise": ("v", 3), "prior+noise": ("s", 1),
@@ -54,7 +54,7 @@ def shift_panels(conf: pd.DataFrame, fits: Mapping[str, Mapping], stem: str | os
     drop = -conf["delta_pp"].to_numpy(float)
     types = conf["shift_type"].to_numpy()
     with style():
-        fig = Figure(figsize=(PAGE_WIDTH, 5.6), layout="constrained")
+        fig = Figure(figsize=(print_widths().page_in, 5.6), layout="constrained")
         axes = fig.subplots(2, 3).ravel()
         # markers side by side where configurations share nearly one KL, 4% of the KL range apart
         drawn = x + _dodge(x, 0.04 * (float(np.ptp(x)) or 1.0))
