@@ -188,9 +188,10 @@ def test_size_larger_than_pool_names_n(default):
 
 
 def test_size_larger_than_a_variants_pool_names_the_world(default):
+    n = max(default["experiments"]["scaling"]["sizes"])  # the world's pool holds 500 rows, fewer than N + 200
     default["worlds"]["small"] = {"n_total": 1500}
     default["experiments"]["small"] = {**default["experiments"]["scaling"], "world": "small"}
-    with pytest.raises(ConfigError, match=r"'experiments\.small\.sizes'.*N=2000 \+ 200 validation rows.*world 'small'.*500"):
+    with pytest.raises(ConfigError, match=rf"'experiments\.small\.sizes'.*N={n} \+ 200 validation rows.*world 'small'.*500"):
         oc.check_config(default)
 
 
