@@ -117,19 +117,22 @@ def test_rule_params_of_a_classifier_job(paths, config):
 
 # ----------------------------------------------------------------------------- one model, trained once
 def test_a_model_is_named_by_what_determines_its_weights(paths, config):
-    """The default's difficulty learner on tau0.7 (test_resnet, N = 1,000, seeds 0 and 1, hard
-    labels, the same recipe) is scaling's classifier of that world, arch, N and seed: one model,
-    one folder, and each experiment's ``classifiers`` names it by its own run. A changed recipe,
-    label or world is another model."""
+    """The default's difficulty learner on tau0.7 (test_resnet at the learner's N, seeds 0 and 1,
+    hard labels, the same recipe) is scaling's classifier of that world, arch, N and seed: one
+    model, one folder, and each experiment's ``classifiers`` names it by its own run. A changed
+    recipe, label or world is another model."""
+    learner_n = config["experiments"]["difficulty"]["learner"]["size"]
+    assert learner_n in config["experiments"]["scaling"]["sizes"]  # the default shares it on purpose
+    cell = f"N{learner_n}"
     runs = {(r["experiment"], r["cell"], r["seed"]): r for r in paths.runs if r["arch"] == "test_resnet"}
     for seed in (0, 1):
-        scaling, difficulty = runs[("scaling", "N1000", seed)], runs[("difficulty", "tau0.7", seed)]
+        scaling, difficulty = runs[("scaling", cell, seed)], runs[("difficulty", "tau0.7", seed)]
         assert paths.classifier_dir(scaling) == paths.classifier_dir(difficulty)
         model = plan.classifier_id(plan.model_of(scaling, paths.experiments))
         assert paths.models[model]["runs"] == [scaling, difficulty]
         assert paths.experiments["difficulty"]["classifiers"][model] == [difficulty]
         assert paths.experiments["scaling"]["classifiers"][model] == [scaling]
-    assert paths.classifier_dir(runs[("difficulty", "tau0.9", 0)]) != paths.classifier_dir(runs[("scaling", "N1000", 0)])
+    assert paths.classifier_dir(runs[("difficulty", "tau0.9", 0)]) != paths.classifier_dir(runs[("scaling", cell, 0)])
     assert len(paths.models) == len(paths.runs) - 2 == len({paths.classifier_dir(r) for r in paths.runs})
     assert len(paths.classifier_targets()) == len(set(paths.classifier_targets())) == len(plan.prediction_jobs(config))
     cfg = copy.deepcopy(config)
