@@ -59,6 +59,7 @@ rule claims:
     params:
         experiments={name: {k: spec[k] for k in ("kind", "world") if k in spec}
                      for name, spec in config["experiments"].items()},
+        judged_on=config["claims"]["judged_on"],  # a finding judged on a named experiment, not the first of its kind
         figures=config["figures"],  # the widths its forest plot is drawn at: a change redraws it
     log:
         f"{LOGS}/numbers/claims.log",

@@ -18,7 +18,7 @@ def main(sm):
     from oracle.report.figures import PrintWidths, use_print_widths
     from oracle.report.tables import write_all
 
-    rows = claims_rows(json.loads(Path(sm.input.numbers).read_text()), sm.params.experiments)
+    rows = claims_rows(json.loads(Path(sm.input.numbers).read_text()), sm.params.experiments, sm.params.judged_on)
     frame = pd.DataFrame(rows)
     write_all({Path(sm.output.csv): frame.to_csv(index=False, lineterminator="\n").encode("utf-8"),
                Path(sm.output.md): claims_markdown(rows, "The paper's findings against this run").encode("utf-8")})

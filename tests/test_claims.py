@@ -484,3 +484,38 @@ def test_bayes_bound_is_judged_on_the_first_scaling_experiment_that_poses_it():
     del n["world.cold3.classes_drawn"]  # a 10-class world at 50,000: 5,000 a class, nowhere posed
     row = next(r for r in cl.claims(n, experiments) if r["id"] == "bayes_bound")
     assert row["verdict"] == "not posed"
+
+
+def test_finding_kinds_light_index_matches_the_rules():
+    # the config check reads claim_ids at DAG-build time without the rules: the two must agree
+    from oracle.report.claim_ids import FINDING_KINDS
+
+    assert list(FINDING_KINDS.items()) == [(f.id, f.kind) for f in cl.FINDINGS]
+
+
+def test_judged_on_reads_the_named_experiment_and_says_so():
+    # scaling leaves archs_differ unresolved; a second scaling experiment with more seeds at N_max
+    # contradicts it: by default the first is judged, with claims.judged_on the named one
+    experiments = {**EXPERIMENTS, "scaling-archs": {"kind": "scaling", "world": "cold"}}
+    numbers = {**base_numbers(), "scaling.epistemic_max_n.test_vit": seeds(0.15, 0.02),
+               "scaling.epistemic_max_n.test_resnet": seeds(0.1, 0.02),
+               "scaling-archs.epistemic_max_n.test_vit": seeds(0.15, 0.001, n=14),
+               "scaling-archs.epistemic_max_n.test_resnet": seeds(0.1, 0.001, n=14)}
+    assert verdicts(numbers, experiments)["archs_differ"] == "unresolved"
+    rows = {r["id"]: r for r in cl.claims(numbers, experiments, {"archs_differ": "scaling-archs"})}
+    row = rows["archs_differ"]
+    assert row["verdict"] == "contradicted"
+    assert row["this run"].startswith("judged on scaling-archs (claims.judged_on): ")
+    assert row["numbers"].split()[0].startswith("scaling-archs.")
+    # every other scaling finding still reads the first scaling experiment
+    assert all(k.startswith(("scaling.", "world.")) for k in rows["power_law"]["numbers"].split())
+
+
+@pytest.mark.parametrize("judged_on, message", [
+    ({"archs_differ": "labels"}, "'labels' is not an experiment of kind 'scaling'"),
+    ({"archs_differ": "nowhere"}, "'nowhere' is not an experiment of kind 'scaling'"),
+    ({"archs_dif": "scaling"}, "'archs_dif' is not a finding"),
+])
+def test_judged_on_refuses_what_it_cannot_judge(judged_on, message):
+    with pytest.raises(ValueError, match=message):
+        cl.claims(base_numbers(), EXPERIMENTS, judged_on)

@@ -181,6 +181,22 @@ def test_steps_xor_epochs(default):
         oc.check_config(default)
 
 
+@pytest.mark.parametrize("judged_on, text", [
+    ({"archs_differ": "labels"}, r"'claims\.judged_on\.archs_differ'.*'labels' is a labels experiment; archs_differ is "
+                                 r"judged on a scaling experiment"),
+    ({"archs_differ": "scaling-wide"}, r"'claims\.judged_on\.archs_differ'.*no experiment named 'scaling-wide' \(the "
+                                       r"scaling experiments: scaling, scaling-floor\)"),
+    ({"archs_differs": "scaling"}, r"'claims\.judged_on\.archs_differs'.*not a finding of claims\.csv"),
+])
+def test_claims_judged_on_names_a_finding_and_an_experiment_of_its_kind(default, schema, judged_on, text):
+    default["claims"] = {"judged_on": judged_on}
+    oc.validate_config(default, schema)  # the schema takes any names: the cross-key check names the cause
+    with pytest.raises(ConfigError, match=text):
+        oc.check_config(default)
+    default["claims"] = {"judged_on": {"archs_differ": "scaling-floor"}}
+    oc.check_config(default)
+
+
 def test_size_larger_than_pool_names_n(default):
     default["experiments"]["scaling"]["sizes"] = [50, 5000]
     with pytest.raises(ConfigError, match=r"'experiments\.scaling\.sizes'.*N=5000.*2200"):

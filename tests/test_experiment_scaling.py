@@ -13,6 +13,7 @@ from PIL import Image
 
 from oracle.classifiers.evaluate import read_metrics_frame
 from oracle.errors import ConfigError, DataError
+from oracle.experiments.scaling import findings as scaling_findings
 from oracle.experiments import scaling
 from oracle.experiments._pairs import COLUMNS as PAIR_COLUMNS
 from oracle.measures.paired import row_values
@@ -368,3 +369,26 @@ def test_agreement_numbers_against_a_hand_computation(runs):
     assert nums["calibration.binning_hides"]["value"] == pytest.approx(hidden, abs=1e-15)
     with pytest.raises(DataError, match="ece_posterior"):
         agreement_numbers(df.drop(columns="ece_posterior"), "runs.csv")
+
+
+def test_one_size_compares_architectures_without_fits(runs, tmp_path):
+    # presets/cpu-study.yaml's scaling-archs: every architecture at N_max alone (archs_differ's seeds)
+    top = max(NS)
+    one = {"runs": runs["runs"][runs["runs"]["N"] == top].reset_index(drop=True), "pairs": NO_PAIRS}
+    one["fits"] = scaling.all_fits(one["runs"])
+    assert set(one["fits"]["note"].dropna()) == {"fewer than two N"}
+    s = spec(sizes=[top])
+    for name in ("scaling_panels", "epistemic_curves"):
+        out = scaling.figure(name, one, s, tmp_path / name)
+        _check_image_pair(out)
+        from oracle.report.figures import pdf_facts
+
+        assert "fits dashed" not in str(pdf_facts(out["pdf"].read_bytes())["panels"])
+        sentence = scaling_findings.findings(name, one, s)
+        assert f"One training-set size (N = {top:,}): no power law is fitted" in sentence
+    nums = scaling.numbers(one, s, {"runs": "runs.csv", "fits": "fits.csv", "pairs": "pairs.csv"})
+    for arch in ALPHAS:  # archs_differ reads these; power_law and the exponents have nothing to read
+        kl = one["runs"][one["runs"]["arch"] == arch]["epistemic"]
+        assert nums[f"epistemic_max_n.{arch}"]["value"] == pytest.approx(kl.mean(), rel=1e-12)
+        assert f"alpha.{arch}" not in nums
+    assert nums["n_sizes"]["value"] == 1

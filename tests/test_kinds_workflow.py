@@ -119,6 +119,8 @@ def test_difficulty_against_the_closed_form_and_numbers(run):
     # (tests/test_claims.py shows the convergence count on a posed row)
     row = claims.loc["learner_bayes_gap"]
     assert row["verdict"] == "not posed" and "a class" in row["this run"], row["this run"]
+    # the config's claims.judged_on reaches the claims job, and the row says where it was judged
+    assert row["this run"].startswith("judged on difficulty (claims.judged_on): "), row["this run"]
     for artifact in ("shift/shift/figures/shift_panels.png", "estimators/estimators/figures/estimates_vs_accuracy.png",
                      "difficulty/difficulty/figures/difficulty_curve.png", "samples/base/noise0.2/test.h5",
                      "difficulty/difficulty/tables/learner_vs_bayes.csv",

@@ -14,7 +14,10 @@ and says ``not posed`` where the run's world or grid does not reach the regime t
 needs (a flat total loss, aleatoric noise, power-law curves). A finding whose kind the config
 does not run is ``not run``; one whose numbers are missing is ``unresolved`` and names the
 missing number. A finding that can be posed by several experiments of its kind (`Finding.pick`
-``"posed"``) is judged on the first, in config order, that poses it.
+``"posed"``) is judged on the first, in config order, that poses it. The config's
+``claims.judged_on`` names the experiment a finding is judged on instead (a contrast sized apart
+from the rest of its kind: the cpu-study judges archs_differ on an experiment of the largest N
+alone, with the seeds its power analysis asks for); its row then says so.
 
 Intervals (`oracle.report.intervals`): Student t over seeds, the stated degrees of freedom of a
 number whose seeds shared one test set, normal for a Monte Carlo SE; where a rule looks at
@@ -190,20 +193,32 @@ def _judge(f: Finding, numbers: Mapping, name: str, spec: Mapping) -> dict:
         return {"this run": f"missing number {m.args[0]}", "verdict": "unresolved"}
 
 
-def claims(numbers: Mapping[str, Mapping], experiments: Mapping[str, Mapping]) -> list[dict]:
+def claims(numbers: Mapping[str, Mapping], experiments: Mapping[str, Mapping],
+           judged_on: Mapping[str, str] | None = None) -> list[dict]:
     """One row per finding of `FINDINGS` (module docstring), in that order.
 
     numbers: numbers.json's dict ("<experiment>.<name>" -> entry); experiments: the config's
     ``experiments`` (name -> entry with ``kind`` and, where it has one, ``world``). A finding is
     judged on the first experiment of its kind in the config's order, or with ``pick="posed"``
-    on the first that poses it.
+    on the first that poses it; judged_on (the config's ``claims.judged_on``: finding id ->
+    experiment name) overrides that choice, and the row's "this run" begins by naming it.
     """
+    judged_on = dict(judged_on or {})
+    kinds = {f.id: f.kind for f in FINDINGS}
+    for fid, name in judged_on.items():
+        if fid not in kinds:
+            raise ValueError(f"claims.judged_on: {fid!r} is not a finding ({', '.join(kinds)})")
+        if experiments.get(name, {}).get("kind") != kinds[fid]:
+            raise ValueError(f"claims.judged_on.{fid}: {name!r} is not an experiment of kind {kinds[fid]!r} here")
     rows = []
     for f in FINDINGS:
         row = {"id": f.id, "finding": f.finding, "paper": f.paper, "this run": "", "uncertainty": "", "rule": f.rule,
                "verdict": "not run", "counted": f.uncounted or "yes", "numbers": "", "checks": "[]", "to decide": ""}
         names = [name for name, spec in experiments.items() if spec["kind"] == f.kind]
-        if not names:
+        if f.id in judged_on:
+            row.update(_judge(f, numbers, judged_on[f.id], experiments[judged_on[f.id]]))
+            row["this run"] = f"judged on {judged_on[f.id]} (claims.judged_on): {row['this run']}"
+        elif not names:
             row["this run"] = f"no {f.kind} experiment in the config"
         else:
             tried = [_judge(f, numbers, name, experiments[name]) for name in names[:1 if f.pick == "first" else None]]

@@ -37,14 +37,16 @@ _SHORT = (("id", None), ("verdict", None), ("this run", 60), ("the paper", 40), 
           ("margin (SE)", None))
 
 
-def claims_rows(numbers: Mapping[str, Mapping], experiments: Mapping[str, Mapping]) -> list[dict]:
-    """The rows of `oracle.report.claims.claims` with ``margin`` (float, SEs; None where the row
-    has no interval with an SE) and ``paper verdict`` added."""
+def claims_rows(numbers: Mapping[str, Mapping], experiments: Mapping[str, Mapping],
+                judged_on: Mapping[str, str] | None = None) -> list[dict]:
+    """The rows of `oracle.report.claims.claims` (judged_on: the config's ``claims.judged_on``)
+    with ``margin`` (float, SEs; None where the row has no interval with an SE) and ``paper
+    verdict`` added."""
     from oracle.report.claims import claims
     from oracle.report.paper_numbers import paper_verdicts
 
     paper = paper_verdicts()
-    rows = claims(numbers, experiments)
+    rows = claims(numbers, experiments, judged_on)
     for r in rows:
         r[MARGIN] = row_margin(r)[0]
         r[PAPER_VERDICT] = paper.get(r["id"], "")

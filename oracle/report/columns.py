@@ -125,7 +125,9 @@ SHARED = {"runs": RUNS, "reliability": RELIABILITY, "pairs": PAIRS}
 #: The run-level data CSVs (not an experiment's).
 CLAIMS = CsvColumns("claims.csv", "one finding of the paper judged on this run's numbers",
                     {"id": ("text", "the finding's name"), "finding": ("text", "the paper's sentence"),
-                     "paper": ("text", "the paper's value"), "this run": ("text", "this run's value"),
+                     "paper": ("text", "the paper's value"),
+                     "this run": ("text", "this run's value (it begins 'judged on <experiment>' where the config's "
+                                          "claims.judged_on names the experiment)"),
                      "uncertainty": ("text", "the interval the rule compared"),
                      "rule": ("text", "when the finding counts as supported or contradicted"),
                      "verdict": ("text", "supported, contradicted, unresolved, not posed or not run"),

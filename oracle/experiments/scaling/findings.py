@@ -154,7 +154,11 @@ def _fits(runs: pd.DataFrame, value: str) -> pd.DataFrame:
 
 
 def exponent_finding(runs: pd.DataFrame, value: str, what: str) -> str:
-    """The power-law exponent of `value` per architecture, mean ± std over per-seed fits."""
+    """The power-law exponent of `value` per architecture, mean ± std over per-seed fits; at one N,
+    that nothing is fitted (the caption's fits and alpha are not drawn)."""
+    if runs["N"].nunique() == 1:
+        return (f"One training-set size (N = {int(runs['N'].iloc[0]):,}): no power law is fitted, so the figure "
+                f"draws no dashed fit and no alpha; it compares the architectures at that N.")
     fits = _fits(runs, value)
     if fits.empty:
         return ""

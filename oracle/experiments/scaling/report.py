@@ -196,6 +196,15 @@ def figure(name: str, data: Mapping[str, pd.DataFrame], spec: Mapping, stem: str
     raise DataError(f"scaling: no figure named {name!r} (figures: {figures})")
 
 
+def _epistemic_fits(df: pd.DataFrame) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """The power laws of the epistemic KL per architecture: (the fit to the seed means, mean ± std
+    of the per-seed fits), each indexed by arch; (None, None) for an experiment of one N, which
+    compares architectures at that N and fits nothing (a line needs two N)."""
+    if df["N"].nunique() < 2:
+        return None, None
+    return fit_seed_mean(df, "epistemic").set_index("arch"), fit_per_seed(df, "epistemic").set_index("arch")
+
+
 def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "acc") -> dict[str, Path]:
     """Four panels over dataset size N (mean ± std over seeds): (a) total cross-entropy
     (nats), log-log, with the aleatoric floor E[H(p)] as a line; (b) epistemic KL (nats),
@@ -210,8 +219,7 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
     archs = sorted(df["arch"].unique())
     colors = palette(archs)
     agg = aggregate_over_seeds(df, ["total", "epistemic", acc_col], ["arch", "N"])
-    mean_fits = fit_seed_mean(df, "epistemic").set_index("arch")
-    seed_fits = fit_per_seed(df, "epistemic").set_index("arch")
+    mean_fits, seed_fits = _epistemic_fits(df)
     floor = float(df["aleatoric"].mean())
     bayes = 100.0 * float(df["bayes_accuracy"].mean())
     n_grid = np.geomspace(df["N"].min(), df["N"].max(), 50)
@@ -220,14 +228,17 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
         (ax_a, ax_b), (ax_c, ax_d) = fig.subplots(2, 2)
         for arch in archs:
             a = agg[agg["arch"] == arch]
-            s = seed_fits.loc[arch]
-            spread = "" if math.isnan(s["alpha_std"]) else f" ± {s['alpha_std']:.2f}"
             errorbar(ax_a, a, "total", colors[arch], arch)
-            # two-line labels: a legend as wide as "EfficientNet (test): α = 0.21 ± 0.01" left no room for
-            # the panels of a 5.5 in figure (constrained layout collapsed them)
-            errorbar(ax_b, a, "epistemic", colors[arch], f"{arch}:\nα = {s['alpha']:.2f}{spread}")
-            fit = mean_fits.loc[arch]
-            ax_b.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), ls="--", lw=1, color=colors[arch])
+            if seed_fits is None:
+                errorbar(ax_b, a, "epistemic", colors[arch], arch)
+            else:
+                s = seed_fits.loc[arch]
+                spread = "" if math.isnan(s["alpha_std"]) else f" ± {s['alpha_std']:.2f}"
+                # two-line labels: a legend as wide as "EfficientNet (test): α = 0.21 ± 0.01" left no room
+                # for the panels of a 5.5 in figure (constrained layout collapsed them)
+                errorbar(ax_b, a, "epistemic", colors[arch], f"{arch}:\nα = {s['alpha']:.2f}{spread}")
+                fit = mean_fits.loc[arch]
+                ax_b.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), ls="--", lw=1, color=colors[arch])
             errorbar(ax_c, a, acc_col, colors[arch], arch, scale=100.0)
             if len(archs) <= 2:  # more shaded bands than two only muddy each other
                 ax_d.fill_between(a["N"], floor, floor + a["epistemic_mean"], color=colors[arch], alpha=0.2, lw=0)
@@ -236,7 +247,7 @@ def scaling_panels(df: pd.DataFrame, stem: str | os.PathLike, acc_col: str = "ac
         ax_a.axhline(floor, color="k", ls=":", lw=1.2, label=f"floor E[H(p)],\ntest rows {floor:.3g}")
         ax_a.set(yscale="log", xlabel="dataset size N", ylabel="total cross-entropy (nats)", title="total loss")
         ax_b.set(yscale="log", xlabel="dataset size N", ylabel="epistemic KL(p || q) (nats)",
-                 title="epistemic error, fits dashed")
+                 title="epistemic error" + ("" if seed_fits is None else ", fits dashed"))
         ax_c.axhline(bayes, color="k", ls=":", lw=1.2, label=f"Bayes-optimal {bayes:.2f}%")
         ax_c.set(xlabel="dataset size N", ylabel="test accuracy (%)", title="accuracy")
         ax_d.fill_between(n_grid, 0.0, floor, color="0.8", lw=0, label=f"aleatoric floor {floor:.3g}")
@@ -261,8 +272,7 @@ def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pat
     archs = sorted(df["arch"].unique())
     colors = palette(archs)
     agg = aggregate_over_seeds(df, ["epistemic"], ["arch", "N"])
-    mean_fits = fit_seed_mean(df, "epistemic").set_index("arch")
-    seed_fits = fit_per_seed(df, "epistemic").set_index("arch")
+    mean_fits, seed_fits = _epistemic_fits(df)
     ncols = min(3, len(archs))
     nrows = math.ceil(len(archs) / ncols)
     with style():
@@ -275,13 +285,14 @@ def epistemic_curves(df: pd.DataFrame, stem: str | os.PathLike) -> dict[str, Pat
                 curve = curve.sort_values("N")
                 ax.plot(curve["N"], curve["epistemic"], color=colors[arch], alpha=0.3, lw=0.8)
             errorbar(ax, agg[agg["arch"] == arch], "epistemic", colors[arch], "mean ± std")
-            n_grid = np.geomspace(runs["N"].min(), runs["N"].max(), 50)
-            fit = mean_fits.loc[arch]
-            s = seed_fits.loc[arch]
-            spread = "" if math.isnan(s["alpha_std"]) else f" ± {s['alpha_std']:.3f}"
-            ax.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), "k--", lw=1, label="power-law fit")
-            # upper right, where a falling curve leaves room: one line at any panel width
-            ax.text(0.97, 0.96, f"α = {s['alpha']:.3f}{spread}", transform=ax.transAxes, ha="right", va="top")
+            if seed_fits is not None:
+                n_grid = np.geomspace(runs["N"].min(), runs["N"].max(), 50)
+                fit = mean_fits.loc[arch]
+                s = seed_fits.loc[arch]
+                spread = "" if math.isnan(s["alpha_std"]) else f" ± {s['alpha_std']:.3f}"
+                ax.plot(n_grid, power_law(n_grid, fit["coef"], fit["alpha"]), "k--", lw=1, label="power-law fit")
+                # upper right, where a falling curve leaves room: one line at any panel width
+                ax.text(0.97, 0.96, f"α = {s['alpha']:.3f}{spread}", transform=ax.transAxes, ha="right", va="top")
             ax.set(yscale="log", xlabel="dataset size N", ylabel="epistemic KL (nats)", title=arch)
             size_ticks(ax, runs["N"])
             log_tick_labels(ax, "y")

@@ -271,6 +271,25 @@ def _check_gaussian_world(config: Mapping) -> None:
         )
 
 
+def _check_claims(config: Mapping) -> None:
+    """``claims.judged_on``: each key a finding, each value an experiment of that finding's kind."""
+    from oracle.report.claim_ids import FINDING_KINDS
+
+    experiments = config.get("experiments") or {}
+    for fid, name in ((config.get("claims") or {}).get("judged_on") or {}).items():
+        key = f"claims.judged_on.{fid}"
+        if fid not in FINDING_KINDS:
+            raise ConfigError(f"config key {key!r}: {fid!r} is not a finding of claims.csv "
+                              f"(one of {', '.join(FINDING_KINDS)})")
+        kind = FINDING_KINDS[fid]
+        if name not in experiments:
+            raise ConfigError(f"config key {key!r}: no experiment named {name!r} (the {kind} experiments: "
+                              f"{', '.join(x for x, e in experiments.items() if e.get('kind') == kind) or 'none'})")
+        if experiments[name].get("kind") != kind:
+            raise ConfigError(f"config key {key!r}: {name!r} is a {experiments[name].get('kind')} experiment; "
+                              f"{fid} is judged on a {kind} experiment")
+
+
 def _check_paper(config: Mapping, specs: Mapping[str, dict]) -> None:
     from oracle.experiments import kind_module
     from oracle.validation.artifacts import ARTIFACTS as VALIDATION_ARTIFACTS
@@ -328,6 +347,7 @@ def check_config(config: Mapping) -> None:
                               "downloaded); set false, or the path of a local weights file")
     specs = plan.experiment_specs(config)
     _check_paper(config, specs)
+    _check_claims(config)
     # what the jobs would refuse, hold and run (memory, steps), before Snakemake deletes any output
     job_checks.check_jobs(config, specs)
     budget.check_budget(config, specs)
