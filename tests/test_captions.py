@@ -260,7 +260,10 @@ def test_rst_escape_and_span():
 def test_scaling_with_one_size_states_no_exponent():
     runs = _scaling_runs(lambda n: 0.8, lambda n: 1.0)
     one = runs[runs["N"] == 100]
-    assert _scaling(one, "epistemic_curves") == "Error bars: mean ± std over 2 seeds."  # no exponent sentence
+    # no exponent: the caption says why the figure draws none instead of a fit
+    assert _scaling(one, "epistemic_curves") == ("One training-set size (N = 100): no power law is fitted, so the "
+                                                 "figure draws no dashed fit and no alpha; it compares the "
+                                                 "architectures at that N. Error bars: mean ± std over 2 seeds.")
     assert "percentage points" in _scaling(one, "accuracy_vs_bayes")
 
 
