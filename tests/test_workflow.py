@@ -274,6 +274,7 @@ def test_effective_config_is_the_run_config(smoke_run):
     for e in expected["experiments"].values():  # schema defaults are filled in
         e.setdefault("hard_label", "label")
     expected.setdefault("figures", {"width_in": 6.8, "column_width_in": 3.3})
+    expected.setdefault("claims", {"judged_on": {}})
     assert "job_server" not in effective  # the switch is the environment's (ORACLE_JOB_SERVER), not the config's
     assert effective == expected
 
