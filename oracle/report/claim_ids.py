@@ -1,8 +1,8 @@
 """The paper's findings by id, each with the experiment kind whose numbers it reads.
 
 Standard library only: the config check (`oracle.workflow.plan.config`) names the findings at
-DAG-build time without importing the rules (`oracle.report.claims.FINDINGS`, which keeps the same
-ids and kinds in the same order; tests/test_claims.py holds the two in step).
+DAG-build time without importing the rules (`oracle.report.claims.FINDINGS`, in the same order,
+reads each finding's kind here; tests/test_claims.py holds the ids in step).
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from oracle.report.claim_ids import FINDING_KINDS
 from oracle.report.claim_margins import (ACTIVE_FEWER_MARGIN, ACTIVE_RATIO_MARGIN, BAYES_GAP_PP, FLOOR_SHARE,
                                          MARKED_RATIO, MIN_SIZES, NEAR_PERFECT_ECE, PAPER_FEWER_LABELS,
                                          PAPER_GAIN_RATIO, PAPER_ROWS_PER_CLASS, PAPER_SLOPE_RESNET,
@@ -45,7 +46,6 @@ from oracle.report.power import row_to_decide
 @dataclass(frozen=True)
 class Finding:
     id: str
-    kind: str  # the experiment kind whose numbers it reads
     finding: str
     paper: str
     rule: str
@@ -57,12 +57,17 @@ class Finding:
     #: already counts.
     uncounted: str = ""
 
+    @property
+    def kind(self) -> str:
+        """The experiment kind whose numbers it reads (`oracle.report.claim_ids.FINDING_KINDS`)."""
+        return FINDING_KINDS[self.id]
+
 
 _CI = ("95% CI (value ± t SE: over seeds, and over the shared test rows where the seeds shared them, a difference "
        "of two classifiers on the same rows paired per row; 1.96 SE for a Monte Carlo SE)")
 
 FINDINGS: tuple[Finding, ...] = (
-    Finding("power_law", "scaling", "epistemic error follows a power law KL ∝ N^-alpha (a nearly perfect straight "
+    Finding("power_law", "epistemic error follows a power law KL ∝ N^-alpha (a nearly perfect straight "
             "line on a log-log plot)", "KL ∝ N^-alpha, alpha > 0 for every architecture (Figure 2b)",
             f"not posed on fewer than {MIN_SIZES} sizes N; per architecture, with the {_CI}: alpha, and the "
             "curvature of ln KL against ln N (the (ln N)^2 coefficient of a quadratic fit per seed, a lack-of-fit "
@@ -71,7 +76,7 @@ FINDINGS: tuple[Finding, ...] = (
             f"that changes the exponent by {STRAIGHT_SLOPE_CHANGE:g} alpha across the grid); contradicted if alpha's "
             "lies below 0 or the curvature's excludes 0 (the curve ""bends); the row is supported when every architecture is, contradicted when one is, else unresolved "
             "(the log-log R^2 stands beside it: it grows with the slope, not with straightness)", _power_law),
-    Finding("plateau", "scaling", "epistemic error keeps shrinking where the total loss plateaus",
+    Finding("plateau", "epistemic error keeps shrinking where the total loss plateaus",
             "the KL decay continues even when total loss appears to plateau (the floor dominates at large N)",
             f"posed for the architectures whose aleatoric floor is at least {100 * PLATEAU_FLOOR_SHARE:g}% of the "
             "total loss (floor + KL) at the largest N (the floor dominates: the paper's Table 2 has 9-32%, where a "
@@ -82,7 +87,7 @@ FINDINGS: tuple[Finding, ...] = (
             "not be flat is unresolved; not posed when no floor dominates or no total flattened. Beside it: the "
             "asymptote c of L(N) = a N^-b + c fitted to the total alone (what a "
             "practitioner without the oracle would call the floor) against the exact floor", _plateau, pick="posed"),
-    Finding("floor_exact", "scaling", "the aleatoric floor is exactly measurable and a hard limit no architecture "
+    Finding("floor_exact", "the aleatoric floor is exactly measurable and a hard limit no architecture "
             "beats", "aleatoric floor exactly 0.012 nats (AFHQ), 0.10 (ImageNet-64)",
             "two checks on the test rows, each SE the labels' own (y ~ p(y|x) given the rows, exact from p): the "
             "labels' cross-entropy under the exact posterior E[-log p(y|x)] agrees with the floor E[H(p)] (the 95% "
@@ -91,13 +96,13 @@ FINDINGS: tuple[Finding, ...] = (
             "E[log p(y|x) - log q(y|x)] does not lie below 0); supported if both hold, contradicted if either "
             "fails", _floor_exact, uncounted="a check of the world, not a finding: labels drawn from p and KL >= 0 "
             "make it hold for any correct pipeline"),
-    Finding("archs_differ", "scaling", "architectures differ markedly in how they approach the floor",
+    Finding("archs_differ", "architectures differ markedly in how they approach the floor",
             "ResNet-18 reduces KL 6x, ViT-B 1.2x over N = 100 ... 40,000 (Table 2)",
             f"not posed with one architecture; the ratio of the epistemic KLs at the largest N (larger over smaller), "
             f"every pair, Bonferroni {_CI} of its logarithm (delta method, paired per seed and test row where the run "
             f"has both): supported if one pair's lies above {MARKED_RATIO:g}x (\"markedly\"; the paper's Table 2: "
             f"4.5x); contradicted if every pair's lies below {MARKED_RATIO:g}x; else unresolved", _archs_differ),
-    Finding("exponents_differ", "scaling", "ResNets show clean power-law scaling while ViTs stall in low-data "
+    Finding("exponents_differ", "ResNets show clean power-law scaling while ViTs stall in low-data "
             "regimes", "alpha_ResNet > alpha_ViT; ViT improves < 1.2x (Table 2)",
             f"not posed without a ResNet and a ViT; two halves, each with the {_CI} of a difference: alpha_ResNet - "
             f"alpha_ViT lies above 0 (the paper's evidence, Table 2's ResNet-18 against ViT-B: slopes "
@@ -106,26 +111,26 @@ FINDINGS: tuple[Finding, ...] = (
             f"exponents whose difference lies within ± {SAME_EXPONENT:.3g} (a quarter of the paper's contrast) scale "
             "at the same rate, which contradicts the claim; ""supported if both halves lie above 0, contradicted if either lies below 0 or the exponents are the same, "
             "else unresolved", _exponents_differ),
-    Finding("soft_labels", "labels", "soft labels beat hard at most N", "soft > hard at 4 of 5 sizes, up to ~1 pp",
+    Finding("soft_labels", "soft labels beat hard at most N", "soft > hard at 4 of 5 sizes, up to ~1 pp",
             f"not posed where the world's posteriors are nearly one-hot (Bayes error x N_max below "
             f"{SOFT_LABEL_MASS:g} rows); per N, the {_CI} of the accuracy gain (soft - hard, the same training "
             "images and test rows): supported if it lies above 0 at more than half of the sizes; contradicted if below 0 "
             "at half or more; else unresolved", _soft_beats_hard),
-    Finding("soft_calibration", "labels", "soft labels give near-perfect calibration",
+    Finding("soft_calibration", "soft labels give near-perfect calibration",
             "ECE = 0.018 (against the labels)",
             f"not posed as soft_labels; judged against the truth (the true ECE, correctness replaced by p(yhat|x)) "
             f"at the largest N, two "
             f"halves with {_CI}: the soft-label true ECE lies below {NEAR_PERFECT_ECE} and soft labels' true ECE "
             "lies below hard labels' (paired per seed); supported if both, contradicted if either lies on the "
             "other side, else unresolved", _soft_calibration),
-    Finding("ece_rate", "scaling", "ECE falls with N at a different rate than the epistemic KL",
+    Finding("ece_rate", "ECE falls with N at a different rate than the epistemic KL",
             "alpha_ECE != alpha_KL",
             f"posed for the architectures where both the ECE and the KL are straight on a log-log plot (the 95% CI "
             f"of each one's log-log curvature contains 0, as in power_law); per such architecture, the Bonferroni "
             f"{_CI} of alpha_ECE - alpha_KL: "
             f"supported if one excludes 0; contradicted if every one lies within ± max({SAME_RATE_MIN:g}, "
             f"{SAME_RATE_REL:g} alpha_KL); else unresolved", _ece_rate),
-    Finding("shift_type", "shift", "shift type matters more than magnitude: imbalance barely affects accuracy at "
+    Finding("shift_type", "shift type matters more than magnitude: imbalance barely affects accuracy at "
             "divergences where input noise degrades it", "imbalance -0.08 ... -0.28 pp at KL_y 0.02-0.29; noise "
             "sigma 0.15 -20.75 pp at KL_y ~1e-4; R^2 0.042",
             f"the noise-only configuration with the largest accuracy drop against the prior-only one with the "
@@ -136,7 +141,7 @@ FINDINGS: tuple[Finding, ...] = (
             "the drop on the divergence stands beside it, with its point count. Not posed where the imbalance arm's "
             f"smallest class has fewer than {SHIFT_MIN_CLASS_ROWS} training rows (a starved class, not a prior)",
             _shift_type, pick="posed"),
-    Finding("shift_exact", "shift", "at an exact divergence no larger than an imbalance's, a shift of p(x|y) costs "
+    Finding("shift_exact", "at an exact divergence no larger than an imbalance's, a shift of p(x|y) costs "
             "more accuracy than the imbalance (beyond the paper: its noise has no exact KL)",
             "(the paper's mechanism: imbalance leaves p(x|y) intact)",
             f"the world variant of exact KL (base temperature) with the largest KL not above the largest "
@@ -145,7 +150,7 @@ FINDINGS: tuple[Finding, ...] = (
             f"below {SHIFT_TYPE_PP:g} pp, else unresolved; not posed without such a variant or where the imbalance "
             "arm's smallest class is starved (both as shift_type)", _shift_exact, pick="posed",
             uncounted="beyond the paper, and its imbalance arm is shift_type's: one measurement, counted once there"),
-    Finding("active_learning", "active", "under substantial aleatoric noise, max epistemic gains 1.6x what max "
+    Finding("active_learning", "under substantial aleatoric noise, max epistemic gains 1.6x what max "
             "entropy gains and needs 47.8% fewer labels", "gain ratio 1.6x; 47.8% fewer labels (ImageNet-64, "
             "Bayes error 4.03%)",
             f"posed where the experiment's world has a Bayes error of at least {100 * SUBSTANTIAL_NOISE:g}% and its "
@@ -156,7 +161,7 @@ FINDINGS: tuple[Finding, ...] = (
             "either lies below, else unresolved. Beside it, where measured: the Spearman correlation of max-entropy "
             "scores with the exact epistemic KL over the pool (near 1: entropy is nearly epistemic and the "
             "strategies pick alike)", _active, pick="posed"),
-    Finding("bayes_bound", "scaling", "classifiers approach the Bayes-optimal bound",
+    Finding("bayes_bound", "classifiers approach the Bayes-optimal bound",
             "97-98% against 99.77%: within 2-3 pp (Table 1)",
             f"not posed below Table 1's {PAPER_ROWS_PER_CLASS:,.0f} training rows per class (50,000 samples, 3 "
             f"classes; N over the classes of positive prior in the world); judged on the first experiment of "
@@ -165,7 +170,7 @@ FINDINGS: tuple[Finding, ...] = (
             f"supported if every architecture's lies below {BAYES_GAP_PP:g} pp; contradicted if one lies above "
             f"{BAYES_GAP_PP:g} pp or below 0 (an accuracy above the Bayes accuracy); else unresolved", _bayes_bound,
             pick="posed"),
-    Finding("learner_bayes_gap", "difficulty", "a learner comes close to the Bayes error on easy worlds and falls "
+    Finding("learner_bayes_gap", "a learner comes close to the Bayes error on easy worlds and falls "
             "further behind it as tau makes the world harder (Theisen et al., Figure 3)",
             "test error near the Bayes error at small tau; the gap grows with tau",
             f"not posed with a learner on one world, or below Table 1's {PAPER_ROWS_PER_CLASS:,.0f} training rows per "
@@ -204,12 +209,12 @@ def claims(numbers: Mapping[str, Mapping], experiments: Mapping[str, Mapping],
     experiment name) overrides that choice, and the row's "this run" begins by naming it.
     """
     judged_on = dict(judged_on or {})
-    kinds = {f.id: f.kind for f in FINDINGS}
     for fid, name in judged_on.items():
-        if fid not in kinds:
-            raise ValueError(f"claims.judged_on: {fid!r} is not a finding ({', '.join(kinds)})")
-        if experiments.get(name, {}).get("kind") != kinds[fid]:
-            raise ValueError(f"claims.judged_on.{fid}: {name!r} is not an experiment of kind {kinds[fid]!r} here")
+        if fid not in FINDING_KINDS:
+            raise ValueError(f"claims.judged_on: {fid!r} is not a finding ({', '.join(FINDING_KINDS)})")
+        if experiments.get(name, {}).get("kind") != FINDING_KINDS[fid]:
+            raise ValueError(f"claims.judged_on.{fid}: {name!r} is not an experiment of kind "
+                             f"{FINDING_KINDS[fid]!r} here")
     rows = []
     for f in FINDINGS:
         row = {"id": f.id, "finding": f.finding, "paper": f.paper, "this run": "", "uncertainty": "", "rule": f.rule,
