@@ -317,6 +317,18 @@ def test_plateau_with_one_seed_is_not_posed_rather_than_missing_its_paired_fall(
     assert row["verdict"] == "unresolved" and "missing number scaling.kl_fall_last" in row["this run"]
 
 
+def test_plateau_skips_a_one_size_experiment_ahead_of_the_one_that_poses_it():
+    """The cpu-study run of 44f8f31 listed scaling-archs (N = 4,000 alone) before scaling-floor:
+    its missing last step of N read as a missing number and hid scaling-floor's judgement."""
+    numbers = {**base_numbers(), "one.n_sizes": plain(1), "one.n_seeds": plain(14),
+               "one.epistemic_max_n.test_resnet": seeds(0.1, 0.01)}
+    experiments = {"one": {"kind": "scaling", "world": "cold"}, **EXPERIMENTS}
+    row = next(r for r in cl.claims(numbers, experiments) if r["id"] == "plateau")
+    assert row["numbers"].startswith("scaling."), row
+    alone = next(r for r in cl.claims(numbers, {"one": experiments["one"]}) if r["id"] == "plateau")
+    assert alone["verdict"] == "not posed" and "one size N" in alone["this run"], alone
+
+
 def test_kinds_not_in_the_config_are_not_run_and_missing_numbers_unresolved():
     got = verdicts(base_numbers(), {"scaling": {"kind": "scaling"}})
     assert {got[k] for k in ("soft_labels", "soft_calibration", "shift_type", "active_learning")} == {"not run"}
