@@ -62,10 +62,10 @@ def _power_law(n, x, spec) -> Judgement:
 
 
 def _plateau(n, x, spec) -> Judgement:
+    if f"{x}.n_sizes" in n and int(value(n, f"{x}.n_sizes")) < 2:
+        raise NotPosed("one size N: the total's drop over the last step of N needs two")
     archs = [a for a in suffixes(n, f"{x}.total_drop_last.") if f"{x}.epistemic_max_n.{a}" in n]
     if not archs:
-        if f"{x}.n_sizes" in n and int(value(n, f"{x}.n_sizes")) < 2:
-            raise NotPosed("one size N: the total's drop over the last step of N needs two")
         raise Missing(f"{x}.total_drop_last.<arch> and {x}.epistemic_max_n.<arch>")
     share = {a: value(n, f"{x}.aleatoric.{a}") / (value(n, f"{x}.aleatoric.{a}") + value(n, f"{x}.epistemic_max_n.{a}"))
              for a in archs}
