@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _pytest.nodeid import coerce_node_id
 import yaml
 from threadpoolctl import threadpool_limits
 
@@ -48,6 +49,61 @@ def pytest_terminal_summary(terminalreporter, config):
                                     f"{sum(_FILE_SECONDS.values()):.0f} s in all)")
     for path, seconds in ranked[:n or None]:
         terminalreporter.write_line(f"{seconds:9.1f}s  {path}")
+
+
+# ----------------------------------------------------------------------------- two workers (pytest-xdist)
+
+#: The session fixtures whose one run many test files read (`make test` runs the suite in two
+#: pytest-xdist workers, each with its own session): every file that asks for one of them runs in
+#: the same worker, so each of these runs happens once per session, as without xdist.
+SHARED_RUNS = ("smoke_run", "smoke_slurm_run", "smoke_second_run", "slurm_cluster", "gaussian_smoke",
+               "dag_dry_run")
+#: The xdist group of the files that read a shared run (`xdist_group`, `--dist loadgroup`).
+SHARED_GROUP = "shared-runs"
+
+
+def _file(item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+def _xdist_groups(items) -> dict[str, str | None]:
+    """{test file: its xdist group}: SHARED_GROUP for a file any of whose tests asks for a
+    `SHARED_RUNS` fixture; the file itself for one with a module- or class-scoped fixture (it then
+    runs once, in one worker); None (each test a unit of its own) for every other file."""
+    shared = {_file(item) for item in items if set(SHARED_RUNS) & set(item.fixturenames)}
+    scoped = {_file(item) for item in items
+              for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs
+              if d.scope in ("module", "class", "package")}
+    return {_file(item): SHARED_GROUP if _file(item) in shared else _file(item) if _file(item) in scoped else None
+            for item in items}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the test ids
+def pytest_collection_modifyitems(config, items):
+    """In a pytest-xdist worker under `--dist loadgroup` (`make test`): the files that read a shared
+    run are one unit of work, a file with module fixtures is one unit, any other test is a unit of
+    its own; the units that hold slow tests go first, the shared one first of all (the longest:
+    the other worker takes the rest meanwhile; `--no-loadscope-reorder` keeps this order, so that
+    the long tests do not start last and leave one worker idle at the end). In any other session
+    nothing changes, not even the order."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    groups = _xdist_groups(items)
+
+    def unit(item) -> str:
+        return groups[_file(item)] or item.nodeid
+
+    slow = {unit(item) for item in items if item.get_closest_marker("slow")}
+    for item in items:
+        if group := groups[_file(item)]:
+            item.add_marker(pytest.mark.xdist_group(group))
+            # what xdist's worker does with the mark, written where pytest 9 keeps the test's id:
+            # xdist 3.8 writes `item._nodeid`, which pytest 9 no longer reads, so its groups are
+            # lost and the shared runs ran once in each worker. The controller splits the
+            # group off at the last "@" (xdist.scheduler.loadgroup).
+            item._id = coerce_node_id(f"{item.nodeid}@{group}")
+    # stable: within a unit the tests keep their order
+    items.sort(key=lambda item: (unit(item) != SHARED_GROUP, unit(item) not in slow))
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -218,31 +274,47 @@ def slurm_cluster():
 _SLURM_RUN_USERS = ("smoke_slurm_run", "smoke_second_run")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _slurm_run_in_background(request, tmp_path_factory):
-    """When a selected test reads the smoke run through SLURM, start it as the session starts:
-    it spends most of its time waiting on the scheduler and on each job's start-up of Snakemake
-    (about 7 min on the idle 2-core machine, a few CPU-seconds at a time), so the tests before it
-    run meanwhile. Where SLURM cannot run, nothing starts here and `smoke_slurm_run` says why."""
-    from smoke_session import SlurmRunInBackground, smoke_config
-
+@pytest.fixture(scope="session")
+def _slurm_run_in_background():
+    """{"smoke": the SlurmRunInBackground of the smoke config}, once started; stopped at the end."""
     runs = {}
-    if any(set(_SLURM_RUN_USERS) & set(item.fixturenames) for item in request.session.items):
-        try:
-            request.getfixturevalue("slurm_cluster")
-        except (pytest.skip.Exception, pytest.fail.Exception):
-            pass  # cached: smoke_slurm_run asks again and skips or fails with the reason
-        else:
-            runs["smoke"] = SlurmRunInBackground(tmp_path_factory.mktemp("smoke-slurm") / "work", smoke_config())
     yield runs
     for run in runs.values():
         run.stop()
 
 
+@pytest.fixture(autouse=True)
+def _start_slurm_run_early(request, _slurm_run_in_background, tmp_path_factory):
+    """When a selected test reads the smoke run through SLURM, start that run at this process's
+    first test (under xdist: its first test of the shared runs' group, the worker that will read
+    it): it spends most of its time waiting on the scheduler and on each job's start-up of
+    Snakemake (about 7 min on the idle 2-core machine, a few CPU-seconds at a time), so the tests
+    before it run meanwhile. Where SLURM cannot run, nothing starts here and `smoke_slurm_run`
+    says why."""
+    session = request.session
+    if getattr(session, "_slurm_start_decided", False):
+        return
+    if getattr(request.config.option, "loadgroup", False):
+        marks = [m.args[0] for m in request.node.iter_markers("xdist_group")]
+        if SHARED_GROUP not in marks:
+            return  # another worker's to start, or this worker's later
+    session._slurm_start_decided = True
+    if not any(set(_SLURM_RUN_USERS) & set(item.fixturenames) for item in session.items):
+        return
+    from smoke_session import SlurmRunInBackground, smoke_config
+
+    try:
+        request.getfixturevalue("slurm_cluster")
+    except (pytest.skip.Exception, pytest.fail.Exception):
+        return  # cached: smoke_slurm_run asks again and skips or fails with the reason
+    _slurm_run_in_background.setdefault(
+        "smoke", SlurmRunInBackground(tmp_path_factory.mktemp("smoke-slurm") / "work", smoke_config()))
+
+
 @pytest.fixture(scope="session")
 def smoke_slurm_run(slurm_cluster, _slurm_run_in_background, tmp_path_factory):
     """The shared smoke run's config run again through `--profile slurm` on the test cluster
-    (started with the session, see `_slurm_run_in_background`)."""
+    (started at the first test that could read it, see `_start_slurm_run_early`)."""
     from smoke_session import SlurmRunInBackground, smoke_config
 
     run = _slurm_run_in_background.get("smoke")

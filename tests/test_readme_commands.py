@@ -183,7 +183,8 @@ def test_readme_block_runs(index, complete_copy, planned_logs, old_clone):
     if "make -n demo" in script:
         assert re.search(r"^\S*snakemake --cores all$", proc.stdout, re.M), proc.stdout
     if "make -n test" in script:
-        assert re.search(r"^\S*python -m pytest -q --durations=25 --file-durations=0$", proc.stdout, re.M), proc.stdout
+        assert re.search(r"^\S*python -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --durations=25 "
+                         r"--file-durations=0$", proc.stdout, re.M), proc.stdout
     if "cp -a " in script:  # a run copied from another clone is up to date, with a plain `snakemake -n`
         assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-2000:]
 
