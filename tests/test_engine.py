@@ -79,6 +79,7 @@ def test_a_name_renamed_in_a_fake_module_stops_install_in_one_line(monkeypatch):
     by `install` with one line naming it, before any hook is set."""
     import types
 
+    import snakemake.api  # noqa: F401 - imported for real first (it imports snakemake.io's names), as in a run
     import snakemake.io
 
     fake = types.ModuleType("snakemake.io")
