@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from _pytest.nodeid import coerce_node_id
 import yaml
+from _pytest.nodeid import coerce_node_id
 from threadpoolctl import threadpool_limits
 
 # a figure that does not print cleanly fails a test (a run writes it with a warning instead:
@@ -74,8 +74,8 @@ def _xdist_groups(items) -> dict[str, str | None]:
     scoped = {_file(item) for item in items
               for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs
               if d.scope in ("module", "class", "package")}
-    return {_file(item): SHARED_GROUP if _file(item) in shared else _file(item) if _file(item) in scoped else None
-            for item in items}
+    files = {_file(item) for item in items}
+    return {f: SHARED_GROUP if f in shared else f if f in scoped else None for f in files}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the test ids
