@@ -206,13 +206,16 @@ def test_tick_labels_are_thinned_to_fit_their_panel(tmp_path):
 
 def test_tick_labels_that_fit_cost_no_second_layout(monkeypatch):
     """`thin_tick_labels` lays a figure out again only where it dropped a label: most figures
-    fit as drawn, and each draw is a full constrained layout (the preset-figure tests draw ~90)."""
+    fit as drawn, and each draw is a full constrained layout (the preset-figure tests draw ~90).
+    Its layout passes paint nothing (`lay_out`: no `canvas.draw()`, whose raster nobody reads)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     from oracle.report.figure_check import thin_tick_labels
 
-    draws, draw = [], FigureCanvasAgg.draw
-    monkeypatch.setattr(FigureCanvasAgg, "draw", lambda self: draws.append(1) or draw(self))
+    draws, draw = [], Figure.draw
+    painted = []
+    monkeypatch.setattr(Figure, "draw", lambda self, renderer: draws.append(1) or draw(self, renderer))
+    monkeypatch.setattr(FigureCanvasAgg, "draw", lambda self: painted.append(1))
     for ticks, expected in ((None, 1), ([1.0, 1.01, 1.02], 2)):  # default ticks fit; "1.001.011.02" does not
         draws.clear()
         with style():
@@ -223,4 +226,25 @@ def test_tick_labels_that_fit_cost_no_second_layout(monkeypatch):
                     ax.set_xticks(ticks)
         FigureCanvasAgg(fig)
         thin_tick_labels(fig)
-        assert len(draws) == expected, (ticks, len(draws))
+        assert len(draws) == expected and not painted, (ticks, len(draws), len(painted))
+
+
+def test_a_layout_without_painting_saves_the_same_bytes(tmp_path, monkeypatch):
+    """`lay_out` (the layout passes of `save_figure`) leaves the figure as a painted
+    `canvas.draw()` would: a figure whose title wraps and whose ticks are thinned saves to the
+    same PDF and PNG bytes either way (scripts/bench/layout.py does this for every preset shape)."""
+    import oracle.report.figure_check as figure_check
+
+    def drawn(painted: bool) -> dict[str, bytes]:
+        if painted:
+            monkeypatch.setattr(figure_check, "lay_out", lambda fig: fig.canvas.draw())
+        with style():
+            fig = Figure(figsize=(print_widths().column_in, 2.2), layout="constrained")
+            ax = fig.subplots()
+            ax.plot([1.0, 1.01, 1.02], [0, 1, 0])
+            ax.set_xticks([1.0, 1.005, 1.01, 1.015, 1.02])
+            ax.set(title="a title long enough to need a second line over one column", xlabel="N")
+        out = save_figure(fig, tmp_path / ("painted" if painted else "laid_out"), strict=False)
+        return {ext: p.read_bytes() for ext, p in out.items()}
+
+    assert drawn(painted=False) == drawn(painted=True)

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from oracle.errors import OracleError
 from oracle.report.figure_check import (MIN_TEXT_PT, _PANELS_KEY, PrintWidths,  # noqa: F401
-                                        caption_panel_problems, collisions, drawn_panels, pdf_facts,
+                                        caption_panel_problems, collisions, drawn_panels, lay_out, pdf_facts,
                                         print_problems, print_widths, thin_tick_labels, use_print_widths,
                                         wrap_titles)
 from oracle.report.tables import write_all

@@ -21,7 +21,7 @@ from oracle.experiments.estimators import evaluation_sets
 from oracle.io.predictions import read_predictions
 from oracle.measures import accuracy_estimators as est
 from oracle.measures.accuracy_estimators import METHODS
-from oracle.report.figures import print_widths, panel_letters, save_figure, style
+from oracle.report.figures import lay_out, print_widths, panel_letters, save_figure, style
 from oracle.report.numbers import entry, mean_spread
 
 
@@ -179,7 +179,7 @@ def _x_labels_fit(fig: Figure) -> bool:
     its axes. Constrained layout leaves a label's length out of the margins it makes, so a wider
     one reaches past the canvas (the last column's: x 5.54 in on a 5.5 in figure of four columns)
     or into its neighbour's; the titles are wrapped to their panels by `save_figure`."""
-    fig.canvas.draw()
+    lay_out(fig)
     renderer = fig.canvas.get_renderer()
     return all(ax.xaxis.label.get_window_extent(renderer).width <= ax.bbox.width
                for ax in fig.axes if ax.axison and ax.get_xlabel())
