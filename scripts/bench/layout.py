@@ -1,6 +1,6 @@
-"""A figure's layout passes with and without painting, side by side: every figure of every
-experiment kind, at the shapes of the default and of every preset (the synthetic numbers of
-tests/test_preset_figures.py), saved by `save_figure` twice, interleaved: once with each layout
+"""A figure's layout passes with and without painting, side by side: every figure of the
+scaling, active, labels and shift kinds, at the shapes of the default and of every preset (the
+synthetic numbers of tests/test_preset_figures.py), saved by `save_figure` twice, interleaved: once with each layout
 pass a full ``fig.canvas.draw()`` (the code before `oracle.report.figure_check.lay_out`) and once
 with `lay_out` (the draw with matplotlib's no-op renderer methods). Checks that the two write
 byte-identical PDF and PNG files and prints the time each took.
@@ -24,8 +24,8 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 
 def _variants():
-    """{"draw": patch, "lay_out": patch}: each patch sets the layout pass of the figure checks."""
-    import oracle.experiments.estimators.report as estimators_report
+    """{"draw": patch, "lay_out": patch}: each patch sets the layout pass of `save_figure`'s checks
+    (wrap_titles, thin_tick_labels look `lay_out` up in their module at each call)."""
     import oracle.report.figure_check as figure_check
 
     own = figure_check.lay_out
@@ -33,11 +33,8 @@ def _variants():
     def painted(fig) -> None:
         fig.canvas.draw()
 
-    def use(pass_) -> None:
-        figure_check.lay_out = pass_
-        estimators_report.lay_out = pass_
-
-    return {"draw": lambda: use(painted), "lay_out": lambda: use(own)}
+    return {"draw": lambda: setattr(figure_check, "lay_out", painted),
+            "lay_out": lambda: setattr(figure_check, "lay_out", own)}
 
 
 def _cases(kinds: list[str]):
