@@ -198,8 +198,10 @@ def test_claims_judged_on_names_a_finding_and_an_experiment_of_its_kind(default,
 
 
 def test_size_larger_than_pool_names_n(default):
-    default["experiments"]["scaling"]["sizes"] = [50, 5000]
-    with pytest.raises(ConfigError, match=r"'experiments\.scaling\.sizes'.*N=5000.*2200"):
+    world = default["worlds"][default["experiments"]["scaling"]["world"]]
+    pool = world["n_total"] - world.get("test_size", default["splits"]["test_size"])
+    default["experiments"]["scaling"]["sizes"] = [50, pool]  # N + 200 validation rows: 200 too many
+    with pytest.raises(ConfigError, match=rf"'experiments\.scaling\.sizes'.*N={pool} .*\({pool} = "):
         oc.check_config(default)
 
 
