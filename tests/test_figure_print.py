@@ -237,7 +237,7 @@ def test_a_layout_without_painting_saves_the_same_bytes(tmp_path, monkeypatch):
 
     def drawn(painted: bool) -> dict[str, bytes]:
         if painted:
-            monkeypatch.setattr(figure_check, "lay_out", lambda fig: fig.canvas.draw())
+            monkeypatch.setattr(figure_check, "lay_out", lambda fig: fig.canvas.draw() or fig.canvas.get_renderer())
         with style():
             fig = Figure(figsize=(print_widths().column_in, 2.2), layout="constrained")
             ax = fig.subplots()

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import matplotlib.text
+from matplotlib.backend_bases import RendererBase
 from matplotlib.figure import Figure
 
 from oracle.errors import OracleError
@@ -218,15 +219,19 @@ def collisions(fig: Figure) -> list[str]:
     return list(dict.fromkeys(out))  # panels alike collide alike: each once
 
 
-def lay_out(fig: Figure) -> None:
-    """Run ``fig``'s draw without painting a pixel: the layout engine places the axes, ticks and
-    texts get their final extents (what `fig.canvas.get_renderer()` then measures), exactly as
-    ``fig.canvas.draw()`` would leave them, without the rasterisation of every path and glyph
-    (`save_figure` lays a figure out two to five times before it saves it: 0.84 of a figure's
-    time, the same bytes, docs/benchmarks.md "A figure laid out without painting")."""
+def lay_out(fig: Figure) -> RendererBase:
+    """Run ``fig``'s draw without painting a pixel and return the renderer it drew with: the
+    layout engine places the axes, ticks and texts get their final extents (what the returned
+    renderer then measures), exactly as ``fig.canvas.draw()`` would leave them, without the
+    rasterisation of every path and glyph (`save_figure` lays a figure out two to five times before
+    it saves it: 0.84 of a figure's time, the same bytes, docs/benchmarks.md "A figure laid out
+    without painting")."""
     renderer = fig.canvas.get_renderer()
-    with renderer._draw_disabled():  # matplotlib's own no-op renderer methods (Figure.draw_without_rendering)
+    # matplotlib's own no-op renderer methods, on the canvas' renderer that later measures
+    # (Figure.draw_without_rendering makes a renderer of its own)
+    with renderer._draw_disabled():
         fig.draw(renderer)
+    return renderer
 
 
 def print_problems(fig: Figure, pdf: bytes) -> list[str]:
@@ -265,8 +270,7 @@ def wrap_titles(fig: Figure, rounds: int = 3) -> None:
     moves the panels, so it measures again, at most `rounds` times. A single word wider than its
     panel is left whole (`print_problems` then names it). `save_figure` calls it."""
     for _ in range(rounds):
-        lay_out(fig)
-        renderer = fig.canvas.get_renderer()
+        renderer = lay_out(fig)
         wrapped = False
         for ax in fig.axes:
             title = ax.title
@@ -295,8 +299,7 @@ def thin_tick_labels(fig: Figure) -> None:
     never dropped."""
     from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter
 
-    lay_out(fig)  # the final layout: constrained layout places the axes on a draw
-    renderer = fig.canvas.get_renderer()
+    renderer = lay_out(fig)  # the final layout: constrained layout places the axes on a draw
     thinned = False
     for ax in fig.axes:
         if not ax.get_visible():

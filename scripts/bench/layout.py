@@ -30,8 +30,9 @@ def _variants():
 
     own = figure_check.lay_out
 
-    def painted(fig) -> None:
+    def painted(fig):
         fig.canvas.draw()
+        return fig.canvas.get_renderer()
 
     return {"draw": lambda: setattr(figure_check, "lay_out", painted),
             "lay_out": lambda: setattr(figure_check, "lay_out", own)}

@@ -179,8 +179,7 @@ def _x_labels_fit(fig: Figure) -> bool:
     its axes. Constrained layout leaves a label's length out of the margins it makes, so a wider
     one reaches past the canvas (the last column's: x 5.54 in on a 5.5 in figure of four columns)
     or into its neighbour's; the titles are wrapped to their panels by `save_figure`."""
-    lay_out(fig)
-    renderer = fig.canvas.get_renderer()
+    renderer = lay_out(fig)
     return all(ax.xaxis.label.get_window_extent(renderer).width <= ax.bbox.width
                for ax in fig.axes if ax.axison and ax.get_xlabel())
 
