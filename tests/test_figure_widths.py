@@ -113,10 +113,19 @@ def test_every_figure_kind_prints_at_the_iclr_text_width(tmp_path):
     _check_at_iclr(FIGURE_TESTS, tmp_path)
 
 
+#: The preset-shape tests run again at 5.5 in: the kinds whose full-width figures put a panel, a
+#: legend entry or a tick label per architecture, size or strategy, so that a preset's shape sets
+#: how crowded they are. The other kinds are drawn at 5.5 in by FIGURE_TESTS (one shape each) and
+#: at every preset's shape at the default width (the whole file again at 5.5 in took 320 s of the
+#: suite on a 2-core VM; the two kinds here are about 70% of its drawing, docs/benchmarks.md).
+PRESET_TESTS_AT_ICLR = ["tests/test_preset_figures.py::test_every_scaling_figure_prints_at_the_presets_shapes",
+                        "tests/test_preset_figures.py::test_every_active_figure_prints_at_the_presets_shapes"]
+
+
 @pytest.mark.slow
 def test_every_preset_shape_prints_at_the_iclr_text_width(tmp_path):
     """The scaling and active figures at every preset's architectures, sizes and strategies, at 5.5 in."""
-    _check_at_iclr(["tests/test_preset_figures.py"], tmp_path)
+    _check_at_iclr(PRESET_TESTS_AT_ICLR, tmp_path)
 
 
 def test_the_figure_job_draws_at_the_config_width(tmp_path, monkeypatch):

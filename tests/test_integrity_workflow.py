@@ -309,6 +309,23 @@ def test_check_numbers_catches_a_forged_number_of_each_kind(tamper, key):
                "value=0.0123" in p for p in problems), problems
 
 
+def test_a_part_re_derived_once_is_re_derived_again_when_its_source_changes(tamper):
+    """The audit recomputes a numbers part once per process (`rederive_entry`): an edit of its
+    source after that, even one of the same size, gives the edited number, not the remembered one."""
+    from oracle.tools.audit_numbers import rederive_entry
+
+    part, source = Path(f"{RUN}/numbers/world.base.json"), Path(f"{RUN}/samples/base/constants.json")
+    before = rederive_entry(part, "bayes_error", None)
+    assert before["value"] == json.loads(source.read_text())["all"]["bayes_error"]["mean"]
+    before["value"] = -1.0  # what a caller does to its copy stays with it
+    assert rederive_entry(part, "bayes_error", None)["value"] != -1.0
+    text = source.read_text()
+    old = json.dumps(json.loads(text)["all"]["bayes_error"]["mean"])
+    new = ("0." + "1" * (len(old) - 2)) if old.startswith("0.") else "0.5"
+    source.write_text(text.replace(old, new, 1))
+    assert rederive_entry(part, "bayes_error", None)["value"] == pytest.approx(float(new))
+
+
 def test_numbers_json_inputs_are_checked(tamper):
     """numbers.json's record lists its parts: a part edited (and re-signed) after the merge is flagged."""
     part = Path(RUN, "numbers", "scaling.json")

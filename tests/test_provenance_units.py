@@ -228,6 +228,12 @@ def test_code_check_names_the_changed_module(tmp_path):
     (tmp_path / "oracle" / "c.py").unlink()
     clear_hash_cache()
     assert changed_code_files(rec, root=tmp_path) == ["oracle/a.py changed", "oracle/c.py removed"]
+    # one audit hashes each file of the checkout once, however many records name it
+    now: dict = {}
+    assert changed_code_files(rec, root=tmp_path, now=now) == ["oracle/a.py changed", "oracle/c.py removed"]
+    assert now == {"oracle/a.py": file_sha256(tmp_path / "oracle" / "a.py"), "oracle/b.py": rec["files"]["oracle/b.py"],
+                   "oracle/c.py": None}
+    assert changed_code_files({"files": {"oracle/b.py": "0" * 64}}, root=tmp_path, now=now) == ["oracle/b.py changed"]
 
 
 def test_code_files_matches_resolving_every_path(tmp_path, monkeypatch):

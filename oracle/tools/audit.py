@@ -71,21 +71,22 @@ from oracle.tools.audit_numbers import (check_numbers, load_config, load_numbers
                                            number_artifact)
 
 
-
-def changed_code_files(rec: Mapping | None, root: Path = REPO_ROOT) -> list[str]:
+def changed_code_files(rec: Mapping | None, root: Path = REPO_ROOT, now: dict | None = None) -> list[str]:
     """The repository files of a record's ``code.files`` whose sha256 differs from the file
-    under `root` now ("path changed" / "path removed"); [] when none or nothing was recorded."""
-    out = []
+    under `root` now ("path changed" / "path removed"); [] when none or nothing was recorded.
+    `now`: {path: sha256 now or None}, filled as it goes (an audit's records share their files)."""
+    now, out = ({} if now is None else now), []
     for rel, h in sorted(((rec or {}).get("files") or {}).items()):
-        p = root / rel
-        if not p.is_file():
+        if rel not in now:
+            now[rel] = file_sha256(root / rel) if (root / rel).is_file() else None
+        if now[rel] is None:
             out.append(f"{rel} removed")
-        elif file_sha256(p) != h:
+        elif now[rel] != h:
             out.append(f"{rel} changed")
     return out
 
 
-def _code_differs(rec: Mapping | None, cur: Mapping) -> str | None:
+def _code_differs(rec: Mapping | None, cur: Mapping, now: dict | None = None) -> str | None:
     """Why the code that made an artifact may differ from the checkout now, or None.
 
     With per-file hashes in the record (``code.files``) only those files count: a commit
@@ -94,7 +95,7 @@ def _code_differs(rec: Mapping | None, cur: Mapping) -> str | None:
     """
     rec = rec or {}
     if rec.get("files"):
-        changed = changed_code_files(rec)
+        changed = changed_code_files(rec, now=now)
         if not changed:
             return None
         shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
@@ -126,6 +127,7 @@ class _Auditor:
         self.oracle_sha256 = oracle_hasher(current_config, run_dir)
         self.strict_code = strict_code
         self.code_now = code_version()
+        self.code_files_now: dict[str, str | None] = {}  # the checkout's files, hashed once (`changed_code_files`)
         self.visited: dict[str, str] = {}
         self.flags: list[dict] = []
         self.warnings: list[dict] = []
@@ -200,7 +202,7 @@ class _Auditor:
                 for why in node["params_check"]:
                     self._flag(node, why)
 
-        diff = _code_differs(record.get("code"), self.code_now)
+        diff = _code_differs(record.get("code"), self.code_now, self.code_files_now)
         if diff:
             (self._flag if self.strict_code else self._warn)(node, f"code: {diff}")
         if drift := package_drift(record.get("packages")):
